@@ -1,0 +1,38 @@
+# Two commands: `make demo` and `make test`. Both create .venv when missing and are quick the second time.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+RUN_STAMP := $(VENV)/.stamp-run
+TEST_STAMP := $(VENV)/.stamp-test
+
+.PHONY: demo test bench check samples clean
+
+$(PY):
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+
+$(RUN_STAMP): pyproject.toml | $(PY)
+	$(PY) -m pip install --quiet -e .
+	touch $@
+
+$(TEST_STAMP): pyproject.toml | $(PY)
+	$(PY) -m pip install --quiet -e '.[test]'
+	touch $@ $(RUN_STAMP)
+
+demo: $(RUN_STAMP)
+	$(VENV)/bin/eviscene-tui demo sample_runs
+
+test: $(TEST_STAMP)
+	$(PY) -m pytest -q -p no:cacheprovider
+
+bench: $(TEST_STAMP)
+	$(PY) -m bench
+
+check: $(RUN_STAMP)
+	$(VENV)/bin/eviscene-tui check sample_runs
+
+samples: $(RUN_STAMP)
+	$(PY) -m eviscene_tui.samples sample_runs
+
+clean:
+	rm -rf $(VENV) .pytest_cache .hypothesis

@@ -1,0 +1,3 @@
+from eviscene_tui.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,315 @@
+"""Byte-level JSON helpers shared by every loader and every writer.
+
+- canonical JSON and its sha256, exactly as the driver's ``_sha`` (psd-run-format §6);
+- tolerant JSON / JSONL / JSONL.gz parsing with orjson that returns Problems;
+- the bound envelope, plain and gzip pointer forms (§2.1), for reading and writing.
+
+No Textual import here (architecture rule).
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import io
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from eviscene_tui.artifacts.problems import Problem, ProblemCode
+
+BOUND_GZIP_SCHEMA = "ifv-psd-bound-gzip-v1"
+GZIP_THRESHOLD = 1 << 20  # the driver switches to the gzip form at >= 1 MiB
+MAX_ARCHIVE_BYTES = 1 << 30
+
+
+# --------------------------------------------------------------------------- hashing
+def canonical_json_bytes(value: Any) -> bytes:
+    """``json.dumps(x, ensure_ascii=False, sort_keys=True, separators=(",", ":"))`` as UTF-8.
+
+    orjson is used when it gives identical bytes (it does for str/int/bool/None/list/dict
+    with string keys and no floats); floats go through the stdlib so ``1.0`` and
+    exponent forms match Python's repr exactly.
+    """
+    if _orjson_safe(value):
+        return orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
+    return json.dumps(value, ensure_ascii=False, sort_keys=True, separators=(",", ":")).encode("utf-8")
+
+
+def _orjson_safe(value: Any, depth: int = 0) -> bool:
+    # orjson escapes differ from json.dumps only for floats and for non-str keys;
+    # deep recursion is cheap relative to hashing and keeps the exact byte contract.
+    if depth > 200:
+        return False
+    t = type(value)
+    if t is str or t is int or t is bool or value is None:
+        return not (t is int and abs(value) >= 1 << 63)
+    if t is list or t is tuple:
+        return all(_orjson_safe(v, depth + 1) for v in value)
+    if t is dict:
+        return all(type(k) is str and _orjson_safe(v, depth + 1) for k, v in value.items())
+    return False
+
+
+def canonical_sha256(value: Any) -> str:
+    return hashlib.sha256(canonical_json_bytes(value)).hexdigest()
+
+
+def sha256_bytes(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def sha256_file(path: str | os.PathLike[str]) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def hint_sha256(text: str) -> str:
+    """sha256 of the *stripped* hint text (not canonical JSON), §6."""
+    return hashlib.sha256(text.strip().encode("utf-8")).hexdigest()
+
+
+# --------------------------------------------------------------------------- parsing
+def parse_json_bytes(data: bytes, path: str) -> tuple[Any | None, list[Problem]]:
+    try:
+        return orjson.loads(data), []
+    except orjson.JSONDecodeError as exc:
+        kind = "truncated" if data.strip() and not data.rstrip().endswith((b"}", b"]")) else "invalid"
+        return None, [Problem(code=ProblemCode.JSON_INVALID, path=path, message=f"{kind} JSON: {exc}")]
+
+
+def read_json(path: str | os.PathLike[str]) -> tuple[Any | None, list[Problem]]:
+    """Read a JSON file. Missing file -> ``missing_artifact``; bad JSON -> ``json_invalid``."""
+    p = str(path)
+    try:
+        data = Path(p).read_bytes()
+    except FileNotFoundError:
+        return None, [Problem(code=ProblemCode.MISSING_ARTIFACT, path=p, message="file not found")]
+    except IsADirectoryError:
+        return None, [Problem(code=ProblemCode.JSON_INVALID, path=p, message="expected a file, found a directory")]
+    except OSError as exc:
+        return None, [Problem(code=ProblemCode.MISSING_ARTIFACT, path=p, message=f"cannot read: {exc.strerror}")]
+    return parse_json_bytes(data, p)
+
+
+def parse_jsonl_bytes(data: bytes, path: str) -> tuple[list[Any], list[Problem], bool]:
+    """Split on ``\\n`` only (strings may hold U+2028/U+2029/U+0085).
+
+    Returns (rows, problems, torn_tail). A line that does not parse is reported as
+    ``jsonl_torn_line`` and skipped; the other lines are still read. ``torn_tail`` is
+    True when the *last* line has no trailing newline and does not parse (a writer
+    may be mid-write).
+    """
+    rows: list[Any] = []
+    problems: list[Problem] = []
+    torn_tail = False
+    lines = data.split(b"\n")
+    last = len(lines) - 1
+    for number, line in enumerate(lines):
+        if not line.strip():
+            continue
+        try:
+            rows.append(orjson.loads(line))
+        except orjson.JSONDecodeError as exc:
+            at_tail = number == last
+            torn_tail = torn_tail or at_tail
+            where = "last line (no trailing newline)" if at_tail else f"line {number + 1}"
+            problems.append(
+                Problem(code=ProblemCode.JSONL_TORN_LINE, path=path, message=f"{where} does not parse: {exc}")
+            )
+    return rows, problems, torn_tail
+
+
+def read_jsonl(path: str | os.PathLike[str]) -> tuple[list[Any], list[Problem]]:
+    """Read ``.jsonl`` or ``.jsonl.gz``."""
+    p = str(path)
+    try:
+        raw = Path(p).read_bytes()
+    except FileNotFoundError:
+        return [], [Problem(code=ProblemCode.MISSING_ARTIFACT, path=p, message="file not found")]
+    except OSError as exc:
+        return [], [Problem(code=ProblemCode.MISSING_ARTIFACT, path=p, message=f"cannot read: {exc.strerror}")]
+    if p.endswith(".gz"):
+        try:
+            raw = gzip.decompress(raw)
+        except (OSError, EOFError, gzip.BadGzipFile) as exc:
+            return [], [Problem(code=ProblemCode.JSON_INVALID, path=p, message=f"bad gzip: {exc}")]
+    rows, problems, _ = parse_jsonl_bytes(raw, p)
+    return rows, problems
+
+
+# --------------------------------------------------------------------------- bound envelopes
+def bound_document(identity: Any, payload: Any) -> dict[str, Any]:
+    return {"identity": identity, "payload": payload, "payload_sha256": canonical_sha256(payload)}
+
+
+def pretty_json_bytes(value: Any) -> bytes:
+    """The driver's ``write_json`` format: UTF-8, ensure_ascii=False, indent=2, trailing newline."""
+    return (json.dumps(value, ensure_ascii=False, indent=2) + "\n").encode("utf-8")
+
+
+def canonical_jsonl_bytes(rows: list[Any]) -> bytes:
+    """The driver's ``write_jsonl``: one canonical object per line, ``\\n`` after every row."""
+    return b"".join(canonical_json_bytes(r) + b"\n" for r in rows)
+
+
+def encode_bound(path: Path, identity: Any, payload: Any, *, force_gzip: bool | None = None) -> dict[str, bytes]:
+    """Return {filename: bytes} for a bound envelope written at ``path``.
+
+    Plain form below 1 MiB of canonical document, gzip pointer + archive at or above
+    (or when ``force_gzip`` says so). Deterministic: level-1 gzip, mtime 0.
+    """
+    doc = bound_document(identity, payload)
+    canonical = canonical_json_bytes(doc)
+    use_gzip = len(canonical) >= GZIP_THRESHOLD if force_gzip is None else force_gzip
+    if not use_gzip:
+        return {path.name: pretty_json_bytes(doc)}
+    doc_sha = sha256_bytes(canonical)
+    archive_name = f"{path.stem}-{doc_sha[:16]}.json.gz"
+    buf = io.BytesIO()
+    with gzip.GzipFile(filename="", mode="wb", compresslevel=1, fileobj=buf, mtime=0) as gz:
+        gz.write(canonical)
+    pointer = {
+        "schema_version": BOUND_GZIP_SCHEMA,
+        "identity": identity,
+        "payload_sha256": doc["payload_sha256"],
+        "archive": archive_name,
+        "uncompressed_bytes": len(canonical),
+        "uncompressed_sha256": doc_sha,
+    }
+    return {path.name: pretty_json_bytes(pointer), archive_name: buf.getvalue()}
+
+
+class BoundRead:
+    """Result of reading a bound envelope: whatever could be read plus problems."""
+
+    __slots__ = ("identity", "payload", "payload_sha256", "form", "problems", "archive")
+
+    def __init__(self) -> None:
+        self.identity: Any = None
+        self.payload: Any = None
+        self.payload_sha256: str | None = None
+        self.form: str = "missing"  # plain | gzip | missing | invalid
+        self.problems: list[Problem] = []
+        self.archive: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+
+def read_bound(path: str | os.PathLike[str], *, verify: bool = True) -> BoundRead:
+    """Read a bound envelope in either form, recomputing ``payload_sha256``.
+
+    Never raises. Gzip checks: archive in the same directory, not a symlink, size
+    at most 1 GiB, sha of the uncompressed bytes, identity and payload hash equal
+    to the pointer's.
+    """
+    result = BoundRead()
+    p = Path(path)
+    doc, problems = read_json(p)
+    if problems:
+        result.problems = problems
+        result.form = "missing" if problems[0].code == ProblemCode.MISSING_ARTIFACT else "invalid"
+        return result
+    if not isinstance(doc, dict):
+        result.form = "invalid"
+        result.problems.append(
+            Problem(code=ProblemCode.JSON_INVALID, path=str(p), message="bound envelope must be a JSON object")
+        )
+        return result
+    if doc.get("schema_version") == BOUND_GZIP_SCHEMA:
+        result.form = "gzip"
+        result.identity = doc.get("identity")
+        result.payload_sha256 = doc.get("payload_sha256")
+        archive = doc.get("archive")
+        result.archive = archive if isinstance(archive, str) else None
+        inner = _read_gzip_archive(p, doc, result.problems)
+        if inner is None:
+            return result
+        if inner.get("identity") != doc.get("identity"):
+            result.problems.append(
+                Problem(code=ProblemCode.BOUND_HASH_MISMATCH, path=str(p), message="archive identity differs from pointer")
+            )
+        if inner.get("payload_sha256") != doc.get("payload_sha256"):
+            result.problems.append(
+                Problem(code=ProblemCode.BOUND_HASH_MISMATCH, path=str(p), message="archive payload_sha256 differs from pointer")
+            )
+        result.payload = inner.get("payload")
+    else:
+        missing = [k for k in ("identity", "payload", "payload_sha256") if k not in doc]
+        if missing:
+            result.form = "invalid"
+            result.payload = doc.get("payload")
+            result.problems.append(
+                Problem(code=ProblemCode.JSON_INVALID, path=str(p), message=f"bound envelope lacks {', '.join(missing)}")
+            )
+            return result
+        result.form = "plain"
+        result.identity = doc.get("identity")
+        result.payload = doc.get("payload")
+        result.payload_sha256 = doc.get("payload_sha256")
+    if verify and result.payload_sha256 is not None:
+        actual = canonical_sha256(result.payload)
+        if actual != result.payload_sha256:
+            result.problems.append(
+                Problem(
+                    code=ProblemCode.BOUND_HASH_MISMATCH,
+                    path=str(p),
+                    message=f"payload_sha256 {str(result.payload_sha256)[:12]}… does not match the payload ({actual[:12]}…)",
+                )
+            )
+    return result
+
+
+def _read_gzip_archive(pointer_path: Path, doc: dict[str, Any], problems: list[Problem]) -> dict[str, Any] | None:
+    name = doc.get("archive")
+    where = str(pointer_path)
+    if not isinstance(name, str) or not name or "/" in name or "\\" in name or name in (".", ".."):
+        problems.append(
+            Problem(code=ProblemCode.PATH_OUTSIDE_ROOT, path=where, message=f"gzip archive name {name!r} is not in the same directory")
+        )
+        return None
+    archive = pointer_path.parent / name
+    if archive.is_symlink():
+        problems.append(Problem(code=ProblemCode.PATH_OUTSIDE_ROOT, path=str(archive), message="gzip archive is a symlink"))
+        return None
+    try:
+        size = archive.stat().st_size
+    except FileNotFoundError:
+        problems.append(Problem(code=ProblemCode.MISSING_ARTIFACT, path=str(archive), message="gzip archive named by the pointer is missing"))
+        return None
+    if size > MAX_ARCHIVE_BYTES:
+        problems.append(Problem(code=ProblemCode.JSON_INVALID, path=str(archive), message="gzip archive larger than 1 GiB"))
+        return None
+    try:
+        with gzip.open(archive, "rb") as gz:
+            data = gz.read(MAX_ARCHIVE_BYTES + 1)
+    except (OSError, EOFError) as exc:
+        problems.append(Problem(code=ProblemCode.JSON_INVALID, path=str(archive), message=f"bad gzip archive: {exc}"))
+        return None
+    if len(data) > MAX_ARCHIVE_BYTES:
+        problems.append(Problem(code=ProblemCode.JSON_INVALID, path=str(archive), message="uncompressed archive larger than 1 GiB"))
+        return None
+    expected_size = doc.get("uncompressed_bytes")
+    if isinstance(expected_size, int) and expected_size != len(data):
+        problems.append(
+            Problem(code=ProblemCode.BOUND_HASH_MISMATCH, path=str(archive), message=f"uncompressed size {len(data)} != pointer's {expected_size}")
+        )
+    if sha256_bytes(data) != doc.get("uncompressed_sha256"):
+        problems.append(
+            Problem(code=ProblemCode.BOUND_HASH_MISMATCH, path=str(archive), message="uncompressed_sha256 does not match the archive bytes")
+        )
+    inner, parse_problems = parse_json_bytes(data, str(archive))
+    problems.extend(parse_problems)
+    if not isinstance(inner, dict):
+        if inner is not None:
+            problems.append(Problem(code=ProblemCode.JSON_INVALID, path=str(archive), message="archive document is not an object"))
+        return None
+    return inner

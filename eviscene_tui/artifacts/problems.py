@@ -1,0 +1,41 @@
+"""Problems: what the artifact layer reports instead of raising."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+from pydantic import BaseModel, ConfigDict
+
+
+class ProblemCode(StrEnum):
+    JSON_INVALID = "json_invalid"
+    JSONL_TORN_LINE = "jsonl_torn_line"
+    BOUND_HASH_MISMATCH = "bound_hash_mismatch"
+    FILE_HASH_MISMATCH = "file_hash_mismatch"
+    MISSING_ARTIFACT = "missing_artifact"
+    PATH_OUTSIDE_ROOT = "path_outside_root"
+    LEFTOVER_TMP = "leftover_tmp"
+    TOKEN_CAPTURE_INCOMPLETE = "token_capture_incomplete"
+    MEDIA_MISMATCH = "media_mismatch"
+    SCHEMA_UNKNOWN = "schema_unknown"
+    UNSUPPORTED_LAYOUT = "unsupported_layout"
+
+
+class Problem(BaseModel):
+    """One thing wrong with one file. ``path`` is absolute or relative to a case root
+    depending on who built it; :meth:`relative_to` re-bases it for reports."""
+
+    model_config = ConfigDict(frozen=True)
+
+    code: ProblemCode
+    path: str
+    message: str
+
+    def relative_to(self, base: "str | object") -> "Problem":
+        import os
+
+        try:
+            rel = os.path.relpath(self.path, str(base))
+        except ValueError:
+            rel = self.path
+        return self.model_copy(update={"path": rel})

@@ -1,0 +1,97 @@
+"""Command line entry point. Textual is imported only when the app opens, so
+``--help`` and the headless commands start fast.
+
+    eviscene-tui [PATH] [--theme NAME] [--poll] [--operator NAME] [--workdir DIR] ...
+    eviscene-tui check PATH [--json]
+    eviscene-tui stream CASE_PATH [...]
+    eviscene-tui decisions PATH [--json | --csv] [--events]
+    eviscene-tui fake-vllm [--port N] [...]
+    eviscene-tui demo [PATH]
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from pathlib import Path
+
+# name -> (module, one-line help). Each module exposes ``add_arguments(parser)`` and ``run(args) -> int``.
+SUBCOMMANDS: dict[str, tuple[str, str]] = {
+    "check": ("eviscene_tui.commands.check", "headless triage and integrity report for every case under PATH"),
+    "stream": ("eviscene_tui.commands.stream", "stream a hinted teacher continuation for a case without the UI"),
+    "decisions": ("eviscene_tui.commands.decisions", "export the operator decision journal (folded or raw chain)"),
+    "fake-vllm": ("eviscene_tui.commands.fake_vllm", "run the bundled vLLM-compatible fake server"),
+    "demo": ("eviscene_tui.commands.demo", "start the fake vLLM server and open the app on sample runs"),
+}
+
+
+class UsageError(Exception):
+    """Bad usage: exit 2 with a one-line message."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # one line, exit 2, no traceback
+        self.exit(2, f"{self.prog}: error: {message}\n")
+
+
+def add_app_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("path", nargs="?", help="folder to open (default: ./sample_runs when present, else .)")
+    parser.add_argument("--theme", help="colour theme (eviscene-dark, eviscene-light, or any Textual theme)")
+    parser.add_argument("--poll", action="store_true", help="use a polling file watcher (network filesystems)")
+    parser.add_argument("--operator", help="operator name recorded with decisions")
+    parser.add_argument("--workdir", help="the app's own directory (default: <root>.eviscene-tui beside the root)")
+    parser.add_argument("--policy-profile", help="serving profile (ifv-qwen-serving-profile-v1) of the policy server")
+    parser.add_argument("--policy-url", help="policy base URL for an unattested session")
+    parser.add_argument("--policy-model", help="served model name for an unattested session")
+    parser.add_argument("--hint-url", help="OpenAI-compatible hint-constructor base URL")
+    parser.add_argument("--hint-model", help="hint-constructor model name")
+    parser.add_argument("--tokenizer", help="tokenizer.json (or its folder) for decoding token ids")
+    parser.add_argument("--config", help="config file (default: $EVISCENE_TUI_CONFIG or the XDG config dir)")
+
+
+def _build_app_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="eviscene-tui",
+        description="Terminal workbench for EviScene PSD repair searches. Subcommands: "
+        + "; ".join(f"{name} ({help_})" for name, (_, help_) in SUBCOMMANDS.items()),
+    )
+    add_app_arguments(parser)
+    return parser
+
+
+def resolve_open_path(given: str | None) -> Path:
+    if given:
+        return Path(given)
+    default = Path("sample_runs")
+    return default if default.is_dir() else Path(".")
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] in SUBCOMMANDS:
+        name = argv[0]
+        module_name, help_ = SUBCOMMANDS[name]
+        module = importlib.import_module(module_name)
+        parser = _Parser(prog=f"eviscene-tui {name}", description=help_)
+        module.add_arguments(parser)
+        args = parser.parse_args(argv[1:])
+        try:
+            return int(module.run(args) or 0)
+        except UsageError as exc:
+            print(f"eviscene-tui {name}: error: {exc}", file=sys.stderr)
+            return 2
+        except KeyboardInterrupt:
+            return 130
+    args = _build_app_parser().parse_args(argv)
+    path = resolve_open_path(args.path)
+    if not path.exists():
+        print(f"eviscene-tui: error: {path} does not exist", file=sys.stderr)
+        return 2
+    from eviscene_tui.ui.launch import run_app  # lazy: Textual loads only here
+
+    return int(run_app(path, args) or 0)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    raise SystemExit(main())

@@ -1,0 +1,78 @@
+"""The single display boundary for untrusted text.
+
+Every string that comes from run files, servers or tokenizers passes through
+:func:`safe_text` before it reaches the terminal. Raw values stay raw in the
+models; only the displayed form is neutralised.
+
+Rules (see shared/reference/textual-practice.md §D):
+- C0 controls except ``\\n`` and ``\\t`` become Unicode control pictures
+  (``\\x1b`` -> ``␛``), DEL becomes ``␡``;
+- C1 controls (U+0080..U+009F) become ``\\x..`` escapes;
+- bidi embedding/override/isolate controls and every other non-printable
+  character become ``\\u....`` escapes;
+- lone surrogates (from bad decodes) become U+FFFD.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+_BIDI = frozenset(
+    [0x061C, 0x200E, 0x200F, 0x202A, 0x202B, 0x202C, 0x202D, 0x202E, 0x2066, 0x2067, 0x2068, 0x2069]
+)
+
+
+@lru_cache(maxsize=4096)
+def _escape_char(ch: str) -> str:
+    code = ord(ch)
+    if code < 0x20:
+        return chr(0x2400 + code)
+    if code == 0x7F:
+        return "\u2421"
+    if 0x80 <= code <= 0x9F:
+        return f"\\x{code:02x}"
+    if 0xD800 <= code <= 0xDFFF:
+        return "\ufffd"
+    if code in _BIDI:
+        return f"\\u{code:04x}"
+    if code <= 0xFFFF:
+        return f"\\u{code:04x}"
+    return f"\\U{code:08x}"
+
+
+def _is_safe(ch: str) -> bool:
+    if ch == "\n" or ch == "\t":
+        return True
+    if ord(ch) in _BIDI:
+        return False
+    # isprintable() is False for C0, DEL, C1, separators other than space,
+    # format characters (Cf, which covers the bidi controls) and unassigned code points.
+    return ch.isprintable()
+
+
+def safe_text(value: object, *, single_line: bool = False, limit: int | None = None) -> str:
+    """Return ``value`` as a string that is safe to hand to the terminal.
+
+    ``single_line`` also replaces newlines and tabs with visible pictures (for
+    table cells and one-line previews). ``limit`` truncates the *result* to that
+    many characters with an ellipsis.
+    """
+    if value is None:
+        return ""
+    text = value if isinstance(value, str) else str(value)
+    if limit is not None and len(text) > limit * 4:
+        text = text[: limit * 4]
+    if text.isprintable() and not any(ord(c) in _BIDI for c in text):
+        out = text
+    else:
+        out = "".join(ch if _is_safe(ch) else _escape_char(ch) for ch in text)
+    if single_line:
+        out = out.replace("\n", "\u23ce").replace("\t", " ")
+    if limit is not None and len(out) > limit:
+        out = out[: max(0, limit - 1)] + "\u2026"
+    return out
+
+
+def safe_bytes(data: bytes) -> str:
+    """Decode bytes (e.g. a byte-level token piece) with replacement, then sanitise."""
+    return safe_text(data.decode("utf-8", errors="replace"))

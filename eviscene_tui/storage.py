@@ -1,0 +1,135 @@
+"""Where and how the app writes: only in its own work directory, atomically.
+
+Evidence is sacred: nothing here ever writes inside a run root the app opened.
+Every writer goes through :class:`WorkDir`, which refuses paths inside a
+registered evidence root.
+
+- :func:`write_new_file`: tmp + fsync + ``link`` (fails if the name exists), so a
+  completed file is never overwritten;
+- :func:`replace_file`: tmp + fsync + ``os.replace`` for state files that the
+  driver's format rewrites by design (``manifest.json``, ``search-state.json``);
+- :func:`append_line`: one ``write()`` of a whole line, then fsync.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import time
+from pathlib import Path
+
+
+class EvidenceWriteRefused(RuntimeError):
+    """Raised when code tries to write inside an opened evidence root."""
+
+
+def default_workdir(root: str | os.PathLike[str]) -> Path:
+    """``<root>.eviscene-tui`` beside the opened root."""
+    r = Path(root).resolve()
+    return r.parent / f"{r.name}.eviscene-tui"
+
+
+def _fsync_dir(directory: Path) -> None:
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def _write_tmp(path: Path, data: bytes) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    try:
+        view = memoryview(data)
+        while view:
+            n = os.write(fd, view)
+            view = view[n:]
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    return tmp
+
+
+def write_new_file(path: str | os.PathLike[str], data: bytes) -> Path:
+    """Atomically create ``path``; raise FileExistsError if it already exists."""
+    p = Path(path)
+    tmp = _write_tmp(p, data)
+    try:
+        os.link(tmp, p)
+    finally:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+    _fsync_dir(p.parent)
+    return p
+
+
+def replace_file(path: str | os.PathLike[str], data: bytes) -> Path:
+    """Atomically write ``path``, replacing an older version (state files only)."""
+    p = Path(path)
+    tmp = _write_tmp(p, data)
+    os.replace(tmp, p)
+    _fsync_dir(p.parent)
+    return p
+
+
+def append_line(path: str | os.PathLike[str], line: bytes) -> None:
+    """Append one complete line with a single ``write()`` and fsync before returning."""
+    if not line.endswith(b"\n"):
+        line += b"\n"
+    p = Path(path)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(p, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        written = os.write(fd, line)
+        if written != len(line):  # pragma: no cover - short writes on regular files are exotic
+            raise OSError(f"short append to {p}: {written} of {len(line)} bytes")
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def unique_name(stem: str, suffix: str) -> str:
+    """A new, sortable file name per attempt: ``<stem>-<UTC time>-<random>.<suffix>``."""
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    return f"{stem}-{stamp}-{secrets.token_hex(4)}{suffix}"
+
+
+class WorkDir:
+    """The app's own directory, with a guard against writing into evidence roots."""
+
+    def __init__(self, path: str | os.PathLike[str], evidence_roots: list[str | os.PathLike[str]] | tuple = ()) -> None:
+        self.path = Path(path).resolve()
+        self.evidence_roots = [Path(r).resolve() for r in evidence_roots]
+        for root in self.evidence_roots:
+            if self.path == root or root in self.path.parents:
+                raise EvidenceWriteRefused(f"work directory {self.path} is inside the evidence root {root}")
+
+    def guard(self, target: str | os.PathLike[str]) -> Path:
+        t = Path(target).resolve()
+        for root in self.evidence_roots:
+            if t == root or root in t.parents:
+                raise EvidenceWriteRefused(f"refusing to write {t}: it is inside the evidence root {root}")
+        return t
+
+    def sub(self, *parts: str) -> Path:
+        p = self.path.joinpath(*parts)
+        self.guard(p)
+        return p
+
+    def write_new(self, target: str | os.PathLike[str], data: bytes) -> Path:
+        return write_new_file(self.guard(target), data)
+
+    def replace(self, target: str | os.PathLike[str], data: bytes) -> Path:
+        return replace_file(self.guard(target), data)
+
+    def append(self, target: str | os.PathLike[str], line: bytes) -> None:
+        append_line(self.guard(target), line)
