@@ -1,0 +1,48 @@
+"""Options shared by the app and its screens (built once from the command line)."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from eviscene_tui.storage import WorkDir, default_workdir
+
+
+@dataclass(frozen=True)
+class AppOptions:
+    root: Path
+    workdir: Path
+    theme: str | None = None
+    poll: bool = False
+    operator: str = field(default_factory=lambda: os.environ.get("USER") or "operator")
+    policy_profile: Path | None = None
+    policy_url: str | None = None
+    policy_model: str | None = None
+    hint_url: str | None = None
+    hint_model: str | None = None
+    tokenizer: Path | None = None
+    config: Path | None = None
+
+    @classmethod
+    def from_args(cls, root: Path, args: object) -> "AppOptions":
+        get = lambda name: getattr(args, name, None)  # noqa: E731
+        workdir = Path(get("workdir")) if get("workdir") else default_workdir(root)
+        return cls(
+            root=Path(root),
+            workdir=workdir,
+            theme=get("theme"),
+            poll=bool(get("poll")),
+            operator=get("operator") or os.environ.get("USER") or "operator",
+            policy_profile=Path(get("policy_profile")) if get("policy_profile") else None,
+            policy_url=get("policy_url"),
+            policy_model=get("policy_model"),
+            hint_url=get("hint_url"),
+            hint_model=get("hint_model"),
+            tokenizer=Path(get("tokenizer")) if get("tokenizer") else None,
+            config=Path(get("config")) if get("config") else None,
+        )
+
+    def work(self) -> WorkDir:
+        """The guarded writer for the app's own directory (refuses the evidence root)."""
+        return WorkDir(self.workdir, evidence_roots=[self.root])

@@ -1,0 +1,1 @@
+"""Token ids: tiny test/demo tokenizer, vision id families, decoding, diffs."""
