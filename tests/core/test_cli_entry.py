@@ -1,0 +1,28 @@
+import subprocess
+import sys
+
+from eviscene_tui.cli import main
+
+
+def test_help_is_fast_and_does_not_import_textual():
+    code = (
+        "import sys\n"
+        "from eviscene_tui.cli import main\n"
+        "try:\n    main(['--help'])\nexcept SystemExit as e:\n    assert e.code == 0\n"
+        "assert 'textual' not in sys.modules, 'textual imported by --help'\n"
+        "assert 'httpx' not in sys.modules\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert "check" in out.stdout and "stream" in out.stdout
+
+
+def test_module_entry_point_works():
+    out = subprocess.run([sys.executable, "-m", "eviscene_tui", "--help"], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0 and "eviscene-tui" in out.stdout
+
+
+def test_missing_path_is_usage_error(tmp_path, capsys):
+    assert main([str(tmp_path / "missing")]) == 2
+    err = capsys.readouterr().err
+    assert "does not exist" in err and "Traceback" not in err

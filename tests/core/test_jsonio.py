@@ -1,0 +1,88 @@
+import gzip
+import json
+from pathlib import Path
+
+import pytest
+from hypothesis import given, strategies as st
+
+from eviscene_tui.artifacts import jsonio
+from eviscene_tui.artifacts.problems import ProblemCode
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers(min_value=-(2**70), max_value=2**70)
+    | st.floats(allow_nan=False, allow_infinity=False) | st.text(),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
+    max_leaves=20,
+)
+
+
+@given(json_values)
+def test_canonical_bytes_match_the_drivers_json_dumps(value):
+    expected = json.dumps(value, ensure_ascii=False, sort_keys=True, separators=(",", ":")).encode()
+    assert jsonio.canonical_json_bytes(value) == expected
+
+
+def test_hint_sha_strips():
+    assert jsonio.hint_sha256("  look again \n") == jsonio.hint_sha256("look again")
+
+
+def test_jsonl_splits_on_newline_only_and_reports_torn_lines(tmp_path: Path):
+    row = {"text": "a\u2028b\u2029c\u0085d"}
+    data = jsonio.canonical_jsonl_bytes([row, row]) + b'{"torn": tr\n' + jsonio.canonical_json_bytes(row) + b"\n" + b'{"tail'
+    rows, problems, torn_tail = jsonio.parse_jsonl_bytes(data, "x.jsonl")
+    assert rows == [row, row, row]
+    assert [p.code for p in problems] == [ProblemCode.JSONL_TORN_LINE] * 2
+    assert torn_tail
+    p = tmp_path / "a.jsonl.gz"
+    p.write_bytes(gzip.compress(jsonio.canonical_jsonl_bytes([row])))
+    assert jsonio.read_jsonl(p) == ([row], [])
+
+
+def _write(dir_: Path, files: dict[str, bytes]) -> None:
+    for name, data in files.items():
+        (dir_ / name).write_bytes(data)
+
+
+@pytest.mark.parametrize("force_gzip", [False, True])
+def test_bound_roundtrip_and_tamper(tmp_path: Path, force_gzip: bool):
+    path = tmp_path / "hint-00.json"
+    payload = {"teacher_steps": [{"stage_name": "psd_teacher_repair"}], "hint": "x"}
+    files = jsonio.encode_bound(path, {"run": "r", "hint": "h"}, payload, force_gzip=force_gzip)
+    _write(tmp_path, files)
+    result = jsonio.read_bound(path)
+    assert result.ok and result.payload == payload and result.form == ("gzip" if force_gzip else "plain")
+    if force_gzip:
+        archive = tmp_path / next(n for n in files if n.endswith(".gz"))
+        doc = json.loads(gzip.decompress(archive.read_bytes()))
+        doc["payload"]["hint"] = "tampered"
+        archive.write_bytes(gzip.compress(json.dumps(doc).encode()))
+    else:
+        doc = json.loads(path.read_bytes())
+        doc["payload"]["hint"] = "tampered"
+        path.write_text(json.dumps(doc))
+    codes = {p.code for p in jsonio.read_bound(path).problems}
+    assert ProblemCode.BOUND_HASH_MISMATCH in codes
+
+
+def test_gzip_pointer_cannot_escape_its_directory(tmp_path: Path):
+    path = tmp_path / "c.json"
+    path.write_text(json.dumps({"schema_version": jsonio.BOUND_GZIP_SCHEMA, "identity": {}, "payload_sha256": "0", "archive": "../x.json.gz"}))
+    assert [p.code for p in jsonio.read_bound(path).problems] == [ProblemCode.PATH_OUTSIDE_ROOT]
+
+
+def test_large_payload_switches_to_gzip(tmp_path: Path):
+    files = jsonio.encode_bound(tmp_path / "big.json", {}, ["x" * 1024] * 1100)
+    assert len(files) == 2
+
+
+def test_missing_and_truncated(tmp_path: Path):
+    assert jsonio.read_json(tmp_path / "nope.json")[1][0].code == ProblemCode.MISSING_ARTIFACT
+    (tmp_path / "t.json").write_text('{"status": "gener')
+    value, problems = jsonio.read_json(tmp_path / "t.json")
+    assert value is None and problems[0].code == ProblemCode.JSON_INVALID and "truncated" in problems[0].message
+
+
+@given(st.binary(max_size=300))
+def test_random_bytes_never_raise(data):
+    jsonio.parse_json_bytes(data, "f")
+    jsonio.parse_jsonl_bytes(data, "f")
