@@ -1,0 +1,97 @@
+"""``eviscene-tui demo [PATH]``: the app on sample runs, with a bundled fake policy server.
+
+1. start the fake vLLM server on a free loopback port (a background thread,
+   stopped when the app exits) serving ``PATH/serving-profile.json`` (the sample
+   profile) — or a built-in profile when there is none;
+2. write a copy of that profile with the fake's ``base_url`` into the work
+   directory (a new file; the evidence root is never touched);
+3. open the app (``eviscene_tui.ui.launch.run_app``) with ``policy_profile``
+   pointing at the copy, so live teacher continuations are attested and stream
+   without a GPU. If the app cannot be opened, print the ``check`` report instead.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from eviscene_tui.cli import UsageError
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("path", nargs="?", default="sample_runs", help="folder to open (default: sample_runs)")
+    parser.add_argument("--personality", choices=("v0.11", "nightly"), default="nightly", help="which vLLM build the fake imitates")
+    parser.add_argument("--scenario", help="scenario JSON for the fake server")
+    parser.add_argument("--tokens-per-second", type=float, default=300.0, help="fake generation speed (default 300)")
+    parser.add_argument("--workdir", help="the app's own directory (default: <root>.eviscene-tui)")
+    parser.add_argument("--theme", help="colour theme")
+    parser.add_argument("--operator", help="operator name recorded with decisions")
+    parser.add_argument("--poll", action="store_true", help="polling file watcher")
+    parser.add_argument("--config", help="config file")
+
+
+def demo_profile(root: Path) -> dict:
+    import orjson
+
+    from eviscene_tui.fake_vllm.server import DEFAULT_PROFILE
+
+    for candidate in (root / "serving-profile.json", root / "inputs" / "serving-profile.json"):
+        if candidate.is_file():
+            try:
+                data = orjson.loads(candidate.read_bytes())
+            except (OSError, orjson.JSONDecodeError):
+                continue
+            if isinstance(data, dict) and data.get("profile_id"):
+                return data
+    return dict(DEFAULT_PROFILE)
+
+
+def run(args: argparse.Namespace) -> int:
+    import orjson
+
+    from eviscene_tui.fake_vllm.harness import FakeVLLMServer
+    from eviscene_tui.fake_vllm.server import load_scenario
+    from eviscene_tui.storage import EvidenceWriteRefused, WorkDir, default_workdir, unique_name
+
+    root = Path(args.path)
+    if not root.exists():
+        raise UsageError(f"{root} does not exist (run `make samples` to generate sample_runs)")
+    try:
+        scenario = load_scenario(args.scenario)
+    except (OSError, ValueError) as exc:
+        raise UsageError(f"bad scenario {args.scenario}: {exc}") from None
+    if args.tokens_per_second and not args.scenario:
+        scenario["tokens_per_second"] = args.tokens_per_second
+    profile = demo_profile(root)
+    workdir = Path(args.workdir) if args.workdir else default_workdir(root)
+    try:
+        work = WorkDir(workdir, evidence_roots=[root])
+    except EvidenceWriteRefused as exc:
+        raise UsageError(str(exc)) from None
+
+    server = FakeVLLMServer(personality=args.personality, scenario=scenario, profile=profile, replace_scenario=True)
+    server.start()
+    try:
+        prof = server.profile_dict()
+        prof_path = work.write_new(work.sub("demo", unique_name("serving-profile-demo", ".json")), orjson.dumps(prof, option=orjson.OPT_INDENT_2) + b"\n")
+        print(f"fake vLLM ({args.personality}) on {server.v1_url}; profile {prof_path}", file=sys.stderr)
+        app_args = argparse.Namespace(
+            path=str(root), theme=args.theme, poll=args.poll, operator=args.operator, workdir=str(workdir),
+            policy_profile=str(prof_path), policy_url=None, policy_model=None, hint_url=None, hint_model=None,
+            tokenizer=None, config=args.config,
+        )
+        try:
+            from eviscene_tui.ui.launch import run_app
+        except ImportError as exc:
+            print(f"the app is not available ({exc}); showing the check report instead", file=sys.stderr)
+            try:
+                from eviscene_tui.commands import check
+            except ImportError:
+                print("check is not available either", file=sys.stderr)
+                return 1
+            ns = argparse.Namespace(path=str(root), json=False)
+            return int(check.run(ns) or 0)
+        return int(run_app(root, app_args) or 0)
+    finally:
+        server.stop()

@@ -1,0 +1,215 @@
+"""``eviscene-tui stream CASE_PATH``: a hinted teacher continuation without the UI.
+
+Attests the policy server (unless ``--policy-url/--policy-model``: unattested),
+rebuilds the failure step's request with the hint, streams the continuation to
+stdout and saves a record in the work directory.
+
+Output: plain text as it arrives (sanitised), or with ``--json`` one JSON object
+per line per event: ``request``, ``attestation``, ``started``, ``prompt_tokens``,
+``delta`` (with its token ids), ``tool_call``, ``finish``, ``usage``, ``error``,
+and a final ``record`` line with the saved file's path and status.
+
+Exit: 0 complete; 1 server, attestation or request failure; 2 bad usage;
+130 after Ctrl-C (the record is saved as ``cancelled``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from pathlib import Path
+from typing import Any, TextIO
+
+import orjson
+
+from eviscene_tui.cli import UsageError
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("case_path", help="a case folder (driver search root or run directory)")
+    parser.add_argument("--round", type=int, default=None, help="feedback round whose failure site and hint to use (default: the current site)")
+    hint = parser.add_mutually_exclusive_group()
+    hint.add_argument("--hint", help="hint text (default: the round's hint)")
+    hint.add_argument("--hint-file", help="read the hint text from this file")
+    parser.add_argument("--policy-profile", help="serving profile (ifv-qwen-serving-profile-v1): attested session")
+    parser.add_argument("--policy-url", help="policy base URL for an unattested session (with --policy-model)")
+    parser.add_argument("--policy-model", help="served model name for an unattested session")
+    parser.add_argument("--workdir", help="where records go (default: <root>.eviscene-tui beside the case)")
+    parser.add_argument("--config", help="config file ([policy] table: timeouts, temperature, logprobs, hint_placement, api_key)")
+    parser.add_argument("--hint-placement", choices=("user_suffix", "system_suffix", "user_prefix"), help="override the configured hint placement")
+    parser.add_argument("--read-timeout", type=float, help="seconds to wait for the first token (prefill)")
+    parser.add_argument("--stall-timeout", type=float, help="seconds of silence tolerated once tokens flow")
+    parser.add_argument("--max-tokens", type=int, help="max_tokens for the continuation")
+    parser.add_argument("--json", action="store_true", help="one JSON object per line per event")
+
+
+class _Out:
+    """Writes events to stdout (plain or JSON lines) and notes to stderr."""
+
+    def __init__(self, json_mode: bool, out: TextIO, err: TextIO) -> None:
+        self.json_mode, self.out, self.err = json_mode, out, err
+        self._kind: str | None = None
+
+    def json(self, obj: dict[str, Any]) -> None:
+        self.out.write(orjson.dumps(obj, option=orjson.OPT_NON_STR_KEYS).decode() + "\n")
+        self.out.flush()
+
+    def note(self, text: str) -> None:
+        from eviscene_tui.safe_text import safe_text
+
+        self.err.write(safe_text(text) + "\n")
+        self.err.flush()
+
+    def event(self, ev: Any) -> None:
+        from eviscene_tui.policy.events import Attested, Delta, StreamError, ToolCallDelta, event_to_json
+        from eviscene_tui.safe_text import safe_text
+
+        if self.json_mode:
+            self.json(event_to_json(ev))
+            return
+        if isinstance(ev, Delta) and ev.text:
+            if ev.kind != self._kind:
+                self.out.write(("\n" if self._kind else "") + f"[{ev.kind}]\n")
+                self._kind = ev.kind
+            self.out.write(safe_text(ev.text))
+            self.out.flush()
+        elif isinstance(ev, ToolCallDelta):
+            if ev.name:
+                self.out.write(("\n" if self._kind else "") + f"[tool_call {safe_text(ev.name, single_line=True)}]\n")
+                self._kind = "tool"
+            if ev.arguments:
+                self.out.write(safe_text(ev.arguments))
+            self.out.flush()
+        elif isinstance(ev, Attested):
+            a = ev.attestation
+            self.note(f"attestation: {a.status} {a.base_url} — {a.message}")
+        elif isinstance(ev, StreamError):
+            if self._kind:
+                self.out.write("\n")
+                self.out.flush()
+            self.note(f"error ({ev.kind}{', HTTP ' + str(ev.status) if ev.status else ''}): {ev.message}")
+
+
+def _resolve_target(args: argparse.Namespace) -> Any:
+    from eviscene_tui.policy.profile import ProfileError, load_target_from_profile, unattested_target
+
+    if args.policy_profile and (args.policy_url or args.policy_model):
+        raise UsageError("use either --policy-profile or --policy-url/--policy-model, not both")
+    if args.policy_profile:
+        try:
+            return load_target_from_profile(args.policy_profile)
+        except ProfileError as exc:
+            raise UsageError(str(exc)) from None
+    if args.policy_url or args.policy_model:
+        if not (args.policy_url and args.policy_model):
+            raise UsageError("an unattested session needs both --policy-url and --policy-model")
+        return unattested_target(args.policy_url, args.policy_model)
+    raise UsageError("no policy server: give --policy-profile FILE (attested) or --policy-url URL --policy-model NAME (unattested)")
+
+
+def run(args: argparse.Namespace, *, out: TextIO | None = None, err: TextIO | None = None) -> int:
+    from eviscene_tui.artifacts.case import load_case
+    from eviscene_tui.policy.casefile import case_ref, rebuild_for_case, round_hint
+    from eviscene_tui.policy.accumulate import StreamAccumulator
+    from eviscene_tui.policy.client import PolicyClient
+    from eviscene_tui.policy.events import StreamError
+    from eviscene_tui.policy.profile import load_policy_config
+    from eviscene_tui.policy.request import RequestUnavailable, chat_body, redact_images
+    from eviscene_tui.policy.session import record_failure, run_continuation
+    from eviscene_tui.storage import EvidenceWriteRefused, WorkDir, default_workdir
+
+    o = _Out(bool(args.json), out or sys.stdout, err or sys.stderr)
+    root = Path(args.case_path)
+    if not root.exists():
+        raise UsageError(f"{root} does not exist")
+    if not root.is_dir():
+        raise UsageError(f"{root} is not a case folder")
+    target = _resolve_target(args)
+    hint_text = args.hint
+    if args.hint_file:
+        try:
+            hint_text = Path(args.hint_file).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise UsageError(f"cannot read --hint-file {args.hint_file}: {exc}") from None
+    try:
+        config = load_policy_config(
+            args.config, hint_placement=args.hint_placement, read_timeout=args.read_timeout,
+            stall_timeout=args.stall_timeout, max_tokens=args.max_tokens,
+        )
+    except (TypeError, ValueError) as exc:
+        raise UsageError(f"bad policy configuration: {exc}") from None
+    try:
+        work = WorkDir(Path(args.workdir) if args.workdir else default_workdir(root), evidence_roots=[root])
+    except EvidenceWriteRefused as exc:
+        raise UsageError(str(exc)) from None
+
+    case = load_case(root)
+    ref = case_ref(case, args.round)
+    if args.round is not None and case.round(args.round) is None:
+        raise UsageError(f"case has no round {args.round}")
+    if hint_text is None:
+        hint_text = round_hint(case, args.round)
+    try:
+        request = rebuild_for_case(case, round_index=args.round, hint=hint_text, placement=config.hint_placement)
+    except RequestUnavailable as exc:
+        outcome = record_failure(target, work=work, kind="request", message=str(exc), case_ref=ref)
+        o.event(StreamError("request", str(exc)))
+        _final(o, outcome)
+        return 1
+
+    body = chat_body(request, config, model=target.model)
+    if o.json_mode:
+        o.json({
+            "type": "request", "attestation_mode": target.label, "origin": request.origin(),
+            "hint": request.hint, "hint_placement": request.hint_placement, "hint_location": request.hint_location,
+            "images": [i.to_json() for i in request.images], "problems": request.problems,
+            "body": redact_images(body, request.images),
+        })
+    else:
+        o.note(f"policy: {target.model} ({target.label}) via {', '.join(target.base_urls)}")
+        o.note(f"request: {request.source} {request.request_id or ''} step {request.step_index}; hint placement {request.hint_placement}")
+        for p in request.problems:
+            o.note(f"note: {p}")
+
+    outcome_box: list[Any] = []
+    acc = StreamAccumulator()
+
+    async def main() -> None:
+        async with PolicyClient(target, config) as client:
+            outcome_box.append(await run_continuation(client, request, work=work, case_ref=ref, on_event=o.event, accumulator=acc))
+
+    try:
+        asyncio.run(main())
+    except KeyboardInterrupt:
+        path = str(acc.record_path) if acc.record_path else None
+        if o.json_mode:
+            o.json({"type": "record", "status": "cancelled", "path": path})
+        else:
+            o.note(f"cancelled; record saved: {path}")
+        return 130
+    outcome = outcome_box[0]
+    _final(o, outcome)
+    return 0 if outcome.status == "complete" else 1
+
+
+def _final(o: _Out, outcome: Any) -> None:
+    acc = outcome.accumulator
+    if o.json_mode:
+        o.json({
+            "type": "record", "status": outcome.status, "path": str(outcome.path) if outcome.path else None,
+            "save_error": outcome.save_error, "accounting": acc.accounting(), "timings": acc.timings(),
+            "finish_reason": acc.finish_reason, "error": acc.error.to_json() if acc.error else None,
+        })
+        return
+    if acc.content or acc.reasoning or acc.tool_calls:
+        o.out.write("\n")
+        o.out.flush()
+    t = acc.timings()
+    o.note(f"status: {outcome.status}; finish_reason: {acc.finish_reason}; tokens: {acc.token_count}; "
+           f"ttft: {t['ttft_s']} s; tokens/s: {t['tokens_per_s']}; wall: {t['wall_s']} s")
+    o.note(f"accounting: {acc.accounting()['note']}")
+    if outcome.save_error:
+        o.note(outcome.save_error)
+    else:
+        o.note(f"record: {outcome.path}")

@@ -1,0 +1,27 @@
+"""Live teacher continuations from the vLLM-served policy (Textual-free services).
+
+Modules:
+- ``profile``: PolicyTarget (attested profile or unattested URL+model), PolicyConfig, load_policy_config;
+- ``client``: PolicyClient (attest before every call, replica choice, SSE streaming, status polling),
+  validate_live_model, parse_metrics;
+- ``sse``: SSEDecoder and chunk decoding into typed ``events``;
+- ``request``: TeacherRequest, the hint placement rule (apply_hint), chat_body, describe_request;
+- ``casefile``: rebuild_for_case / round_hint / case_ref for a loaded CaseBundle;
+- ``accumulate``: StreamAccumulator (text parts, ids, accounting, timings);
+- ``recording``: continuation records in the work directory (never overwritten);
+- ``session``: run_continuation / record_failure (attest + stream + fold + record).
+"""
+
+from eviscene_tui.policy.accumulate import StreamAccumulator
+from eviscene_tui.policy.client import PolicyClient, ServerStatus, validate_live_model
+from eviscene_tui.policy.events import Attestation, Delta, PolicyEvent, StreamError, ToolCallDelta
+from eviscene_tui.policy.profile import PolicyConfig, PolicyTarget, ProfileError, load_policy_config, load_target_from_profile, unattested_target
+from eviscene_tui.policy.request import HINT_PLACEMENTS, RequestUnavailable, TeacherRequest, apply_hint, chat_body, describe_request, with_hint
+from eviscene_tui.policy.session import ContinuationOutcome, record_failure, run_continuation
+
+__all__ = [
+    "Attestation", "ContinuationOutcome", "Delta", "HINT_PLACEMENTS", "PolicyClient", "PolicyConfig", "PolicyEvent",
+    "PolicyTarget", "ProfileError", "RequestUnavailable", "ServerStatus", "StreamAccumulator", "StreamError",
+    "TeacherRequest", "ToolCallDelta", "apply_hint", "chat_body", "describe_request", "load_policy_config",
+    "load_target_from_profile", "record_failure", "run_continuation", "unattested_target", "validate_live_model", "with_hint",
+]

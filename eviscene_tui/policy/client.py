@@ -1,0 +1,386 @@
+"""The policy client: attestation, replica choice, streaming, server status.
+
+- one ``httpx.AsyncClient(trust_env=False)`` per client, short connect timeout,
+  a read timeout that covers queueing + prefill, and a *stall* timeout between
+  chunks once tokens flow;
+- the API key is sent as a bearer header and scrubbed from every message this
+  module produces;
+- cancel = leave the ``async with`` / cancel the task: the response is closed,
+  and vLLM aborts the request server-side (protocol §1.6).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import time
+from contextlib import aclosing
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, AsyncIterator
+
+import httpx
+import orjson
+
+from eviscene_tui.policy.events import (
+    Attestation,
+    Attested,
+    Done,
+    PolicyEvent,
+    Started,
+    StreamError,
+)
+from eviscene_tui.policy.profile import PolicyConfig, PolicyTarget, server_root
+from eviscene_tui.policy.sse import DONE, SSEDecoder, decode_data, error_message_of
+
+
+def _resolved(path: str) -> str:
+    try:
+        return str(Path(path).resolve())
+    except (OSError, RuntimeError, ValueError):
+        return path
+
+
+def validate_live_model(target: PolicyTarget, models: Any, base_url: str) -> Attestation:
+    """The driver's gate (run-format §5): one row with id == profile_id, same
+    resolved root, same max_model_len. Names the first field that differs."""
+    expected = {"id": target.profile_id, "root": target.expected_root, "max_model_len": target.context_length}
+    data = models.get("data") if isinstance(models, dict) else None
+    if not isinstance(data, list):
+        return Attestation("refused", base_url, field="data", message="GET /models did not return a 'data' list", expected=expected)
+    rows = [r for r in data if isinstance(r, dict) and r.get("id") == target.profile_id]
+    if len(rows) != 1:
+        ids = [r.get("id") for r in data if isinstance(r, dict)]
+        what = "missing" if not rows else f"ambiguous ({len(rows)} rows)"
+        return Attestation(
+            "refused", base_url, field="id",
+            message=f"live model alias {target.profile_id!r} {what}; the server lists {ids!r}", expected=expected,
+        )
+    row = rows[0]
+    root, mml = row.get("root"), row.get("max_model_len")
+    base = dict(model_id=row.get("id"), root=root if isinstance(root, str) else None, max_model_len=mml if isinstance(mml, int) else None, expected=expected)
+    if not isinstance(root, str) or _resolved(root) != _resolved(target.expected_root or ""):
+        return Attestation(
+            "refused", base_url, field="root",
+            message=f"root differs: the server serves {root!r}, the profile froze {target.expected_root!r} (no longer the frozen checkpoint)",
+            **base,
+        )
+    if mml != target.context_length:
+        return Attestation(
+            "refused", base_url, field="max_model_len",
+            message=f"max_model_len differs: the server reports {mml!r}, the profile's context_length is {target.context_length!r}",
+            **base,
+        )
+    return Attestation("attested", base_url, message="serves the frozen checkpoint", **base)
+
+
+def parse_metrics(text: str) -> dict[str, float]:
+    """The status-bar gauges from Prometheus text (sums over label sets)."""
+    wanted = {
+        "vllm:num_requests_running": "running",
+        "vllm:num_requests_waiting": "waiting",
+        "vllm:kv_cache_usage_perc": "kv_cache",
+        "vllm:gpu_cache_usage_perc": "gpu_cache",
+    }
+    out: dict[str, float] = {}
+    for line in text.splitlines():
+        if not line or line[0] == "#":
+            continue
+        name_end = min((i for i in (line.find("{"), line.find(" ")) if i >= 0), default=-1)
+        if name_end < 0:
+            continue
+        key = wanted.get(line[:name_end])
+        if key is None:
+            continue
+        try:
+            value = float(line.rsplit(" ", 1)[1])
+        except (IndexError, ValueError):
+            continue
+        if not math.isnan(value):
+            out[key] = out.get(key, 0.0) + value
+    if "kv_cache" not in out and "gpu_cache" in out:
+        out["kv_cache"] = out["gpu_cache"]
+    return out
+
+
+@dataclass
+class ServerStatus:
+    base_url: str
+    reachable: bool = False
+    healthy: bool | None = None
+    version: str | None = None
+    alias: str | None = None
+    root: str | None = None
+    max_model_len: int | None = None
+    running: float | None = None
+    waiting: float | None = None
+    kv_cache: float | None = None
+    error: str | None = None
+    at: float = field(default_factory=time.time)
+
+
+class PolicyClient:
+    def __init__(self, target: PolicyTarget, config: PolicyConfig | None = None) -> None:
+        self.target = target
+        self.config = config or PolicyConfig()
+        headers = {"Accept": "application/json"}
+        if self.config.api_key:
+            headers["Authorization"] = f"Bearer {self.config.api_key}"
+        c = self.config
+        self._http = httpx.AsyncClient(
+            trust_env=False,
+            headers=headers,
+            timeout=httpx.Timeout(connect=c.connect_timeout, read=c.read_timeout, write=30.0, pool=c.connect_timeout),
+            follow_redirects=False,
+        )
+
+    async def __aenter__(self) -> "PolicyClient":
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        await self._http.aclose()
+
+    def _scrub(self, text: str) -> str:
+        return self.config.scrub(text)
+
+    def _describe_exc(self, exc: BaseException, url: str) -> StreamError:
+        name = type(exc).__name__
+        detail = self._scrub(str(exc) or name)
+        if isinstance(exc, httpx.ConnectTimeout):
+            return StreamError("connect", f"timed out connecting to {url} after {self.config.connect_timeout:g} s")
+        if isinstance(exc, httpx.ConnectError):
+            return StreamError("connect", f"cannot connect to {url}: {detail} (is the server running?)")
+        if isinstance(exc, (httpx.ReadTimeout, TimeoutError)):
+            return StreamError("timeout", f"no data from {url} within the read timeout ({detail})")
+        if isinstance(exc, (httpx.RemoteProtocolError, httpx.ReadError)):
+            return StreamError("disconnect", f"the server closed the connection mid-stream ({name}: {detail})")
+        if isinstance(exc, httpx.HTTPError):
+            return StreamError("connect", f"HTTP transport error talking to {url} ({name}: {detail})")
+        return StreamError("connect", f"{name}: {detail}")
+
+    # ------------------------------------------------------------------ attestation
+    async def attest(self, base_url: str) -> Attestation:
+        """``GET {base_url}/models`` and the driver's checks; never raises."""
+        if not self.target.attested:
+            return Attestation("unattested", base_url, model_id=self.target.model, message="unattested session (--policy-url/--policy-model): the served checkpoint is not verified")
+        url = f"{base_url}/models"
+        try:
+            resp = await self._http.get(url, timeout=httpx.Timeout(self.config.connect_timeout, read=30.0))
+        except Exception as exc:
+            err = self._describe_exc(exc, url)
+            return Attestation("refused", base_url, field="connection", message=f"attestation failed: {err.message}")
+        if resp.status_code != 200:
+            msg, _, _ = _error_from_body(resp.content)
+            return Attestation("refused", base_url, field="http", message=self._scrub(f"attestation failed: GET /models returned HTTP {resp.status_code}: {msg}"))
+        try:
+            models = orjson.loads(resp.content)
+        except orjson.JSONDecodeError:
+            return Attestation("refused", base_url, field="data", message="attestation failed: GET /models did not return JSON")
+        return validate_live_model(self.target, models, base_url)
+
+    async def waiting_requests(self, base_url: str) -> float:
+        try:
+            resp = await self._http.get(f"{server_root(base_url)}/metrics", timeout=httpx.Timeout(self.config.connect_timeout, read=10.0))
+            if resp.status_code == 200:
+                return parse_metrics(resp.text).get("waiting", 0.0)
+        except Exception:
+            pass
+        return math.inf
+
+    async def select_replica(self) -> tuple[str | None, Attestation, list[Attestation]]:
+        """Attest every replica; pick the attested one with the fewest waiting requests.
+
+        Returns (base_url or None, the chosen/first-failing attestation, all attestations)."""
+        urls = list(self.target.base_urls)
+        atts = list(await asyncio.gather(*(self.attest(u) for u in urls)))
+        ok = [a for a in atts if a.ok]
+        if not ok:
+            return None, atts[0], atts
+        if len(ok) == 1:
+            return ok[0].base_url, ok[0], atts
+        waits = await asyncio.gather(*(self.waiting_requests(a.base_url) for a in ok))
+        best = min(range(len(ok)), key=lambda i: (waits[i], i))
+        return ok[best].base_url, ok[best], atts
+
+    # ------------------------------------------------------------------ streaming
+    async def continuation(self, body: dict[str, Any]) -> AsyncIterator[PolicyEvent]:
+        """Attest (every call), then stream ``/chat/completions`` from the chosen replica."""
+        base_url, att, atts = await self.select_replica()
+        yield Attested(att)
+        if base_url is None:
+            detail = "; ".join(f"{a.base_url}: {a.message}" for a in atts) if len(atts) > 1 else att.message
+            yield StreamError("attestation", f"refused: {detail}")
+            return
+        body = {**body, "model": self.target.model}
+        yield Started(base_url=base_url, model=self.target.model, attested=self.target.attested, at=time.monotonic())
+        async with aclosing(self.stream_chat(base_url, body)) as events:
+            async for ev in events:
+                yield ev
+
+    async def stream_chat(self, base_url: str, body: dict[str, Any]) -> AsyncIterator[PolicyEvent]:
+        """POST a streaming chat request and yield typed events until ``[DONE]``,
+        an error, or the end of the connection. Never raises for server faults
+        (yields a StreamError instead); cancellation propagates (and closes the response)."""
+        url = f"{base_url}/chat/completions"
+        payload = orjson.dumps(body)
+        try:
+            async with self._http.stream("POST", url, content=payload, headers={"Content-Type": "application/json", "Accept": "text/event-stream"}) as resp:
+                if resp.status_code != 200:
+                    raw = await resp.aread()
+                    msg, typ, _ = _error_from_body(raw)
+                    yield StreamError("http", self._scrub(f"HTTP {resp.status_code}: {msg}"), status=resp.status_code, error_type=typ)
+                    return
+                decoder = SSEDecoder()
+                loop = asyncio.get_running_loop()
+                stall = self.config.stall_timeout
+                # the stall deadline moves forward at most every `slack` seconds (rescheduling
+                # a timer per chunk costs more than parsing the chunk)
+                slack = min(1.0, stall / 4)
+                current = -1.0
+                async with asyncio.timeout(None) as deadline:
+                    async for raw in resp.aiter_bytes():
+                        now = loop.time()
+                        if now + stall - current > slack:
+                            current = now + stall
+                            deadline.reschedule(current)
+                        for data in decoder.feed(raw):
+                            if data is DONE:
+                                yield Done()
+                                return
+                            for ev in decode_data(data):
+                                yield ev
+                                if isinstance(ev, StreamError):
+                                    return
+                for data in decoder.close():
+                    if data is DONE:
+                        yield Done()
+                        return
+                    for ev in decode_data(data):
+                        yield ev
+                        if isinstance(ev, StreamError):
+                            return
+                yield StreamError("disconnect", "the stream ended without [DONE] (connection closed by the server)")
+        except TimeoutError:
+            yield StreamError("timeout", f"stalled: no data for {self.config.stall_timeout:g} s after tokens started flowing")
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            yield self._describe_exc(exc, url)
+
+    # ------------------------------------------------------------------ tokenizer endpoints
+    async def _json(self, method: str, url: str, body: Any = None) -> Any:
+        """GET/POST JSON; raises ``PolicyHTTPError`` (message scrubbed) on any failure."""
+        try:
+            if method == "GET":
+                resp = await self._http.get(url, timeout=httpx.Timeout(self.config.connect_timeout, read=60.0))
+            else:
+                resp = await self._http.post(url, content=orjson.dumps(body), headers={"Content-Type": "application/json"},
+                                             timeout=httpx.Timeout(self.config.connect_timeout, read=60.0))
+        except Exception as exc:
+            raise PolicyHTTPError(self._describe_exc(exc, url).message) from None
+        if resp.status_code != 200:
+            msg, _, _ = _error_from_body(resp.content)
+            raise PolicyHTTPError(self._scrub(f"{url}: HTTP {resp.status_code}: {msg}"), status=resp.status_code)
+        try:
+            return orjson.loads(resp.content)
+        except orjson.JSONDecodeError:
+            raise PolicyHTTPError(f"{url}: the response is not JSON") from None
+
+    async def detokenize(self, token_ids: list[int], base_url: str | None = None) -> str:
+        """``POST /detokenize`` (no /v1 prefix) on the first replica (or ``base_url``)."""
+        url = f"{server_root(base_url or self.target.base_urls[0])}/detokenize"
+        data = await self._json("POST", url, {"model": self.target.model, "tokens": list(token_ids)})
+        if not isinstance(data, dict) or not isinstance(data.get("prompt"), str):
+            raise PolicyHTTPError(f"{url}: unexpected response shape")
+        return data["prompt"]
+
+    async def tokenize(self, *, prompt: str | None = None, messages: list[Any] | None = None, base_url: str | None = None, **extra: Any) -> list[int]:
+        """``POST /tokenize`` (text or chat form). Note: before vLLM 0.16 images are NOT expanded."""
+        url = f"{server_root(base_url or self.target.base_urls[0])}/tokenize"
+        body: dict[str, Any] = {"model": self.target.model, **extra}
+        if messages is not None:
+            body["messages"] = messages
+        else:
+            body["prompt"] = prompt or ""
+        data = await self._json("POST", url, body)
+        tokens = data.get("tokens") if isinstance(data, dict) else None
+        if not isinstance(tokens, list):
+            raise PolicyHTTPError(f"{url}: unexpected response shape")
+        return [t for t in tokens if isinstance(t, int)]
+
+    async def tokenizer_info(self, base_url: str | None = None) -> dict[str, Any]:
+        """``GET /tokenizer_info`` (needs ``--enable-tokenizer-info-endpoint``)."""
+        url = f"{server_root(base_url or self.target.base_urls[0])}/tokenizer_info"
+        data = await self._json("GET", url)
+        if not isinstance(data, dict):
+            raise PolicyHTTPError(f"{url}: unexpected response shape")
+        return data
+
+    # ------------------------------------------------------------------ status
+    async def status(self, base_url: str) -> ServerStatus:
+        """One poll of /health, /version, /v1/models and /metrics (for the status bar)."""
+        st = ServerStatus(base_url=base_url)
+        root = server_root(base_url)
+        short = httpx.Timeout(self.config.connect_timeout, read=5.0)
+
+        async def get(path: str) -> httpx.Response | None:
+            try:
+                return await self._http.get(path, timeout=short)
+            except Exception as exc:
+                st.error = self._describe_exc(exc, path).message
+                return None
+
+        health, version, models, metrics = await asyncio.gather(
+            get(f"{root}/health"), get(f"{root}/version"), get(f"{base_url}/models"), get(f"{root}/metrics")
+        )
+        if health is not None:
+            st.reachable = True
+            st.healthy = health.status_code == 200
+        if version is not None and version.status_code == 200:
+            try:
+                v = orjson.loads(version.content)
+                st.version = str(v.get("version")) if isinstance(v, dict) else None
+            except orjson.JSONDecodeError:
+                pass
+        if models is not None and models.status_code == 200:
+            try:
+                data = orjson.loads(models.content).get("data") or []
+                row = next((r for r in data if isinstance(r, dict) and r.get("id") == self.target.model), data[0] if data else None)
+                if isinstance(row, dict):
+                    st.alias, st.root = row.get("id"), row.get("root")
+                    st.max_model_len = row.get("max_model_len") if isinstance(row.get("max_model_len"), int) else None
+            except (orjson.JSONDecodeError, AttributeError):
+                pass
+        elif models is not None and st.error is None:
+            st.error = f"GET /models: HTTP {models.status_code}"
+        if metrics is not None and metrics.status_code == 200:
+            m = parse_metrics(metrics.text)
+            st.running, st.waiting, st.kv_cache = m.get("running"), m.get("waiting"), m.get("kv_cache")
+        return st
+
+    async def poll_status(self, interval: float | None = None) -> AsyncIterator[list[ServerStatus]]:
+        """Yield the status of every replica every ``interval`` seconds (forever)."""
+        every = interval or self.config.status_interval
+        while True:
+            yield list(await asyncio.gather(*(self.status(u) for u in self.target.base_urls)))
+            await asyncio.sleep(every)
+
+
+class PolicyHTTPError(Exception):
+    """A non-streaming policy-server call failed (message is safe to show: no secrets)."""
+
+    def __init__(self, message: str, *, status: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+def _error_from_body(raw: bytes) -> tuple[str, str | None, int | None]:
+    try:
+        obj = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        text = raw[:300].decode("utf-8", errors="replace").strip()
+        return (text or "(empty body)"), None, None
+    return error_message_of(obj)

@@ -1,0 +1,116 @@
+"""One hinted teacher continuation, end to end: attest, stream, fold, record.
+
+    outcome = await run_continuation(client, request, work=work, case_ref={...}, on_event=cb)
+
+``on_event`` is called synchronously for every event (keep it cheap: the UI
+appends to a buffer and flushes on a timer). Cancelling the task closes the HTTP
+stream (vLLM aborts the request) and the record is saved with status
+``cancelled`` before the CancelledError propagates. A request that cannot be
+built (e.g. missing archived image) is recorded as a failed attempt without
+contacting the server: use :func:`record_failure`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from contextlib import aclosing
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+from eviscene_tui.policy.accumulate import StreamAccumulator
+from eviscene_tui.policy.client import PolicyClient
+from eviscene_tui.policy.events import PolicyEvent, StreamError
+from eviscene_tui.policy.profile import PolicyTarget
+from eviscene_tui.policy.recording import build_record, save_record
+from eviscene_tui.policy.request import TeacherRequest, chat_body
+from eviscene_tui.storage import WorkDir
+
+
+@dataclass
+class ContinuationOutcome:
+    status: str  # complete | cancelled | failed
+    accumulator: StreamAccumulator
+    record: dict[str, Any]
+    path: Path | None
+    save_error: str | None = None
+
+
+def _save(work: WorkDir | None, record: dict[str, Any], stem: str | None) -> tuple[Path | None, str | None]:
+    if work is None:
+        return None, None
+    try:
+        return save_record(work, record, stem=stem), None
+    except Exception as exc:  # a full disk must not crash the app; the caller shows it
+        return None, f"could not save the continuation record: {type(exc).__name__}: {exc}"
+
+
+async def run_continuation(
+    client: PolicyClient,
+    request: TeacherRequest,
+    *,
+    work: WorkDir | None,
+    case_ref: dict[str, Any] | None = None,
+    on_event: Callable[[PolicyEvent], None] | None = None,
+    accumulator: StreamAccumulator | None = None,
+) -> ContinuationOutcome:
+    acc = accumulator if accumulator is not None else StreamAccumulator()
+    body = chat_body(request, client.config, model=client.target.model)
+    stem = (case_ref or {}).get("case_id") or (case_ref or {}).get("case_key")
+    secret = client.config.api_key
+    last_yield = time.monotonic()
+    try:
+        # aclosing: leaving the loop (break, error, cancel) closes the HTTP response now,
+        # not whenever the generator is garbage-collected
+        async with aclosing(client.continuation(body)) as events:
+            async for ev in events:
+                acc.add(ev)
+                if on_event is not None:
+                    on_event(ev)
+                if isinstance(ev, StreamError):
+                    break
+                # buffered socket reads can complete without suspending: give the
+                # event loop (the UI, a cancel key) a turn at least every 10 ms
+                now = time.monotonic()
+                if now - last_yield > 0.01:
+                    last_yield = now
+                    await asyncio.sleep(0)
+    except asyncio.CancelledError:
+        acc.cancelled = True
+        acc.t_end = acc.t_end or time.monotonic()
+        record = build_record(acc, target=client.target, request=request, body=body, case_ref=case_ref, status="cancelled", secret=secret)
+        acc.record_path, acc.save_error = _save(work, record, stem)
+        raise
+    except Exception as exc:  # a bug or an unexpected transport failure: still a recorded failed attempt
+        err = StreamError("connect", client.config.scrub(f"{type(exc).__name__}: {exc}"))
+        acc.add(err)
+        if on_event is not None:
+            on_event(err)
+    if acc.error is None and acc.done and acc.finish_reason is None:
+        err = StreamError("malformed", "the stream ended ([DONE]) without a finish_reason")
+        acc.add(err)
+        if on_event is not None:
+            on_event(err)
+    record = build_record(acc, target=client.target, request=request, body=body, case_ref=case_ref, secret=secret)
+    path, save_error = _save(work, record, stem)
+    acc.record_path, acc.save_error = path, save_error
+    return ContinuationOutcome(acc.status, acc, record, path, save_error)
+
+
+def record_failure(
+    target: PolicyTarget,
+    *,
+    work: WorkDir | None,
+    kind: str,
+    message: str,
+    request: TeacherRequest | None = None,
+    case_ref: dict[str, Any] | None = None,
+) -> ContinuationOutcome:
+    """Record an attempt that failed before anything was sent (e.g. the request could not be rebuilt)."""
+    acc = StreamAccumulator()
+    acc.add(StreamError(kind, message))  # type: ignore[arg-type]
+    record = build_record(acc, target=target, request=request, body=None, case_ref=case_ref)
+    stem = (case_ref or {}).get("case_id") or (case_ref or {}).get("case_key")
+    path, save_error = _save(work, record, stem)
+    return ContinuationOutcome("failed", acc, record, path, save_error)

@@ -1,0 +1,284 @@
+"""Server-sent-events framing and vLLM chat-chunk decoding.
+
+Framing follows ``vllm-protocol.md`` §1.1 but is lenient the way the reference
+asks: lines end in ``\\n``, ``\\r\\n`` or ``\\r``; ``data:`` with or without the
+space; ``:`` comment lines ignored; ``event:``/``id:``/``retry:`` ignored; an
+event is dispatched at the blank line (several ``data:`` lines are joined with
+``\\n``); ``[DONE]`` ends the stream.
+
+:class:`SSEDecoder` is incremental (feed bytes as they arrive) and does not
+care how the transport split them. :func:`chunk_events` turns one decoded chat
+chunk (a dict) into typed events.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+
+from eviscene_tui.policy.events import (
+    Delta,
+    Finished,
+    PolicyEvent,
+    PromptTokens,
+    StreamError,
+    TokenLogprob,
+    ToolCallDelta,
+    TopLogprob,
+    Usage,
+)
+
+DONE = object()  # sentinel payload for ``data: [DONE]``
+
+
+class SSEDecoder:
+    """Incremental SSE decoder: ``feed(bytes)`` yields each event's data string."""
+
+    __slots__ = ("_buf", "_data", "_pending_cr")
+
+    def __init__(self) -> None:
+        self._buf = b""
+        self._data: list[bytes] = []
+        self._pending_cr = False
+
+    def feed(self, chunk: bytes) -> list[bytes | object]:
+        """Feed transport bytes; returns the data of every event completed by them."""
+        if not chunk:
+            return []
+        # fast path: the transport delivered exactly one whole ``data: …\n\n`` event (vLLM's usual write)
+        if (
+            not self._buf and not self._data and not self._pending_cr
+            and chunk[:6] == b"data: " and chunk[-2:] == b"\n\n" and chunk.count(b"\n") == 2 and b"\r" not in chunk
+        ):
+            data = chunk[6:-2]
+            return [DONE if data == b"[DONE]" else data]
+        if self._pending_cr:
+            # a "\r" ended the previous chunk: a following "\n" belongs to it
+            if chunk[:1] == b"\n":
+                chunk = chunk[1:]
+            self._pending_cr = False
+        buf = self._buf + chunk if self._buf else chunk
+        if b"\r" in buf:
+            if buf.endswith(b"\r"):
+                self._pending_cr = True
+            buf = buf.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+        lines = buf.split(b"\n")
+        self._buf = lines.pop()  # the unfinished tail
+        out: list[bytes | object] = []
+        line_fn = self._line
+        for line in lines:
+            item = line_fn(line)
+            if item is not None:
+                out.append(item)
+        return out
+
+    def close(self) -> list[bytes | object]:
+        """End of the byte stream: dispatch whatever is left (a server may omit the last blank line)."""
+        out: list[bytes | object] = []
+        if self._buf:
+            item = self._line(self._buf)
+            self._buf = b""
+            if item is not None:
+                out.append(item)
+        item = self._line(b"")
+        if item is not None:
+            out.append(item)
+        return out
+
+    def _line(self, line: bytes) -> bytes | object | None:
+        if not line:
+            if not self._data:
+                return None
+            data = self._data[0] if len(self._data) == 1 else b"\n".join(self._data)
+            self._data = []
+            if data.strip() == b"[DONE]":
+                return DONE
+            return data
+        if line[:1] == b":":
+            return None  # comment / keep-alive
+        if line.startswith(b"data:"):
+            value = line[5:]
+            if value[:1] == b" ":
+                value = value[1:]
+            self._data.append(value)
+            return None
+        # event:, id:, retry: and unknown fields are ignored (SSE spec)
+        return None
+
+
+def _int_list(value: Any) -> tuple[int, ...]:
+    if not isinstance(value, list):
+        return ()
+    return tuple(v for v in value if isinstance(v, int) and not isinstance(v, bool))
+
+
+def _token_id_from(token: Any) -> int | None:
+    if isinstance(token, str) and token.startswith("token_id:"):
+        try:
+            return int(token[9:])
+        except ValueError:
+            return None
+    return None
+
+
+def parse_logprobs(obj: Any) -> tuple[TokenLogprob, ...]:
+    """Chat ``logprobs`` (``{"content":[...]}``); missing/null -> ()."""
+    if not isinstance(obj, dict):
+        return ()
+    content = obj.get("content")
+    if not isinstance(content, list):
+        return ()
+    out = []
+    for entry in content:
+        if not isinstance(entry, dict):
+            continue
+        token = entry.get("token")
+        top = []
+        for t in entry.get("top_logprobs") or ():
+            if isinstance(t, dict):
+                tok = t.get("token")
+                top.append(TopLogprob(token=str(tok), logprob=_float(t.get("logprob")), token_id=_token_id_from(tok)))
+        out.append(TokenLogprob(token=str(token), logprob=_float(entry.get("logprob")), token_id=_token_id_from(token), top=tuple(top)))
+    return tuple(out)
+
+
+def _float(value: Any) -> float:
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return float("nan")
+
+
+def error_message_of(obj: Any) -> tuple[str, str | None, int | None]:
+    """(message, type, code) from a nested ``{"error":{...}}``, a flat (< 0.10.1)
+    error object, or the 401 ``{"error":"Unauthorized"}`` string form."""
+    if isinstance(obj, dict):
+        err = obj.get("error", obj)
+        if isinstance(err, str):
+            return err, None, None
+        if isinstance(err, dict):
+            msg = err.get("message")
+            code = err.get("code")
+            return (
+                str(msg) if msg is not None else orjson.dumps(err).decode(),
+                str(err["type"]) if err.get("type") is not None else None,
+                code if isinstance(code, int) else None,
+            )
+        if "detail" in obj:
+            return str(obj["detail"]), None, None
+    return str(obj), None, None
+
+
+def chunk_events(obj: Any) -> list[PolicyEvent]:
+    """Typed events for one decoded chunk. Only choice index 0 is followed (n=1)."""
+    if not isinstance(obj, dict):
+        return [StreamError("malformed", f"SSE data is not a JSON object: {type(obj).__name__}")]
+    if "error" in obj and not obj.get("choices"):
+        msg, typ, code = error_message_of(obj)
+        return [StreamError("sse_error", msg, status=code, error_type=typ)]
+    fast = _fast_chunk(obj)
+    if fast is not None:
+        return fast
+    events: list[PolicyEvent] = []
+    prompt_ids = obj.get("prompt_token_ids")
+    if isinstance(prompt_ids, list):
+        events.append(PromptTokens(_int_list(prompt_ids)))
+    choices = obj.get("choices")
+    if choices is not None and not isinstance(choices, list):
+        return [StreamError("malformed", "chunk 'choices' is not a list")]
+    for choice in choices or ():
+        if not isinstance(choice, dict) or choice.get("index", 0) != 0:
+            continue
+        delta = choice.get("delta")
+        if delta is None:
+            delta = {}
+        if not isinstance(delta, dict):
+            events.append(StreamError("malformed", "chunk 'delta' is not an object"))
+            continue
+        ids = _int_list(choice.get("token_ids"))
+        lps = parse_logprobs(choice.get("logprobs"))
+        carried = False
+        reasoning = delta.get("reasoning")
+        if reasoning is None:
+            reasoning = delta.get("reasoning_content")
+        for kind, text in (("reasoning", reasoning), ("content", delta.get("content"))):
+            if isinstance(text, str) and text:
+                if not carried:
+                    events.append(Delta(kind, text, ids, lps))
+                    carried = True
+                else:
+                    events.append(Delta(kind, text))
+        for tc in delta.get("tool_calls") or ():
+            if not isinstance(tc, dict):
+                continue
+            fn = tc.get("function") if isinstance(tc.get("function"), dict) else {}
+            args = fn.get("arguments")
+            events.append(
+                ToolCallDelta(
+                    index=tc.get("index", 0) if isinstance(tc.get("index", 0), int) else 0,
+                    id=tc.get("id") if isinstance(tc.get("id"), str) else None,
+                    name=fn.get("name") if isinstance(fn.get("name"), str) else None,
+                    arguments=args if isinstance(args, str) else "",
+                )
+            )
+        if not carried and (ids or lps):
+            events.append(Delta("tokens", "", ids, lps))
+        fr = choice.get("finish_reason")
+        if fr is not None:
+            sr = choice.get("stop_reason")
+            events.append(Finished(str(fr), sr if isinstance(sr, (int, str)) and not isinstance(sr, bool) else None))
+    usage = obj.get("usage")
+    if isinstance(usage, dict) and not choices:
+        events.append(
+            Usage(
+                prompt_tokens=usage.get("prompt_tokens") if isinstance(usage.get("prompt_tokens"), int) else None,
+                completion_tokens=usage.get("completion_tokens") if isinstance(usage.get("completion_tokens"), int) else None,
+                total_tokens=usage.get("total_tokens") if isinstance(usage.get("total_tokens"), int) else None,
+                raw=usage,
+            )
+        )
+    return events
+
+
+def _fast_chunk(obj: dict) -> list[PolicyEvent] | None:
+    """The common case, decoded with few checks: one choice, index 0, a text delta
+    (content or reasoning), plain token ids, no logprobs/tool calls/finish/usage."""
+    choices = obj.get("choices")
+    if type(choices) is not list or len(choices) != 1 or "prompt_token_ids" in obj and obj["prompt_token_ids"] is not None:
+        return None
+    ch = choices[0]
+    if type(ch) is not dict or ch.get("index", 0) != 0 or ch.get("finish_reason") is not None or ch.get("logprobs") is not None:
+        return None
+    delta = ch.get("delta")
+    if type(delta) is not dict or len(delta) != 1:
+        return None
+    ids = ch.get("token_ids")
+    if ids is None:
+        ids = ()
+    elif type(ids) is list:
+        ids = tuple(ids)
+        for v in ids:
+            if type(v) is not int:
+                return None
+    else:
+        return None
+    text = delta.get("content")
+    if type(text) is str and text:
+        return [Delta("content", text, ids)]
+    text = delta.get("reasoning")
+    if text is None:
+        text = delta.get("reasoning_content")
+    if type(text) is str and text:
+        return [Delta("reasoning", text, ids)]
+    return None
+
+
+def decode_data(data: bytes) -> list[PolicyEvent]:
+    """Parse one event's data (JSON) into typed events; bad JSON -> a malformed error."""
+    try:
+        obj = orjson.loads(data)
+    except orjson.JSONDecodeError as exc:
+        preview = data[:120].decode("utf-8", errors="replace")
+        return [StreamError("malformed", f"malformed SSE data line ({exc.msg}): {preview!r}")]
+    return chunk_events(obj)

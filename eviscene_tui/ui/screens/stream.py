@@ -1,0 +1,384 @@
+"""Stream screen: view the exact hinted request, edit the hint, send it to the
+attested policy server, watch the continuation live, cancel, see the summary.
+
+    StreamScreen(case, options, *, round_index=None, hint_text=None, request=None)
+
+Workers do the I/O (request rebuild, HTTP, record writes) and talk to the
+widgets only through a buffer that a 30 Hz timer flushes (``StreamView``) and
+through typed messages. Every attempt — complete, cancelled or failed (including
+a request that could not be rebuilt or an attestation refusal) — is recorded in
+the work directory; the screen keeps working after any fault.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.content import Content
+from textual.message import Message
+from textual.screen import Screen
+from textual.widgets import Footer, Input, Static
+from textual.worker import Worker, WorkerState
+
+from eviscene_tui.policy.accumulate import StreamAccumulator
+from eviscene_tui.policy.client import PolicyClient, ServerStatus
+from eviscene_tui.policy.events import StreamError
+from eviscene_tui.policy.profile import PolicyConfig, PolicyTarget, ProfileError, load_policy_config, load_target_from_profile, unattested_target
+from eviscene_tui.policy.request import RequestUnavailable, TeacherRequest, chat_body, describe_request, with_hint
+from eviscene_tui.safe_text import safe_text
+from eviscene_tui.ui.widgets.stream_view import StreamView, TextPane
+
+ERROR_TITLES = {
+    "connect": "Cannot reach the policy server",
+    "http": "The policy server rejected the request",
+    "sse_error": "The server reported an error mid-stream",
+    "disconnect": "The connection dropped mid-stream",
+    "timeout": "Timed out waiting for the policy server",
+    "malformed": "Malformed data in the stream",
+    "attestation": "Attestation refused: not sent",
+    "request": "The failure step's request is unavailable",
+    "cancelled": "Cancelled",
+}
+
+
+def explain_error(err: StreamError) -> str:
+    title = ERROR_TITLES.get(err.kind, "Error")
+    hint = ""
+    if err.status == 401:
+        hint = " — set EVISCENE_POLICY_API_KEY (or [policy] api_key in the config)"
+    elif err.status == 404:
+        hint = " — the served alias differs from the configured model"
+    elif err.status == 400 and "context length" in err.message:
+        hint = " — the prompt plus max_tokens exceeds the server's context length"
+    return f"{title}: {err.message}{hint}"
+
+
+class RequestReady(Message):
+    def __init__(self, request: TeacherRequest | None, error: str | None) -> None:
+        super().__init__()
+        self.request, self.error = request, error
+
+
+class StreamEnded(Message):
+    def __init__(self, status: str, acc: StreamAccumulator) -> None:
+        super().__init__()
+        self.status, self.acc = status, acc
+
+
+class StatusPolled(Message):
+    def __init__(self, statuses: list[ServerStatus]) -> None:
+        super().__init__()
+        self.statuses = statuses
+
+
+class StreamScreen(Screen):
+    BINDINGS = [
+        Binding("ctrl+s", "send", "Send", id="stream.send", priority=True, tooltip="Send the hinted request to the policy"),
+        Binding("ctrl+x", "cancel_stream", "Cancel", id="stream.cancel", priority=True, tooltip="Cancel the running continuation (closes the stream)"),
+        Binding("ctrl+r", "toggle_request", "Request", id="stream.request", priority=True, tooltip="Show or hide the exact request"),
+        Binding("escape", "back", "Back", id="stream.back", tooltip="Back to the case (cancels a running stream)"),
+    ]
+
+    DEFAULT_CSS = """
+    StreamScreen { layout: vertical; }
+    StreamScreen #stream-title { height: 1; padding: 0 1; background: $panel; }
+    StreamScreen #stream-policy { height: 1; padding: 0 1; }
+    StreamScreen #request-pane { height: 1fr; }
+    StreamScreen #request-pane.-hidden { display: none; }
+    StreamScreen #hint { height: 3; }
+    StreamScreen #stream-message { height: auto; max-height: 4; padding: 0 1; }
+    StreamScreen StreamView { height: 2fr; }
+    """
+
+    def __init__(
+        self,
+        case: Any,
+        options: Any,
+        *,
+        round_index: int | None = None,
+        hint_text: str | None = None,
+        request: TeacherRequest | None = None,
+        config: PolicyConfig | None = None,
+    ) -> None:
+        super().__init__()
+        self.case = case
+        self.options = options
+        self.round_index = round_index
+        self.initial_hint = hint_text
+        self.base_request = request  # without hint when built here; as given otherwise
+        self._given_request = request is not None
+        self.config = config
+        self.target: PolicyTarget | None = None
+        self.target_error: str | None = None
+        self.request_error: str | None = None
+        self.stream_worker: Worker | None = None
+        self.last_status: str | None = None
+        self.last_acc: StreamAccumulator | None = None
+        self._preview_timer: Any = None
+
+    # ------------------------------------------------------------------ layout
+    def compose(self) -> ComposeResult:
+        yield Static("", id="stream-title", markup=False)
+        yield Static("", id="stream-policy", markup=False)
+        yield TextPane("request (images as placeholders)", id="request-pane")
+        yield Input(value=self.initial_hint or "", placeholder="repair hint (Enter or ctrl+s sends)", id="hint")
+        yield Static("", id="stream-message", markup=False)
+        yield StreamView(id="stream-view")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        if self.config is None:
+            try:
+                self.config = load_policy_config(getattr(self.options, "config", None))
+            except ValueError as exc:
+                self.config = PolicyConfig()
+                self.call_after_refresh(self._message, f"config: {exc}; using defaults", "warning")
+        self._resolve_target()
+        ref = self._case_ref()
+        title = Content.from_markup("[b]Teacher continuation[/]  case $case  round $round",
+                                    case=safe_text(ref.get("case_id") or ref.get("case_key") or "?", single_line=True, limit=60),
+                                    round=str(self.round_index) if self.round_index is not None else "current")
+        self.query_one("#stream-title", Static).update(title)
+        self._render_policy(None)
+        view = self.query_one(StreamView)
+        view.badge = self.target.label if self.target else "no policy"
+        view.flush()
+        if self._given_request:
+            self._request_ready(self.base_request, None)
+        else:
+            self.query_one("#request-pane", TextPane).set_text("rebuilding the failure step's request…")
+            self._load_request()
+        if self.target is not None:
+            self._poll_status()
+        self.query_one("#hint", Input).focus()
+
+    # ------------------------------------------------------------------ policy target / status
+    def _resolve_target(self) -> None:
+        o = self.options
+        try:
+            if getattr(o, "policy_profile", None):
+                self.target = load_target_from_profile(o.policy_profile)
+            elif getattr(o, "policy_url", None) and getattr(o, "policy_model", None):
+                self.target = unattested_target(o.policy_url, o.policy_model)
+            else:
+                self.target_error = "no policy server configured: start with --policy-profile FILE (attested) or --policy-url URL --policy-model NAME (unattested)"
+        except ProfileError as exc:
+            self.target_error = str(exc)
+
+    def _render_policy(self, statuses: list[ServerStatus] | None) -> None:
+        w = self.query_one("#stream-policy", Static)
+        if self.target is None:
+            w.update(Content.from_markup("[b $error]no policy[/] $msg", msg=safe_text(self.target_error or "", single_line=True)))
+            return
+        style = "$success" if self.target.attested else "$warning"
+        parts = []
+        for st in statuses or ():
+            if not st.reachable:
+                parts.append(f"{st.base_url}: unreachable")
+                continue
+            parts.append(
+                f"{st.base_url}: {'healthy' if st.healthy else 'UNHEALTHY'} v{st.version or '?'} run {_n(st.running)} wait {_n(st.waiting)} "
+                f"kv {_pct(st.kv_cache)} ctx {st.max_model_len or '?'}"
+            )
+        w.update(Content.from_markup(
+            f"[b {style}]$label[/] $model  $status",
+            label=self.target.label.upper(),
+            model=safe_text(self.target.model, single_line=True, limit=60),
+            status=safe_text(" | ".join(parts) if parts else ", ".join(self.target.base_urls), single_line=True, limit=300),
+        ))
+
+    @work(exclusive=True, group="policy-status", exit_on_error=False)
+    async def _poll_status(self) -> None:
+        assert self.target is not None and self.config is not None
+        async with PolicyClient(self.target, self.config) as client:
+            async for statuses in client.poll_status():
+                self.post_message(StatusPolled(statuses))
+
+    def on_status_polled(self, message: StatusPolled) -> None:
+        self._render_policy(message.statuses)
+
+    # ------------------------------------------------------------------ request
+    def _case_ref(self) -> dict[str, Any]:
+        if self.case is None:
+            return {"case_id": None, "case_key": None, "round_index": self.round_index}
+        from eviscene_tui.policy.casefile import case_ref
+
+        return case_ref(self.case, self.round_index)
+
+    @work(exclusive=True, group="policy-request", exit_on_error=False, thread=True)
+    def _load_request(self) -> None:
+        from eviscene_tui.policy.casefile import rebuild_for_case, round_hint
+
+        placement = self.config.hint_placement if self.config else "user_suffix"
+        try:
+            if self.case is None:
+                raise RequestUnavailable("no case loaded")
+            req = rebuild_for_case(self.case, round_index=self.round_index, hint=None, placement=placement)
+            if self.initial_hint is None:
+                self.initial_hint = round_hint(self.case, self.round_index)
+            self.post_message(RequestReady(req, None))
+        except RequestUnavailable as exc:
+            self.post_message(RequestReady(None, str(exc)))
+        except Exception as exc:  # noqa: BLE001 - a bad case must not crash the screen
+            self.post_message(RequestReady(None, f"{type(exc).__name__}: {exc}"))
+
+    def on_request_ready(self, message: RequestReady) -> None:
+        self._request_ready(message.request, message.error)
+
+    def _request_ready(self, request: TeacherRequest | None, error: str | None) -> None:
+        self.base_request, self.request_error = request, error
+        hint_input = self.query_one("#hint", Input)
+        prefill = self.initial_hint or (request.hint if request is not None and self._given_request else None)
+        if not hint_input.value and prefill:
+            hint_input.value = prefill
+        if error:
+            self._message(f"Request unavailable: {error}", "error")
+        elif request is not None and request.problems:
+            self._message("Notes: " + "; ".join(request.problems[:3]), "warning")
+        self._refresh_preview()
+
+    def current_request(self) -> TeacherRequest | None:
+        if self.base_request is None:
+            return None
+        hint = self.query_one("#hint", Input).value
+        if self._given_request and hint.strip() == (self.base_request.hint or ""):
+            return self.base_request
+        return with_hint(self.base_request, hint, self.config.hint_placement if self.config else None)
+
+    def _refresh_preview(self) -> None:
+        pane = self.query_one("#request-pane", TextPane)
+        req = self.current_request()
+        if req is None:
+            pane.set_text(f"(no request) {self.request_error or ''}")
+            return
+        model = self.target.model if self.target else "(no policy)"
+        body = chat_body(req, self.config or PolicyConfig(), model=model)
+        origin = req.origin()
+        head = (f"# source: {origin['source']} {origin['context_request_id'] or ''} step {origin['source_step_index']}  "
+                f"hint placement: {req.hint_placement} {req.hint_location or ''}\n")
+        pane.set_text(head + describe_request(body, req.images))
+
+    @on(Input.Changed, "#hint")
+    def _hint_changed(self, event: Input.Changed) -> None:
+        if self._preview_timer is not None:
+            self._preview_timer.stop()
+        self._preview_timer = self.set_timer(0.25, self._refresh_preview)
+
+    @on(Input.Submitted, "#hint")
+    def _hint_submitted(self, event: Input.Submitted) -> None:
+        self.action_send()
+
+    # ------------------------------------------------------------------ streaming
+    @property
+    def streaming(self) -> bool:
+        return self.stream_worker is not None and self.stream_worker.state in (WorkerState.PENDING, WorkerState.RUNNING)
+
+    def action_send(self) -> None:
+        if self.streaming:
+            self._message("A continuation is already streaming (ctrl+x cancels it)", "warning")
+            return
+        if self.target is None:
+            self._message(self.target_error or "no policy server configured", "error")
+            return
+        view = self.query_one(StreamView)
+        req = self.current_request()
+        if req is None:
+            self._record_request_failure(self.request_error or "the failure step's request could not be rebuilt")
+            return
+        acc = view.reset(badge=self.target.label)
+        self._message(f"sending to {self.target.model} ({self.target.label})…", "info")
+        self.stream_worker = self._stream(req, acc)
+
+    @work(exclusive=True, group="policy-stream", exit_on_error=False)
+    async def _stream(self, request: TeacherRequest, acc: StreamAccumulator) -> None:
+        from eviscene_tui.policy.session import run_continuation
+
+        assert self.target is not None and self.config is not None
+        view = self.query_one(StreamView)
+        work_dir = self._work()
+        async with PolicyClient(self.target, self.config) as client:
+            outcome = await run_continuation(client, request, work=work_dir, case_ref=self._case_ref(), on_event=view.feed, accumulator=acc)
+        self.post_message(StreamEnded(outcome.status, acc))
+
+    def _work(self) -> Any:
+        try:
+            return self.options.work()
+        except Exception as exc:  # noqa: BLE001 - shown, not fatal
+            self._message(f"records cannot be saved: {exc}", "error")
+            return None
+
+    def _record_request_failure(self, reason: str) -> None:
+        from eviscene_tui.policy.session import record_failure
+
+        assert self.target is not None
+        out = record_failure(self.target, work=self._work(), kind="request", message=reason, case_ref=self._case_ref())
+        view = self.query_one(StreamView)
+        view.reset(out.accumulator, badge=self.target.label)
+        view.finish("failed")
+        self.last_status, self.last_acc = "failed", out.accumulator
+        self._message(f"Request unavailable: {reason} — recorded as a failed attempt: {out.path or out.save_error}", "error")
+
+    def action_cancel_stream(self) -> None:
+        if not self.streaming:
+            self._message("nothing is streaming", "info")
+            return
+        assert self.stream_worker is not None
+        self.stream_worker.cancel()
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        if event.worker is not self.stream_worker:
+            return
+        view = self.query_one(StreamView)
+        if event.state == WorkerState.CANCELLED:
+            view.finish("cancelled")
+            self.last_status, self.last_acc = "cancelled", view.acc
+            self._summary("cancelled", view.acc)
+        elif event.state == WorkerState.ERROR:
+            view.finish("failed")
+            self.last_status, self.last_acc = "failed", view.acc
+            self._message(f"internal error while streaming: {safe_text(event.worker.error, single_line=True, limit=300)}", "error")
+
+    def on_stream_ended(self, message: StreamEnded) -> None:
+        view = self.query_one(StreamView)
+        view.finish(message.status)
+        self.last_status, self.last_acc = message.status, message.acc
+        self._summary(message.status, message.acc)
+
+    def _summary(self, status: str, acc: StreamAccumulator) -> None:
+        t = acc.timings()
+        acct = acc.accounting()
+        where = acc.record_path or acc.save_error or "(not saved)"
+        if acc.error is not None and status == "failed":
+            first = explain_error(acc.error)
+            severity = "error"
+        else:
+            first = f"{status.upper()}: finish {acc.finish_reason or '—'}, {acc.token_count} tokens, ttft {t['ttft_s']} s, {t['tokens_per_s']} tok/s"
+            severity = "success" if status == "complete" else "warning"
+        self._message(f"{first}\naccounting: {acct['note']}\nrecord: {where}", severity)
+
+    def _message(self, text: str, severity: str = "info") -> None:
+        style = {"error": "$error", "warning": "$warning", "success": "$success"}.get(severity, "$foreground")
+        self.query_one("#stream-message", Static).update(Content.from_markup(f"[{style}]$t[/]", t=safe_text(text, limit=2000)))
+
+    # ------------------------------------------------------------------ misc actions
+    def action_toggle_request(self) -> None:
+        self.query_one("#request-pane").toggle_class("-hidden")
+
+    def action_back(self) -> None:
+        if self.streaming and self.stream_worker is not None:
+            self.stream_worker.cancel()
+        self.app.pop_screen()
+
+    def on_unmount(self) -> None:
+        self.workers.cancel_node(self)  # a running stream is recorded as cancelled
+
+
+def _n(v: float | None) -> str:
+    return "?" if v is None else f"{v:g}"
+
+
+def _pct(v: float | None) -> str:
+    return "?" if v is None else f"{v * 100:.0f}%"

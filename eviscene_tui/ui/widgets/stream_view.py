@@ -1,0 +1,297 @@
+"""Live continuation panes (Line API) with coalesced updates.
+
+- :class:`TextPane`: a buffer-backed ``ScrollView``. ``append(text)`` only
+  extends the buffer and re-wraps the tail line; rendering paints visible rows
+  (``render_line``). It follows the bottom while the user is at the bottom.
+- :class:`StreamView`: reasoning / content / tool-call panes plus a stats line.
+  Producers call :meth:`StreamView.feed` (cheap: appends to pending lists); a
+  ``set_interval`` timer flushes at most ``FLUSH_HZ`` times a second. There is
+  never one UI call per token.
+
+All text is sanitised with ``safe_text`` on the way in; nothing is parsed as markup.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from rich.segment import Segment
+from rich.style import Style
+from textual.app import ComposeResult
+from textual.containers import Horizontal, Vertical
+from textual.content import Content
+from textual.geometry import Size
+from textual.scroll_view import ScrollView
+from textual.strip import Strip
+from textual.widget import Widget
+
+from eviscene_tui.policy.accumulate import StreamAccumulator
+from eviscene_tui.policy.events import Delta, PolicyEvent, ToolCallDelta
+from eviscene_tui.safe_text import safe_text
+
+FLUSH_HZ = 24  # <= 30 Hz; the compositor repaint per flush is the dominant UI cost at 5k+ tok/s
+HEAVY_FLUSH_HZ = 8  # flush rate while more than HEAVY_CHARS arrive per flush
+HEAVY_CHARS = 1500
+
+
+class TextPane(ScrollView, can_focus=True):
+    """Wrapped plain text, painted line by line; ``append`` is O(tail)."""
+
+    DEFAULT_CSS = """
+    TextPane { height: 1fr; border: round $panel; padding: 0 1; overflow-x: hidden; scrollbar-gutter: stable; }
+    TextPane:focus { border: round $accent; }
+    """
+
+    def __init__(self, title: str = "", *, name: str | None = None, id: str | None = None, classes: str | None = None) -> None:
+        super().__init__(name=name, id=id, classes=classes)
+        self.border_title = title
+        self._lines: list[str] = [""]  # logical lines (sanitised)
+        self._rows: list[str] = [""]  # wrapped rows at _wrap_width
+        self._tail_rows = 1  # how many rows the last logical line occupies
+        self._wrap_width = 0
+        self._strips: dict[int, Strip] = {}  # row index -> rendered row (full width, before scroll_x crop)
+        self._style: Style | None = None
+        self.appends = 0  # number of append() calls (tests check coalescing)
+
+    # ------------------------------------------------------------------ data
+    @property
+    def text(self) -> str:
+        return "\n".join(self._lines)
+
+    @property
+    def row_count(self) -> int:
+        return len(self._rows)
+
+    def clear(self) -> None:
+        self._lines, self._rows, self._tail_rows = [""], [""], 1
+        self._strips.clear()
+        self._sync(follow=True)
+
+    def set_text(self, text: str) -> None:
+        self._lines = safe_text(text).split("\n")
+        self._rewrap_all()
+        self._sync(follow=False)
+        self.scroll_to(y=0, animate=False, immediate=True)
+
+    def append(self, text: str) -> None:
+        if not text:
+            return
+        self.appends += 1
+        follow = self.scroll_offset.y >= self.max_scroll_y - 1
+        parts = safe_text(text).split("\n")
+        self._lines[-1] += parts[0]
+        self._lines.extend(parts[1:])
+        # only the last wrapped row of the tail line can change: re-wrap it plus the new text
+        if self._rows:
+            self._strips.pop(len(self._rows) - 1, None)
+        last = self._rows.pop() if self._rows else ""
+        rows = self._wrap(last + parts[0])
+        self._rows.extend(rows)
+        tail = self._tail_rows - 1 + len(rows)
+        for line in parts[1:]:
+            rows = self._wrap(line)
+            self._rows.extend(rows)
+            tail = len(rows)
+        self._tail_rows = tail
+        self._sync(follow=follow)
+
+    def _width(self) -> int:
+        return max(10, self.scrollable_content_region.width or self.size.width or 80)
+
+    def _wrap(self, line: str) -> list[str]:
+        w = self._wrap_width or self._width()
+        if len(line) <= w:
+            return [line]
+        return [line[i:i + w] for i in range(0, len(line), w)]
+
+    def _rewrap_all(self) -> None:
+        self._strips.clear()
+        self._wrap_width = self._width()
+        self._rows = []
+        for line in self._lines:
+            rows = self._wrap(line)
+            self._rows.extend(rows)
+        self._tail_rows = len(self._wrap(self._lines[-1]))
+
+    def _sync(self, *, follow: bool) -> None:
+        size = Size(self._wrap_width or self._width(), len(self._rows))
+        if size != self.virtual_size:
+            # ``virtual_size`` is a layout reactive: assigning it re-lays out the whole
+            # screen on every flush. Growing text only needs the scrollbars updated,
+            # unless a scrollbar appears or disappears.
+            shown = (self.show_vertical_scrollbar, self.show_horizontal_scrollbar)
+            try:
+                self.set_reactive(ScrollView.virtual_size, size)
+                self._scroll_update(size)
+            except AttributeError:  # pragma: no cover - Textual internals moved
+                self.virtual_size = size
+            else:
+                if (self.show_vertical_scrollbar, self.show_horizontal_scrollbar) != shown:
+                    self.refresh(layout=True)
+        if follow:
+            self.scroll_to(y=self.max_scroll_y, animate=False)
+        self.refresh()
+
+    def notify_style_update(self) -> None:
+        super().notify_style_update()
+        self._style = None
+        self._strips.clear()
+
+    def on_resize(self) -> None:
+        if self._width() != self._wrap_width:
+            self._rewrap_all()
+            self._sync(follow=self.scroll_offset.y >= self.max_scroll_y - 1)
+
+    # ------------------------------------------------------------------ paint
+    def render_line(self, y: int) -> Strip:
+        width = self.scrollable_content_region.width or self.size.width
+        index = self.scroll_offset.y + y
+        style = self._style
+        if style is None:
+            style = self._style = self.rich_style
+        if index >= len(self._rows):
+            return Strip.blank(width, style)
+        strip = self._strips.get(index)
+        if strip is None:
+            text = self._rows[index]
+            strip = self._strips[index] = Strip([Segment(text, style)], len(text))
+        x = self.scroll_offset.x
+        return strip.crop_extend(x, x + width, style)
+
+
+class StatsLine(Widget):
+    """A one-row line whose updates repaint only itself (no layout pass, unlike ``Static.update``)."""
+
+    DEFAULT_CSS = "StatsLine { height: 1; width: 1fr; }"
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self._content: Content = Content("")
+
+    def set(self, content: Content) -> None:
+        if content != self._content:
+            self._content = content
+            self.refresh()
+
+    def render(self) -> Content:
+        return self._content
+
+
+def _fmt(value: Any, spec: str = "", unit: str = "") -> str:
+    if value is None:
+        return "—"
+    return f"{value:{spec}}{unit}"
+
+
+class StreamView(Vertical):
+    """Reasoning / content / tool-call panes, a stats line and the attestation badge."""
+
+    DEFAULT_CSS = """
+    StreamView { height: 1fr; }
+    StreamView #stream-stats { height: 1; padding: 0 1; }
+    StreamView #stream-panes { height: 3fr; min-height: 4; }
+    StreamView #pane-reasoning { width: 1fr; }
+    StreamView #pane-content { width: 1fr; }
+    StreamView #pane-tools { height: 1fr; min-height: 3; max-height: 8; }
+    """
+
+    def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
+        super().__init__(id=id, classes=classes)
+        self.acc = StreamAccumulator()
+        self._pending: dict[str, list[str]] = {"reasoning": [], "content": []}
+        self._tools_dirty = False
+        self._dirty = False
+        self.badge = "unattested"
+        self.state = "idle"  # idle | streaming | complete | cancelled | failed
+        self.flushes = 0
+        self._started_at: float | None = None
+        self._last_flush = 0.0
+        self._min_gap = 0.0  # grows to 1/HEAVY_FLUSH_HZ while a very fast stream floods the panes
+
+    def compose(self) -> ComposeResult:
+        yield StatsLine(id="stream-stats")
+        with Horizontal(id="stream-panes"):
+            yield TextPane("reasoning", id="pane-reasoning")
+            yield TextPane("content", id="pane-content")
+        yield TextPane("tool calls", id="pane-tools")
+
+    def on_mount(self) -> None:
+        self.set_interval(1 / FLUSH_HZ, self.flush)
+        self._render_stats()
+
+    # ------------------------------------------------------------------ producer side (cheap)
+    def reset(self, acc: StreamAccumulator | None = None, *, badge: str | None = None) -> StreamAccumulator:
+        self.acc = acc or StreamAccumulator()
+        self._pending = {"reasoning": [], "content": []}
+        self._tools_dirty = False
+        self.state = "streaming"
+        self._started_at = time.monotonic()
+        if badge:
+            self.badge = badge
+        for pane in self.query(TextPane):
+            pane.clear()
+        self._dirty = True
+        return self.acc
+
+    def feed(self, ev: PolicyEvent) -> None:
+        """Called for every event (after the accumulator saw it): buffer only."""
+        if isinstance(ev, Delta):
+            if ev.text and ev.kind in self._pending:
+                self._pending[ev.kind].append(ev.text)
+        elif isinstance(ev, ToolCallDelta):
+            self._tools_dirty = True
+        self._dirty = True
+
+    def finish(self, state: str) -> None:
+        self.state = state
+        self._dirty = True
+        self.flush(force=True)
+
+    # ------------------------------------------------------------------ consumer side (timer)
+    def flush(self, force: bool = False) -> None:
+        if not self._dirty:
+            return
+        now = time.monotonic()
+        if not force and now - self._last_flush < self._min_gap:
+            return  # keep buffering: the next tick flushes
+        self._dirty = False
+        self._last_flush = now
+        self.flushes += 1
+        appended = 0
+        with self.app.batch_update():
+            for kind in ("reasoning", "content"):
+                pend = self._pending[kind]
+                if pend:
+                    self._pending[kind] = []
+                    text = "".join(pend)
+                    appended += len(text)
+                    self.query_one(f"#pane-{kind}", TextPane).append(text)
+            if self._tools_dirty:
+                self._tools_dirty = False
+                lines = []
+                for tc in self.acc.tool_calls_json():
+                    lines.append(f"#{tc['index']} {tc['name'] or '?'}  {tc['arguments']}")
+                pane = self.query_one("#pane-tools", TextPane)
+                pane.clear()
+                pane.append("\n".join(lines))
+            self._render_stats()
+        # a repaint costs the same for 10 or 1,000 new characters: when a fast stream
+        # delivers a lot per tick, repaint less often (HEAVY_FLUSH_HZ) to leave the CPU
+        # to the stream; slow streams keep the full FLUSH_HZ
+        self._min_gap = 1 / HEAVY_FLUSH_HZ if appended > HEAVY_CHARS else 0.0
+
+    def _render_stats(self) -> None:
+        acc = self.acc
+        t = acc.timings()
+        badge_style = "$success" if self.badge == "attested" else "$warning"
+        content = Content.from_markup(
+            f"[b {badge_style}]$badge[/]  [b]$state[/]  tokens $tokens  ttft $ttft  tok/s $tps  finish $finish",
+            badge=self.badge.upper(),
+            state=self.state,
+            tokens=str(acc.token_count),
+            ttft=_fmt(t["ttft_s"], ".2f", " s"),
+            tps=_fmt(t["tokens_per_s"], ".0f"),
+            finish=safe_text(acc.finish_reason or "—", single_line=True, limit=20),
+        )
+        self.query_one("#stream-stats", StatsLine).set(content)

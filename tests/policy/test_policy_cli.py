@@ -1,0 +1,133 @@
+"""`eviscene-tui stream` end to end in a subprocess against the fake server."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import orjson
+import pytest
+
+from eviscene_tui.fake_vllm import FakeVLLMServer
+
+REPO = Path(__file__).resolve().parents[2]
+SAMPLE = REPO / "sample_runs" / "feedback-converged-3-rounds"
+
+pytestmark = pytest.mark.skipif(not SAMPLE.is_dir(), reason="sample_runs not generated")
+
+
+def _tree_hash(root: Path) -> str:
+    h = hashlib.sha256()
+    for p in sorted(root.rglob("*")):
+        h.update(str(p.relative_to(root)).encode())
+        if p.is_file():
+            h.update(p.read_bytes())
+    return h.hexdigest()
+
+
+@pytest.fixture
+def case(tmp_path):
+    dst = tmp_path / "runs" / SAMPLE.name
+    shutil.copytree(SAMPLE, dst)
+    return dst
+
+
+def _run(args, env_extra=None, timeout=60):
+    env = {**os.environ, **(env_extra or {})}
+    env.pop("EVISCENE_TUI_CONFIG", None)
+    return subprocess.run([sys.executable, "-m", "eviscene_tui", "stream", *args], capture_output=True, text=True, timeout=timeout, cwd=REPO, env=env)
+
+
+def test_stream_json_end_to_end(tmp_path, case):
+    key = "sk-cli-secret-7788"
+    before = _tree_hash(case)
+    with FakeVLLMServer(api_key=key, scenario={"tokens_per_second": None}) as srv:
+        prof = tmp_path / "profile.json"
+        prof.write_bytes(orjson.dumps(srv.profile_dict()))
+        wd = tmp_path / "wd"
+        res = _run([str(case), "--policy-profile", str(prof), "--workdir", str(wd), "--json", "--hint", "Compare dates first."],
+                   env_extra={"EVISCENE_POLICY_API_KEY": key})
+        body = srv.recorder.last_body()
+    assert res.returncode == 0, res.stderr
+    lines = [orjson.loads(line) for line in res.stdout.splitlines()]
+    types = [line["type"] for line in lines]
+    assert types[0] == "request" and types[1] == "attestation" and types[-1] == "record"
+    assert {"delta", "usage", "finish", "prompt_tokens", "tool_call"} <= set(types)
+    assert lines[1]["status"] == "attested"
+    assert any(line["type"] == "delta" and line["token_ids"] for line in lines)
+    rec_line = lines[-1]
+    assert rec_line["status"] == "complete" and rec_line["accounting"]["match"] is True
+    rec = orjson.loads(Path(rec_line["path"]).read_bytes())
+    assert rec["status"] == "complete" and rec["request"]["hint"] == "Compare dates first."
+    assert rec["request"]["origin"]["source"] == "archive"
+    # the hint went into the last user message; the image was sent as a data URL
+    user = [m for m in body["messages"] if m["role"] == "user"][-1]["content"]
+    assert user[-1]["text"].endswith("Compare dates first.\n--- end of repair hint ---")
+    assert any(p.get("type") == "image_url" and p["image_url"]["url"].startswith("data:image/") for p in user)
+    assert key not in res.stdout and key not in res.stderr
+    assert all(key.encode() not in p.read_bytes() for p in wd.rglob("*") if p.is_file())
+    assert _tree_hash(case) == before  # evidence untouched
+
+
+def test_stream_plain_and_exit_codes(tmp_path, case):
+    with FakeVLLMServer(scenario={"tokens_per_second": None, "wrong_root": "/elsewhere"}) as srv:
+        prof = tmp_path / "profile.json"
+        prof.write_bytes(orjson.dumps(srv.profile_dict()))
+        res = _run([str(case), "--policy-profile", str(prof), "--workdir", str(tmp_path / "wd")])
+        assert res.returncode == 1 and "root differs" in res.stderr
+        srv.set_scenario(wrong_root=None)
+        res = _run([str(case), "--policy-url", srv.v1_url, "--policy-model", srv.config.alias, "--workdir", str(tmp_path / "wd")])
+        assert res.returncode == 0, res.stderr
+        assert "[reasoning]" in res.stdout and "unattested" in res.stderr and "status: complete" in res.stderr
+    from eviscene_tui.cli import main
+
+    assert main(["stream", str(case)]) == 2
+    assert main(["stream", str(tmp_path / "nope"), "--policy-url", "http://x", "--policy-model", "m"]) == 2
+    assert main(["stream", str(case), "--policy-url", "http://x"]) == 2
+    assert main(["stream", str(case), "--policy-profile", str(tmp_path / "missing.json")]) == 2
+
+
+def test_ctrl_c_cancels_and_records(tmp_path, case):
+    with FakeVLLMServer(scenario={"tokens_per_second": 200, "content_tokens": 5000, "reasoning": "", "tool_calls": []}) as srv:
+        wd = tmp_path / "wd"
+        proc = subprocess.Popen([sys.executable, "-m", "eviscene_tui", "stream", str(case), "--policy-url", srv.v1_url,
+                                 "--policy-model", srv.config.alias, "--workdir", str(wd), "--json"],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO)
+        deadline = time.time() + 20
+        while not srv.recorder.requests and time.time() < deadline:
+            time.sleep(0.05)
+        time.sleep(0.5)
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=20)
+        deadline = time.time() + 3
+        while not srv.recorder.disconnects and time.time() < deadline:
+            time.sleep(0.05)
+        assert srv.recorder.disconnects
+    assert proc.returncode == 130, err
+    last = orjson.loads(out.splitlines()[-1])
+    assert last["type"] == "record" and last["status"] == "cancelled"
+    rec = orjson.loads(Path(last["path"]).read_bytes())
+    assert rec["status"] == "cancelled" and 0 < len(rec["completion_token_ids"]) < 5000
+
+
+def test_missing_archived_image_is_a_recorded_failure(tmp_path, case, capsys):
+    from eviscene_tui.cli import main
+
+    removed = [p for p in case.rglob("artifacts/sha256/*/*") if p.suffix in (".png", ".jpg", ".jpeg", ".webp")]
+    assert removed
+    for p in removed:
+        p.unlink()
+    wd = tmp_path / "wd"
+    code = main(["stream", str(case), "--policy-url", "http://127.0.0.1:9/v1", "--policy-model", "m", "--workdir", str(wd), "--json"])
+    out = capsys.readouterr().out.splitlines()
+    assert code == 1
+    err, last = orjson.loads(out[0]), orjson.loads(out[-1])
+    assert err["type"] == "error" and err["kind"] == "request" and "image" in err["message"]
+    assert last["type"] == "record" and last["status"] == "failed"
+    assert orjson.loads(Path(last["path"]).read_bytes())["error"]["kind"] == "request"

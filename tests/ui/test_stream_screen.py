@@ -1,0 +1,241 @@
+"""StreamScreen in a harness App, against the fake vLLM server over loopback."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from pathlib import Path
+
+import orjson
+import pytest
+from textual.app import App
+
+from eviscene_tui.fake_vllm import FakeVLLMServer
+from eviscene_tui.fake_vllm.testing import simple_request
+from eviscene_tui.options import AppOptions
+from eviscene_tui.policy.profile import PolicyConfig
+from eviscene_tui.policy.recording import list_records
+from eviscene_tui.ui.screens.stream import StreamScreen
+from eviscene_tui.ui.widgets.stream_view import StreamView, TextPane
+
+
+class Harness(App):
+    def __init__(self, screen: StreamScreen) -> None:
+        super().__init__()
+        self._screen = screen
+
+    def on_mount(self) -> None:
+        self.push_screen(self._screen)
+
+
+def _options(tmp_path: Path, srv: FakeVLLMServer | None, **profile) -> AppOptions:
+    root = tmp_path / "runs"
+    root.mkdir(exist_ok=True)
+    prof = None
+    if srv is not None:
+        prof = tmp_path / "profile.json"
+        prof.write_bytes(orjson.dumps(srv.profile_dict(**profile)))
+    return AppOptions(root=root, workdir=tmp_path / "runs.eviscene-tui", policy_profile=prof)
+
+
+async def _wait(cond, timeout=10.0, pilot=None):
+    end = time.monotonic() + timeout
+    while not cond():
+        if time.monotonic() > end:
+            raise AssertionError("condition not reached")
+        await asyncio.sleep(0.01)
+
+
+async def test_cancel_key_mid_stream_at_5000_tps(tmp_path):
+    with FakeVLLMServer(scenario={"tokens_per_second": 5000, "content_tokens": 20000, "reasoning": "", "tool_calls": []}) as srv:
+        opts = _options(tmp_path, srv)
+        screen = StreamScreen(None, opts, request=simple_request(tools=False), config=PolicyConfig(status_interval=0.5))
+        app = Harness(screen)
+        async with app.run_test(size=(120, 40)) as pilot:
+            await pilot.pause()
+            await pilot.press("ctrl+s")
+            view = screen.query_one(StreamView)
+            await _wait(lambda: view.acc.token_count >= 1000)
+            t0 = time.monotonic()
+            await pilot.press("ctrl+x")
+            await _wait(lambda: screen.last_status is not None, timeout=2)
+            took = time.monotonic() - t0
+            assert screen.last_status == "cancelled" and took < 1.0, took
+            assert view.acc.token_count < 10000  # stopped well before the end (20,000 at 5,000 tok/s = 4 s)
+            # coalesced: far fewer pane updates than tokens
+            content = screen.query_one("#pane-content", TextPane)
+            assert content.appends < view.acc.token_count / 5
+            assert view.flushes <= (time.monotonic() - view._started_at) * 30 + 5
+            await _wait(lambda: srv.recorder.disconnects, timeout=3)
+            assert "CANCELLED" not in content.text
+            # the app keeps working: send again, complete this time
+            srv.set_scenario(content_tokens=300, tokens_per_second=None)
+            await pilot.press("ctrl+s")
+            await _wait(lambda: screen.last_status == "complete", timeout=10)
+    recs = [orjson.loads(p.read_bytes()) for p in list_records(opts.work())]
+    assert sorted(r["status"] for r in recs) == ["cancelled", "complete"]
+
+
+async def test_complete_stream_summary_and_panes(tmp_path):
+    with FakeVLLMServer(scenario={"tokens_per_second": None}) as srv:
+        opts = _options(tmp_path, srv)
+        screen = StreamScreen(None, opts, request=simple_request(), config=PolicyConfig(status_interval=0.2))
+        async with Harness(screen).run_test(size=(100, 30)) as pilot:
+            await pilot.pause()
+            req_pane = screen.query_one("#request-pane", TextPane)
+            assert "Repair hint" in req_pane.text and '"stream": true' in req_pane.text
+            await pilot.press("ctrl+s")
+            await _wait(lambda: screen.last_status is not None)
+            await pilot.pause(0.1)
+            assert screen.last_status == "complete"
+            scen = srv.config.scenario
+            assert screen.query_one("#pane-reasoning", TextPane).text == scen["reasoning"]
+            assert screen.query_one("#pane-content", TextPane).text == scen["content"]
+            assert "reverse_image_search" in screen.query_one("#pane-tools", TextPane).text
+            msg = str(screen.query_one("#stream-message").render())
+            assert "COMPLETE" in msg and "accounting: ok" in msg and "record:" in msg
+            await _wait(lambda: "healthy" in str(screen.query_one("#stream-policy").render()), timeout=5)
+            assert "ATTESTED" in str(screen.query_one("#stream-policy").render())
+
+
+FAULTS = [
+    ({"wrong_root": "/other"}, "Attestation refused"),
+    ({"http_error": 400}, "context length"),
+    ({"http_error": 500}, "rejected the request"),
+    ({"error_after_tokens": 4}, "error mid-stream"),
+    ({"disconnect_after_tokens": 4}, "dropped mid-stream"),
+    ({"malformed_after_tokens": 4}, "Malformed"),
+    ({"stall_after_tokens": 4, "stall_seconds": 30}, "Timed out"),
+]
+
+
+async def test_faults_are_shown_and_recorded_and_the_screen_keeps_working(tmp_path):
+    with FakeVLLMServer(scenario={"tokens_per_second": None}) as srv:
+        opts = _options(tmp_path, srv)
+        screen = StreamScreen(None, opts, request=simple_request(), config=PolicyConfig(status_interval=5, stall_timeout=0.5))
+        async with Harness(screen).run_test(size=(100, 30)) as pilot:
+            await pilot.pause()
+            base = dict(srv.config.scenario)
+            for scenario, needle in FAULTS:
+                srv.set_scenario(replace=True, **base, **scenario)
+                screen.last_status = None
+                await pilot.press("ctrl+s")
+                await _wait(lambda: screen.last_status is not None)
+                await pilot.pause()
+                assert screen.last_status == "failed", scenario
+                assert needle in str(screen.query_one("#stream-message").render()), scenario
+            srv.set_scenario(replace=True, **base)
+            screen.last_status = None
+            await pilot.press("ctrl+s")
+            await _wait(lambda: screen.last_status is not None)
+            assert screen.last_status == "complete"
+    recs = [orjson.loads(p.read_bytes()) for p in list_records(opts.work())]
+    assert sorted(r["status"] for r in recs) == ["complete"] + ["failed"] * len(FAULTS)
+
+
+async def test_connection_refused_in_the_screen(tmp_path):
+    import socket
+
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    sock.close()
+    root = tmp_path / "runs"
+    root.mkdir()
+    opts = AppOptions(root=root, workdir=tmp_path / "wd", policy_url=f"http://127.0.0.1:{port}/v1", policy_model="m")
+    screen = StreamScreen(None, opts, request=simple_request(), config=PolicyConfig(status_interval=5, connect_timeout=2))
+    async with Harness(screen).run_test(size=(100, 30)) as pilot:
+        await pilot.pause()
+        assert "UNATTESTED" in str(screen.query_one("#stream-policy").render())
+        await pilot.press("ctrl+s")
+        await _wait(lambda: screen.last_status is not None)
+        await pilot.pause()
+        assert "Cannot reach the policy server" in str(screen.query_one("#stream-message").render())
+        assert "UNATTESTED" in str(screen.query_one("#stream-stats").render())
+    rec = orjson.loads(list_records(opts.work())[0].read_bytes())
+    assert rec["status"] == "failed" and rec["attestation_mode"] == "unattested"
+
+
+async def test_missing_request_and_no_policy(tmp_path):
+    with FakeVLLMServer() as srv:
+        opts = _options(tmp_path, srv)
+        screen = StreamScreen(None, opts, hint_text="h")  # no case: the request cannot be rebuilt
+        async with Harness(screen).run_test(size=(100, 30)) as pilot:
+            await _wait(lambda: screen.request_error is not None)
+            await pilot.press("ctrl+s")
+            await pilot.pause()
+            assert screen.last_status == "failed"
+            assert "recorded as a failed attempt" in str(screen.query_one("#stream-message").render())
+    assert len(list_records(opts.work())) == 1
+    screen = StreamScreen(None, _options(tmp_path / "x" if (tmp_path / "x").mkdir() is None else tmp_path, None), request=simple_request())
+    async with Harness(screen).run_test(size=(100, 30)) as pilot:
+        await pilot.pause()
+        await pilot.press("ctrl+s")
+        await pilot.pause()
+        assert "no policy server configured" in str(screen.query_one("#stream-message").render())
+
+
+REPO = Path(__file__).resolve().parents[2]
+SAMPLE = REPO / "sample_runs" / "feedback-converged-3-rounds"
+
+
+@pytest.mark.skipif(not SAMPLE.is_dir(), reason="sample_runs not generated")
+async def test_real_sample_case_request_hint_and_stream(tmp_path):
+    import shutil
+
+    from eviscene_tui.artifacts.case import load_case
+
+    case_dir = tmp_path / "runs" / SAMPLE.name
+    shutil.copytree(SAMPLE, case_dir)
+    case = load_case(case_dir)
+    with FakeVLLMServer(scenario={"tokens_per_second": None}) as srv:
+        prof = tmp_path / "profile.json"
+        prof.write_bytes(orjson.dumps(srv.profile_dict()))
+        opts = AppOptions(root=tmp_path / "runs", workdir=tmp_path / "runs.eviscene-tui", policy_profile=prof)
+        screen = StreamScreen(case, opts, round_index=None, hint_text=None, config=PolicyConfig(status_interval=5))
+        async with Harness(screen).run_test(size=(120, 40)) as pilot:
+            await _wait(lambda: screen.base_request is not None or screen.request_error is not None)
+            await pilot.pause(0.4)
+            assert screen.request_error is None
+            hint = screen.query_one("#hint").value
+            assert hint  # prefilled with the round's hint
+            pane = screen.query_one("#request-pane", TextPane).text
+            assert "# source: archive req-" in pane and "<image sha256=" in pane and "Repair hint" in pane
+            await pilot.press("ctrl+s")
+            await _wait(lambda: screen.last_status is not None)
+            assert screen.last_status == "complete"
+        body = srv.recorder.last_body()
+    user = [m for m in body["messages"] if m["role"] == "user"][-1]["content"]
+    assert user[-1]["text"].endswith(hint.strip() + "\n--- end of repair hint ---")
+    rec = orjson.loads(list_records(opts.work())[0].read_bytes())
+    assert rec["status"] == "complete" and rec["case"]["case_key"] == SAMPLE.name and rec["request"]["origin"]["source"] == "archive"
+
+
+async def test_text_pane_follows_bottom_only_when_at_bottom():
+    from textual.app import ComposeResult
+
+    class PaneApp(App):
+        def compose(self) -> ComposeResult:
+            yield TextPane("t", id="p")
+
+    app = PaneApp()
+    async with app.run_test(size=(60, 20)) as pilot:
+        pane = app.query_one(TextPane)
+        for i in range(50):
+            pane.append(f"line {i} " + "x" * 70 + "\n")
+        await pilot.pause()
+        assert pane.max_scroll_y > 0 and pane.scroll_offset.y == pane.max_scroll_y
+        assert pane.virtual_size.height == pane.row_count
+        pane.scroll_to(y=0, animate=False)
+        await pilot.pause()
+        pane.append("more\n" * 10)
+        await pilot.pause()
+        assert pane.scroll_offset.y == 0  # the user scrolled up: no jump
+        pane.scroll_end(animate=False)
+        await pilot.pause()
+        pane.append("tail\n" * 10)
+        await pilot.pause()
+        assert pane.scroll_offset.y == pane.max_scroll_y
+        assert "\x1b" not in pane.text
+        pane.append("evil \x1b]0;title\x07 [b]not markup[/b]")
+        assert "\x1b" not in pane.text and "[b]not markup[/b]" in pane.text
