@@ -1,0 +1,458 @@
+"""Decoding token ids, best available source first.
+
+1. a local ``tokenizer.json`` through the ``tokenizers`` package
+   (``--tokenizer PATH``, or the serving profile's ``engine_model_path`` folder);
+2. the policy server's ``POST /detokenize`` (one id per request, requests issued in
+   concurrent batches, results cached) with special tokens from ``GET /tokenizer_info``;
+3. raw ids.
+
+Every decoder says which source it is (:attr:`TokenDecoder.source`,
+:attr:`TokenDecoder.label`). Per-token pieces are decoded one id at a time: a
+byte-level piece may be a partial UTF-8 sequence, so its bytes are decoded with
+``errors="replace"`` and the result passes :func:`safe_text` (pieces are display
+strings; raw ids stay the ground truth).
+
+No Textual import here (services layer).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from eviscene_tui.safe_text import safe_text
+from eviscene_tui.tokens import vision
+from eviscene_tui.tokens.vision import VisionIds
+
+
+class DecodeSource(StrEnum):
+    TOKENIZER = "tokenizer"
+    SERVER = "server"
+    RAW = "raw"
+
+
+@dataclass(frozen=True)
+class SpecialToken:
+    id: int
+    content: str
+    special: bool  # the tokenizer's ``special`` flag (``<think>`` is an added token with special=False)
+
+
+def _byte_decoder() -> dict[str, int]:
+    """Inverse of the GPT-2 byte-level alphabet (printable char -> byte)."""
+    bs = list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1)) + list(range(ord("®"), ord("ÿ") + 1))
+    cs = bs[:]
+    n = 0
+    for b in range(256):
+        if b not in bs:
+            bs.append(b)
+            cs.append(256 + n)
+            n += 1
+    return {chr(c): b for b, c in zip(bs, cs)}
+
+
+_BYTE_DECODER = _byte_decoder()
+
+
+def byte_level_to_bytes(token: str) -> bytes:
+    out = bytearray()
+    for ch in token:
+        b = _BYTE_DECODER.get(ch)
+        if b is None:
+            out += ch.encode("utf-8")
+        else:
+            out.append(b)
+    return bytes(out)
+
+
+class TokenDecoder:
+    """Base: raw ids. Subclasses fill :meth:`_piece` (sync) and may need :meth:`fetch`."""
+
+    source: DecodeSource = DecodeSource.RAW
+
+    def __init__(self, *, label: str = "raw ids (no tokenizer and no server available)") -> None:
+        self.label = label
+        self.specials: dict[int, SpecialToken] = {}
+        self.vision: VisionIds | None = None
+        self.notes: list[str] = []
+        self._cache: dict[int, str] = {}
+
+    # ---- pieces
+    def is_special(self, token_id: int) -> bool:
+        return token_id in self.specials
+
+    def special_name(self, token_id: int) -> str | None:
+        """Display name of an added/special token (tokenizer or server text: sanitised)."""
+        sp = self.specials.get(token_id)
+        if sp is not None:
+            return safe_text(sp.content, single_line=True)
+        if self.vision is not None:
+            return self.vision.name_of(token_id)
+        return None
+
+    def piece(self, token_id: int) -> str | None:
+        """Display piece for one id (already safe_text'ed); None while a remote fetch is pending."""
+        got = self._cache.get(token_id)
+        if got is not None:
+            return got
+        name = self.special_name(token_id)
+        if name is not None:
+            text = safe_text(name)
+        else:
+            raw = self._piece(token_id)
+            if raw is None:
+                return None
+            text = raw
+        self._cache[token_id] = text
+        return text
+
+    def _piece(self, token_id: int) -> str | None:
+        return f"#{token_id}"
+
+    def pending(self, ids: Iterable[int]) -> list[int]:
+        """Ids whose piece needs a fetch (remote sources only)."""
+        return []
+
+    async def fetch(self, ids: Iterable[int]) -> int:
+        """Fetch pieces for ``ids``; returns how many were added to the cache."""
+        return 0
+
+    def decode_span(self, ids: Sequence[int]) -> str | None:
+        """The text of a whole span (sync sources); None when unavailable synchronously."""
+        parts = [self.piece(i) for i in ids]
+        if any(p is None for p in parts):
+            return None
+        return "".join(p for p in parts if p is not None)
+
+    async def decode_span_async(self, ids: Sequence[int]) -> str:
+        got = self.decode_span(ids)
+        if got is not None:
+            return got
+        await self.fetch(ids)
+        return "".join(self.piece(i) or f"#{i}" for i in ids)
+
+    async def aclose(self) -> None:
+        return None
+
+
+class RawDecoder(TokenDecoder):
+    source = DecodeSource.RAW
+
+    def decode_span(self, ids: Sequence[int]) -> str | None:
+        return " ".join(f"#{i}" for i in ids)
+
+
+class LocalTokenizerDecoder(TokenDecoder):
+    """``tokenizer.json`` through the ``tokenizers`` package."""
+
+    source = DecodeSource.TOKENIZER
+
+    def __init__(self, tokenizer_json: bytes | str, *, path: str) -> None:
+        super().__init__(label=f"tokenizer.json ({path})")
+        from tokenizers import Tokenizer
+
+        text = tokenizer_json.decode("utf-8") if isinstance(tokenizer_json, bytes) else tokenizer_json
+        doc = orjson.loads(text)
+        self.path = path
+        self._tok = Tokenizer.from_str(text)
+        dec = doc.get("decoder") if isinstance(doc, dict) else None
+        self._byte_level = _has_byte_level(dec) or _has_byte_level(doc.get("pre_tokenizer") if isinstance(doc, dict) else None)
+        added: dict[int, str] = {}
+        for row in (doc.get("added_tokens") or []) if isinstance(doc, dict) else []:
+            if isinstance(row, dict) and isinstance(row.get("id"), int) and isinstance(row.get("content"), str):
+                self.specials[row["id"]] = SpecialToken(row["id"], row["content"], bool(row.get("special", False)))
+                added[row["id"]] = row["content"]
+        self.vision = vision.from_added_tokens(added, "tokenizer.json added tokens")
+        self.vocab_size = self._tok.get_vocab_size(with_added_tokens=True)
+
+    @classmethod
+    def from_path(cls, path: str | os.PathLike[str]) -> "LocalTokenizerDecoder":
+        p = Path(path)
+        if p.is_dir():
+            p = p / "tokenizer.json"
+        data = p.read_bytes()
+        dec = cls(data, path=str(p))
+        if dec.vision is None:
+            got = vision.from_model_dir(p.parent)
+            if got:
+                dec.vision = got
+        return dec
+
+    def _piece(self, token_id: int) -> str | None:
+        if token_id < 0:
+            return f"⟨invalid id {token_id}⟩"
+        if self._byte_level:
+            tok = self._tok.id_to_token(token_id)
+            if tok is None:
+                return f"⟨unknown id {token_id}⟩"
+            return safe_text(byte_level_to_bytes(tok).decode("utf-8", errors="replace"))
+        try:
+            return safe_text(self._tok.decode([token_id], skip_special_tokens=False))
+        except Exception:
+            return f"⟨unknown id {token_id}⟩"
+
+    def decode_span(self, ids: Sequence[int]) -> str | None:
+        try:
+            return safe_text(self._tok.decode([i for i in ids if i >= 0], skip_special_tokens=False))
+        except Exception:
+            return super().decode_span(ids)
+
+
+def _has_byte_level(node: Any) -> bool:
+    if not isinstance(node, dict):
+        return False
+    if node.get("type") == "ByteLevel":
+        return True
+    for key in ("decoders", "pretokenizers"):
+        for sub in node.get(key) or []:
+            if _has_byte_level(sub):
+                return True
+    return False
+
+
+def server_root(base_url: str) -> str:
+    """``http://h:p/v1`` -> ``http://h:p`` (``/tokenize`` etc. have no ``/v1`` prefix)."""
+    url = base_url.rstrip("/")
+    if url.endswith("/v1"):
+        url = url[: -len("/v1")]
+    return url
+
+
+class ServerDecoder(TokenDecoder):
+    """The policy server's ``/detokenize`` with special tokens from ``/tokenizer_info``."""
+
+    source = DecodeSource.SERVER
+
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        model: str | None = None,
+        api_key: str | None = None,
+        concurrency: int = 8,
+        timeout: float = 10.0,
+        client: Any = None,
+    ) -> None:
+        root = server_root(base_url)
+        super().__init__(label=f"server /detokenize ({root})")
+        import httpx
+
+        self.root = root
+        self.model = model
+        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        self._client = client or httpx.AsyncClient(
+            trust_env=False, timeout=httpx.Timeout(timeout, connect=3.0), headers=headers
+        )
+        self._own_client = client is None
+        self._sem = asyncio.Semaphore(concurrency)
+        self._failed: set[int] = set()
+        self.info: dict[str, Any] | None = None
+        self.errors: list[str] = []
+        self.requests = 0
+
+    async def load_info(self) -> bool:
+        """GET /tokenizer_info -> special tokens and vision ids. False when unavailable."""
+        try:
+            resp = await self._client.get(f"{self.root}/tokenizer_info")
+        except Exception as exc:  # httpx errors: connect, timeout, protocol
+            self.errors.append(f"/tokenizer_info: {type(exc).__name__}")
+            return False
+        if resp.status_code != 200:
+            self.errors.append(f"/tokenizer_info: HTTP {resp.status_code}")
+            return False
+        try:
+            info = orjson.loads(resp.content)
+        except orjson.JSONDecodeError:
+            self.errors.append("/tokenizer_info: invalid JSON")
+            return False
+        if not isinstance(info, dict):
+            self.errors.append("/tokenizer_info: not an object")
+            return False
+        self.info = info
+        added = info.get("added_tokens_decoder")
+        if isinstance(added, Mapping):
+            for key, row in added.items():
+                try:
+                    tid = int(key)
+                except (TypeError, ValueError):
+                    continue
+                if isinstance(row, Mapping) and isinstance(row.get("content"), str):
+                    self.specials[tid] = SpecialToken(tid, row["content"], bool(row.get("special", False)))
+        self.vision = vision.from_tokenizer_info(info)
+        return True
+
+    async def _detok(self, ids: list[int]) -> str | None:
+        body: dict[str, Any] = {"tokens": ids}
+        if self.model:
+            body["model"] = self.model
+        async with self._sem:
+            self.requests += 1
+            try:
+                resp = await self._client.post(f"{self.root}/detokenize", content=orjson.dumps(body),
+                                               headers={"content-type": "application/json"})
+            except Exception as exc:
+                self.errors.append(f"/detokenize: {type(exc).__name__}")
+                return None
+        if resp.status_code != 200:
+            self.errors.append(f"/detokenize: HTTP {resp.status_code}")
+            return None
+        try:
+            doc = orjson.loads(resp.content)
+        except orjson.JSONDecodeError:
+            self.errors.append("/detokenize: invalid JSON")
+            return None
+        text = doc.get("prompt") if isinstance(doc, dict) else None
+        return text if isinstance(text, str) else None
+
+    async def probe(self) -> bool:
+        """One tiny /detokenize call: is the endpoint there?"""
+        return (await self._detok([0])) is not None
+
+    def pending(self, ids: Iterable[int]) -> list[int]:
+        out = []
+        seen: set[int] = set()
+        for i in ids:
+            if i in seen or i in self._cache or i in self._failed or self.special_name(i) is not None:
+                continue
+            seen.add(i)
+            out.append(i)
+        return out
+
+    async def fetch(self, ids: Iterable[int]) -> int:
+        todo = self.pending(ids)
+        if not todo:
+            return 0
+        results = await asyncio.gather(*(self._detok([i]) for i in todo))
+        added = 0
+        for tid, text in zip(todo, results):
+            if text is None:
+                self._failed.add(tid)
+                self._cache[tid] = f"#{tid}"
+            else:
+                # the server decodes with errors="replace" already; a partial byte shows as U+FFFD
+                self._cache[tid] = safe_text(text)
+            added += 1
+        return added
+
+    def _piece(self, token_id: int) -> str | None:
+        return None  # not cached yet: fetch first
+
+    async def decode_span_async(self, ids: Sequence[int]) -> str:
+        text = await self._detok(list(ids))
+        if text is not None:
+            return safe_text(text)
+        return await super().decode_span_async(ids)
+
+    async def aclose(self) -> None:
+        if self._own_client:
+            await self._client.aclose()
+
+
+# --------------------------------------------------------------------------- resolution
+def _engine_path_from_profile(profile: Any) -> str | None:
+    if profile is None:
+        return None
+    if isinstance(profile, (str, os.PathLike)):
+        try:
+            data = orjson.loads(Path(profile).read_bytes())
+        except (OSError, orjson.JSONDecodeError):
+            return None
+        profile = data
+    get = profile.get if isinstance(profile, Mapping) else (lambda k, d=None: getattr(profile, k, d))
+    for key in ("engine_model_path", "model_path"):
+        value = get(key)
+        if isinstance(value, str) and value:
+            return value
+    return None
+
+
+def find_tokenizer_json(
+    tokenizer: str | os.PathLike[str] | None = None,
+    profile: Any = None,
+    *,
+    bases: Sequence[str | os.PathLike[str]] = (),
+    fallback_dirs: Sequence[str | os.PathLike[str]] = (),
+) -> tuple[Path | None, list[str]]:
+    """Locate a local tokenizer.json: ``--tokenizer`` first, then the profile's engine_model_path
+    (a relative engine path is tried against each of ``bases``), then ``fallback_dirs``
+    (e.g. the opened folder, so a bundled demo tokenizer is found)."""
+    notes: list[str] = []
+    if tokenizer:
+        p = Path(tokenizer)
+        cand = p / "tokenizer.json" if p.is_dir() else p
+        if cand.is_file():
+            return cand, notes
+        notes.append(f"--tokenizer {p}: no tokenizer.json there")
+    engine = _engine_path_from_profile(profile)
+    if engine:
+        tries = [Path(engine)]
+        if not Path(engine).is_absolute():
+            tries += [Path(b) / engine for b in bases]
+        for base in tries:
+            cand = base / "tokenizer.json" if not base.name.endswith(".json") else base
+            if cand.is_file():
+                return cand, notes
+        notes.append(f"serving profile engine_model_path {engine}: no tokenizer.json there")
+    for d in fallback_dirs:
+        cand = Path(d) / "tokenizer.json"
+        if cand.is_file():
+            return cand, notes
+    return None, notes
+
+
+async def resolve_decoder(
+    *,
+    tokenizer: str | os.PathLike[str] | None = None,
+    profile: Any = None,
+    policy_url: str | None = None,
+    policy_model: str | None = None,
+    api_key: str | None = None,
+    client: Any = None,
+    bases: Sequence[str | os.PathLike[str]] = (),
+    fallback_dirs: Sequence[str | os.PathLike[str]] = (),
+) -> TokenDecoder:
+    """The best available decoder; its ``notes`` say why earlier sources were skipped."""
+    path, notes = find_tokenizer_json(tokenizer, profile, bases=bases, fallback_dirs=fallback_dirs)
+    if path is not None:
+        try:
+            dec: TokenDecoder = LocalTokenizerDecoder.from_path(path)
+            dec.notes.extend(notes)
+            return dec
+        except Exception as exc:
+            notes.append(f"{path}: cannot load ({type(exc).__name__}: {safe_text(str(exc), single_line=True, limit=120)})")
+    url = policy_url
+    if url is None and profile is not None:
+        if isinstance(profile, Mapping):
+            url = profile.get("base_url")
+        elif isinstance(profile, (str, os.PathLike)):
+            try:
+                doc = orjson.loads(Path(profile).read_bytes())
+                url = doc.get("base_url") if isinstance(doc, dict) else None
+            except (OSError, orjson.JSONDecodeError):
+                url = None
+        else:
+            url = getattr(profile, "base_url", None)
+    if isinstance(url, str) and url:
+        if api_key is None:
+            api_key = os.environ.get("EVISCENE_POLICY_API_KEY")
+        server = ServerDecoder(url, model=policy_model, api_key=api_key, client=client)
+        has_info = await server.load_info()
+        if await server.probe():
+            if not has_info:
+                server.notes.append("special tokens unlabelled: /tokenizer_info unavailable")
+            server.notes[:0] = notes
+            return server
+        notes.append(f"policy server {server.root}: /detokenize unavailable ({'; '.join(server.errors) or 'no answer'})")
+        await server.aclose()
+    else:
+        notes.append("no policy server configured")
+    raw = RawDecoder()
+    raw.notes.extend(notes)
+    return raw

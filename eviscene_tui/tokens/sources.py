@@ -1,0 +1,415 @@
+"""Which token captures a case holds, and loading one into :class:`CaptureData`.
+
+Capture keys (the ``source`` argument of the token screen):
+
+- ``step:<i>``: ``state.all_steps[i].metadata.policy_token_capture`` of the source trace;
+- ``attempt:<round>:<field>`` (first attempt of the round) or ``attempt:<round>.<k>:<field>``
+  with ``<field>`` one of ``student_prompt_ids``, ``teacher_prompt_ids``, ``completion_ids``,
+  ``repair_rollout_token_capture``;
+- ``recorded:<path relative to the work dir>``: a continuation recorded by the app
+  (any JSON object with prompt / completion token ids).
+
+Works on engineer A1's ``CaseBundle`` (``case.trace()``, ``case.rounds[i].attempts``,
+``.dir``) through attribute access only, so a partial case still lists what it has.
+Textual-free; called from workers.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from eviscene_tui.artifacts.media import parse_psd_media, verify_media
+from eviscene_tui.tokens.capture import (
+    CaptureData,
+    Check,
+    capture_checks,
+    from_policy_capture,
+    normalise_logprobs,
+    normalise_topk,
+    usage_from_step_tokens,
+)
+from eviscene_tui.tokens.diff import align, prompt_diff
+
+ATTEMPT_FIELDS = ("student_prompt_ids", "teacher_prompt_ids", "completion_ids", "repair_rollout_token_capture")
+FIELD_LABELS = {
+    "student_prompt_ids": "student prompt",
+    "teacher_prompt_ids": "teacher prompt (hinted)",
+    "completion_ids": "teacher completion",
+    "repair_rollout_token_capture": "teacher rollout capture",
+}
+_KEY_RE = re.compile(r"^attempt:(\d+)(?:\.(\d+))?:([a-z_]+)$")
+MAX_RECORDED_FILES = 500
+MAX_RECORDED_BYTES = 256 << 20
+
+
+@dataclass(frozen=True)
+class CaptureRef:
+    key: str
+    label: str
+    group: str  # "source step" | "attempt" | "recorded"
+    size: int | None  # number of ids, when cheap to know
+
+
+def _get(obj: Any, key: str, default: Any = None) -> Any:
+    if obj is None:
+        return default
+    if isinstance(obj, Mapping):
+        return obj.get(key, default)
+    return getattr(obj, key, default)
+
+
+def _trace(case: Any) -> Any:
+    fn = getattr(case, "trace", None)
+    if fn is None:
+        return None
+    got = fn() if callable(fn) else fn
+    if isinstance(got, tuple):
+        got = got[0]
+    return got
+
+
+def _rounds(case: Any) -> list[Any]:
+    rounds = getattr(case, "rounds", None)
+    if callable(rounds):
+        rounds = rounds()
+    return list(rounds or [])
+
+
+def _attempt_groups(case: Any) -> list[tuple[int, Path | None, list[Any]]]:
+    """(round index, run dir, attempts) per round; falls back to case-level attempts."""
+    out = []
+    for r in _rounds(case):
+        atts = getattr(r, "attempts", None)
+        if callable(atts):
+            atts = atts()
+        if atts:
+            out.append((int(getattr(r, "index", len(out))), getattr(r, "dir", None), list(atts)))
+    if not out:
+        atts = getattr(case, "attempts", None)
+        if callable(atts):
+            atts = atts()
+        if atts:
+            out.append((0, getattr(case, "root", None), list(atts)))
+    return out
+
+
+def _raw_capture(raw_step: Any) -> Any:
+    if not isinstance(raw_step, Mapping):
+        return None
+    meta = raw_step.get("metadata")
+    if not isinstance(meta, Mapping):
+        return None
+    cap = meta.get("policy_token_capture")
+    return cap if isinstance(cap, Mapping) else None
+
+
+def _len(value: Any) -> int | None:
+    return len(value) if isinstance(value, (list, tuple)) else None
+
+
+def enumerate_captures(case: Any, *, workdir: str | os.PathLike[str] | None = None) -> list[CaptureRef]:
+    refs: list[CaptureRef] = []
+    trace = _trace(case)
+    if trace is not None:
+        steps = getattr(trace, "raw_steps", None) or []
+        for i, raw in enumerate(steps):
+            cap = _raw_capture(raw)
+            if cap is None:
+                continue
+            n = (_len(cap.get("prompt_token_ids")) or 0) + (_len(cap.get("completion_token_ids")) or 0)
+            stage = raw.get("stage") or raw.get("stage_name") or "?"
+            status = cap.get("status") or "?"
+            refs.append(CaptureRef(f"step:{i}", f"source step {i} ({stage}, {status})", "source step", n))
+    for rnd, _dir, atts in _attempt_groups(case):
+        for k, att in enumerate(atts):
+            for field in ATTEMPT_FIELDS:
+                value = _get(att, field)
+                if value is None:
+                    continue
+                if field == "repair_rollout_token_capture":
+                    n = (_len(_get(value, "prompt_token_ids")) or 0) + (_len(_get(value, "completion_token_ids")) or 0)
+                else:
+                    n = _len(value)
+                key = f"attempt:{rnd}:{field}" if k == 0 else f"attempt:{rnd}.{k}:{field}"
+                hint_no = "" if len(atts) == 1 else f" attempt {k}"
+                refs.append(CaptureRef(key, f"round {rnd}{hint_no}: {FIELD_LABELS[field]}", "attempt", n))
+    if workdir is not None:
+        root = getattr(case, "root", None)
+        refs.extend(recorded_captures(workdir, case_root=str(root) if root is not None else None))
+    return refs
+
+
+# --------------------------------------------------------------------------- recorded continuations
+def _recorded_ids(doc: Any) -> tuple[list[int] | None, list[int] | None]:
+    if not isinstance(doc, Mapping):
+        return None, None
+    prompt = doc.get("prompt_token_ids")
+    completion = doc.get("completion_token_ids", doc.get("completion_ids", doc.get("token_ids")))
+    for sub in ("tokens", "token_ids_record", "result"):
+        if (prompt is None or completion is None) and isinstance(doc.get(sub), Mapping):
+            inner = doc[sub]
+            prompt = prompt if prompt is not None else inner.get("prompt_token_ids")
+            completion = completion if completion is not None else inner.get(
+                "completion_token_ids", inner.get("completion_ids", inner.get("token_ids"))
+            )
+    ok = lambda v: isinstance(v, list) and all(isinstance(x, int) and not isinstance(x, bool) for x in v)  # noqa: E731
+    return (prompt if ok(prompt) else None), (completion if ok(completion) else None)
+
+
+def _record_case_root(doc: Any) -> str | None:
+    case = doc.get("case") if isinstance(doc, Mapping) else None
+    value = case.get("case_root") if isinstance(case, Mapping) else None
+    return value if isinstance(value, str) and value else None
+
+
+def recorded_captures(workdir: str | os.PathLike[str], *, case_root: str | None = None) -> list[CaptureRef]:
+    """Continuations the app recorded in its work directory (never the evidence root).
+
+    With ``case_root``, records that name another case (``case.case_root``) are left out;
+    records without case information are kept.
+    """
+    root = Path(workdir)
+    refs: list[CaptureRef] = []
+    if not root.is_dir():
+        return refs
+    seen = 0
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = [d for d in sorted(dirnames) if d not in ("supervised",) and not d.startswith(".")]
+        for name in sorted(filenames):
+            if not name.endswith(".json") or seen >= MAX_RECORDED_FILES:
+                continue
+            path = Path(dirpath) / name
+            try:
+                if path.stat().st_size > MAX_RECORDED_BYTES:
+                    continue
+                doc = orjson.loads(path.read_bytes())
+            except (OSError, orjson.JSONDecodeError):
+                continue
+            prompt, completion = _recorded_ids(doc)
+            if prompt is None and completion is None:
+                continue
+            other = _record_case_root(doc)
+            if case_root is not None and other is not None and os.path.normpath(other) != os.path.normpath(case_root):
+                continue
+            seen += 1
+            rel = path.relative_to(root).as_posix()
+            status = doc.get("status") if isinstance(doc, Mapping) else None
+            n = (len(prompt) if prompt else 0) + (len(completion) if completion else 0)
+            refs.append(CaptureRef(f"recorded:{rel}", f"recorded continuation {rel} ({status or '?'})", "recorded", n))
+    return refs
+
+
+# --------------------------------------------------------------------------- loading
+class CaptureError(Exception):
+    """A capture key that does not name anything in this case (message is user-facing)."""
+
+
+def _find_attempt(case: Any, rnd: int, k: int) -> tuple[Any, Path | None]:
+    for r, run_dir, atts in _attempt_groups(case):
+        if r == rnd:
+            if k >= len(atts):
+                raise CaptureError(f"round {rnd} has {len(atts)} attempt(s); there is no attempt {k}")
+            return atts[k], Path(run_dir) if run_dir is not None else None
+    raise CaptureError(f"no attempts recorded for round {rnd}")
+
+
+def _source_step_capture(case: Any, att: Any) -> tuple[int | None, Any]:
+    site = _get(att, "repair_site")
+    idx = _get(site, "source_step_index")
+    if not isinstance(idx, int):
+        return None, None
+    trace = _trace(case)
+    if trace is None:
+        return idx, None
+    steps = getattr(trace, "raw_steps", None) or []
+    if not 0 <= idx < len(steps):
+        return idx, None
+    return idx, _raw_capture(steps[idx])
+
+
+def load_capture(case: Any, key: str, *, workdir: str | os.PathLike[str] | None = None) -> CaptureData:
+    """Load one capture by key. Raises :class:`CaptureError` with a clear message."""
+    if key.startswith("step:"):
+        try:
+            idx = int(key.split(":", 1)[1])
+        except ValueError:
+            raise CaptureError(f"bad capture name {key!r}: expected step:<index>") from None
+        trace = _trace(case)
+        if trace is None:
+            raise CaptureError("this case has no readable source trace")
+        steps = getattr(trace, "raw_steps", None) or []
+        if not 0 <= idx < len(steps):
+            raise CaptureError(f"the source trace has {len(steps)} steps; there is no step {idx}")
+        raw = steps[idx]
+        cap = _raw_capture(raw)
+        if cap is None:
+            raise CaptureError(f"source step {idx} has no metadata.policy_token_capture")
+        usage = usage_from_step_tokens(raw.get("tokens")) if isinstance(raw, Mapping) else None
+        stage = (raw.get("stage") or raw.get("stage_name")) if isinstance(raw, Mapping) else None
+        return from_policy_capture(cap, key=key, label=f"source step {idx} ({stage or '?'}) policy_token_capture", usage=usage)
+
+    if key.startswith("recorded:"):
+        if workdir is None:
+            raise CaptureError("no work directory to read recorded continuations from")
+        rel = key.split(":", 1)[1]
+        root = Path(workdir).resolve()
+        path = (root / rel).resolve()
+        if root not in path.parents:
+            raise CaptureError(f"recorded capture {rel!r} is outside the work directory")
+        try:
+            doc = orjson.loads(path.read_bytes())
+        except (OSError, orjson.JSONDecodeError) as exc:
+            raise CaptureError(f"cannot read {rel}: {type(exc).__name__}") from None
+        prompt, completion = _recorded_ids(doc)
+        if prompt is None and completion is None:
+            raise CaptureError(f"{rel} holds no token ids")
+        usage = doc.get("usage") if isinstance(doc.get("usage"), Mapping) else None
+        cap = {
+            "status": doc.get("status"),
+            "prompt_token_ids": prompt,
+            "completion_token_ids": completion,
+            "completion_logprobs": _recorded_logprobs(doc),
+            "completion_topk_by_position": _recorded_topk(doc),
+            "missing": [],
+        }
+        data = from_policy_capture(cap, key=key, label=f"recorded continuation {rel}", usage=usage)
+        data.kind = "continuation"
+        if data.topk is not None:
+            data.topk_semantics = "top logprobs as returned by the server (probability = exp(logprob))"
+        return data
+
+    m = _KEY_RE.match(key)
+    if not m:
+        raise CaptureError(f"bad capture name {key!r}: expected step:<i>, attempt:<round>[.<k>]:<field> or recorded:<path>")
+    rnd, k, field = int(m.group(1)), int(m.group(2) or 0), m.group(3)
+    if field not in ATTEMPT_FIELDS:
+        raise CaptureError(f"unknown attempt field {field!r}; expected one of {', '.join(ATTEMPT_FIELDS)}")
+    att, run_dir = _find_attempt(case, rnd, k)
+    value = _get(att, field)
+    if value is None:
+        raise CaptureError(f"round {rnd} attempt {k} has no {field}")
+    label = f"round {rnd} attempt {k}: {FIELD_LABELS[field]}"
+    student = _int(_get(att, "student_prompt_ids"))
+    teacher = _int(_get(att, "teacher_prompt_ids"))
+    completion = _int(_get(att, "completion_ids"))
+    rollout = _get(att, "repair_rollout_token_capture")
+    src_idx, src_cap = _source_step_capture(case, att)
+
+    if field == "repair_rollout_token_capture":
+        data = from_policy_capture(value, key=key, label=label)
+    else:
+        ids = _int(value)
+        if ids is None:
+            raise CaptureError(f"round {rnd} attempt {k}: {field} is not a list of integers")
+        kind = "completion" if field == "completion_ids" else "prompt"
+        data = CaptureData(key=key, label=label, kind=kind, ids=ids, completion_start=0 if kind == "completion" else None)
+        if kind == "completion":
+            rc_completion = _int(_get(rollout, "completion_token_ids"))
+            if rc_completion is not None and rc_completion == ids:
+                data.logprobs = normalise_logprobs(_get(rollout, "completion_logprobs"))
+                data.topk = normalise_topk(_get(rollout, "completion_topk_by_position"))
+                data.topk_k = _get(rollout, "topk") if isinstance(_get(rollout, "topk"), int) else None
+                data.topk_semantics = "probabilities renormalised over the k returned logprobs (as stored)"
+                data.status = _get(rollout, "status")
+                miss = _get(rollout, "missing") or []
+                data.missing = [str(x) for x in miss] if isinstance(miss, (list, tuple)) else [str(miss)]
+                data.logprob_semantics = _get(rollout, "teacher_logprob_semantics")
+                data.checks = capture_checks(data, prompt_len=None, completion_len=len(ids))
+                data.notes.append("logprobs and top-k from repair_rollout_token_capture")
+            elif rc_completion is not None:
+                data.checks.append(Check("fail", "completion_ids differ from repair_rollout_token_capture.completion_token_ids"))
+            else:
+                data.checks.append(Check("info", "no teacher rollout capture with logprobs for these ids"))
+
+    data.run_dir = str(run_dir) if run_dir is not None else None
+    # consistency checks (§2.5 token fields)
+    if student is not None and src_cap is not None:
+        src_prompt = _int(src_cap.get("prompt_token_ids"))
+        if src_prompt is not None:
+            data.checks.append(
+                Check("ok", f"student_prompt_ids = source step {src_idx} prompt_token_ids")
+                if src_prompt == student
+                else Check("fail", f"student_prompt_ids differ from source step {src_idx} prompt_token_ids")
+            )
+    if teacher is not None and rollout is not None:
+        rp = _int(_get(rollout, "prompt_token_ids"))
+        if rp is not None:
+            data.checks.append(
+                Check("ok", "teacher_prompt_ids = teacher rollout capture prompt ids")
+                if rp == teacher
+                else Check("fail", "teacher_prompt_ids differ from repair_rollout_token_capture.prompt_token_ids")
+            )
+    # student vs teacher diff
+    if student is not None and teacher is not None:
+        data.student_ids = student
+        data.teacher_ids = teacher
+        data.prompt_diff = prompt_diff(student, teacher)
+        if field == "teacher_prompt_ids":
+            data.highlight = data.prompt_diff.inserted
+        elif field == "student_prompt_ids":
+            a, b = data.prompt_diff.removed
+            data.highlight = (a, b) if b > a else None
+    # teacher completion vs source step completion
+    if completion is not None and src_cap is not None:
+        src_completion = _int(src_cap.get("completion_token_ids"))
+        if src_completion is not None:
+            data.source_completion_ids = src_completion
+            data.teacher_completion_ids = completion
+            data.alignment, data.alignment_method = align(src_completion, completion)
+    # media
+    media_obj = _get(att, "psd_media")
+    if media_obj is not None:
+        media, problems = parse_psd_media(media_obj, path=str((run_dir or Path(".")) / "repair_attempts.jsonl"))
+        data.media = media
+        data.media_problems = list(problems)
+        if media is not None and run_dir is not None:
+            data.media_report = verify_media(
+                media, run_dir, student_prompt_ids=student, teacher_prompt_ids=teacher,
+                record_path=str(run_dir / "repair_attempts.jsonl"),
+            )
+    return data
+
+
+def _int(value: Any) -> list[int] | None:
+    if not isinstance(value, (list, tuple)):
+        return None
+    for v in value:
+        if isinstance(v, bool) or not isinstance(v, int):
+            return None
+    return list(value)
+
+
+def _recorded_logprobs(doc: Mapping[str, Any]) -> list[Any] | None:
+    lps = doc.get("completion_logprobs")
+    if isinstance(lps, list):
+        return lps
+    lp = doc.get("logprobs")
+    if isinstance(lp, list):
+        return [e.get("logprob") if isinstance(e, Mapping) else e for e in lp]
+    return None
+
+
+def _recorded_topk(doc: Mapping[str, Any]) -> list[Any] | None:
+    top = doc.get("completion_topk_by_position")
+    if isinstance(top, list):
+        return top
+    lp = doc.get("logprobs")
+    if isinstance(lp, list) and lp and isinstance(lp[0], Mapping) and "top" in lp[0]:
+        from eviscene_tui.tokens.capture import prob_of
+
+        rows = []
+        for e in lp:
+            row = []
+            for t in (e.get("top") or []) if isinstance(e, Mapping) else []:
+                if isinstance(t, Mapping) and prob_of(t.get("logprob")) is not None:
+                    row.append({"token_id": t.get("token_id"), "probability": prob_of(t["logprob"]), "logprob": t["logprob"], "token": t.get("token")})
+            rows.append(row)
+        return rows
+    return None

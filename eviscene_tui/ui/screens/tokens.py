@@ -1,0 +1,919 @@
+"""Token capture and media binding inspector.
+
+``TokenScreen(case, options, *, source=None)``: ``source`` names a capture
+(``step:7``, ``attempt:0:teacher_prompt_ids``, ``attempt:0.1:completion_ids``,
+``recorded:<path>``); ``None`` opens a picker of every capture in the case.
+
+Panels: the token grid (:class:`TokenView`), the decode source, the selected token
+(id, piece, logprob, top-k), capture checks (status, ``missing`` codes, accounting),
+student-vs-teacher diff (where the hint went), teacher-vs-source completion alignment,
+and the media binding (images verified against ``media/``, pad runs vs images,
+teacher/student conditioning, processor id, merge size, preview).
+
+All I/O (case files, tokenizer, policy server, image bytes) happens in workers that
+post the typed messages below; handlers only update widgets.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any, ClassVar
+
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.content import Content
+from textual.message import Message
+from textual.screen import Screen
+from textual.widgets import Footer, Input, OptionList, Static
+from textual.widgets.option_list import Option
+
+from eviscene_tui.safe_text import safe_text
+from eviscene_tui.tokens.capture import CaptureData, logprob_bucket, prob_of
+from eviscene_tui.tokens.decode import DecodeSource, RawDecoder, TokenDecoder, resolve_decoder
+from eviscene_tui.tokens.diff import alignment_summary
+from eviscene_tui.tokens.layout import CellLayout
+from eviscene_tui.tokens.sources import CaptureError, CaptureRef, enumerate_captures, load_capture
+from eviscene_tui.tokens.vision import VisionIds, guess_from_ids
+from eviscene_tui.ui.widgets.image_preview import ImagePreview, graphics_mode, load_preview_image
+from eviscene_tui.ui.widgets.token_view import TokenView, display_piece, run_label
+
+LEVEL_MARK = {"ok": ("✓", "$success"), "warn": ("!", "$warning"), "fail": ("✗", "$error"), "info": ("·", "$foreground-muted")}
+
+
+# --------------------------------------------------------------------------- messages
+class DecoderReady(Message):
+    def __init__(self, decoder: TokenDecoder) -> None:
+        super().__init__()
+        self.decoder = decoder
+
+
+class CapturesListed(Message):
+    def __init__(self, refs: list[CaptureRef], error: str | None = None) -> None:
+        super().__init__()
+        self.refs = refs
+        self.error = error
+
+
+class CaptureLoaded(Message):
+    def __init__(self, data: CaptureData, layout: "LayoutReady | None" = None) -> None:
+        super().__init__()
+        self.data = data
+        self.layout = layout  # built in the same worker when the decoder was already known
+
+
+class CaptureFailed(Message):
+    def __init__(self, key: str, message: str) -> None:
+        super().__init__()
+        self.key = key
+        self.message = message
+
+
+class LayoutReady(Message):
+    def __init__(self, data: CaptureData, cells: CellLayout, vision: VisionIds | None, target: str = "main") -> None:
+        super().__init__()
+        self.data = data
+        self.cells = cells
+        self.vision = vision
+        self.target = target  # "main" | "pair"
+
+
+class PiecesFetched(Message):
+    def __init__(self, count: int) -> None:
+        super().__init__()
+        self.count = count
+
+
+class SpanDecoded(Message):
+    def __init__(self, key: str, which: str, text: str) -> None:
+        super().__init__()
+        self.key = key
+        self.which = which
+        self.text = text
+
+
+class ImageReady(Message):
+    def __init__(self, key: str, index: int, image: Any, info: dict[str, Any]) -> None:
+        super().__init__()
+        self.key = key
+        self.index = index
+        self.image = image
+        self.info = info
+
+
+# --------------------------------------------------------------------------- helpers
+def _c(*parts: Any) -> Content:
+    return Content.assemble(*parts)
+
+
+def _lines(*rows: Content) -> Content:
+    out = Content("")
+    for i, row in enumerate(rows):
+        out = out + (Content("\n") if i else Content("")) + row
+    return out
+
+
+def _parse_offset(text: str) -> int | None:
+    t = re.sub(r"[,_\s]", "", text)
+    if t.startswith("@"):
+        t = t[1:]
+    return int(t) if t.isdigit() else None
+
+
+def _short(sha: str | None, n: int = 12) -> str:
+    return safe_text(sha or "?", single_line=True)[:n]
+
+
+class TokenScreen(Screen[None]):
+    """Inspect one token capture of a case (or pick one)."""
+
+    DEFAULT_CSS = """
+    TokenScreen { layout: vertical; }
+    TokenScreen #tokens-header { height: auto; padding: 0 1; background: $panel; }
+    TokenScreen #tokens-body { height: 1fr; }
+    TokenScreen #tokens-main { width: 2fr; }
+    TokenScreen #tokens-views { height: 1fr; }
+    TokenScreen TokenView { height: 1fr; width: 1fr; }
+    TokenScreen #token-pair { display: none; border-left: solid $panel-lighten-2; }
+    TokenScreen.-paired #token-pair { display: block; }
+    TokenScreen #pair-title { display: none; height: 1; padding: 0 1; background: $panel; }
+    TokenScreen.-paired #pair-title { display: block; }
+    TokenScreen #tokens-side { width: 1fr; min-width: 36; border-left: solid $panel-lighten-2; padding: 0 1; }
+    TokenScreen #tokens-side > Static { height: auto; margin-bottom: 1; }
+    TokenScreen .panel-title { text-style: bold; color: $accent; }
+    TokenScreen #tokens-prompt { display: none; }
+    TokenScreen #tokens-prompt.-open { display: block; }
+    TokenScreen #tokens-status { height: 1; padding: 0 1; color: $foreground-muted; }
+    TokenScreen #tokens-picker { height: 1fr; display: none; }
+    TokenScreen.-picking #tokens-picker { display: block; }
+    TokenScreen.-picking #tokens-body { display: none; }
+    TokenScreen #media-problems { color: $error; text-style: bold; }
+    """
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape", "back", "Back", id="tokens.back"),
+        Binding("slash", "open_prompt('search')", "Search", id="tokens.search"),
+        Binding("g", "open_prompt('jump')", "Go to offset", id="tokens.goto"),
+        Binding("c", "pick", "Captures", id="tokens.captures"),
+        Binding("h", "jump_highlight", "Hint span", id="tokens.hint_span"),
+        Binding("i", "next_image", "Next image", id="tokens.next_image"),
+        Binding("s", "toggle_pair", "Side by side", id="tokens.side_by_side"),
+    ]
+
+    def palette_commands(self) -> list[tuple[str, str, Any]]:
+        """Commands for the app's palette (the app collects them from the active screen)."""
+        view = lambda: self.query_one("#token-view", TokenView)  # noqa: E731
+        return [
+            ("tokens: pick a capture", "List every token capture of this case", self.action_pick),
+            ("tokens: search", "Search by id (#248056) or by decoded text", lambda: self.action_open_prompt("search")),
+            ("tokens: go to offset", "Jump to an id offset", lambda: self.action_open_prompt("jump")),
+            ("tokens: jump to the hint span", "Where the hint was inserted in the teacher prompt", self.action_jump_highlight),
+            ("tokens: next image", "Next image-pad run", self.action_next_image),
+            ("tokens: side by side", "Student vs teacher prompt (or teacher vs source completion)", self.action_toggle_pair),
+            ("tokens: toggle logprob colours", "Colour completion tokens by logprob", lambda: view().action_toggle_overlay()),
+        ]
+
+    def __init__(
+        self,
+        case: Any,
+        options: Any,
+        *,
+        source: str | None = None,
+        decoder: TokenDecoder | None = None,
+        capture: CaptureData | None = None,
+        name: str | None = None,
+        id: str | None = None,
+        classes: str | None = None,
+    ) -> None:
+        super().__init__(name=name, id=id, classes=classes)
+        self.case = case
+        self.options = options
+        self.source = source
+        self._injected_decoder = decoder
+        self.decoder: TokenDecoder | None = decoder
+        self.data: CaptureData | None = None
+        self.vision: VisionIds | None = None
+        self.refs: list[CaptureRef] = []
+        self._prompt_mode = "search"
+        self._pending_pieces: set[int] = set()
+        self._fetching = False
+        self._images: dict[int, tuple[Any, dict[str, Any]]] = {}
+        self._preview_index: int | None = None
+        self._spans: dict[str, str] = {}
+        self.loaded_key: str | None = None
+        self._given_capture = capture
+        self._initial_source = source
+
+    # ------------------------------------------------------------------ layout
+    def compose(self) -> ComposeResult:
+        yield Static("", id="tokens-header", markup=False)
+        yield OptionList(id="tokens-picker")
+        with Horizontal(id="tokens-body"):
+            with Vertical(id="tokens-main"):
+                yield Static("", id="pair-title", markup=False)
+                with Horizontal(id="tokens-views"):
+                    yield TokenView(id="token-view")
+                    yield TokenView(id="token-pair")
+                yield Input(placeholder="", id="tokens-prompt")
+                yield Static("", id="tokens-status", markup=False)
+            with VerticalScroll(id="tokens-side"):
+                yield Static("", id="panel-selected", markup=False)
+                yield Static("", id="panel-checks", markup=False)
+                yield Static("", id="panel-diff", markup=False)
+                yield Static("", id="panel-align", markup=False)
+                yield Static("", id="panel-media", markup=False)
+                yield Static("", id="media-problems", markup=False)
+                yield ImagePreview(id="image-preview")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self._set_header()
+        if self.decoder is None:
+            self._resolve_decoder()
+        if self._given_capture is not None:
+            # a live / in-memory capture handed over by another screen (e.g. the stream view)
+            self.post_message(CaptureLoaded(self._given_capture))
+        elif self.source is None:
+            self.action_pick()
+        else:
+            self.query_one("#token-view", TokenView).focus()
+            self._open(self.source)
+
+    async def on_unmount(self) -> None:
+        if self.decoder is not None and self.decoder is not self._injected_decoder:
+            try:
+                await self.decoder.aclose()
+            except Exception:
+                pass
+
+    # ------------------------------------------------------------------ workers
+    def _profile_and_bases(self) -> tuple[Any, list[Path]]:
+        bases: list[Path] = []
+        root = getattr(self.options, "root", None)
+        if root is not None:
+            bases.append(Path(root))
+        profile = getattr(self.options, "policy_profile", None)
+        if profile is not None:
+            bases.insert(0, Path(profile).parent)
+            return profile, bases
+        try:
+            ri = getattr(self.case, "run_inputs", None)
+            binding = ri.binding("policy_serving_profile") if ri is not None else None
+            raw = getattr(binding, "path", None)
+            if raw:
+                resolver = getattr(self.case, "resolve", None)
+                path = resolver(raw) if callable(resolver) else Path(raw)
+                if path is not None and Path(path).is_file():
+                    bases.insert(0, Path(path).parent)
+                    return Path(path), bases
+        except Exception:
+            pass
+        return None, bases
+
+    def _fallback_tokenizer_dirs(self) -> list[Path]:
+        """``<root>/tokenizer.json`` or ``<root>/tokenizer/tokenizer.json`` of the opened folder."""
+        root = getattr(self.options, "root", None)
+        if root is None:
+            return []
+        return [Path(root), Path(root) / "tokenizer"]
+
+    @work(exclusive=True, group="tokens-decoder", exit_on_error=False)
+    async def _resolve_decoder(self) -> None:
+        profile, bases = self._profile_and_bases()
+        try:
+            dec = await resolve_decoder(
+                tokenizer=getattr(self.options, "tokenizer", None),
+                profile=profile,
+                policy_url=getattr(self.options, "policy_url", None),
+                policy_model=getattr(self.options, "policy_model", None),
+                bases=bases,
+                fallback_dirs=self._fallback_tokenizer_dirs(),
+            )
+        except Exception as exc:  # never leave the screen without a decoder
+            dec = RawDecoder()
+            dec.notes.append(f"decoder resolution failed: {type(exc).__name__}")
+        self.post_message(DecoderReady(dec))
+
+    @work(thread=True, exclusive=True, group="tokens-list", exit_on_error=False)
+    def _list_captures(self) -> None:
+        try:
+            refs = enumerate_captures(self.case, workdir=getattr(self.options, "workdir", None))
+            self.post_message(CapturesListed(refs))
+        except Exception as exc:
+            self.post_message(CapturesListed([], f"cannot list captures: {type(exc).__name__}: {exc}"))
+
+    @work(thread=True, exclusive=True, group="tokens-load", exit_on_error=False)
+    def _load_capture(self, key: str) -> None:
+        try:
+            data = load_capture(self.case, key, workdir=getattr(self.options, "workdir", None))
+        except CaptureError as exc:
+            self.post_message(CaptureFailed(key, str(exc)))
+            return
+        except Exception as exc:
+            self.post_message(CaptureFailed(key, f"{type(exc).__name__}: {exc}"))
+            return
+        decoder = self.decoder
+        layout = None
+        if decoder is not None:  # save a round trip: lay the cells out here too
+            vision = self._vision_for(data, decoder)
+            layout = LayoutReady(data, CellLayout(data.ids, vision), vision)
+        self.post_message(CaptureLoaded(data, layout))
+
+    @work(thread=True, exclusive=True, group="tokens-layout", exit_on_error=False)
+    def _build_layout(self, data: CaptureData, decoder: TokenDecoder) -> None:
+        vision = self._vision_for(data, decoder)
+        cells = CellLayout(data.ids, vision)
+        self.post_message(LayoutReady(data, cells, vision))
+
+    @staticmethod
+    def _vision_for(data: CaptureData, decoder: TokenDecoder) -> VisionIds | None:
+        vision = decoder.vision
+        if vision is None:
+            ids = data.ids
+            vision = guess_from_ids(ids if isinstance(ids, list) else list(ids))
+            if vision is None and data.student_ids:
+                vision = guess_from_ids(data.student_ids)
+        return vision
+
+    @work(thread=True, exclusive=True, group="tokens-pair-layout", exit_on_error=False)
+    def _build_pair_layout(self, data: CaptureData, vision: VisionIds | None) -> None:
+        self.post_message(LayoutReady(data, CellLayout(data.ids, vision), vision, target="pair"))
+
+    @work(exclusive=False, group="tokens-pieces", exit_on_error=False)
+    async def _fetch_loop(self) -> None:
+        dec = self.decoder
+        total = 0
+        try:
+            while self._pending_pieces and dec is not None:
+                batch = list(self._pending_pieces)[:256]
+                self._pending_pieces.difference_update(batch)
+                total += await dec.fetch(batch)
+                self.post_message(PiecesFetched(total))
+        finally:
+            self._fetching = False
+
+    @work(exclusive=False, group="tokens-spans", exit_on_error=False)
+    async def _decode_span(self, key: str, which: str, ids: list[int]) -> None:
+        dec = self.decoder
+        if dec is None:
+            return
+        text = await dec.decode_span_async(ids)
+        self.post_message(SpanDecoded(key, which, text))
+
+    @work(exclusive=False, group="tokens-search", exit_on_error=False)
+    async def _search_remote(self, query: str, forward: bool) -> None:
+        dec = self.decoder
+        view = self.query_one("#token-view", TokenView)
+        if dec is not None:
+            todo = dec.pending(view.unique_ids())
+            self._status(f"fetching {len(todo):,} pieces from the server to search…")
+            await dec.fetch(todo)
+        view.pieces_updated()
+        view.find(query, forward=forward)
+
+    @work(thread=True, exclusive=True, group="tokens-image", exit_on_error=False)
+    def _load_image(self, key: str, index: int, path: str) -> None:
+        image, info = load_preview_image(path)
+        self.post_message(ImageReady(key, index, image, info))
+
+    # ------------------------------------------------------------------ flow
+    def _open(self, key: str) -> None:
+        self.remove_class("-picking")
+        self.loaded_key = None
+        self.data = None
+        self._images.clear()
+        self._spans.clear()
+        self._preview_index = None
+        self._status(f"loading {key}…")
+        self._load_capture(key)
+
+    def _maybe_show(self) -> None:
+        if self.data is not None and self.decoder is not None and self.loaded_key != self.data.key:
+            self.loaded_key = self.data.key
+            self._build_layout(self.data, self.decoder)
+
+    def on_decoder_ready(self, message: DecoderReady) -> None:
+        self.decoder = message.decoder
+        self._set_header()
+        self._maybe_show()
+
+    def on_captures_listed(self, message: CapturesListed) -> None:
+        self.refs = message.refs
+        picker = self.query_one("#tokens-picker", OptionList)
+        picker.clear_options()
+        if message.error:
+            self._status(message.error)
+        if not message.refs:
+            picker.add_option(Option(Content("This case has no token captures."), id="__none__", disabled=True))
+        group = None
+        for ref in message.refs:
+            if ref.group != group:
+                group = ref.group
+                picker.add_option(Option(Content.styled(f"— {group} —", "$accent bold"), disabled=True))
+            size = f"{ref.size:,} ids" if ref.size is not None else ""
+            prompt = _c((safe_text(ref.label, single_line=True), ""), ("  " + size, "$foreground-muted"))
+            picker.add_option(Option(prompt, id=ref.key))
+        picker.focus()
+
+    @on(OptionList.OptionSelected, "#tokens-picker")
+    def _picked(self, event: OptionList.OptionSelected) -> None:
+        key = event.option.id
+        if key and key != "__none__":
+            self.source = key
+            self._open(key)
+
+    def on_capture_loaded(self, message: CaptureLoaded) -> None:
+        self.data = message.data
+        self._status(f"{message.data.label}: {len(message.data.ids):,} ids")
+        if message.layout is not None and self.decoder is not None:
+            self.loaded_key = message.data.key
+            self.on_layout_ready(message.layout)
+            return
+        self._maybe_show()
+
+    def on_capture_failed(self, message: CaptureFailed) -> None:
+        if message.key == self._initial_source and self.data is None:
+            # opened on e.g. a step without a capture: offer every capture instead
+            self._initial_source = None
+            self.action_pick()
+            self._status(f"{message.key}: {message.message} — pick a capture")
+            return
+        self._status(f"cannot open {message.key}: {message.message}")
+        self.query_one("#panel-checks", Static).update(
+            _c(("✗ ", "$error bold"), (safe_text(f"cannot open {message.key}: {message.message}"), "$error"))
+        )
+        self.notify(safe_text(message.message, single_line=True, limit=200), title="Token capture", severity="error", markup=False)
+
+    def on_layout_ready(self, message: LayoutReady) -> None:
+        if message.target == "pair":
+            if self.decoder is not None and self.has_class("-paired"):
+                pair = self.query_one("#token-pair", TokenView)
+                pair.load(message.data, self.decoder, message.cells, vision=message.vision)
+                self._sync_pair()
+            return
+        if self.data is None or message.data is not self.data or self.decoder is None:
+            return
+        self.remove_class("-paired")
+        self.vision = message.vision
+        view = self.query_one("#token-view", TokenView)
+        view.load(message.data, self.decoder, message.cells, vision=message.vision)
+        view.focus()
+        self._set_header()
+        self._render_checks()
+        self._render_diff()
+        self._render_alignment()
+        self._render_media()
+        self._request_spans()
+        if self.data.media_report is not None and self.data.media_report.images:
+            self._show_image(0)
+
+    def on_pieces_fetched(self, message: PiecesFetched) -> None:
+        for view in self.query(TokenView):
+            view.pieces_updated()
+        self._render_selected()
+        self._render_alignment()
+
+    def on_span_decoded(self, message: SpanDecoded) -> None:
+        if self.data is None or message.key != self.data.key:
+            return
+        self._spans[message.which] = message.text
+        self._render_diff()
+
+    def on_image_ready(self, message: ImageReady) -> None:
+        if self.data is None or message.key != self.data.key:
+            return
+        self._images[message.index] = (message.image, message.info)
+        if self._preview_index == message.index:
+            self._render_preview(message.index)
+
+    @on(TokenView.PiecesNeeded)
+    def _pieces_needed(self, event: TokenView.PiecesNeeded) -> None:
+        self._pending_pieces.update(event.ids)
+        if not self._fetching:
+            self._fetching = True
+            self._fetch_loop()
+
+    @on(TokenView.CursorMoved, "#token-view")
+    def _cursor_moved(self, event: TokenView.CursorMoved) -> None:
+        self._render_selected()
+        view = self.query_one("#token-view", TokenView)
+        if view.cells is not None:
+            run = view.cells.run_at(event.offset)
+            if run is not None and run.kind == "image":
+                self._show_image(run.number - 1)
+
+    @on(TokenView.SearchResult)
+    def _search_result(self, event: TokenView.SearchResult) -> None:
+        self._status(safe_text(event.message, single_line=True))
+
+    # ------------------------------------------------------------------ actions
+    def action_back(self) -> None:
+        prompt = self.query_one("#tokens-prompt", Input)
+        if prompt.has_class("-open"):
+            prompt.remove_class("-open")
+            self.query_one("#token-view", TokenView).focus()
+            return
+        if self.has_class("-picking") and self.data is not None:
+            self.remove_class("-picking")
+            self.query_one("#token-view", TokenView).focus()
+            return
+        if len(self.app.screen_stack) > 1:
+            self.app.pop_screen()
+
+    def action_pick(self) -> None:
+        self.add_class("-picking")
+        self._list_captures()
+
+    def action_open_prompt(self, mode: str) -> None:
+        if self.data is None:
+            return
+        self._prompt_mode = mode
+        prompt = self.query_one("#tokens-prompt", Input)
+        prompt.placeholder = (
+            "search: an id (#151655 or 151655) or text, Enter = next match" if mode == "search" else "go to id offset (e.g. 500000)"
+        )
+        prompt.value = ""
+        prompt.add_class("-open")
+        prompt.focus()
+
+    @on(Input.Submitted, "#tokens-prompt")
+    def _prompt_submitted(self, event: Input.Submitted) -> None:
+        value = event.value
+        prompt = self.query_one("#tokens-prompt", Input)
+        prompt.remove_class("-open")
+        view = self.query_one("#token-view", TokenView)
+        view.focus()
+        if self._prompt_mode == "jump":
+            self.jump_to(value)
+        else:
+            self.search(value)
+
+    def jump_to(self, value: str) -> bool:
+        view = self.query_one("#token-view", TokenView)
+        off = _parse_offset(value)
+        if off is None or not view.jump_to_offset(off):
+            n = len(self.data.ids) if self.data else 0
+            self._status(f"offset must be a number from 0 to {max(0, n - 1):,}")
+            return False
+        self._status(f"at offset {off:,}")
+        return True
+
+    def search(self, value: str, *, forward: bool = True) -> None:
+        view = self.query_one("#token-view", TokenView)
+        if not value.strip():
+            return
+        from eviscene_tui.tokens.search import parse_query
+
+        q = parse_query(value)
+        if q is not None and q.kind == "text" and self.decoder is not None and self.decoder.source == DecodeSource.SERVER:
+            self._search_remote(value, forward)
+            return
+        view.find(value, forward=forward)
+
+    def action_jump_highlight(self) -> None:
+        if self.data is not None and self.data.highlight is not None:
+            start, end = self.data.highlight
+            if end > start:
+                self.query_one("#token-view", TokenView).jump_to_offset(start)
+                self._status(f"hint span: ids {start:,}–{end - 1:,}")
+                return
+        self._status("no inserted span in this capture")
+
+    def _pair_capture(self) -> CaptureData | None:
+        """The counterpart shown side by side: student <-> teacher prompt, teacher <-> source completion."""
+        data = self.data
+        if data is None:
+            return None
+        if data.prompt_diff is not None and data.student_ids is not None and data.teacher_ids is not None:
+            d = data.prompt_diff
+            if data.key.endswith(":teacher_prompt_ids"):
+                a, b = d.removed
+                return CaptureData(key=data.key + "#pair", label="student prompt (unhinted)", kind="prompt",
+                                   ids=data.student_ids, highlight=(a, b) if b > a else None)
+            if data.key.endswith(":student_prompt_ids"):
+                return CaptureData(key=data.key + "#pair", label="teacher prompt (hinted)", kind="prompt",
+                                   ids=data.teacher_ids, highlight=d.inserted)
+        if data.source_completion_ids is not None:
+            return CaptureData(key=data.key + "#pair", label="source step completion", kind="completion",
+                               ids=data.source_completion_ids, completion_start=0)
+        return None
+
+    def action_toggle_pair(self) -> None:
+        if self.has_class("-paired"):
+            self.remove_class("-paired")
+            self.query_one("#token-view", TokenView).focus()
+            return
+        pair = self._pair_capture()
+        if pair is None:
+            self._status("nothing to show side by side for this capture")
+            return
+        self.add_class("-paired")
+        left = safe_text(self.data.label if self.data else "", single_line=True)
+        self.query_one("#pair-title", Static).update(
+            _c(("left: ", "$foreground-muted"), (left, "$accent"), ("   right: ", "$foreground-muted"), (pair.label, "$accent"))
+        )
+        self._build_pair_layout(pair, self.vision)
+
+    def _sync_pair(self) -> None:
+        """Both views to the first differing token (the hint point), or the same offset."""
+        data = self.data
+        main = self.query_one("#token-view", TokenView)
+        pair = self.query_one("#token-pair", TokenView)
+        if data is not None and data.prompt_diff is not None:
+            main.jump_to_offset(min(data.prompt_diff.prefix, max(0, len(data.ids) - 1)))
+            pair.jump_to_offset(min(data.prompt_diff.prefix, max(0, len(pair.data.ids) - 1)) if pair.data else 0)
+        elif data is not None and data.alignment:
+            first = next((op for op in data.alignment if op.tag != "equal"), None)
+            if first is not None:
+                main.jump_to_offset(min(first.b_start, max(0, len(data.ids) - 1)))
+                if pair.data is not None and pair.data.ids:
+                    pair.jump_to_offset(min(first.a_start, len(pair.data.ids) - 1))
+
+    def action_next_image(self) -> None:
+        view = self.query_one("#token-view", TokenView)
+        if view.cells is None or not view.cells.runs:
+            self._status("no image-pad runs in this capture")
+            return
+        here = view.cursor_offset
+        runs = view.cells.runs
+        nxt = next((r for r in runs if r.start > here), runs[0])
+        view.jump_to_offset(nxt.start)
+
+    # ------------------------------------------------------------------ rendering
+    def _status(self, text: str) -> None:
+        try:
+            self.query_one("#tokens-status", Static).update(Content(safe_text(text, single_line=True)))
+        except Exception:
+            pass
+
+    def _set_header(self) -> None:
+        parts: list[Any] = [("Token inspector", "bold")]
+        if self.data is not None:
+            parts += ["  ", (safe_text(self.data.label, single_line=True), "$accent")]
+            parts += [("  " + f"{len(self.data.ids):,} ids", "$foreground-muted")]
+        dec = self.decoder
+        if dec is None:
+            parts += ["\n", ("decoding: resolving…", "$foreground-muted")]
+        else:
+            colour = {"tokenizer": "$success", "server": "$warning", "raw": "$error"}[dec.source.value]
+            parts += ["\n", ("decoded by: ", "$foreground-muted"), (safe_text(dec.label, single_line=True), colour)]
+            if dec.notes:
+                parts += [("  (" + safe_text("; ".join(dec.notes), single_line=True, limit=160) + ")", "$foreground-muted")]
+        if self.vision is not None:
+            fam = self.vision.family or "custom"
+            parts += ["\n", ("vision ids: ", "$foreground-muted"), (f"{fam} ", ""),
+                      (f"(image_pad {self.vision.image_pad}; {safe_text(self.vision.basis, single_line=True)})", "$foreground-muted")]
+        self.query_one("#tokens-header", Static).update(_c(*parts))
+
+    def _piece_for(self, tid: int) -> str:
+        view = self.query_one("#token-view", TokenView)
+        name = view.token_label(tid)
+        if name is not None:
+            return name
+        dec = self.decoder
+        piece = dec.piece(tid) if dec is not None else None
+        if piece is None:
+            self._pending_pieces.add(tid)
+            if not self._fetching:
+                self._fetching = True
+                self._fetch_loop()
+            return f"#{tid} (fetching…)"
+        return piece
+
+    def _render_selected(self) -> None:
+        view = self.query_one("#token-view", TokenView)
+        data = self.data
+        panel = self.query_one("#panel-selected", Static)
+        if data is None or view.cells is None or view.cells.n_cells == 0:
+            panel.update("")
+            return
+        offset, length, run = view.cells.cell(view.cursor)
+        rows: list[Content] = [Content.styled("Selected token", "bold $accent")]
+        if run is not None:
+            rows.append(_c(("image-pad run  ", "$foreground-muted"), (run_label(run, view.token_label(run.pad_id)), "$secondary bold")))
+            rows.append(_c(("ids ", "$foreground-muted"), f"{offset:,}–{offset + length - 1:,}", ("  pad id ", "$foreground-muted"), str(run.pad_id)))
+            rep = data.media_report
+            if rep is not None and run.kind == "image":
+                k = run.number - 1
+                if k < len(rep.images):
+                    img = rep.images[k]
+                    if img.expected_run_length is not None:
+                        ok = img.expected_run_length == length
+                        rows.append(_c(("grid says ", "$foreground-muted"), f"{img.expected_run_length}", (" ✓" if ok else " ✗ mismatch", "$success" if ok else "$error bold")))
+                    elif img.estimated_run_length is not None:
+                        rows.append(_c(("estimated from image size: ", "$foreground-muted"), f"~{img.estimated_run_length}"))
+                else:
+                    rows.append(Content.styled(f"psd_media lists only {len(rep.images)} image(s)", "$error bold"))
+            panel.update(_lines(*rows))
+            return
+        tid = data.ids[offset]
+        name = view.token_label(tid)
+        kind = "prompt" if data.completion_start is None or offset < data.completion_start else "completion"
+        if data.kind == "completion":
+            kind = "completion"
+        rows.append(_c(("offset ", "$foreground-muted"), f"{offset:,}", ("  id ", "$foreground-muted"), (str(tid), "bold"), ("  " + kind, "$foreground-muted")))
+        if name is not None:
+            sp = self.decoder.specials.get(tid) if self.decoder else None
+            flag = "special" if sp is None or sp.special else "added (special: false)"
+            rows.append(_c(("special token ", "$foreground-muted"), (name, "$warning bold"), (f"  {flag}", "$foreground-muted")))
+        else:
+            piece = self._piece_for(tid)
+            rows.append(_c(("piece ", "$foreground-muted"), (repr(piece)[1:-1] if piece else "", "bold"), ("  shown as ", "$foreground-muted"), display_piece(piece)))
+        lp = data.logprob_at(offset)
+        ci = data.completion_index(offset)
+        if ci is not None and data.logprobs is not None:
+            if lp is None:
+                rows.append(Content.styled("no logprob recorded at this position", "$foreground-muted"))
+            else:
+                bucket = logprob_bucket(lp) or ""
+                colour = {"high": "$success", "mid": "", "low": "$warning", "vlow": "$error"}.get(bucket, "")
+                p = prob_of(lp)
+                ptxt = f"{p:.4f}" if p is not None else "invalid (logprob > 0)"
+                rows.append(_c(("logprob ", "$foreground-muted"), (f"{lp:.4f}", colour), ("  p=", "$foreground-muted"), (ptxt, colour), (f"  (completion #{ci})", "$foreground-muted")))
+        top = data.topk_at(offset)
+        if top:
+            rows.append(_c(("top-", "$foreground-muted"), (str(data.topk_k or len(top)), "$foreground-muted"), (" alternatives — " + data.topk_semantics, "$foreground-muted")))
+            for e in top[:10]:
+                mark = "▶ " if e.token_id == tid else "  "
+                p = e.probability if e.probability is not None else prob_of(e.logprob)
+                ptxt = f"{p:7.4f}" if p is not None else "      ?"
+                tok = self._piece_for(e.token_id) if e.token_id is not None else safe_text(e.token or "?", single_line=True)
+                rows.append(_c((mark, "$accent"), (ptxt, ""), "  ", (str(e.token_id if e.token_id is not None else "?").rjust(7), "$foreground-muted"), "  ", display_piece(safe_text(tok, single_line=True, limit=40))))
+        elif ci is not None and data.topk is None:
+            rows.append(Content.styled("no top-k captured", "$foreground-muted"))
+        panel.update(_lines(*rows))
+
+    def _render_checks(self) -> None:
+        data = self.data
+        panel = self.query_one("#panel-checks", Static)
+        if data is None:
+            panel.update("")
+            return
+        rows: list[Content] = [Content.styled("Capture", "bold $accent")]
+        status_txt = data.status or ("— (attempt id field, no capture status)" if data.kind in ("prompt", "completion") else "not recorded")
+        rows.append(_c(("status ", "$foreground-muted"), (safe_text(status_txt, single_line=True), "bold"),
+                       ("  missing: ", "$foreground-muted"), (safe_text(", ".join(data.missing) or "none", single_line=True), "$error" if data.missing else "")))
+        if data.logprob_semantics:
+            rows.append(_c(("logprob semantics ", "$foreground-muted"), safe_text(data.logprob_semantics, single_line=True)))
+        if data.completion_start is not None:
+            n_comp = len(data.ids) - data.completion_start
+            rows.append(_c(("prompt ", "$foreground-muted"), f"{data.completion_start:,}", ("  completion ", "$foreground-muted"), f"{n_comp:,}"))
+        if data.logprobs is not None:
+            rows.append(_c(("logprob colours (l toggles): ", "$foreground-muted"), ("p≥0.9 ", "$success"), ("p≥0.5 ", ""),
+                           ("p≥0.1 ", "$warning"), ("p<0.1", "$error bold")))
+        for check in data.checks:
+            mark, colour = LEVEL_MARK[check.level]
+            rows.append(_c((mark + " ", colour + " bold"), (safe_text(check.message, single_line=True), colour if check.level == "fail" else "")))
+        for note in data.notes:
+            rows.append(Content.styled(safe_text(note, single_line=True), "$foreground-muted"))
+        view = self.query_one("#token-view", TokenView)
+        if view.cells is not None and view.cells.runs:
+            imgs = [r for r in view.cells.runs if r.kind == "image"]
+            rows.append(_c(("image-pad runs ", "$foreground-muted"), ", ".join(f"#{r.number}×{r.length}@{r.start:,}" for r in imgs[:8]) + (" …" if len(imgs) > 8 else "")))
+        panel.update(_lines(*rows))
+
+    def _request_spans(self) -> None:
+        data = self.data
+        if data is None or data.prompt_diff is None or self.decoder is None:
+            return
+        d = data.prompt_diff
+        a, b = d.inserted
+        if b > a and data.teacher_ids is not None:
+            self._decode_span(data.key, "inserted", data.teacher_ids[a:b][:4096])
+        a, b = d.removed
+        if b > a and data.student_ids is not None:
+            self._decode_span(data.key, "removed", data.student_ids[a:b][:4096])
+
+    def _render_diff(self) -> None:
+        data = self.data
+        panel = self.query_one("#panel-diff", Static)
+        if data is None or data.prompt_diff is None:
+            panel.update("")
+            return
+        d = data.prompt_diff
+        rows = [Content.styled("Student vs teacher prompt", "bold $accent")]
+        rows.append(_c(("student ", "$foreground-muted"), f"{d.student_len:,}", ("  teacher ", "$foreground-muted"), f"{d.teacher_len:,}",
+                       ("  common prefix ", "$foreground-muted"), f"{d.prefix:,}", ("  suffix ", "$foreground-muted"), f"{d.suffix:,}"))
+        if d.identical:
+            rows.append(Content.styled("identical: no hint was inserted", "$warning bold"))
+        else:
+            a, b = d.inserted
+            rows.append(_c(("inserted in teacher ", "$foreground-muted"), (f"ids {a:,}–{b - 1:,} ({b - a:,} tokens)" if b > a else "nothing", "$success bold")))
+            text = self._spans.get("inserted")
+            if b > a:
+                rows.append(_c(("  “", "$foreground-muted"), (safe_text(text, limit=600) if text is not None else "decoding…", "$success"), ("”", "$foreground-muted")))
+            ra, rb = d.removed
+            if rb > ra:
+                rows.append(_c(("replaced in student ", "$foreground-muted"), (f"ids {ra:,}–{rb - 1:,} ({rb - ra:,} tokens)", "$warning bold")))
+                text = self._spans.get("removed")
+                rows.append(_c(("  “", "$foreground-muted"), (safe_text(text, limit=300) if text is not None else "decoding…", "$warning"), ("”", "$foreground-muted")))
+            rows.append(Content.styled("press h to jump to the span", "$foreground-muted"))
+        panel.update(_lines(*rows))
+
+    def _render_alignment(self) -> None:
+        data = self.data
+        panel = self.query_one("#panel-align", Static)
+        if data is None or data.alignment is None:
+            panel.update("")
+            return
+        s = alignment_summary(data.alignment)
+        rows = [Content.styled("Teacher completion vs source step completion", "bold $accent")]
+        rows.append(_c(("source ", "$foreground-muted"), f"{len(data.source_completion_ids or []):,}", ("  teacher ", "$foreground-muted"),
+                       f"{len(data.teacher_completion_ids or []):,}", ("  method ", "$foreground-muted"), safe_text(data.alignment_method or "", single_line=True)))
+        rows.append(_c(("equal ", "$foreground-muted"), (f"{s['equal']:,}", "$success"), ("  replaced ", "$foreground-muted"), (f"{s['replace']:,}", "$warning"),
+                       ("  only source ", "$foreground-muted"), (f"{s['delete']:,}", "$error"), ("  only teacher ", "$foreground-muted"), (f"{s['insert']:,}", "$success")))
+        src = data.source_completion_ids or []
+        tea = data.teacher_completion_ids or []
+        shown = 0
+        for op in data.alignment:
+            if op.tag == "equal":
+                continue
+            if shown >= 6:
+                rows.append(Content.styled("…", "$foreground-muted"))
+                break
+            shown += 1
+            a_txt = "".join(self._piece_for(t) for t in src[op.a_start:op.a_end][:24])
+            b_txt = "".join(self._piece_for(t) for t in tea[op.b_start:op.b_end][:24])
+            rows.append(_c((f"{op.tag:7} ", "$accent"), (f"src {op.a_start}:{op.a_end} ", "$foreground-muted"), (display_piece(safe_text(a_txt, limit=60)), "$error"),
+                           ("  →  ", "$foreground-muted"), (f"teacher {op.b_start}:{op.b_end} ", "$foreground-muted"), (display_piece(safe_text(b_txt, limit=60)), "$success")))
+        panel.update(_lines(*rows))
+
+    def _render_media(self) -> None:
+        data = self.data
+        panel = self.query_one("#panel-media", Static)
+        problems_panel = self.query_one("#media-problems", Static)
+        preview = self.query_one(ImagePreview)
+        if data is None or (data.media is None and not data.media_problems):
+            panel.update(_c(("Media binding ", "bold $accent"), ("none recorded for this capture", "$foreground-muted")) if data and data.key.startswith("attempt") else "")
+            problems_panel.update("")
+            preview.clear()
+            return
+        rows = [Content.styled("Media binding (psd_media)", "bold $accent")]
+        media = data.media
+        rep = data.media_report
+        if media is not None:
+            rows.append(_c(("schema ", "$foreground-muted"), safe_text(media.schema_version, single_line=True)))
+            rows.append(_c(("processor ", "$foreground-muted"), safe_text(media.processor_id or "not recorded", single_line=True, limit=80)))
+            merge_txt = str(media.effective_merge_size) + ("" if media.merge_size_known else " (assumed)")
+            rows.append(_c(("merge size ", "$foreground-muted"), merge_txt))
+        if rep is not None:
+            rows.append(_c(("image pad id ", "$foreground-muted"), str(rep.pad_id) if rep.pad_id is not None else "not found"))
+            for img in rep.images:
+                mark, colour = {"ok": ("✓ sha256 verified", "$success"), "missing": ("✗ MISSING", "$error bold"),
+                                "sha_mismatch": ("✗ SHA MISMATCH", "$error bold"), "unreadable": ("✗ UNREADABLE", "$error bold")}[img.status]
+                dims = f"{img.width}×{img.height} {img.format or ''}".strip() if img.width else ""
+                rows.append(_c((f"image #{img.index + 1} ", "bold"), (mark, colour), ("  " + _short(img.sha256) + "…", "$foreground-muted"), ("  " + dims, "")))
+                if img.grid_thw:
+                    rows.append(_c(("   grid ", "$foreground-muted"), f"{list(img.grid_thw)} → {img.expected_run_length} pads"))
+            s_runs = [n for _, n in rep.student_runs] if rep.student_runs is not None else None
+            t_runs = [n for _, n in rep.teacher_runs] if rep.teacher_runs is not None else None
+            rows.append(_c(("pad runs  student ", "$foreground-muted"), str(s_runs) if s_runs is not None else "n/a",
+                           ("  teacher ", "$foreground-muted"), str(t_runs) if t_runs is not None else "n/a",
+                           ("  images ", "$foreground-muted"), str(len(rep.images))))
+            if rep.conditioning_equal is True:
+                rows.append(Content.styled("✓ teacher and student conditioned on the same images", "$success"))
+            elif rep.conditioning_equal is False:
+                rows.append(Content.styled("✗ teacher and student visual conditioning DIFFERS", "$error bold"))
+        elif media is not None:
+            rows.append(Content.styled("no run directory known: images not verified", "$warning"))
+        rows.append(_c(("preview ", "$foreground-muted"), graphics_mode()))
+        panel.update(_lines(*rows))
+        problems = list(data.media_problems) + (list(rep.problems) if rep is not None else [])
+        if problems:
+            problems_panel.update(_lines(*[_c(("✗ ", "$error bold"), (f"{p.code.value}: ", "$error bold"), safe_text(p.message, limit=300)) for p in problems]))
+        else:
+            problems_panel.update("")
+
+    def _show_image(self, index: int) -> None:
+        data = self.data
+        if data is None or data.media_report is None or not 0 <= index < len(data.media_report.images):
+            return
+        self._preview_index = index
+        img = data.media_report.images[index]
+        if index in self._images:
+            self._render_preview(index)
+            return
+        if img.resolved_path and img.status in ("ok", "sha_mismatch"):
+            self._render_preview(index)  # caption now, picture when loaded
+            self._load_image(data.key, index, img.resolved_path)
+        else:
+            self._render_preview(index)
+
+    def _render_preview(self, index: int) -> None:
+        data = self.data
+        if data is None or data.media_report is None:
+            return
+        img = data.media_report.images[index]
+        image, info = self._images.get(index, (None, {}))
+        dims = f"{img.width}×{img.height}" if img.width else (f"{info.get('width')}×{info.get('height')}" if info.get("width") else "size unknown")
+        status = {"ok": ("sha256 verified", "$success"), "missing": ("file missing — no preview", "$error bold"),
+                  "sha_mismatch": ("bytes do not match the recorded sha256", "$error bold"), "unreadable": ("unreadable", "$error bold")}[img.status]
+        caption = _c((f"image #{index + 1}  ", "bold"), (dims, ""), ("  sha256 ", "$foreground-muted"), (_short(img.sha256, 16) + "…", ""),
+                     ("  ", ""), status)
+        if info.get("error"):
+            caption = caption + _c(("  (cannot decode image: " + safe_text(info["error"], single_line=True) + ")", "$warning"))
+        elif img.resolved_path and image is None and img.status in ("ok", "sha_mismatch") and index not in self._images:
+            caption = caption + _c(("  loading…", "$foreground-muted"))
+        self.query_one(ImagePreview).set_image(image, caption)

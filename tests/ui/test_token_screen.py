@@ -1,0 +1,288 @@
+"""TokenScreen in a harness App: a 1,000,000-id capture (open, jump, search), the picker,
+the hint span, logprob detail and the media binding with a tampered image."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+from textual.app import App
+
+from eviscene_tui.tokens import tiny
+from eviscene_tui.tokens.decode import LocalTokenizerDecoder, RawDecoder
+from eviscene_tui.tokens.synthetic import big_case, synthetic_case
+from eviscene_tui.ui.screens.tokens import TokenScreen
+from eviscene_tui.ui.widgets.image_preview import HalfBlockImage
+from eviscene_tui.ui.widgets.token_view import TokenView
+
+
+def _options(tmp_path: Path, **kw):
+    base = dict(root=tmp_path, workdir=tmp_path / "wd", tokenizer=None, policy_profile=None, policy_url=None, policy_model=None)
+    base.update(kw)
+    return SimpleNamespace(**base)
+
+
+class Harness(App):
+    def __init__(self, screen_factory):
+        super().__init__()
+        self._factory = screen_factory
+
+    def on_mount(self) -> None:
+        self.push_screen(self._factory())
+
+
+async def _settle(app, pilot):
+    for _ in range(4):
+        await pilot.pause()
+        await app.workers.wait_for_complete()
+    await pilot.pause()
+
+
+def _text(app, selector: str) -> str:
+    return str(app.screen.query_one(selector).render())
+
+
+@pytest.fixture(scope="module")
+def million():
+    return big_case(1_000_000)
+
+
+async def test_million_ids_open_jump_search(million, tmp_path: Path):
+    dec = LocalTokenizerDecoder(tiny.tiny_tokenizer_json(), path="tiny-test")
+    app = Harness(lambda: TokenScreen(million, _options(tmp_path), source="step:0", decoder=dec))
+    async with app.run_test(size=(140, 40)) as pilot:
+        await _settle(app, pilot)
+        view = app.screen.query_one("#token-view", TokenView)
+        assert view.data is not None and len(view.data.ids) == 1_000_000
+        assert view.cells.runs and all(r.length == 1024 for r in view.cells.runs)
+        assert "decoded by: tokenizer.json (tiny-test)" in _text(app, "#tokens-header")
+        first = view.render_line(0).text
+        assert "0 │" in first
+        # the first image run is one row, labelled and framed
+        rows = [view.render_line(y).text for y in range(10)]
+        assert any("<|image_pad|> ×1024 · image #1" in r for r in rows)
+        # jump to an offset through the prompt
+        await pilot.press("g")
+        app.screen.query_one("#tokens-prompt").value = "654,321"
+        await pilot.press("enter")
+        await pilot.pause()
+        assert view.cursor_offset == 654_321
+        assert "offset 654,321" in _text(app, "#panel-selected")
+        assert "654,3" in "".join(view.render_line(y).text for y in range(view.size.height))
+        # search by id: the next image pad run start after the cursor
+        pad = tiny.special_id("<|image_pad|>")
+        await pilot.press("slash")
+        app.screen.query_one("#tokens-prompt").value = f"#{pad}"
+        await pilot.press("enter")
+        await pilot.pause()
+        run = view.cells.run_at(view.cursor_offset)
+        assert run is not None and run.start > 654_321
+        assert "image-pad run" in _text(app, "#panel-selected")
+        # search by text, then next match with n
+        await pilot.press("slash")
+        await pilot.press(*"capt")
+        app.screen.query_one("#tokens-prompt").value = "caption"
+        await pilot.press("enter")
+        await pilot.pause()
+        at = view.cursor_offset
+        assert "caption" in dec.piece(view.data.ids[at])
+        await pilot.press("n")
+        await pilot.pause()
+        assert view.cursor_offset > at and "caption" in dec.piece(view.data.ids[view.cursor_offset])
+        # text across token boundaries
+        assert app.screen.search("caption date") is None
+        await pilot.pause()
+        span = view._match_span
+        assert span is not None and span[1] - span[0] == 2 and view.cursor_offset == span[0]
+        assert "match at offsets" in _text(app, "#tokens-status")
+        # the completion part carries the logprob overlay
+        comp_start = view.data.completion_start
+        view.jump_to_offset(comp_start + 3)
+        await pilot.pause()
+        assert "logprob" in _text(app, "#panel-selected")
+        # a bad offset is explained, not a crash
+        assert not app.screen.jump_to("2,000,000")
+        assert "offset must be a number" in _text(app, "#tokens-status")
+
+
+async def test_picker_hint_span_and_media(tmp_path: Path):
+    case = synthetic_case(tmp_path / "run")
+    dec = LocalTokenizerDecoder(tiny.tiny_tokenizer_json(), path="tiny-test")
+    app = Harness(lambda: TokenScreen(case, _options(tmp_path), decoder=dec))
+    async with app.run_test(size=(150, 50)) as pilot:
+        await _settle(app, pilot)
+        screen = app.screen
+        assert screen.has_class("-picking")
+        picker = screen.query_one("#tokens-picker")
+        ids = [o.id for o in picker._options if o.id]
+        assert "attempt:0:teacher_prompt_ids" in ids and "step:1" in ids
+        picker.highlighted = [o.id for o in picker._options].index("attempt:0:teacher_prompt_ids")
+        await pilot.press("enter")
+        await _settle(app, pilot)
+        assert screen.loaded_key == "attempt:0:teacher_prompt_ids"
+        diff = _text(app, "#panel-diff")
+        assert "inserted in teacher" in diff and "Hint: search the caption" in diff
+        await pilot.press("h")
+        await pilot.pause()
+        view = screen.query_one("#token-view", TokenView)
+        a, b = view.data.highlight
+        assert view.cursor_offset == a
+        media = _text(app, "#panel-media")
+        assert "sha256 verified" in media and "same images" in media and "/models/Qwen3.5-9B" in media
+        assert _text(app, "#media-problems") == ""
+        assert screen.query(HalfBlockImage)  # the preview was drawn
+        # special tokens are labelled in the grid
+        grid = "".join(view.render_line(y).text for y in range(view.size.height))
+        assert "<|im_sta" in grid and "<|image_pad|> ×64 · image #1" in grid
+        # side by side: the student prompt next to the teacher, both at the hint point
+        await pilot.press("s")
+        await _settle(app, pilot)
+        assert screen.has_class("-paired")
+        pair = screen.query_one("#token-pair", TokenView)
+        assert pair.data is not None and pair.data.ids == view.data.student_ids
+        assert pair.cursor_offset == view.data.prompt_diff.prefix == view.cursor_offset
+        assert "right: student prompt" in _text(app, "#pair-title")
+        await pilot.press("s")
+        assert not screen.has_class("-paired")
+
+
+async def test_tampered_image_is_visible_and_completion_detail(tmp_path: Path):
+    case = synthetic_case(tmp_path / "run")
+    [img] = list((tmp_path / "run" / "media").iterdir())
+    img.write_bytes(b"not the image any more")
+    app = Harness(lambda: TokenScreen(case, _options(tmp_path), source="attempt:0:completion_ids", decoder=LocalTokenizerDecoder(tiny.tiny_tokenizer_json(), path="t")))
+    async with app.run_test(size=(150, 50)) as pilot:
+        await _settle(app, pilot)
+        assert "SHA MISMATCH" in _text(app, "#panel-media")
+        problems = _text(app, "#media-problems")
+        assert "media_mismatch" in problems and "tampered" in problems
+        sel = _text(app, "#panel-selected")
+        assert "special token <think>" in sel and "added (special: false)" in sel
+        assert "top-2 alternatives" in sel and "renormalised" in sel
+        await pilot.press("right")
+        await pilot.pause()
+        assert "p=" in _text(app, "#panel-selected")
+        assert "Teacher completion vs source step completion" in _text(app, "#panel-align")
+
+
+async def test_raw_fallback_and_bad_source(tmp_path: Path):
+    case = synthetic_case(tmp_path / "run")
+    app = Harness(lambda: TokenScreen(case, _options(tmp_path), source="attempt:7:completion_ids", decoder=RawDecoder()))
+    async with app.run_test(size=(120, 30)) as pilot:
+        await _settle(app, pilot)
+        # a source that names nothing falls back to the picker, with the reason shown
+        assert "no attempts recorded for round 7" in _text(app, "#tokens-status")
+        assert app.screen.has_class("-picking")
+        assert "raw ids" in _text(app, "#tokens-header")
+
+
+async def test_decoder_resolved_from_tokenizer_option(tmp_path: Path):
+    tok = tmp_path / "tok"
+    tok.mkdir()
+    (tok / "tokenizer.json").write_text(tiny.tiny_tokenizer_json(), encoding="utf-8")
+    case = synthetic_case(tmp_path / "run")
+    app = Harness(lambda: TokenScreen(case, _options(tmp_path, tokenizer=tok), source="attempt:0:student_prompt_ids"))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await _settle(app, pilot)
+        header = _text(app, "#tokens-header")
+        assert "tokenizer.json" in header and str(tok) in header
+        assert "qwen3_5" in header
+
+
+async def test_image_preview_modes(tmp_path: Path, monkeypatch):
+    """Half-block fallback by default; textual-image when the launcher prepared it."""
+    from PIL import Image
+
+    from eviscene_tui.ui.widgets import image_preview as ip
+
+    img = tmp_path / "x.png"
+    Image.new("RGB", (40, 20), (10, 200, 30)).save(img)
+    pil, info = ip.load_preview_image(img)
+    assert (info["width"], info["height"], info["format"]) == (40, 20, "PNG")
+    bad, info = ip.load_preview_image(tmp_path / "missing.png")
+    assert bad is None and info["error"] == "FileNotFoundError"
+
+    class One(App):
+        def compose(self):
+            yield ip.ImagePreview(id="p")
+
+    app = One()
+    async with app.run_test(size=(60, 20)) as pilot:
+        prev = app.query_one(ip.ImagePreview)
+        prev.set_image(pil, "image #1  40×20")
+        await pilot.pause()
+        half = app.query_one(ip.HalfBlockImage)
+        line = half.render_line(0)
+        assert "▀" in line.text
+        monkeypatch.setattr(ip, "_graphics_ready", False)
+        assert ip.graphics_mode() == "half-block"
+        if ip.prepare_terminal_graphics():
+            assert ip.graphics_mode().startswith("textual-image")
+            prev.set_image(pil, "again")
+            await pilot.pause()
+            assert not app.query(ip.HalfBlockImage)
+            assert len(prev.children) == 2
+        monkeypatch.setattr(ip, "_graphics_ready", False)
+
+
+async def test_server_decoding_in_screen(tmp_path: Path):
+    """No tokenizer: the screen decodes through the fake server's /detokenize (real loopback)."""
+    from eviscene_tui.fake_vllm.harness import FakeVLLMServer
+
+    case = synthetic_case(tmp_path / "run")
+    with FakeVLLMServer(personality="nightly") as srv:
+        app = Harness(lambda: TokenScreen(case, _options(tmp_path, policy_url=srv.v1_url), source="attempt:0:teacher_prompt_ids"))
+        async with app.run_test(size=(150, 50)) as pilot:
+            await _settle(app, pilot)
+            await _settle(app, pilot)
+            header = _text(app, "#tokens-header")
+            assert "server /detokenize" in header and srv.base_url in header
+            assert "/tokenizer_info added tokens" in header
+            view = app.screen.query_one("#token-view", TokenView)
+            grid = "".join(view.render_line(y).text for y in range(view.size.height))
+            first_row = view.render_line(0).text.split("│", 1)[1].split()
+            assert first_row[:8] == ["<|im_sta…", "s", "y", "s", "t", "e", "m", "↵"]
+            assert "·verify" in grid and "<|image_pad|> ×64 · image #1" in grid
+            assert "Hint: search the caption" in _text(app, "#panel-diff")
+            paths = {r["path"] for r in srv.recorder.requests}
+            assert "/detokenize" in paths
+
+
+async def test_live_capture_and_empty_capture(tmp_path: Path):
+    """Another screen can hand over a live capture (from_stream); an empty one does not crash."""
+    from eviscene_tui.tokens.capture import from_stream
+
+    prompt = tiny.encode("user\nIs it real?\x1b]0;PWNED\x07\x1b[2J")
+    comp = tiny.encode("It is fake.")
+    lps = [{"token": "x", "logprob": -0.2, "token_id": t, "top": [{"token": "x", "logprob": -0.2, "token_id": t}, {"token": "y", "logprob": -2.0, "token_id": 300}]} for t in comp]
+    live = from_stream(prompt, comp, logprobs=lps, usage={"completion_tokens": len(comp) + 1, "prompt_tokens": len(prompt)}, status="complete")
+    dec = LocalTokenizerDecoder(tiny.tiny_tokenizer_json(), path="t")
+    app = Harness(lambda: TokenScreen(SimpleNamespace(), _options(tmp_path), capture=live, decoder=dec))
+    async with app.run_test(size=(140, 40)) as pilot:
+        await _settle(app, pilot)
+        checks = _text(app, "#panel-checks")
+        assert f"{len(comp)} completion ids but usage.completion_tokens = {len(comp) + 1}" in checks
+        view = app.screen.query_one("#token-view", TokenView)
+        view.jump_to_offset(len(prompt))
+        await pilot.pause()
+        sel = _text(app, "#panel-selected")
+        assert "exp(logprob)" in sel and "logprob -0.2000" in sel
+        assert "logprob colours" in checks
+        # escape sequences from token bytes never reach the terminal
+        for y in range(view.size.height):
+            for seg in view.render_line(y):
+                assert "\x1b" not in seg.text and "\x07" not in seg.text
+        assert "␛" in "".join(view.render_line(y).text for y in range(3))
+
+    empty = from_stream([], [])
+    app = Harness(lambda: TokenScreen(SimpleNamespace(), _options(tmp_path), capture=empty, decoder=RawDecoder()))
+    async with app.run_test(size=(100, 30)) as pilot:
+        await _settle(app, pilot)
+        await pilot.press("right", "down", "end", "n", "i", "h", "s")
+        app.screen.search("abc")
+        await pilot.pause()
+        assert "no match for 'abc'" in _text(app, "#tokens-status")
+        assert not app.screen.jump_to("5")
+        await pilot.pause()
+        assert "offset must be a number" in _text(app, "#tokens-status")
