@@ -14,6 +14,7 @@ import hashlib
 import io
 import json
 import os
+import zlib
 from pathlib import Path
 from typing import Any
 
@@ -48,6 +49,15 @@ def _orjson_safe(value: Any, depth: int = 0) -> bool:
     if t is str or t is int or t is bool or value is None:
         return not (t is int and abs(value) >= 1 << 63)
     if t is list or t is tuple:
+        if not value:
+            return True
+        kinds = set(map(type, value))
+        if kinds <= {str, bool}:
+            return True
+        if kinds == {int} or kinds == {int, bool}:
+            # token-id lists: one pass over the types, then a bound check on the extremes
+            ints = [v for v in value if type(v) is int]
+            return max(ints) < 1 << 63 and min(ints) > -(1 << 63)
         return all(_orjson_safe(v, depth + 1) for v in value)
     if t is dict:
         return all(type(k) is str and _orjson_safe(v, depth + 1) for k, v in value.items())
@@ -138,7 +148,7 @@ def read_jsonl(path: str | os.PathLike[str]) -> tuple[list[Any], list[Problem]]:
     if p.endswith(".gz"):
         try:
             raw = gzip.decompress(raw)
-        except (OSError, EOFError, gzip.BadGzipFile) as exc:
+        except (OSError, EOFError, zlib.error) as exc:
             return [], [Problem(code=ProblemCode.JSON_INVALID, path=p, message=f"bad gzip: {exc}")]
     rows, problems, _ = parse_jsonl_bytes(raw, p)
     return rows, problems
@@ -291,7 +301,7 @@ def _read_gzip_archive(pointer_path: Path, doc: dict[str, Any], problems: list[P
     try:
         with gzip.open(archive, "rb") as gz:
             data = gz.read(MAX_ARCHIVE_BYTES + 1)
-    except (OSError, EOFError) as exc:
+    except (OSError, EOFError, zlib.error) as exc:
         problems.append(Problem(code=ProblemCode.JSON_INVALID, path=str(archive), message=f"bad gzip archive: {exc}"))
         return None
     if len(data) > MAX_ARCHIVE_BYTES:

@@ -86,3 +86,18 @@ def test_missing_and_truncated(tmp_path: Path):
 def test_random_bytes_never_raise(data):
     jsonio.parse_json_bytes(data, "f")
     jsonio.parse_jsonl_bytes(data, "f")
+
+
+def test_corrupt_gzip_streams_become_problems(tmp_path: Path):
+    good = gzip.compress(b'{"a":1}\n' * 100)
+    bad = good[:20] + bytes(b ^ 0xFF for b in good[20:40]) + good[40:]
+    (tmp_path / "x.jsonl.gz").write_bytes(bad)
+    rows, problems = jsonio.read_jsonl(tmp_path / "x.jsonl.gz")
+    assert problems and problems[0].code == ProblemCode.JSON_INVALID
+    path = tmp_path / "c.json"
+    files = jsonio.encode_bound(path, {}, {"x": 1}, force_gzip=True)
+    _write(tmp_path, files)
+    archive = tmp_path / next(n for n in files if n.endswith(".gz"))
+    data = archive.read_bytes()
+    archive.write_bytes(data[:15] + bytes(b ^ 0xFF for b in data[15:30]) + data[30:])
+    assert jsonio.read_bound(path).problems
