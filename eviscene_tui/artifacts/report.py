@@ -1,0 +1,148 @@
+"""The ``check`` report: discovery + summary + integrity for every case under a folder.
+
+``build_check_report(root, given)`` returns exactly the ``--json`` shape of issue 2 §3::
+
+    {"root": "<PATH as given>",
+     "cases": [{"path", "layout", "status", "rounds", "attempts", "accepted", "pending",
+                "problems": [{"code", "path", "message"}], ...extra keys}],
+     "summary": {"cases", "by_status": {status: n}, "problems"},
+     "problems": [...discovery problems not tied to one case...]}
+
+Case paths and problem paths are relative to PATH; cases are sorted by path. Large
+folders are checked in a process pool (one chunk of cases per task).
+
+No Textual import here (architecture rule).
+"""
+
+from __future__ import annotations
+
+import os
+from collections import Counter
+from collections.abc import Iterable
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+from typing import Any
+
+from eviscene_tui.artifacts.integrity import check_case, safe_read_bound
+from eviscene_tui.artifacts.jsonio import read_json
+from eviscene_tui.artifacts.layout import CaseRef, discover
+from eviscene_tui.artifacts.problems import Problem, ProblemCode
+from eviscene_tui.artifacts.summary import summarize_case
+
+PARALLEL_MIN_CASES = 400
+CHUNK = 250
+
+
+def _rel(path: str | os.PathLike[str], base: str) -> str:
+    try:
+        rel = os.path.relpath(os.fspath(path), base)
+    except ValueError:
+        return os.fspath(path)
+    return rel.replace(os.sep, "/")
+
+
+def _problem_json(p: Problem, base: str) -> dict[str, str]:
+    return {"code": str(p.code), "path": _rel(p.path, base), "message": p.message}
+
+
+def case_entry(ref: CaseRef, base: str) -> dict[str, Any]:
+    """One ``cases[]`` entry: cheap summary counts plus the full integrity problems."""
+    cache: dict[str, bytes] = {}
+    problems = check_case(ref, cache=cache)
+    summary = summarize_case(ref, base, cache=cache, fingerprint=False)
+    # the summary's own problems (unreadable manifest, torn ledger lines) are found again by
+    # the full check; keep any the check did not report under the same code and path
+    seen = {(str(p.code), os.path.abspath(p.path)) for p in problems}
+    for p in summary.problems:
+        if (str(p.code), os.path.abspath(p.path)) not in seen:
+            problems.append(p)
+    entry: dict[str, Any] = {
+        "path": _rel(ref.path, base),
+        "layout": str(ref.layout),
+        "status": summary.status,
+        "rounds": summary.rounds,
+        "attempts": summary.attempts,
+        "accepted": summary.accepted,
+        "pending": summary.pending,
+        "problems": sorted((_problem_json(p, base) for p in problems), key=lambda d: (d["path"], d["code"], d["message"])),
+        "case_id": summary.case_id,
+        "candidate_id": summary.candidate_id,
+        "localization_kind": summary.localization_kind,
+        "semantic_category": summary.semantic_category,
+    }
+    if ref.wrapper is not None:
+        entry["wrapper"] = _rel(ref.wrapper, base)
+        entry["key"] = ref.key
+    return entry
+
+
+def _chunk_entries(refs: list[CaseRef], base: str) -> list[dict[str, Any]]:
+    return [case_entry(ref, base) for ref in refs]
+
+
+def _wrapper_problems(wrappers: Iterable[Path]) -> list[Problem]:
+    """Wrapper-level files (``inputs.json`` bound envelope, ``progress.json``)."""
+    out: list[Problem] = []
+    for w in sorted(set(wrappers)):
+        inputs = w / "inputs.json"
+        if inputs.exists():
+            out.extend(safe_read_bound(str(inputs)).problems)
+        progress = w / "progress.json"
+        if progress.exists():
+            out.extend(read_json(progress)[1])
+        try:
+            names = [n for n in os.listdir(w) if n.endswith(".tmp")]
+        except OSError:
+            names = []
+        for name in sorted(names):
+            out.append(
+                Problem(
+                    code=ProblemCode.LEFTOVER_TMP,
+                    path=str(w / name),
+                    message=f"leftover temporary file from an interrupted write (the final file would be {name[:-4]})",
+                )
+            )
+    return out
+
+
+def build_check_report(root: Path, given: str | None = None, *, workers: int | None = None) -> dict[str, Any]:
+    """Discover, summarise and check every case under ``root``.
+
+    ``given`` is PATH as the user typed it (reported verbatim). ``workers``: process
+    count for large folders (default: the CPU count; 1 disables the pool).
+    """
+    root = Path(root)
+    base = os.path.abspath(root)
+    refs, discovery_problems = discover(root)
+    refs.sort(key=lambda r: _rel(r.path, base))
+    n_workers = workers if workers is not None else (os.cpu_count() or 1)
+    entries: list[dict[str, Any]]
+    if n_workers > 1 and len(refs) >= PARALLEL_MIN_CASES:
+        chunks = [refs[i : i + CHUNK] for i in range(0, len(refs), CHUNK)]
+        import multiprocessing
+        import threading
+
+        # fork is fastest, but forking a process that runs other threads (the app) is unsafe
+        method = "fork" if threading.active_count() == 1 and "fork" in multiprocessing.get_all_start_methods() else "spawn"
+        try:
+            with ProcessPoolExecutor(max_workers=n_workers, mp_context=multiprocessing.get_context(method)) as pool:
+                entries = [e for part in pool.map(_chunk_entries, chunks, [base] * len(chunks)) for e in part]
+        except (OSError, RuntimeError):  # no fork / no semaphores: fall back to one process
+            entries = _chunk_entries(refs, base)
+    else:
+        entries = _chunk_entries(refs, base)
+    entries.sort(key=lambda e: e["path"])
+
+    top = discovery_problems + _wrapper_problems(r.wrapper for r in refs if r.wrapper is not None)
+    top_json = [_problem_json(p, base) for p in top]
+    by_status = Counter(e["status"] for e in entries)
+    total = sum(len(e["problems"]) for e in entries) + len(top_json)
+    return {
+        "root": given if given is not None else str(root),
+        "cases": entries,
+        "summary": {"cases": len(entries), "by_status": dict(sorted(by_status.items())), "problems": total},
+        "problems": top_json,
+    }
+
+
+__all__ = ["build_check_report", "case_entry"]

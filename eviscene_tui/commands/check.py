@@ -1,0 +1,104 @@
+"""``eviscene-tui check PATH [--json]``: headless triage and integrity report.
+
+Exit 0 when no problems, 1 when any, 2 for a missing PATH or bad usage.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("path", metavar="PATH", help="a run, a search root, a wrapper, or any folder holding them")
+    parser.add_argument("--json", action="store_true", help="print the report as JSON")
+
+
+def run(args: argparse.Namespace) -> int:
+    from eviscene_tui.cli import UsageError
+
+    given = args.path
+    root = Path(given)
+    if not root.exists():
+        raise UsageError(f"{given} does not exist")
+    if not root.is_dir():
+        raise UsageError(f"{given} is not a directory")
+
+    from eviscene_tui.artifacts.report import build_check_report
+
+    report = build_check_report(root, given)
+    if args.json:
+        import orjson
+
+        sys.stdout.buffer.write(escape_bidi(orjson.dumps(report, option=orjson.OPT_INDENT_2)) + b"\n")
+        sys.stdout.flush()
+    else:
+        sys.stdout.write(render_text(report))
+        sys.stdout.flush()
+    return 1 if report["summary"]["problems"] else 0
+
+
+_BIDI = (0x061C, 0x200E, 0x200F, 0x202A, 0x202B, 0x202C, 0x202D, 0x202E, 0x2066, 0x2067, 0x2068, 0x2069)
+
+
+def escape_bidi(data: bytes) -> bytes:
+    """JSON text with bidi controls written as ``\\uXXXX`` escapes (same JSON value).
+
+    orjson keeps non-ASCII raw; a bidi override from run data would reorder what a
+    terminal shows. In JSON these characters can only occur inside strings, so the
+    escape is always valid. C0 controls are already escaped by orjson.
+    """
+    for code in _BIDI:
+        raw = chr(code).encode("utf-8")
+        if raw in data:
+            data = data.replace(raw, f"\\u{code:04x}".encode())
+    return data
+
+
+def _cell(value: Any, limit: int | None = None) -> str:
+    from eviscene_tui.safe_text import safe_text
+
+    return safe_text(value, single_line=True, limit=limit)
+
+
+def render_text(report: dict[str, Any]) -> str:
+    """A compact aligned table of cases, their problems, and one summary line."""
+    headers = ("CASE", "LAYOUT", "STATUS", "ROUNDS", "ATTEMPTS", "ACCEPTED", "PENDING", "PROBLEMS")
+    rows = [
+        (
+            _cell(c["path"], 60),
+            _cell(c["layout"]),
+            _cell(c["status"], 28),
+            str(c["rounds"]),
+            str(c["attempts"]),
+            str(c["accepted"]),
+            str(c["pending"]),
+            str(len(c["problems"])),
+        )
+        for c in report["cases"]
+    ]
+    widths = [max([len(h)] + [len(r[i]) for r in rows]) for i, h in enumerate(headers)]
+    numeric = {3, 4, 5, 6, 7}
+
+    def line(cells: tuple[str, ...]) -> str:
+        return "  ".join(c.rjust(widths[i]) if i in numeric else c.ljust(widths[i]) for i, c in enumerate(cells)).rstrip()
+
+    out = [f"check {_cell(report['root'])}", line(headers)]
+    out.extend(line(r) for r in rows)
+    problem_lines = []
+    for p in report.get("problems", []):
+        problem_lines.append(f"  {_cell(p['code'])}  {_cell(p['path'])}: {_cell(p['message'], 300)}")
+    for c in report["cases"]:
+        for p in c["problems"]:
+            problem_lines.append(f"  {_cell(p['code'])}  {_cell(p['path'])}: {_cell(p['message'], 300)}")
+    if problem_lines:
+        out.append("")
+        out.append("Problems:")
+        out.extend(problem_lines)
+    s = report["summary"]
+    statuses = ", ".join(f"{_cell(k)} {v}" for k, v in s["by_status"].items()) or "none"
+    out.append("")
+    out.append(f"{s['cases']} case(s) ({statuses}); {s['problems']} problem(s)")
+    return "\n".join(out) + "\n"

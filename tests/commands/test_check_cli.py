@@ -1,0 +1,126 @@
+"""``eviscene-tui check PATH [--json]``: exit codes 0/1/2, JSON shape, human table."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import orjson
+
+sys.path.insert(0, str(Path(__file__).parents[1] / "artifacts"))
+import test_integrity_fixtures as fx  # noqa: E402
+
+from eviscene_tui.cli import main  # noqa: E402
+
+
+def run_check(capsys, *args: str) -> tuple[int, str, str]:
+    code = main(["check", *args])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_clean_folder_exits_0(tmp_path: Path, capsys) -> None:
+    fx.build_search(tmp_path / "a")
+    fx.build_run(tmp_path / "b", "/remote/b")
+    code, out, err = run_check(capsys, str(tmp_path))
+    assert code == 0, out
+    assert "a " in out and "feedback_search" in out and "single_run" in out
+    assert out.strip().splitlines()[-1] == "2 case(s) (converged 1, generated 1); 0 problem(s)"
+
+
+def test_problems_exit_1_and_json_shape(tmp_path: Path, capsys, monkeypatch) -> None:
+    fx.build_search(tmp_path / "z-search")
+    fx.build_run(tmp_path / "a-run", "/remote/b")
+    (tmp_path / "a-run" / "manifest.json.tmp").write_bytes(b"{")
+    (tmp_path / "z-search" / "manifest.json").write_bytes(b"{oops")
+    monkeypatch.chdir(tmp_path)
+    code, out, _ = run_check(capsys, ".", "--json")
+    assert code == 1
+    report = orjson.loads(out)
+    assert report["root"] == "."
+    assert [c["path"] for c in report["cases"]] == ["a-run", "z-search"]
+    keys = {"path", "layout", "status", "rounds", "attempts", "accepted", "pending", "problems"}
+    for case in report["cases"]:
+        assert keys <= set(case)
+        for p in case["problems"]:
+            assert set(p) == {"code", "path", "message"}
+    run, search = report["cases"]
+    assert (run["layout"], run["status"], run["rounds"], run["attempts"], run["accepted"], run["pending"]) == (
+        "single_run", "generated", 1, 1, 1, 0)
+    assert run["problems"] == [{
+        "code": "leftover_tmp", "path": "a-run/manifest.json.tmp",
+        "message": "leftover temporary file from an interrupted write (the final file would be manifest.json)",
+    }]
+    assert (search["layout"], search["status"], search["rounds"], search["attempts"]) == ("feedback_search", "unreadable", 1, 1)
+    assert {p["code"] for p in search["problems"]} == {"json_invalid"}
+    assert all(p["path"] == "z-search/manifest.json" for p in search["problems"])
+    assert report["summary"] == {"cases": 2, "by_status": {"generated": 1, "unreadable": 1}, "problems": 2}
+
+
+def test_root_as_given_and_case_at_root(tmp_path: Path, capsys) -> None:
+    fx.build_run(tmp_path / "run", "/remote/r")
+    code, out, _ = run_check(capsys, str(tmp_path / "run"), "--json")
+    report = orjson.loads(out)
+    assert code == 0 and report["root"] == str(tmp_path / "run")
+    assert [c["path"] for c in report["cases"]] == ["."]
+
+
+def test_missing_path_exits_2(tmp_path: Path, capsys) -> None:
+    code, out, err = run_check(capsys, str(tmp_path / "missing"))
+    assert code == 2 and out == ""
+    assert err.strip().count("\n") == 0 and "does not exist" in err
+
+
+def test_file_path_exits_2(tmp_path: Path, capsys) -> None:
+    (tmp_path / "f").write_text("x")
+    code, _, err = run_check(capsys, str(tmp_path / "f"))
+    assert code == 2 and "not a directory" in err
+
+
+def test_subprocess_bad_usage_has_no_traceback(tmp_path: Path) -> None:
+    env = dict(os.environ, PYTHONPATH=str(Path(__file__).parents[2]))
+    for argv in (["check"], ["check", str(tmp_path / "nope")], ["check", str(tmp_path), "--bogus"]):
+        proc = subprocess.run([sys.executable, "-m", "eviscene_tui", *argv], capture_output=True, text=True, env=env, timeout=60)
+        assert proc.returncode == 2, (argv, proc.stderr)
+        assert "Traceback" not in proc.stderr and len(proc.stderr.strip().splitlines()) <= 2
+
+
+def test_hostile_strings_are_neutralised_in_the_table(tmp_path: Path, capsys) -> None:
+    run = tmp_path / "evil\x1b[2Jdir"
+    fx.build_run(run, "/remote/r")
+    fx.write_json(run / "manifest.json", {"schema_version": "ifv-psd-repair-driver-result-v1", "status": "gen\x1b]0;pwned\x07erated\u202e"})
+    code, out, _ = run_check(capsys, str(tmp_path))
+    assert "\x1b" not in out and "\x07" not in out and "\u202e" not in out
+    assert code == 0
+
+
+def test_wrapper_level_problems_are_reported_at_top_level(tmp_path: Path, capsys) -> None:
+    out = tmp_path / "canary"
+    (out / "case-inputs" / "k1").mkdir(parents=True)
+    fx.write_bound(out / "inputs.json", {"cases": ["k1"]}, {"status": "running"})
+    doc = orjson.loads((out / "inputs.json").read_bytes())
+    doc["payload"]["status"] = "edited"
+    (out / "inputs.json").write_bytes(orjson.dumps(doc))
+    fx.build_search(out / "repairs" / "k1", recorded="/remote/canary/repairs/k1")
+    (out / "repairs" / "k2").mkdir()
+    code, text, _ = run_check(capsys, str(tmp_path), "--json")
+    report = orjson.loads(text)
+    assert code == 1
+    assert [c["path"] for c in report["cases"]] == ["canary/repairs/k1", "canary/repairs/k2"]
+    assert report["cases"][0]["wrapper"] == "canary" and report["cases"][0]["key"] == "k1"
+    assert report["cases"][0]["problems"] == []
+    assert [p["code"] for p in report["cases"][1]["problems"]] == ["missing_artifact"]
+    assert report["cases"][1]["layout"] == "unknown" and report["cases"][1]["status"] == "unreadable"
+    assert [(p["code"], p["path"]) for p in report["problems"]] == [("bound_hash_mismatch", "canary/inputs.json")]
+    assert report["summary"]["problems"] == 2
+
+
+def test_json_output_escapes_bidi_and_keeps_values(tmp_path: Path, capsys) -> None:
+    run = tmp_path / "r"
+    fx.build_run(run, "/remote/r", case_id="case-\u202eevil\x1b]0;x\x07")
+    code, out, _ = run_check(capsys, str(tmp_path), "--json")
+    assert "\u202e" not in out and "\x1b" not in out and "\x07" not in out
+    report = orjson.loads(out)
+    assert report["cases"][0]["case_id"] == "case-\u202eevil\x1b]0;x\x07"
