@@ -1,0 +1,163 @@
+"""``eviscene-tui decisions PATH [--json | --csv] [--events]``: export operator decisions.
+
+PATH may be:
+- a journal file (``*.jsonl``);
+- a supervised search root (``<workdir>/supervised/<key>/``; its journal sits beside it);
+- the app's work directory (every journal in it: ``journal/review.jsonl`` and
+  ``supervised/*.decisions.jsonl``);
+- an opened run root (its default work directory ``<root>.eviscene-tui`` is used).
+
+Default output is the folded decisions (every decision event with its status:
+active / superseded / undone, and ``stale`` when an evidence file changed since).
+``--events`` prints the raw chain instead, after verifying it; a broken chain is
+a clear message on stderr and exit 1. Exit 1 also when no journal is found.
+Reading only: the journals are not locked (a running app keeps writing).
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import io
+import sys
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from eviscene_tui.journal import fold, journals_in_workdir, parse_journal_bytes, stale_paths, verify_chain
+from eviscene_tui.journal.paths import JOURNAL_DIR, REVIEW_JOURNAL, SUPERVISED_DIR, SUPERVISED_SUFFIX, supervised_journal_for_root
+from eviscene_tui.safe_text import safe_text
+from eviscene_tui.storage import default_workdir
+
+ROW_FIELDS = (
+    "journal", "seq", "id", "ts", "operator", "action", "case", "round", "step_index", "hint_sha256",
+    "attempt_id", "label", "reason", "status", "stale", "undone_by", "superseded_by", "evidence", "data",
+)
+EVENT_FIELDS = ("journal", "seq", "id", "ts", "operator", "action", "target", "reason", "evidence", "data", "prev", "hash")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("path", help="journal file, supervised root, work directory, or opened run root")
+    fmt = parser.add_mutually_exclusive_group()
+    fmt.add_argument("--json", action="store_true", help="JSON output")
+    fmt.add_argument("--csv", action="store_true", help="CSV output")
+    parser.add_argument("--events", action="store_true", help="the raw event chain (verified) instead of folded decisions")
+
+
+def _base_for(journal: Path, opened_root: Path | None) -> Path | None:
+    """Where a journal's evidence paths are relative to."""
+    if journal.name.endswith(SUPERVISED_SUFFIX) and journal.parent.name == SUPERVISED_DIR:
+        return journal.parent / journal.name[: -len(SUPERVISED_SUFFIX)]
+    if journal.name == REVIEW_JOURNAL and journal.parent.name == JOURNAL_DIR:
+        if opened_root is not None:
+            return opened_root
+        work = journal.parent.parent
+        if work.name.endswith(".eviscene-tui"):
+            return work.parent / work.name[: -len(".eviscene-tui")]
+    return None
+
+
+def find_journals(path: Path) -> tuple[list[Path], Path | None]:
+    """(journal files, the opened root when PATH was one)."""
+    if path.is_file():
+        return [path], None
+    if not path.is_dir():
+        return [], None
+    sidecar = supervised_journal_for_root(path)
+    if path.parent.name == SUPERVISED_DIR and sidecar.is_file():
+        return [sidecar], None
+    found = journals_in_workdir(path)
+    if found:
+        return found, None
+    work = default_workdir(path)
+    return journals_in_workdir(work), path.resolve()
+
+
+def _rows(journal: Path, opened_root: Path | None) -> list[dict[str, Any]]:
+    events, _bad = parse_journal_bytes(journal.read_bytes())
+    base = _base_for(journal, opened_root)
+    rows = []
+    for decision in fold(events).decisions:
+        row = decision.row()
+        row["journal"] = str(journal)
+        row["stale"] = bool(stale_paths(decision.event, base)) if base is not None and row["evidence"] else False
+        rows.append(row)
+    return rows
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, (dict, list)):
+        return orjson.dumps(value, option=orjson.OPT_SORT_KEYS).decode()
+    return str(value)
+
+
+def run(args: argparse.Namespace) -> int:
+    from eviscene_tui.cli import UsageError
+
+    path = Path(args.path)
+    if not path.exists():
+        raise UsageError(f"{args.path} does not exist")
+    journals, opened_root = find_journals(path)
+    if not journals:
+        print(f"eviscene-tui decisions: no decision journal found for {args.path}", file=sys.stderr)
+        return 1
+    reports = {j: verify_chain(j) for j in journals}
+    broken = [r for r in reports.values() if not r.ok]
+    if args.events:
+        if broken:
+            for r in broken:
+                print(f"eviscene-tui decisions: journal {r.path}: the hash chain does not verify:", file=sys.stderr)
+                for problem in r.problems[:20]:
+                    print(f"  - {safe_text(problem, single_line=True)}", file=sys.stderr)
+            return 1
+        events = []
+        for j in journals:
+            evs, _ = parse_journal_bytes(j.read_bytes())
+            events.extend({"journal": str(j), **e} for e in evs)
+        return _emit(args, events, EVENT_FIELDS, reports)
+    rows = [row for j in journals for row in _rows(j, opened_root)]
+    code = _emit(args, rows, ROW_FIELDS, reports)
+    for r in broken:
+        print(f"eviscene-tui decisions: warning: journal {r.path} does not verify ({len(r.problems)} problem(s)); use --events for details", file=sys.stderr)
+    for r in reports.values():
+        if r.torn_tail is not None and r.torn_tail.offset not in r.acknowledged:
+            print(f"eviscene-tui decisions: warning: journal {r.path} ends with {r.torn_tail.length} torn bytes (not a decision)", file=sys.stderr)
+    return 1 if broken else code
+
+
+def _emit(args: argparse.Namespace, items: list[dict[str, Any]], fields: tuple[str, ...], reports: dict) -> int:
+    if args.json:
+        doc = {
+            "journals": [r.as_dict() for r in reports.values()],
+            ("events" if args.events else "decisions"): items,
+        }
+        sys.stdout.write(orjson.dumps(doc, option=orjson.OPT_INDENT_2).decode() + "\n")
+        return 0
+    if args.csv:
+        buf = io.StringIO()
+        w = csv.writer(buf, lineterminator="\n")
+        w.writerow(fields)
+        for item in items:
+            w.writerow([_cell(item.get(f)) for f in fields])
+        sys.stdout.write(buf.getvalue())
+        return 0
+    # human table (terminal output: every value through safe_text)
+    if not items:
+        print("no decisions recorded")
+        return 0
+    if args.events:
+        for e in items:
+            t = e.get("target") or {}
+            print(safe_text(f"{e.get('seq'):>4} {e.get('ts')} {e.get('operator')} {e.get('action')} case={t.get('case')} round={t.get('round')} {e.get('reason')}", single_line=True))
+    else:
+        print(f"{'seq':>4}  {'ts':24} {'operator':12} {'action':16} {'case':28} {'rnd':>3} {'status':10} reason")
+        for r in items:
+            status = r["status"] + (" STALE" if r.get("stale") else "")
+            line = f"{r['seq']:>4}  {_cell(r['ts']):24} {_cell(r['operator'])[:12]:12} {_cell(r['action']):16} {_cell(r['case'])[:28]:28} {_cell(r['round']):>3} {status:10} {_cell(r['reason'])}"
+            print(safe_text(line, single_line=True, limit=240))
+    total = len(items)
+    print(f"{total} {'event' if args.events else 'decision'}{'s' if total != 1 else ''} in {len(reports)} journal(s)")
+    return 0

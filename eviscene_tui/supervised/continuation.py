@@ -1,0 +1,174 @@
+"""Running the approved hint's teacher continuation.
+
+:class:`SupervisedSearch.run_continuation` takes any ``continuation_runner``:
+an async callable ``runner(job: ContinuationJob) -> ContinuationOutcome``. The
+default, :class:`PolicyContinuationRunner`, uses engineer C's policy package:
+the failure step's request rebuilt from the runtime archive
+(``CaseBundle.source_step_request`` -> ``policy.request.teacher_request_from_archived``,
+which inserts the hint by its one documented rule), the attested client
+(``PolicyClient.continuation``: ``GET /models`` attestation before the call,
+then ``/chat/completions`` streaming with token ids), and the typed events,
+which are forwarded to ``job.on_event`` as they arrive (the UI coalesces them).
+With a ``work`` directory, C's session recorder also saves every attempt
+(complete, cancelled or failed) as its own record there.
+
+Log-probabilities are always requested (``top_logprobs`` 20, as the driver's
+``IFV_POLICY_TOPK``): without them the teacher capture would be ``incomplete``
+(missing ``completion_logprobs``) and the driver would refuse the record.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any, Awaitable, Callable
+
+DEFAULT_TOPK = 20
+
+
+@dataclass
+class ContinuationJob:
+    case: Any  # CaseBundle (A1) or None for custom runners
+    source_step_index: int
+    hint: str
+    round_index: int
+    on_event: Callable[[Any], None] | None = None
+
+
+@dataclass
+class ContinuationOutcome:
+    status: str  # complete | failed | cancelled
+    content: str = ""
+    reasoning: str = ""
+    tool_calls: list[dict[str, Any]] = field(default_factory=list)
+    prompt_token_ids: list[int] = field(default_factory=list)
+    completion_token_ids: list[int] = field(default_factory=list)
+    logprobs: list[Any] = field(default_factory=list)
+    topk: int = 0
+    finish_reason: str | None = None
+    usage: dict[str, Any] = field(default_factory=dict)
+    attestation: dict[str, Any] | None = None  # {model_id, root, max_model_len} when checked
+    attestation_status: str | None = None  # attested | unattested | refused
+    error: str | None = None
+    error_type: str | None = None
+    request: dict[str, Any] | None = None  # the body sent, images redacted
+    images: list[tuple[str, str, bytes]] = field(default_factory=list)  # (sha256, mime, bytes) of the request's images
+    policy_model: str | None = None
+    policy_base_url: str | None = None
+    record_path: str | None = None  # C's continuation record in the work dir, when saved
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "complete"
+
+
+ContinuationRunner = Callable[[ContinuationJob], Awaitable[ContinuationOutcome]]
+
+
+def outcome_from_accumulator(acc: Any, *, topk: int = 0) -> ContinuationOutcome:
+    """Convert engineer C's ``StreamAccumulator`` into a :class:`ContinuationOutcome`."""
+    if acc.cancelled:
+        status = "cancelled"
+    elif acc.error is not None:
+        status = "failed"
+    elif acc.done:
+        status = "complete"
+    else:
+        status = "failed"
+    att = acc.attestation
+    out = ContinuationOutcome(
+        status=status,
+        content="".join(acc.content),
+        reasoning="".join(acc.reasoning),
+        tool_calls=[
+            {"id": tc.id, "name": tc.name, "arguments": "".join(tc.arguments)} for _, tc in sorted(acc.tool_calls.items())
+        ],
+        prompt_token_ids=list(acc.prompt_token_ids or []),
+        completion_token_ids=list(acc.completion_token_ids),
+        logprobs=list(acc.logprobs),
+        topk=topk,
+        finish_reason=acc.finish_reason,
+        usage=(
+            {"prompt_tokens": acc.usage.prompt_tokens, "completion_tokens": acc.usage.completion_tokens, "total_tokens": acc.usage.total_tokens}
+            if acc.usage is not None
+            else {}
+        ),
+        attestation=(
+            {"model_id": att.model_id, "root": att.root, "max_model_len": att.max_model_len}
+            if att is not None and att.ok and att.status == "attested"
+            else None
+        ),
+        attestation_status=att.status if att is not None else None,
+        error=acc.error.message if acc.error is not None else ("cancelled" if acc.cancelled else None),
+        error_type=acc.error.kind if acc.error is not None else ("cancelled" if acc.cancelled else None),
+        policy_model=acc.model,
+        policy_base_url=acc.base_url,
+    )
+    if status == "failed" and out.error is None:
+        out.error, out.error_type = "the stream ended without [DONE]", "disconnect"
+    return out
+
+
+class PolicyContinuationRunner:
+    """The default runner over engineer C's attested policy client."""
+
+    def __init__(self, target: Any, config: Any = None, *, topk: int = DEFAULT_TOPK, work: Any = None) -> None:
+        from eviscene_tui.policy.profile import PolicyConfig
+
+        base = config or PolicyConfig()
+        self.work = work  # a WorkDir: every attempt is also recorded by C's session recorder
+        self.target = target
+        self.config = dataclasses.replace(base, logprobs=True, top_logprobs=topk or base.top_logprobs)
+        self.topk = self.config.top_logprobs
+
+    @classmethod
+    def from_options(cls, options: Any) -> "PolicyContinuationRunner":
+        from eviscene_tui.policy.profile import load_policy_config, load_target_from_profile, unattested_target
+
+        if getattr(options, "policy_profile", None):
+            target = load_target_from_profile(options.policy_profile)
+        elif getattr(options, "policy_url", None) and getattr(options, "policy_model", None):
+            target = unattested_target(options.policy_url, options.policy_model)
+        else:
+            raise ValueError("no policy server configured: give --policy-profile, or --policy-url and --policy-model")
+        work = options.work() if hasattr(options, "work") else None
+        return cls(target, load_policy_config(getattr(options, "config", None)), work=work)
+
+    async def __call__(self, job: ContinuationJob) -> ContinuationOutcome:
+        from eviscene_tui.policy.accumulate import StreamAccumulator
+        from eviscene_tui.policy.client import PolicyClient
+        from eviscene_tui.policy.request import RequestUnavailable, redact_images, teacher_request_from_archived
+        from eviscene_tui.policy.session import run_continuation
+
+        def failed(message: str) -> ContinuationOutcome:
+            return ContinuationOutcome(status="failed", error=message, error_type="request", topk=self.topk)
+
+        if job.case is None:
+            return failed("no case to rebuild the failure step's request from")
+        archived, problems = job.case.source_step_request(job.source_step_index)
+        if archived is None:
+            detail = "; ".join(p.message for p in problems) or "unknown reason"
+            return failed(f"the failure step's request cannot be rebuilt: {detail}")
+        try:
+            req = teacher_request_from_archived(
+                archived,
+                hint=job.hint,
+                placement=self.config.hint_placement,
+                step_index=job.source_step_index,
+                round_index=job.round_index,
+            )
+        except RequestUnavailable as exc:
+            return failed(str(exc))
+        acc = StreamAccumulator()
+        case_ref = {"case_key": f"supervised-round-{job.round_index:02d}"}
+        async with PolicyClient(self.target, self.config) as client:
+            result = await run_continuation(client, req, work=self.work, case_ref=case_ref, on_event=job.on_event, accumulator=acc)
+            from eviscene_tui.policy.request import chat_body
+
+            body = chat_body(req, self.config, model=self.target.model)
+        out = outcome_from_accumulator(acc, topk=self.topk)
+        out.request = redact_images(body, req.images)
+        out.images = [(img.sha256, img.mime, img.data) for img in (getattr(archived, "images", None) or [])]
+        if result.path is not None:
+            out.record_path = str(result.path)
+        return out

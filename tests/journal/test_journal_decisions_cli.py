@@ -1,0 +1,82 @@
+import csv
+import io
+import json
+
+import orjson
+
+from eviscene_tui.cli import main
+from eviscene_tui.journal import Journal, evidence_for, review_journal_path, supervised_journal_path
+from eviscene_tui.storage import default_workdir
+
+
+def _setup(tmp_path):
+    root = tmp_path / "runs"
+    (root / "caseA").mkdir(parents=True)
+    (root / "caseA" / "manifest.json").write_text('{"status":"no_recoverable_site"}')
+    work = default_workdir(root)
+    j = Journal(review_journal_path(work), operator="bob")
+    e1 = j.append("triage_label", target={"case": "caseA"}, data={"label": "unrecoverable"}, reason="no site",
+                  evidence=evidence_for(["caseA/manifest.json"], root))
+    j.append("comment", target={"case": "caseA"}, reason="look \x1b[2J again")
+    j.undo(e1["id"], reason="wrong label")
+    j.append("triage_label", target={"case": "caseA"}, data={"label": "data_problem"}, reason="bad image",
+             evidence=evidence_for(["caseA/manifest.json"], root))
+    j.close()
+    sroot = work / "supervised" / "k1"
+    sroot.mkdir(parents=True)
+    (sroot / "x.json").write_text("{}")
+    s = Journal(supervised_journal_path(work, "k1"), operator="bob")
+    s.append("approve_attempt", target={"case": "caseA", "round": 0, "attempt_id": "A"}, evidence=evidence_for(["x.json"], sroot))
+    s.close()
+    return root, work, sroot
+
+
+def test_decisions_json_from_opened_root_with_stale(tmp_path, capsys):
+    root, work, sroot = _setup(tmp_path)
+    (root / "caseA" / "manifest.json").write_text('{"status":"changed"}')
+    assert main(["decisions", str(root), "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert len(doc["journals"]) == 2 and all(j["ok"] for j in doc["journals"])
+    rows = doc["decisions"]
+    assert [r["action"] for r in rows] == ["triage_label", "comment", "triage_label", "approve_attempt"]
+    assert [r["status"] for r in rows] == ["undone", "active", "active", "active"]
+    assert rows[2]["label"] == "data_problem" and rows[2]["stale"] is True
+    assert rows[3]["stale"] is False  # supervised evidence relative to the supervised root
+
+
+def test_decisions_csv_workdir_and_supervised_root(tmp_path, capsys):
+    root, work, sroot = _setup(tmp_path)
+    assert main(["decisions", str(work), "--csv"]) == 0
+    out = capsys.readouterr().out
+    rows = list(csv.DictReader(io.StringIO(out)))
+    assert len(rows) == 4 and rows[0]["action"] == "triage_label" and rows[0]["status"] == "undone"
+    assert main(["decisions", str(sroot), "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert [r["action"] for r in doc["decisions"]] == ["approve_attempt"]
+
+
+def test_decisions_events_verified_and_broken_chain(tmp_path, capsys):
+    root, work, sroot = _setup(tmp_path)
+    jp = review_journal_path(work)
+    assert main(["decisions", str(jp), "--events", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert [e["seq"] for e in doc["events"]] == [0, 1, 2, 3] and doc["events"][2]["action"] == "undo"
+    # human output is sanitised
+    assert main(["decisions", str(jp)]) == 0
+    out = capsys.readouterr().out
+    assert "\x1b" not in out and "4 decisions" not in out and "3 decisions" in out
+    lines = jp.read_bytes().split(b"\n")
+    ev = orjson.loads(lines[1])
+    ev["reason"] = "tampered"
+    lines[1] = orjson.dumps(ev, option=orjson.OPT_SORT_KEYS)
+    jp.write_bytes(b"\n".join(lines))
+    assert main(["decisions", str(jp), "--events"]) == 1
+    err = capsys.readouterr().err
+    assert "does not verify" in err and "hash does not match" in err
+
+
+def test_decisions_missing(tmp_path, capsys):
+    assert main(["decisions", str(tmp_path / "nope")]) == 2
+    (tmp_path / "empty").mkdir()
+    assert main(["decisions", str(tmp_path / "empty")]) == 1
+    assert "no decision journal" in capsys.readouterr().err
