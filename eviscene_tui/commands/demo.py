@@ -5,7 +5,10 @@
    profile) — or a built-in profile when there is none;
 2. write a copy of that profile with the fake's ``base_url`` into the work
    directory (a new file; the evidence root is never touched);
-3. open the app (``eviscene_tui.ui.launch.run_app``) with ``policy_profile``
+3. start the scripted demo hint constructor (``supervised.demo_hints``), an
+   OpenAI-compatible endpoint answering ``{"hints": [...]}``, so supervised
+   rounds can fetch proposals without a model;
+4. open the app (``eviscene_tui.ui.launch.run_app``) with ``policy_profile``
    pointing at the copy, so live teacher continuations are attested and stream
    without a GPU. If the app cannot be opened, print the ``check`` report instead.
 """
@@ -70,15 +73,19 @@ def run(args: argparse.Namespace) -> int:
     except EvidenceWriteRefused as exc:
         raise UsageError(str(exc)) from None
 
+    from eviscene_tui.supervised.demo_hints import DemoHintServer
+
     server = FakeVLLMServer(personality=args.personality, scenario=scenario, profile=profile, replace_scenario=True)
     server.start()
+    hints = DemoHintServer().start()
     try:
         prof = server.profile_dict()
         prof_path = work.write_new(work.sub("demo", unique_name("serving-profile-demo", ".json")), orjson.dumps(prof, option=orjson.OPT_INDENT_2) + b"\n")
         print(f"fake vLLM ({args.personality}) on {server.v1_url}; profile {prof_path}", file=sys.stderr)
+        print(f"demo hint constructor on {hints.v1_url}", file=sys.stderr)
         app_args = argparse.Namespace(
             path=str(root), theme=args.theme, poll=args.poll, operator=args.operator, workdir=str(workdir),
-            policy_profile=str(prof_path), policy_url=None, policy_model=None, hint_url=None, hint_model=None,
+            policy_profile=str(prof_path), policy_url=None, policy_model=None, hint_url=hints.v1_url, hint_model="demo-hint-constructor",
             tokenizer=None, config=args.config,
         )
         try:
@@ -94,4 +101,5 @@ def run(args: argparse.Namespace) -> int:
             return int(check.run(ns) or 0)
         return int(run_app(root, app_args) or 0)
     finally:
+        hints.stop()
         server.stop()

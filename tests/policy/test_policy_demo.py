@@ -31,6 +31,11 @@ def test_demo_wires_profile_and_server(tmp_path, monkeypatch):
         seen["args"] = args
         rows = httpx.get(prof["base_url"] + "/models").json()["data"]
         seen["row"] = rows[0]
+        hint_reply = httpx.post(
+            args.hint_url + "/chat/completions",
+            json={"model": args.hint_model, "messages": [{"role": "user", "content": "propose"}]},
+        ).json()
+        seen["hints"] = orjson.loads(hint_reply["choices"][0]["message"]["content"])["hints"]
         return 0
 
     import eviscene_tui.ui.launch as launch
@@ -43,6 +48,7 @@ def test_demo_wires_profile_and_server(tmp_path, monkeypatch):
     prof, row = seen["prof"], seen["row"]
     assert row["id"] == prof["profile_id"] and row["root"] == (prof.get("engine_model_path") or prof["model_path"])
     assert row["max_model_len"] == prof["context_length"]
+    assert seen["hints"] and all(isinstance(h, str) and h for h in seen["hints"])  # the demo hint constructor answers
     assert Path(seen["args"].policy_profile).parent == (tmp_path / "sample_runs.eviscene-tui" / "demo").resolve()
     assert sorted(p.name for p in root.iterdir()) == sorted(p.name for p in root.iterdir() if p.name == "serving-profile.json")
     with pytest.raises(httpx.ConnectError):  # the server is stopped when the app exits
