@@ -239,3 +239,132 @@ async def test_text_pane_follows_bottom_only_when_at_bottom():
         assert "\x1b" not in pane.text
         pane.append("evil \x1b]0;title\x07 [b]not markup[/b]")
         assert "\x1b" not in pane.text and "[b]not markup[/b]" in pane.text
+
+
+def _stats(screen: StreamScreen) -> str:
+    return str(screen.query_one("#stream-stats").render())
+
+
+async def test_badge_shows_session_kind_from_the_start_then_latest_attestation(tmp_path):
+    """Before the first send the stats badge says what the session is (attested profile vs
+    --policy-url/--policy-model); after each call it shows that call's attestation result."""
+    with FakeVLLMServer(scenario={"tokens_per_second": None, "content_tokens": 20}) as srv:
+        opts = _options(tmp_path, srv)  # a serving profile: an attested session
+        screen = StreamScreen(None, opts, request=simple_request(tools=False), config=PolicyConfig(status_interval=5))
+        async with Harness(screen).run_test(size=(120, 40)) as pilot:
+            await pilot.pause()
+            stats = _stats(screen)
+            assert "ATTESTED" in stats and "UNATTESTED" not in stats and "idle" in stats, stats
+            # the server no longer serves the frozen checkpoint: the call is refused, and the badge says so
+            srv.set_scenario(wrong_root="/elsewhere")
+            await pilot.press("ctrl+s")
+            await _wait(lambda: screen.last_status is not None)
+            await pilot.pause()
+            assert screen.last_status == "failed"
+            assert "REFUSED" in _stats(screen) and "ATTESTED" not in _stats(screen).replace("UNATTESTED", "")
+            srv.set_scenario(wrong_root=None)
+            screen.last_status = None
+            await pilot.press("ctrl+s")
+            await _wait(lambda: screen.last_status is not None)
+            await pilot.pause()
+            assert screen.last_status == "complete"
+            stats = _stats(screen)
+            assert "ATTESTED" in stats and "REFUSED" not in stats and "UNATTESTED" not in stats, stats
+
+        root = tmp_path / "runs"
+        opts = AppOptions(root=root, workdir=tmp_path / "wd2", policy_url=srv.v1_url, policy_model=srv.config.alias)
+        screen = StreamScreen(None, opts, request=simple_request(tools=False), config=PolicyConfig(status_interval=5))
+        async with Harness(screen).run_test(size=(120, 40)) as pilot:
+            await pilot.pause()
+            assert "UNATTESTED" in _stats(screen) and "idle" in _stats(screen)
+            await pilot.press("ctrl+s")
+            await _wait(lambda: screen.last_status is not None)
+            await pilot.pause()
+            assert screen.last_status == "complete" and "UNATTESTED" in _stats(screen)
+
+
+async def test_token_inspector_on_the_live_and_last_continuation(tmp_path):
+    """`k` / ctrl+o open the token inspector on the continuation: teacher prompt ids, completion
+    ids, logprobs + top-k, usage; with the student prompt from the source step capture, the
+    diff shows exactly where the hint went (real loopback against the fake server)."""
+    import dataclasses
+    from types import SimpleNamespace
+
+    import httpx
+
+    from eviscene_tui.policy.request import chat_body
+    from eviscene_tui.tokens import tiny
+    from eviscene_tui.ui.screens.tokens import TokenScreen
+
+    hint = "Check the photo's date first."
+    config = PolicyConfig(status_interval=5, logprobs=True, top_logprobs=2)
+    with FakeVLLMServer(scenario={"tokens_per_second": None, "content_tokens": 40, "reasoning": "", "tool_calls": []}) as srv:
+        # the student prompt: what the server tokenises for the failure step's request without the hint
+        body = chat_body(simple_request(hint=None, tools=False), config, model=srv.config.alias)
+        body.update(stream=False)
+        body.pop("stream_options", None)
+        with httpx.Client(trust_env=False) as http:
+            student = http.post(f"{srv.v1_url}/chat/completions", json=body).json()["prompt_token_ids"]
+        assert student
+        step = 2
+        steps = [{"stage": "s"}, {"stage": "s"},
+                 {"stage": "policy", "metadata": {"policy_token_capture": {"prompt_token_ids": student, "completion_token_ids": [1, 2], "status": "complete"}}}]
+        case = SimpleNamespace(trace=lambda: (SimpleNamespace(raw_steps=steps), []), rounds=[], root=None, case_id="c1")
+        request = dataclasses.replace(simple_request(hint=hint, tools=False), step_index=step)
+        opts = _options(tmp_path, srv)
+        screen = StreamScreen(case, opts, request=request, hint_text=hint, config=config)
+        async with Harness(screen).run_test(size=(140, 40)) as pilot:
+            await pilot.pause()
+            await pilot.press("ctrl+o")  # nothing sent yet
+            await pilot.pause()
+            assert "no continuation yet" in str(screen.query_one("#stream-message").render())
+            assert pilot.app.screen is screen
+            await pilot.press("ctrl+s")
+            await _wait(lambda: screen.last_status is not None)
+            await pilot.pause()
+            assert screen.last_status == "complete"
+            acc = screen.query_one(StreamView).acc
+            screen.query_one("#pane-content", TextPane).focus()  # `k` works off the hint input
+            await pilot.press("k")
+            await _wait(lambda: isinstance(pilot.app.screen, TokenScreen))
+            tokens = pilot.app.screen
+            await _wait(lambda: tokens.data is not None)
+            data = tokens.data
+            teacher = acc.prompt_token_ids
+            assert data.ids == teacher + acc.completion_token_ids and data.completion_start == len(teacher)
+            assert data.kind == "continuation" and data.status == "complete"
+            n = len(acc.completion_token_ids)
+            assert n >= 40 and len(data.logprobs) == n and all(len(r) == 2 for r in data.topk)
+            assert data.usage["completion_tokens"] == n and data.usage["prompt_tokens"] == len(teacher)
+            # where the hint went: the teacher prompt minus the student prompt is the hint block
+            assert data.student_ids == student and data.teacher_ids == teacher
+            a, b = data.highlight
+            assert b > a and hint in tiny.decode(teacher[a:b])
+            assert data.prompt_diff.pure_insertion
+            await pilot.pause(0.3)
+            checks = str(tokens.query_one("#panel-checks").render())
+            assert f"accounting: {n} completion ids = usage.completion_tokens" in checks
+            assert "differ from the student prompt" in checks
+            await pilot.press("s")  # side by side: the student prompt
+            await pilot.pause()
+            assert tokens.has_class("-paired")
+            await pilot.press("escape")
+            await pilot.pause()
+            assert pilot.app.screen is screen
+
+            # mid-stream: a snapshot of the ids so far, while the stream goes on
+            srv.set_scenario(tokens_per_second=400, content_tokens=2000)
+            screen.last_status = None
+            await pilot.press("ctrl+s")
+            await _wait(lambda: screen.query_one(StreamView).acc.token_count >= 20)
+            await pilot.press("ctrl+o")
+            await _wait(lambda: isinstance(pilot.app.screen, TokenScreen))
+            snap = pilot.app.screen
+            await _wait(lambda: snap.data is not None)
+            assert snap.data.status == "streaming" and 20 <= len(snap.data.ids) - snap.data.completion_start < 2000
+            assert any("still streaming" in n for n in snap.data.notes)
+            assert screen.streaming  # inspecting does not stop the stream
+            await pilot.press("escape")
+            await pilot.pause()
+            await pilot.press("ctrl+x")
+            await _wait(lambda: screen.last_status == "cancelled")

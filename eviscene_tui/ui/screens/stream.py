@@ -68,6 +68,12 @@ class StreamEnded(Message):
         self.status, self.acc = status, acc
 
 
+class LiveCaptureReady(Message):
+    def __init__(self, capture: Any, error: str | None = None) -> None:
+        super().__init__()
+        self.capture, self.error = capture, error
+
+
 class StatusPolled(Message):
     def __init__(self, statuses: list[ServerStatus]) -> None:
         super().__init__()
@@ -79,6 +85,9 @@ class StreamScreen(Screen):
         Binding("ctrl+s", "send", "Send", id="stream.send", priority=True, tooltip="Send the hinted request to the policy"),
         Binding("ctrl+x", "cancel_stream", "Cancel", id="stream.cancel", priority=True, tooltip="Cancel the running continuation (closes the stream)"),
         Binding("ctrl+r", "toggle_request", "Request", id="stream.request", priority=True, tooltip="Show or hide the exact request"),
+        Binding("k", "inspect_tokens", "Tokens", id="stream.tokens", tooltip="Token inspector on the current or last continuation"),
+        Binding("ctrl+o", "inspect_tokens", "Tokens", id="stream.tokens_anywhere", priority=True, show=False,
+                tooltip="Token inspector (also while typing the hint)"),
         Binding("escape", "back", "Back", id="stream.back", tooltip="Back to the case (cancels a running stream)"),
     ]
 
@@ -118,6 +127,7 @@ class StreamScreen(Screen):
         self.last_status: str | None = None
         self.last_acc: StreamAccumulator | None = None
         self._preview_timer: Any = None
+        self.sent_request: TeacherRequest | None = None  # the request of the current / last continuation
 
     # ------------------------------------------------------------------ layout
     def compose(self) -> ComposeResult:
@@ -143,9 +153,8 @@ class StreamScreen(Screen):
                                     round=str(self.round_index) if self.round_index is not None else "current")
         self.query_one("#stream-title", Static).update(title)
         self._render_policy(None)
-        view = self.query_one(StreamView)
-        view.badge = self.target.label if self.target else "no policy"
-        view.flush()
+        # the stats line was first painted (by StreamView.on_mount) before the target was known
+        self.query_one(StreamView).set_badge(self.target.label if self.target else "no policy")
         if self._given_request:
             self._request_ready(self.base_request, None)
         else:
@@ -288,7 +297,8 @@ class StreamScreen(Screen):
         if req is None:
             self._record_request_failure(self.request_error or "the failure step's request could not be rebuilt")
             return
-        acc = view.reset(badge=self.target.label)
+        acc = view.reset()  # the badge keeps the latest attestation result until this call's arrives
+        self.sent_request = req
         self._message(f"sending to {self.target.model} ({self.target.label})…", "info")
         self.stream_worker = self._stream(req, acc)
 
@@ -316,7 +326,7 @@ class StreamScreen(Screen):
         assert self.target is not None
         out = record_failure(self.target, work=self._work(), kind="request", message=reason, case_ref=self._case_ref())
         view = self.query_one(StreamView)
-        view.reset(out.accumulator, badge=self.target.label)
+        view.reset(out.accumulator)
         view.finish("failed")
         self.last_status, self.last_acc = "failed", out.accumulator
         self._message(f"Request unavailable: {reason} — recorded as a failed attempt: {out.path or out.save_error}", "error")
@@ -362,6 +372,52 @@ class StreamScreen(Screen):
     def _message(self, text: str, severity: str = "info") -> None:
         style = {"error": "$error", "warning": "$warning", "success": "$success"}.get(severity, "$foreground")
         self.query_one("#stream-message", Static).update(Content.from_markup(f"[{style}]$t[/]", t=safe_text(text, limit=2000)))
+
+    # ------------------------------------------------------------------ token inspector
+    def action_inspect_tokens(self) -> None:
+        """Open the token inspector on the current (a snapshot) or last continuation."""
+        from eviscene_tui.policy.capture import LiveSnapshot
+
+        view = self.query_one(StreamView)
+        if view.state == "idle":
+            self._message("no continuation yet: send one first (ctrl+s)", "info")
+            return
+        snap = LiveSnapshot.of(view.acc, status="streaming" if self.streaming else None)
+        if snap.empty:
+            self._message("this continuation has no token ids (it failed before the server sent any)", "warning")
+            return
+        step = self.sent_request.step_index if self.sent_request is not None else None
+        self._build_live_capture(snap, step)
+
+    @work(exclusive=True, group="policy-capture", exit_on_error=False, thread=True)
+    def _build_live_capture(self, snap: Any, step_index: int | None) -> None:
+        from eviscene_tui.policy.capture import live_capture
+        from eviscene_tui.tokens.sources import source_step_prompt_ids
+
+        try:
+            student = None
+            note = None
+            try:
+                student = source_step_prompt_ids(self.case, step_index)
+            except Exception as exc:  # noqa: BLE001 - a damaged trace only loses the diff
+                note = f"student prompt unavailable: {type(exc).__name__}: {exc}"
+            data = live_capture(snap, student_prompt_ids=student,
+                                student_source=f"source step {step_index} policy_token_capture")
+            if note:
+                data.notes.append(note)
+            self.post_message(LiveCaptureReady(data))
+        except Exception as exc:  # noqa: BLE001
+            self.post_message(LiveCaptureReady(None, f"{type(exc).__name__}: {exc}"))
+
+    def on_live_capture_ready(self, message: LiveCaptureReady) -> None:
+        if message.capture is None:
+            self._message(f"cannot open the token inspector: {message.error}", "error")
+            return
+        if self.app.screen is not self:
+            return  # the operator left meanwhile
+        from eviscene_tui.ui.screens.tokens import TokenScreen
+
+        self.app.push_screen(TokenScreen(self.case, self.options, capture=message.capture))
 
     # ------------------------------------------------------------------ misc actions
     def action_toggle_request(self) -> None:

@@ -27,12 +27,13 @@ from textual.strip import Strip
 from textual.widget import Widget
 
 from eviscene_tui.policy.accumulate import StreamAccumulator
-from eviscene_tui.policy.events import Delta, PolicyEvent, ToolCallDelta
+from eviscene_tui.policy.events import Attested, Delta, PolicyEvent, ToolCallDelta
 from eviscene_tui.safe_text import safe_text
 
 FLUSH_HZ = 24  # <= 30 Hz; the compositor repaint per flush is the dominant UI cost at 5k+ tok/s
 HEAVY_FLUSH_HZ = 8  # flush rate while more than HEAVY_CHARS arrive per flush
 HEAVY_CHARS = 1500
+BADGE_STYLES = {"attested": "$success", "unattested": "$warning", "refused": "$error", "no policy": "$error"}
 
 
 class TextPane(ScrollView, can_focus=True):
@@ -202,7 +203,7 @@ class StreamView(Vertical):
         self._pending: dict[str, list[str]] = {"reasoning": [], "content": []}
         self._tools_dirty = False
         self._dirty = False
-        self.badge = "unattested"
+        self.badge = "unattested"  # session kind until a call's attestation result arrives (set_badge / Attested)
         self.state = "idle"  # idle | streaming | complete | cancelled | failed
         self.flushes = 0
         self._started_at: float | None = None
@@ -234,13 +235,22 @@ class StreamView(Vertical):
         self._dirty = True
         return self.acc
 
+    def set_badge(self, badge: str) -> None:
+        """Show ``badge`` (``attested`` / ``unattested`` / ``refused`` / ``no policy``) now."""
+        self.badge = badge
+        if self.is_mounted:
+            self._render_stats()
+
     def feed(self, ev: PolicyEvent) -> None:
         """Called for every event (after the accumulator saw it): buffer only."""
-        if isinstance(ev, Delta):
+        if type(ev) is Delta:
             if ev.text and ev.kind in self._pending:
                 self._pending[ev.kind].append(ev.text)
         elif isinstance(ev, ToolCallDelta):
             self._tools_dirty = True
+        elif isinstance(ev, Attested):
+            # the latest attestation result replaces the session kind (or the previous result)
+            self.badge = ev.attestation.status
         self._dirty = True
 
     def finish(self, state: str) -> None:
@@ -284,7 +294,7 @@ class StreamView(Vertical):
     def _render_stats(self) -> None:
         acc = self.acc
         t = acc.timings()
-        badge_style = "$success" if self.badge == "attested" else "$warning"
+        badge_style = BADGE_STYLES.get(self.badge, "$warning")
         content = Content.from_markup(
             f"[b {badge_style}]$badge[/]  [b]$state[/]  tokens $tokens  ttft $ttft  tok/s $tps  finish $finish",
             badge=self.badge.upper(),

@@ -1,0 +1,186 @@
+"""UI benchmarks (issue 3, "Done when"): printed, not asserted.
+
+- runs-screen first paint on 10,000 generated cases (goal < 2 s), and the full scan;
+- opening a case whose source trace is ~200 MB: time until the failure step is shown
+  vs bare ``orjson.loads`` of the same file (goal <= 2x), and peak RSS vs file size
+  (goal <= 2.5x), measured in a fresh subprocess.
+
+Generated data is cached under ``$EVISCENE_BENCH_DIR`` (default
+``/tmp/eviscene-bench``) because writing 10,000 cases takes a while.
+Sizes can be reduced with ``EVISCENE_BENCH_CASES`` / ``EVISCENE_BENCH_TRACE_MB``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+BENCH_DIR = Path(os.environ.get("EVISCENE_BENCH_DIR", "/tmp/eviscene-bench"))
+N_CASES = int(os.environ.get("EVISCENE_BENCH_CASES", "10000"))
+TRACE_MB = int(os.environ.get("EVISCENE_BENCH_TRACE_MB", "200"))
+
+
+def _many_cases() -> Path:
+    root = BENCH_DIR / f"many-{N_CASES}"
+    marker = root / ".complete"
+    if not marker.exists():
+        from eviscene_tui.samples.synthetic import make_many_cases
+
+        if root.exists():
+            import shutil
+
+            shutil.rmtree(root)
+        make_many_cases(root, N_CASES)
+        marker.write_text("ok")
+    return root
+
+
+def _big_case() -> tuple[Path, dict]:
+    root = BENCH_DIR / f"big-{TRACE_MB}mb"
+    case = root / "big-case"
+    info_path = root / ".info.json"
+    if not info_path.exists():
+        from eviscene_tui.samples.synthetic import make_big_case
+
+        case.mkdir(parents=True, exist_ok=True)
+        info = make_big_case(case, TRACE_MB * 1_000_000)
+        info_path.write_text(json.dumps(info))
+    return case, json.loads(info_path.read_text())
+
+
+async def _runs_first_paint(root: Path) -> tuple[float, float, int]:
+    from eviscene_tui.options import AppOptions
+    from eviscene_tui.ui.app import EvisceneApp
+    from eviscene_tui.ui.config import UserConfig
+    from eviscene_tui.ui.widgets.runs_table import RunsTable
+
+    started = time.perf_counter()
+    app = EvisceneApp(AppOptions.from_args(root, object()), watch=False, config=UserConfig(path=Path("/nonexistent")))
+    first = None
+    async with app.run_test(size=(120, 40)) as pilot:
+        while time.perf_counter() - started < 600:
+            try:
+                table = app.screen.query_one(RunsTable)
+            except Exception:  # noqa: BLE001 - screen not mounted yet
+                table = None
+            if table is not None and table.first_row_painted_at is not None:
+                first = table.first_row_painted_at - started
+                break
+            await asyncio.sleep(0.005)
+        while app.scan_seconds is None and time.perf_counter() - started < 600:
+            await asyncio.sleep(0.05)
+        full = time.perf_counter() - started
+        count = len(app.store)
+    return first or float("nan"), full, count
+
+
+# Run in a subprocess: open the big case and report the time to the failure step and peak RSS.
+_CHILD = r"""
+import asyncio, json, resource, sys, time
+from pathlib import Path
+from eviscene_tui.options import AppOptions
+from eviscene_tui.ui.app import EvisceneApp
+from eviscene_tui.ui.config import UserConfig
+from eviscene_tui.ui.screens.case import CaseScreen
+from eviscene_tui.ui.widgets.trace_view import TraceView
+
+case = Path(sys.argv[1])
+async def main():
+    app = EvisceneApp(AppOptions.from_args(case, object()), watch=False, config=UserConfig(path=Path("/nonexistent")))
+    async with app.run_test(size=(120, 40)) as pilot:
+        while app.scan_seconds is None:
+            await asyncio.sleep(0.01)
+        await pilot.pause()
+        screen = CaseScreen(case, app.options, key=case.name)
+        start = time.perf_counter()
+        await app.push_screen(screen)
+        tv = None
+        while time.perf_counter() - start < 600:
+            if screen.trace_rows is not None:
+                tv = screen.query_one(TraceView)
+                if tv.failure_painted_at is not None or screen.trace_rows.failure_index is None:
+                    break
+            await asyncio.sleep(0.002)
+        shown = (tv.failure_painted_at if tv is not None and tv.failure_painted_at else time.perf_counter()) - start
+        await pilot.pause()
+        tv = screen.query_one(TraceView)
+        ok = screen.trace_rows is not None and tv.cursor == screen.trace_rows.failure_index
+        # scroll pages: pure Line-API render time of a full viewport after each page move
+        height = tv.scrollable_content_region.height
+        scroll = 0.0
+        for _ in range(20):
+            tv.action_page(1)
+            t = time.perf_counter()
+            for y in range(height):
+                tv.render_line(y)
+            scroll += time.perf_counter() - t
+        scroll /= 20
+        print(json.dumps({"shown": shown, "ok": ok, "failure": screen.trace_rows.failure_index if screen.trace_rows else None,
+                          "steps": screen.trace_rows.step_count if screen.trace_rows else 0, "page": scroll,
+                          "maxrss_kb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}))
+asyncio.run(main())
+"""
+
+_BARE = r"""
+import json, resource, sys, time
+import orjson
+from pathlib import Path
+t = time.perf_counter()
+data = Path(sys.argv[1]).read_bytes()
+obj = orjson.loads(data)
+print(json.dumps({"seconds": time.perf_counter() - t, "maxrss_kb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}))
+"""
+
+
+def _child(code: str, *args: str) -> dict:
+    out = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, timeout=1200)
+    if out.returncode != 0:
+        return {"error": (out.stderr or out.stdout).strip().splitlines()[-1:] or ["failed"]}
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def run() -> list[tuple[str, str]]:
+    rows: list[tuple[str, str]] = []
+    BENCH_DIR.mkdir(parents=True, exist_ok=True)
+    t = time.perf_counter()
+    many = _many_cases()
+    prep = time.perf_counter() - t
+    first, full, count = asyncio.run(_runs_first_paint(many))
+    rows.append((f"ui: runs screen first paint, {count:,} cases (goal < 2 s)", f"{first:.2f} s"))
+    rows.append((f"ui: runs screen full scan, {count:,} cases", f"{full:.2f} s" + (f" (data generated in {prep:.0f} s)" if prep > 1 else "")))
+
+    case, info = _big_case()
+    trace = Path(info["path"])
+    size = trace.stat().st_size
+    bare = _child(_BARE, str(trace))
+    opened = _child(_CHILD, str(case))
+    if "error" in bare or "error" in opened:
+        rows.append(("ui: open 200 MB case", f"failed: {bare.get('error') or opened.get('error')}"))
+        return rows
+    ratio = opened["shown"] / bare["seconds"] if bare["seconds"] else float("nan")
+    rows.append(
+        (
+            f"ui: open case, {size / 1e6:.0f} MB trace, {opened['steps']:,} steps: failure step shown (goal <= 2x orjson.loads)",
+            f"{opened['shown']:.2f} s vs orjson.loads {bare['seconds']:.2f} s = {ratio:.2f}x"
+            + ("" if opened["ok"] else " (cursor NOT on the failure step)"),
+        )
+    )
+    rss = opened["maxrss_kb"] * 1024
+    rows.append(
+        (
+            "ui: open case peak RSS (goal <= 2.5x file size)",
+            f"{rss / 1e6:.0f} MB = {rss / size:.2f}x file (bare orjson.loads process: {bare['maxrss_kb'] * 1024 / 1e6:.0f} MB)",
+        )
+    )
+    rows.append(("ui: trace view, render one page after page-down (Line API)", f"{opened['page'] * 1000:.1f} ms per page"))
+    return rows
+
+
+if __name__ == "__main__":
+    for label, figure in run():
+        print(f"{label:<100} {figure}")

@@ -1,0 +1,761 @@
+"""View models of an open case, built in a worker from a ``CaseBundle``.
+
+Everything here is display-ready: each run-derived string has passed
+``safe_text``. Documents are lists of lines of :class:`Seg` (text + a semantic
+style name + a ``privileged`` flag); the UI maps style names to theme colours and
+masks privileged segments until the operator reveals them. No Textual import.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+from eviscene_tui.safe_text import safe_text
+
+CHECK_NAMES = (
+    "source_error_confirmed",
+    "repaired_at_selected_step",
+    "grounded_episode",
+    "procedural_hint",
+    "anchor_matches",
+    "episode_complete",
+)
+PASS_FLAGS = ("source_rollout_failed", "hinted_local_pass", "hinted_episode_pass", "hinted_strict_trace_audit_pass")
+KNOWN_CATEGORIES = frozenset(
+    {
+        "wrong_search_direction",
+        "incomplete_event_verification",
+        "unsupported_similarity_extrapolation",
+        "ignored_repeated_no_match",
+        "evidence_interpretation_error",
+    }
+)
+REJECTION_TYPES = frozenset({"format_error", "output_rejected", "policy_replan"})
+
+
+@dataclass(frozen=True, slots=True)
+class Seg:
+    text: str
+    style: str = ""  # title, key, value, ok, bad, warn, dim, hint, quote, mark, accent
+    privileged: bool = False
+
+
+Line = tuple[Seg, ...]
+
+
+def S(value: Any, style: str = "", *, privileged: bool = False, single_line: bool = True, limit: int | None = 2000) -> Seg:
+    return Seg(safe_text(value, single_line=single_line, limit=limit), style, privileged)
+
+
+def L(*segs: Seg | str) -> Line:
+    return tuple(s if isinstance(s, Seg) else Seg(s) for s in segs)
+
+
+def kv(key: str, value: Any, style: str = "value", *, privileged: bool = False) -> Line:
+    shown = "-" if value is None or value == "" else value
+    return L(Seg(f"  {key}: ", "key"), S(shown, style, privileged=privileged))
+
+
+def block(text: Any, style: str = "", *, indent: str = "    ", privileged: bool = False, limit: int = 20000) -> list[Line]:
+    """Multi-line text, one Line per line (sanitised, control pictures kept visible)."""
+    raw = text if isinstance(text, str) else _json_text(text)
+    safe = safe_text(raw, limit=limit)
+    return [L(Seg(indent), Seg(part, style, privileged)) for part in safe.split("\n")] or [L(Seg(indent))]
+
+
+def _json_text(value: Any) -> str:
+    if value is None:
+        return ""
+    try:
+        return orjson.dumps(value, option=orjson.OPT_INDENT_2, default=str).decode("utf-8", "replace")
+    except (TypeError, orjson.JSONEncodeError):
+        return repr(value)
+
+
+def flag(value: Any) -> Seg:
+    if value is True:
+        return Seg("\u2713", "ok")
+    if value is False:
+        return Seg("\u2717", "bad")
+    return Seg("?", "dim")
+
+
+@dataclass(frozen=True, slots=True)
+class Quote:
+    step_index: int | None
+    text: str  # safe, single line
+    candidate: int
+    category: str
+
+
+@dataclass
+class CaseView:
+    key: str
+    title: str
+    status: str
+    layout: str
+    failure_index: int | None = None
+    site_step_id: str | None = None
+    site_from_semantic: bool = False  # failure_index taken from semantic-localization.json (not yet bound)
+    no_site: bool = False
+    closest_step: int | None = None
+    localization: list[Line] = field(default_factory=list)
+    quotes: list[Quote] = field(default_factory=list)
+    rounds: list[Line] = field(default_factory=list)
+    problems: list[tuple[str, str, str]] = field(default_factory=list)
+    round_indices: list[int] = field(default_factory=list)
+    latest_round: int | None = None
+    latest_hint: str | None = None  # raw hint text for the stream screen (not displayed from here)
+    hint_count: int = 0
+    fingerprint: tuple = ()
+
+    def summary_line(self) -> str:
+        parts = [self.status]
+        if self.failure_index is not None:
+            parts.append(f"failure step {self.failure_index}")
+        elif self.no_site:
+            parts.append("no recoverable site")
+        parts += [self.title, self.layout]
+        return " \u00b7 ".join(parts)
+
+
+# ----------------------------------------------------------------------------- helpers
+def _rel(path: Any, base: Any) -> str:
+    try:
+        return os.path.relpath(str(path), str(base))
+    except ValueError:
+        return str(path)
+
+
+def _short(sha: Any, n: int = 12) -> str:
+    return sha[:n] + "\u2026" if isinstance(sha, str) and len(sha) > n else (sha or "")
+
+
+def _semantic(bundle: Any) -> tuple[Any, Any]:
+    """(semantic localization, the round it came from) — newest round that has one."""
+    for r in reversed(bundle.rounds):
+        sl = r.semantic_localization
+        if sl is not None:
+            return sl, r
+    return None, None
+
+
+def _source_failed(bundle: Any) -> Any:
+    for a in reversed(bundle.attempts or []):
+        if a.source_rollout_failed is not None:
+            return a.source_rollout_failed
+        if a.verification is not None and a.verification.source_rollout_failed is not None:
+            return a.verification.source_rollout_failed
+    return None
+
+
+def semantic_validity(sl: Any, trace_sha: str | None = None) -> list[str]:
+    """Why a semantic localization cannot yield a site (§3.4 rule 3); [] = valid."""
+    reasons: list[str] = []
+    if sl is None:
+        return ["semantic localization missing (no semantic-localization.json)"]
+    if sl.schema_version != "ifv-psd-semantic-localization-v1":
+        reasons.append(f"unknown schema {sl.schema_version!r}")
+    if sl.passed is not True:
+        reasons.append("localizer did not pass (passed is not true)")
+    cands = sl.candidates or []
+    if not cands:
+        reasons.append("no candidates")
+    selected = [c for c in cands if c.selected]
+    chosen = selected[0] if len(selected) == 1 else (cands[0] if len(cands) == 1 and not selected else None)
+    if cands and chosen is None:
+        reasons.append(f"{len(selected)} selected candidates (exactly one needed)")
+    if chosen is not None:
+        if not chosen.observed_basis:
+            reasons.append("selected candidate has no observed_basis quotes")
+        if chosen.category not in KNOWN_CATEGORIES:
+            reasons.append(f"unknown category {chosen.category!r}")
+        if chosen.verifier is None or chosen.verifier.kind != "task":
+            reasons.append("verifier kind is not 'task'")
+    if trace_sha and getattr(sl, "source_trace_canonical_sha256", None) not in (None, trace_sha):
+        reasons.append("source_trace_canonical_sha256 does not match the source trace")
+    return reasons
+
+
+# ----------------------------------------------------------------------------- build
+def failure_index_for(bundle: Any) -> int | None:
+    """The source step of the current failure site: the bound site, else the step a
+    valid semantic localization selects (§3.4 rule 3). None when there is none."""
+    site = bundle.failure_site()
+    if site is not None:
+        return site.source_step_index
+    sl, _ = _semantic(bundle)
+    if sl is not None and not semantic_validity(sl):
+        chosen = sl.selected_candidate()
+        if chosen is not None:
+            return chosen.source_step_index
+    return None
+
+
+def build_case_view(bundle: Any, *, key: str, base: Any = None) -> CaseView:
+    """Everything the case screen shows except the trace rows (built separately)."""
+    base = base if base is not None else bundle.root
+    site = bundle.failure_site()
+    status = bundle.status
+    view = CaseView(
+        key=safe_text(key, single_line=True),
+        title=safe_text(key if not bundle.case_id or bundle.case_id == key else f"{key} \u00b7 {bundle.case_id}", single_line=True, limit=100),
+        status=safe_text(status, single_line=True),
+        layout=safe_text(bundle.layout, single_line=True),
+    )
+    rounds = bundle.rounds
+    view.round_indices = [r.index for r in rounds]
+    view.latest_round = rounds[-1].index if rounds else None
+    latest_round_status = rounds[-1].status if rounds else None
+    if site is not None and site.source_step_index is not None:
+        view.failure_index = site.source_step_index
+        view.site_step_id = site.step_id
+    elif site is None:
+        # no bound site yet: a valid semantic localization names one (§3.4 rule 3)
+        sl, _ = _semantic(bundle)
+        if sl is not None and not semantic_validity(sl):
+            chosen = sl.selected_candidate()
+            if chosen is not None and chosen.source_step_index is not None:
+                view.failure_index = chosen.source_step_index
+                view.site_from_semantic = True
+    view.no_site = status == "no_recoverable_site" or latest_round_status == "no_recoverable_site" or (
+        site is None and status in ("no_further_grounded_hint",)
+    )
+    attempts = bundle.attempts or []
+    for a in reversed(attempts):
+        if a.hint_text:
+            view.latest_hint = a.hint_text
+            break
+    view.hint_count = len(attempts)
+    view.localization = _localization_doc(bundle, site, view)
+    view.rounds = _rounds_doc(bundle)
+    view.problems = [(str(p.code), _rel(p.path, base), safe_text(p.message, single_line=True, limit=500)) for p in bundle.problems]
+    return view
+
+
+def _localization_doc(bundle: Any, site: Any, view: CaseView) -> list[Line]:
+    out: list[Line] = [L(Seg("Failure site", "title"))]
+    if site is None and view.site_from_semantic:
+        out.append(L(Seg("  not bound yet; the semantic localization selects ", "warn"), S(f"step {view.failure_index}", "accent")))
+    elif site is None:
+        out.append(L(Seg("  no failure site is known for this case", "bad")))
+    else:
+        out.append(kv("step id", site.step_id))
+        out.append(kv("stage", site.stage))
+        out.append(kv("source_step_index", site.source_step_index, "accent"))
+        out.append(kv("localization kind", site.localization_kind))
+        out.append(kv("semantic category", site.semantic_category))
+        out.append(kv("verifier", site.localization_verifier))
+        out.append(kv("from", site.origin, "dim"))
+    out.append(L())
+    out.append(L(Seg("Source rollout", "title")))
+    failed = _source_failed(bundle)
+    out.append(L(Seg("  failure status: ", "key"), Seg("failed" if failed else ("not explicitly failed" if failed is False else "unknown"), "bad" if failed else "warn")))
+    cands = bundle.candidates or []
+    if cands:
+        c = cands[-1]
+        out.append(kv("repair signal", c.repair_signal))
+        if c.strict_trace_audit_failure_codes:
+            out.append(kv("strict audit failure codes", ", ".join(map(str, c.strict_trace_audit_failure_codes)), "bad"))
+        if c.failure_localization is not None:
+            out.append(kv("localization status", c.failure_localization.status))
+    sl, sl_round = _semantic(bundle)
+    out.append(L())
+    title = "Semantic localization"
+    if sl_round is not None and sl_round.kind == "search_round":
+        title += f" (round-{sl_round.index:02d})"
+    out.append(L(Seg(title, "title")))
+    if sl is None:
+        out.append(L(Seg("  none (no semantic-localization.json in any round)", "dim")))
+    else:
+        out.append(L(Seg("  passed: ", "key"), flag(sl.passed), Seg(f"   {len(sl.candidates)} candidate(s)", "dim")))
+        out.append(L(Seg("  explanation (localizer):", "key")))
+        out.extend(block(sl.explanation or "-", privileged=True))
+        for i, cand in enumerate(sl.candidates):
+            out.append(
+                L(
+                    Seg(f"  candidate {i}: ", "key"),
+                    S(f"step {cand.source_step_index}", "accent"),
+                    Seg("  selected " if cand.selected else "  ", "ok" if cand.selected else ""),
+                    Seg("recoverable " if cand.recoverable else "not recoverable ", "ok" if cand.recoverable else "warn"),
+                    S(cand.category or "-", "value"),
+                    S("  " + (cand.verifier.label() if cand.verifier is not None else ""), "dim"),
+                )
+            )
+            out.append(L(Seg("    explanation: ", "key")))
+            out.extend(block(cand.explanation or "-", indent="      ", privileged=True))
+            for basis in cand.observed_basis:
+                step = basis.step_index if basis.step_index is not None else cand.source_step_index
+                text = safe_text(basis.quote or "", single_line=True, limit=300)
+                view.quotes.append(Quote(step, text, i, safe_text(cand.category or "", single_line=True)))
+            if cand.observed_basis:
+                out.append(L(Seg(f"    {len(cand.observed_basis)} observed_basis quote(s) — listed below; Enter jumps to the step", "dim")))
+    if view.no_site:
+        out.append(L())
+        out.extend(_no_site_doc(bundle, sl, view))
+    private = bundle.private_context
+    gold = _gold(bundle)
+    if private is not None or gold is not None:
+        out.append(L())
+        out.append(L(Seg("Private inputs", "title")))
+        if gold is not None:
+            out.append(L(Seg("  gold:", "key")))
+            out.extend(block(gold, privileged=True, limit=4000))
+        if private is not None:
+            out.append(L(Seg("  private context:", "key")))
+            out.extend(block(private, privileged=True, limit=4000))
+    return out
+
+
+def _gold(bundle: Any) -> Any:
+    try:
+        ri = bundle.run_inputs
+        value = None
+        if ri is not None:
+            b = ri.binding("gold")
+            value = b.path if b is not None else None
+        path = bundle.resolve(value) if value else None
+        if path is None and bundle.case_inputs_dir is not None:
+            cand = bundle.case_inputs_dir / "gold.json"
+            path = cand if cand.is_file() else None
+        if path is None:
+            return None
+        from eviscene_tui.artifacts.jsonio import read_json
+
+        raw, _ = read_json(path)
+        return raw
+    except Exception:  # noqa: BLE001 - a view never raises
+        return None
+
+
+def _no_site_doc(bundle: Any, sl: Any, view: CaseView) -> list[Line]:
+    out: list[Line] = [L(Seg("Why no recoverable site was found", "title"))]
+    cands = bundle.candidates or []
+    audit_codes = [code for c in cands for code in (c.strict_trace_audit_failure_codes or [])]
+    if audit_codes:
+        out.append(L(Seg("  \u2022 strict audit failures: ", "key"), S(", ".join(audit_codes), "warn")))
+    else:
+        out.append(L(Seg("  \u2022 no strict-audit failure names a step (all_steps[N])", "value")))
+    rejections = None
+    try:
+        trace, _ = bundle.trace()
+        rejections = protocol_rejections(trace) if trace is not None else None
+    except Exception:  # noqa: BLE001
+        rejections = None
+    if rejections is None:
+        out.append(L(Seg("  \u2022 protocol rejections: unknown (source trace unavailable)", "dim")))
+    elif rejections:
+        out.append(L(Seg("  \u2022 protocol rejections at steps: ", "key"), S(", ".join(map(str, rejections[:20])), "warn")))
+    else:
+        out.append(L(Seg("  \u2022 no protocol rejection (format_error / output_rejected / policy_replan) in the trace", "value")))
+    reasons = semantic_validity(sl)
+    if sl is None:
+        out.append(L(Seg("  \u2022 semantic localization: missing", "bad")))
+    elif sl.passed is not True:
+        out.append(L(Seg("  \u2022 semantic localization: failed / not passed", "bad")))
+    else:
+        out.append(L(Seg("  \u2022 semantic localization: not usable", "bad")))
+    for reason in reasons:
+        out.append(L(Seg("      - "), S(reason, "warn")))
+    if sl is not None:
+        out.append(L(Seg("    localizer explanation:", "key")))
+        out.extend(block(sl.explanation or "-", indent="      ", privileged=True))
+    closest = closest_step(sl)
+    view.closest_step = closest
+    if closest is not None:
+        out.append(L(Seg("  \u2022 the localizer came closest at ", "key"), S(f"step {closest}", "accent"), Seg("  (press f to go there)", "dim")))
+    else:
+        out.append(L(Seg("  \u2022 the localizer named no step", "dim")))
+    return out
+
+
+def closest_step(sl: Any) -> int | None:
+    """The step the localizer came closest to: the selected candidate, else the
+    recoverable candidate with the most quotes, else any candidate, else a quoted step."""
+    if sl is None or not sl.candidates:
+        return None
+    cands = list(sl.candidates)
+    for c in cands:
+        if c.selected and c.source_step_index is not None:
+            return c.source_step_index
+    ranked = sorted(
+        (c for c in cands if c.source_step_index is not None),
+        key=lambda c: (not c.recoverable, -len(c.observed_basis)),
+    )
+    if ranked:
+        return ranked[0].source_step_index
+    for c in cands:
+        for b in c.observed_basis:
+            if b.step_index is not None:
+                return b.step_index
+    return None
+
+
+def _checker_line(checker: dict[str, Any]) -> Line:
+    segs: list[Seg] = [Seg("    checks: ", "key")]
+    for name in CHECK_NAMES:
+        segs.append(flag(checker.get(name)))
+        segs.append(Seg(f" {name}  ", "dim"))
+    return tuple(segs)
+
+
+def attempt_state(attempt: Any) -> str:
+    return attempt.state
+
+
+def _rounds_doc(bundle: Any) -> list[Line]:
+    out: list[Line] = []
+    manifest = bundle.manifest
+    if bundle.is_search:
+        head = [Seg("Search ", "title"), S(bundle.status, "accent")]
+        if manifest is not None and getattr(manifest, "execution_error", None) is not None:
+            ee = manifest.execution_error
+            head.append(S(f"   execution error in round {ee.round}: {ee.type}", "bad"))
+        out.append(tuple(head))
+    for r in bundle.rounds:
+        out.extend(_round_doc(bundle, r))
+    for index in bundle.pending_round_indices() if bundle.is_search else []:
+        out.append(L())
+        out.append(L(S(f"Round {index:02d}", "title"), Seg("  inputs written; the round has not started (no rounds/round-NN yet)", "warn")))
+        fb = bundle.feedback_for(index)
+        if fb is not None:
+            out.extend(_feedback_lines(fb))
+    if not out:
+        out.append(L(Seg("No rounds.", "dim")))
+    return out
+
+
+def _feedback_lines(fb: Any) -> list[Line]:
+    out: list[Line] = [L(Seg("  feedback given to this round", "key"))]
+    out.append(L(Seg("    locked_hint: ", "key"), S(fb.locked_hint or "(none)", "hint" if fb.locked_hint else "dim", single_line=False)))
+    out.append(L(Seg("    needs_relocalization: ", "key"), flag(fb.needs_relocalization)))
+    out.append(L(Seg(f"    excluded_hints ({len(fb.excluded_hints)}):", "key")))
+    for h in fb.excluded_hints:
+        out.append(L(Seg("      - "), S(h, "hint", limit=300)))
+    af = fb.anchor_feedback
+    if af is not None and (af.selected_source_step is not None or af.earliest_error_step is not None):
+        out.append(
+            L(
+                Seg("    anchor_feedback: ", "key"),
+                S(f"selected step {af.selected_source_step}, earliest error step {af.earliest_error_step}", "value"),
+            )
+        )
+        out.append(_checker_line(af.checker.values() if af.checker is not None else {}))
+    out.append(L(Seg(f"    previous rounds: {len(fb.previous_rounds)}", "dim")))
+    return out
+
+
+def _round_doc(bundle: Any, r: Any) -> list[Line]:
+    out: list[Line] = [L()]
+    label = f"Round {r.index:02d}" if r.kind == "search_round" else "Run"
+    status = r.status or "(no manifest yet)"
+    tone = "ok" if status == "generated" else ("bad" if status in ("no_recoverable_site", "no_admissible_hints") else "warn")
+    loc = ""
+    if r.kind == "search_round":
+        if r.index == 0:
+            loc = "initial localization"
+        elif r.relocalized:
+            loc = "relocalized"
+        else:
+            loc = "localization reused"
+    site_step = None
+    for a in r.attempts or []:
+        if a.repair_site is not None and a.repair_site.source_step_index is not None:
+            site_step = a.repair_site.source_step_index
+    if site_step is None:
+        for c in r.candidates or []:
+            if c.repair_site is not None and c.repair_site.source_step_index is not None:
+                site_step = c.repair_site.source_step_index
+    head = [S(label, "title"), Seg("  "), S(status, tone)]
+    if loc:
+        head += [Seg("  \u00b7 "), S(loc, "accent" if loc == "relocalized" else "dim")]
+    if site_step is not None:
+        head += [Seg("  \u00b7 site "), S(f"step {site_step}", "accent")]
+    out.append(tuple(head))
+    fb = r.feedback
+    if fb is not None:
+        out.extend(_feedback_lines(fb))
+    # proposals with audits
+    proposals = r.proposals or []
+    audits = r.proposer_audits or []
+    if proposals or audits:
+        out.append(L(Seg(f"  proposals ({len(proposals)} admitted, {len(audits)} audit rows)", "key")))
+    for p in proposals:
+        audit = p.audit
+        passed = audit.passed if audit is not None else None
+        errors = [str(e) for e in (audit.errors if audit is not None else [])]
+        segs = [Seg("    "), flag(passed), Seg(" passed" if passed else " ", "ok" if passed else "bad")]
+        if errors:
+            segs.append(S(" " + ", ".join(errors), "bad"))
+        segs.append(S(f"  level {p.level}", "dim"))
+        sha = audit.hint_sha256 if audit is not None and getattr(audit, "hint_sha256", None) else None
+        if sha:
+            segs.append(S(f"  sha {_short(sha)}", "dim"))
+        segs.append(S(f"  {p.provider or '-'}/{p.model or '-'}", "dim"))
+        out.append(tuple(segs))
+        out.extend(block(p.text or "", "hint", indent="      "))
+    for row in audits:
+        if row.passed:
+            continue
+        code = row.reason_code() if callable(getattr(row, "reason_code", None)) else row.reason
+        out.append(L(Seg("    "), flag(False), S(f" {code or 'hint_audit_failed'}", "bad"), Seg("  (rejected; hint text not stored)", "dim")))
+    # attempts
+    judge = r.judge or {}
+    conts = r.continuations or {}
+    for i, a in enumerate(r.attempts or []):
+        out.extend(_attempt_lines(i, a, judge.get(i), conts.get(i)))
+    if r.kind == "search_round" and not (r.attempts or []) and status not in ("no_recoverable_site",):
+        out.append(L(Seg("  no attempt in this round", "dim")))
+    err = r.generation_last_error
+    if err is not None:
+        out.append(L(Seg("  generation-last-error: ", "key"), S(f"hint {err.hint_index} try {err.retry}: {err.error_type}", "warn"), Seg("  (may be stale)", "dim")))
+    fin = r.finalization
+    if fin is not None:
+        out.append(L(Seg("  finalization: ", "key"), S(fin.status, "value")))
+        for u in fin.unresolved or []:
+            out.append(L(Seg("    unresolved: "), S(f"hint {u.hint_index}: {u.reason}", "warn")))
+    js = r.judge_summary
+    if js is not None:
+        for e in js.errors or []:
+            out.append(L(Seg("  judge error: ", "key"), S(f"hint {e.hint_index}: {e.error_type}", "bad")))
+    return out
+
+
+def _attempt_lines(i: int, a: Any, lv: Any, cont: Any) -> list[Line]:
+    out: list[Line] = []
+    state = a.state
+    tone = {"accepted": "ok", "pending": "warn", "rejected": "bad"}[state]
+    label = {"accepted": "ACCEPTED", "pending": "PENDING verification (not rejected)", "rejected": "REJECTED"}[state]
+    out.append(L(Seg(f"  attempt hint-{i:02d}  ", "key"), Seg(f" {label} ", tone + "-badge"), S(f"  tier {a.repair_tier or '-'}", "value")))
+    out.append(L(Seg("    hint:", "key")))
+    out.extend(block(a.hint_text or "", "hint", indent="      "))
+    hr = a.hint_record
+    if hr is not None:
+        sha = hr.audit.hint_sha256 if hr.audit is not None and getattr(hr.audit, "hint_sha256", None) else None
+        out.append(L(S(f"      level {hr.level}  sha {_short(sha) or '-'}  {hr.provider or '-'}/{hr.model or '-'}", "dim")))
+    segs: list[Seg] = [Seg("    passes: ", "key")]
+    for name, value in a.pass_flags.items():
+        segs += [flag(value), Seg(f" {name}  ", "dim")]
+    out.append(tuple(segs))
+    checker = lv.checker if lv is not None else a.checker
+    out.append(_checker_line(checker))
+    v = a.verification
+    if v is not None:
+        out.append(L(Seg("    recorded verdict: ", "key"), S(v.hinted_recorded_verdict, "value"), Seg("   expected verdict: ", "key"), S(v.expected_verdict or "-", "value", privileged=True)))
+        if v.reasons:
+            out.append(L(Seg("    verification reasons:", "key")))
+            for reason in v.reasons:
+                out.append(L(Seg("      - "), S(reason, "warn", limit=400)))
+    if lv is not None and lv.review is not None:
+        out.append(L(Seg("    judge explanation:", "key")))
+        out.extend(block(lv.review.explanation or "-", indent="      ", privileged=True))
+        if lv.review.earliest_error_step is not None:
+            out.append(L(Seg("    earliest error step: ", "key"), S(lv.review.earliest_error_step, "accent")))
+    c = a.continuation
+    stop = c.stop_reason if c is not None else None
+    steps = list(cont.teacher_steps) if cont is not None else []
+    out.append(
+        L(
+            Seg("    teacher continuation: ", "key"),
+            S(f"{len(steps) if steps else (c.teacher_step_count if c else 0)} step(s)", "value"),
+            Seg("  stop_reason ", "key"),
+            S(stop or (cont.stop_reason if cont is not None else None) or "-", "value"),
+        )
+    )
+    for j, step in enumerate(steps[:50]):
+        tool = safe_text(step.tool_name or "", single_line=True, limit=40)
+        args = safe_text(_compact(step.tool_args), single_line=True, limit=120)
+        text = step.output if step.output not in (None, "") else step.thought
+        out.append(
+            L(
+                Seg(f"      {j:>2} "),
+                S(step.stage or step.stage_name or "-", "dim"),
+                Seg(" "),
+                S(step.action_type or "-", "value"),
+                Seg(" "),
+                Seg(f"{tool}({args})" if tool else "", "accent"),
+                Seg("  "),
+                S(_compact(text), "", limit=160),
+            )
+        )
+    if len(steps) > 50:
+        out.append(L(Seg(f"      \u2026 {len(steps) - 50} more", "dim")))
+    return out
+
+
+def _compact(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return " ".join(value.split())
+    try:
+        return orjson.dumps(value, default=str).decode("utf-8", "replace")
+    except (TypeError, orjson.JSONEncodeError):
+        return str(value)
+
+
+# ----------------------------------------------------------------------------- compare
+COMPARE_FIELDS = ("thought", "action_type", "tool_name", "tool_args", "output")
+
+
+def _field(step: Any, name: str) -> str:
+    if step is None:
+        return ""
+    value = step.get(name) if isinstance(step, dict) else getattr(step, name, None)
+    if name == "tool_args":
+        return _compact(value)
+    if value is None:
+        return ""
+    return value if isinstance(value, str) else _compact(value)
+
+
+def _diff_segs(a: str, b: str) -> tuple[list[Seg], list[Seg]]:
+    """Word-level diff: segments for the left and right texts with changes marked."""
+    wa, wb = a.split(" "), b.split(" ")
+    left: list[Seg] = []
+    right: list[Seg] = []
+    sm = difflib.SequenceMatcher(a=wa, b=wb, autojunk=False)
+    for op, i1, i2, j1, j2 in sm.get_opcodes():
+        ta = " ".join(wa[i1:i2])
+        tb = " ".join(wb[j1:j2])
+        if op == "equal":
+            left.append(S(ta + " ", "", limit=4000))
+            right.append(S(tb + " ", "", limit=4000))
+        else:
+            if ta:
+                left.append(S(ta, "del", limit=4000))
+                left.append(Seg(" "))
+            if tb:
+                right.append(S(tb, "ins", limit=4000))
+                right.append(Seg(" "))
+    return left, right
+
+
+@dataclass
+class CompareView:
+    left_title: str
+    right_title: str
+    left: list[Line]
+    right: list[Line]
+    note: str = ""
+
+
+def build_compare(source_step: Any, teacher_step: Any, *, source_index: int | None, teacher_label: str) -> CompareView:
+    left: list[Line] = []
+    right: list[Line] = []
+    for name in COMPARE_FIELDS:
+        a = _field(source_step, name)
+        b = _field(teacher_step, name) if teacher_step is not None else ""
+        same = a == b
+        mark = Seg("  " if same else "\u2260 ", "dim" if same else "mark")
+        left.append(L(mark, Seg(name, "key")))
+        right.append(L(mark, Seg(name, "key")))
+        if teacher_step is None:
+            left.extend(block(a or "-", indent="    "))
+            continue
+        if same:
+            left.extend(block(a or "-", "dim", indent="    "))
+            right.extend(block(b or "-", "dim", indent="    "))
+        elif len(a) + len(b) > 8000:
+            left.extend(block(a or "-", "del", indent="    ", limit=4000))
+            right.extend(block(b or "-", "ins", indent="    ", limit=4000))
+        else:
+            ls, rs = _diff_segs(" ".join(a.split()), " ".join(b.split()))
+            left.append(tuple([Seg("    ")] + ls))
+            right.append(tuple([Seg("    ")] + rs))
+    if teacher_step is None:
+        right.append(L(Seg("no teacher repaired step yet (no continuation or episode)", "dim")))
+    return CompareView(
+        left_title=f"source step {source_index}" if source_index is not None else "source step (unknown)",
+        right_title=safe_text(teacher_label, single_line=True),
+        left=left,
+        right=right,
+    )
+
+
+def pick_teacher_step(bundle: Any, source_index: int | None) -> tuple[Any, str]:
+    """The teacher's repaired step at the failure site: prefer an accepted attempt,
+    else the newest; from the continuation's first teacher step, else the episode."""
+    candidates: list[tuple[int, Any, int, Any]] = []
+    for r in bundle.rounds:
+        for i, a in enumerate(r.attempts or []):
+            candidates.append((1 if a.state == "accepted" else 0, r, i, a))
+    if not candidates:
+        return None, "teacher repaired step"
+    candidates.sort(key=lambda t: (t[0], t[1].index))
+    _, r, i, a = candidates[-1]
+    label = (f"round-{r.index:02d} " if r.kind == "search_round" else "") + f"hint-{i:02d} teacher step"
+    cont = (r.continuations or {}).get(i)
+    if cont is not None and cont.teacher_steps:
+        return cont.teacher_steps[0], label
+    episode, _ = r.episode(i)
+    if episode is not None and source_index is not None and source_index < episode.step_count:
+        return episode.step(source_index), label + " (episode)"
+    return None, label
+
+
+# ----------------------------------------------------------------------------- step detail
+def step_detail_doc(detail: dict[str, Any], *, failure_index: int | None = None) -> list[Line]:
+    """Full detail of one trace step (from ``SourceTrace.step_detail``)."""
+    out: list[Line] = []
+    index = detail.get("index")
+    head = [Seg(f"Step {index}", "title")]
+    if index is not None and index == failure_index:
+        head.append(Seg("  FAILURE SITE", "bad-badge"))
+    if detail.get("is_policy_step"):
+        head.append(Seg("  policy step", "accent"))
+    if detail.get("psd_role"):
+        head.append(S(f"  role {detail.get('psd_role')}", "ok"))
+    out.append(tuple(head))
+    for name in ("stage", "round", "action_type", "tool_name", "context_request_id", "interaction_id", "function_call_id", "error_class"):
+        if detail.get(name) not in (None, ""):
+            out.append(kv(name, detail.get(name), "bad" if name == "action_type" and detail.get(name) in REJECTION_TYPES else "value"))
+    if detail.get("rejection_reason") not in (None, ""):
+        out.append(L(Seg("  rejection_reason:", "key")))
+        out.extend(block(detail["rejection_reason"], "warn"))
+    sections = (
+        ("thought", detail.get("thought"), ""),
+        ("tool_args", detail.get("tool_args_pretty"), ""),
+        ("tool_result" + (" (JSON, pretty-printed)" if detail.get("tool_result_is_json") else ""), detail.get("tool_result_pretty"), ""),
+        ("output", detail.get("output"), ""),
+        ("policy_action", detail.get("policy_action_pretty"), ""),
+        ("policy_input", detail.get("policy_input_pretty"), "dim"),
+    )
+    for title, value, style in sections:
+        if value in (None, ""):
+            continue
+        out.append(L())
+        out.append(L(Seg(title, "title")))
+        out.extend(block(value, style, indent="  ", limit=200_000))
+    out.append(L())
+    out.append(L(Seg("token capture", "title")))
+    cap = detail.get("token_capture")
+    if not cap:
+        out.append(L(Seg("  none on this step", "dim")))
+    else:
+        status = cap.get("status")
+        out.append(L(Seg("  status: ", "key"), S(status, "ok" if status == "complete" else "bad")))
+        for name, value in cap.items():
+            if name == "status":
+                continue
+            out.append(kv(name, value if not isinstance(value, (list, dict)) else _compact(value)))
+        out.append(L(Seg("  press k to open it in the token inspector", "dim")))
+    if detail.get("metadata_keys"):
+        out.append(L())
+        out.append(kv("metadata keys", ", ".join(map(str, detail["metadata_keys"])), "dim"))
+    return out
+
+
+def protocol_rejections(trace: Any) -> list[int]:
+    """Indices of steps whose action_type is a protocol rejection."""
+    out = []
+    for i in range(trace.step_count):
+        b = trace.brief(i)
+        if b.is_protocol_rejection:
+            out.append(i)
+    return out

@@ -1,0 +1,226 @@
+"""Rows of the runs table: one display-ready projection per case.
+
+A :class:`CaseRow` holds already-sanitised strings (every run-derived string has
+passed :func:`safe_text`) plus the raw sort keys. The UI only paints them.
+No Textual import here.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from eviscene_tui.safe_text import safe_text
+
+# Statuses that put a case in the no-recoverable-site queue / the triage queue.
+NO_SITE_STATUSES = frozenset({"no_recoverable_site", "no_further_grounded_hint"})
+RUNNING_STATUSES = frozenset({"searching", "generating"})
+CONVERGED_STATUSES = frozenset({"converged"})
+ENDED_STATUSES = frozenset(
+    {
+        "attempt_budget_exhausted",
+        "proposal_budget_exhausted",
+        "time_budget_exhausted",
+        "no_further_grounded_hint",
+        "no_admissible_hints",
+        "no_recoverable_site",
+        "generated",
+    }
+)
+BAD_STATUSES = frozenset({"unreadable", "unsupported", "unknown"})
+
+
+def status_tone(status: str) -> str:
+    """A colour class for a status: ok / warn / bad / run / dim."""
+    if status in CONVERGED_STATUSES:
+        return "ok"
+    if status in RUNNING_STATUSES:
+        return "run"
+    if status.startswith("paused_"):
+        return "warn"
+    if status in NO_SITE_STATUSES or status in BAD_STATUSES:
+        return "bad"
+    return "dim"
+
+
+@dataclass(slots=True)
+class CaseRow:
+    """One case in the runs table. ``key`` is unique (the case path relative to the root)."""
+
+    key: str
+    case_id: str = ""
+    layout: str = ""
+    status: str = ""
+    rounds: int = 0
+    attempts: int = 0
+    accepted: int = 0
+    pending: int = 0
+    localization_kind: str = ""
+    category: str = ""
+    problems: int = 0
+    problem_codes: tuple[str, ...] = ()
+    mtime: float = 0.0
+    hint_texts: tuple[str, ...] = ()
+    being_written: bool = False  # a torn line that may still be completed by a writer
+    no_site: bool = False  # the current round found no recoverable site
+    labels: tuple[str, ...] = ()  # operator triage labels from the review journal
+    ref: Any = field(default=None, compare=False, repr=False)  # opaque handle to open the case
+    _haystack: str = field(default="", compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self.key = safe_text(self.key, single_line=True)
+        self.case_id = safe_text(self.case_id, single_line=True)
+        self.layout = safe_text(self.layout, single_line=True)
+        self.status = safe_text(self.status, single_line=True) or "unknown"
+        self.localization_kind = safe_text(self.localization_kind, single_line=True)
+        self.category = safe_text(self.category, single_line=True)
+        self.hint_texts = tuple(safe_text(h, single_line=True) for h in self.hint_texts if h)
+        self.labels = tuple(safe_text(x, single_line=True, limit=40) for x in self.labels)
+        parts = [self.key, self.case_id, *self.hint_texts, *self.labels]
+        self._haystack = "\n".join(parts).casefold()
+
+    @property
+    def haystack(self) -> str:
+        return self._haystack
+
+    @property
+    def in_triage(self) -> bool:
+        return self.no_site or self.status in NO_SITE_STATUSES or self.status.startswith("paused_") or self.problems > 0
+
+    @property
+    def in_no_site_queue(self) -> bool:
+        return self.no_site or self.status == "no_recoverable_site"
+
+    @property
+    def tone(self) -> str:
+        return status_tone(self.status)
+
+    def changed_text(self) -> str:
+        if not self.mtime:
+            return ""
+        return time.strftime("%Y-%m-%d %H:%M", time.localtime(self.mtime))
+
+
+@dataclass(frozen=True, slots=True)
+class Column:
+    key: str  # sort key name (CaseRow attribute or "changed")
+    title: str
+    width: int  # 0 = flexible
+    align: str = "left"
+    help: str = ""
+
+
+COLUMNS: tuple[Column, ...] = (
+    Column("key", "case", 0, help="case id / path under the opened folder"),
+    Column("layout", "layout", 7, help="feedback search, single run, slate"),
+    Column("status", "status", 25, help="search or run manifest status"),
+    Column("rounds", "rnd", 3, "right", help="feedback rounds"),
+    Column("attempts", "att", 3, "right", help="attempt records"),
+    Column("accepted", "acc", 3, "right", help="accepted attempts"),
+    Column("pending", "pnd", 3, "right", help="attempts pending verification"),
+    Column("localization_kind", "localization", 14, help="localization kind of the current site"),
+    Column("category", "category", 16, help="semantic category of the current site"),
+    Column("problems", "prb", 3, "right", help="integrity problems"),
+    Column("mtime", "changed", 16, help="last change time"),
+)
+COLUMN_KEYS = tuple(c.key for c in COLUMNS)
+
+LAYOUT_SHORT = {
+    "feedback_search": "search",
+    "single_run": "run",
+    "slate": "slate",
+    "unknown": "?",
+}
+
+
+def cell_text(row: CaseRow, column: Column) -> str:
+    """The display text of one cell (already safe)."""
+    key = column.key
+    if key == "mtime":
+        return row.changed_text()
+    if key == "layout":
+        return LAYOUT_SHORT.get(row.layout, row.layout)
+    if key == "status":
+        text = row.status + (" (being written)" if row.being_written else "")
+        if row.labels:
+            text += " [" + ",".join(row.labels) + "]"
+        return text
+    if key == "key":
+        return row.key if not row.case_id or row.case_id == row.key else f"{row.key}  {row.case_id}"
+    value = getattr(row, key)
+    if isinstance(value, int):
+        return str(value)
+    return str(value or "")
+
+
+def sort_value(row: CaseRow, key: str) -> Any:
+    value = getattr(row, key)
+    if isinstance(value, str):
+        return value.casefold()
+    return value
+
+
+def last_round_status(case_path: Any) -> str | None:
+    """Status of the newest ``rounds/round-NN/manifest.json`` of a search root (one
+    small read; called from a worker thread, never from a widget)."""
+    import os
+    import re
+    from pathlib import Path
+
+    import orjson
+
+    rounds = Path(case_path) / "rounds"
+    try:
+        names = [n for n in (e.name for e in os.scandir(rounds)) if re.match(r"^round-\d{2,}$", n)]
+    except OSError:
+        return None
+    if not names:
+        return None
+    newest = max(names, key=lambda n: int(n.split("-", 1)[1]))
+    try:
+        data = (rounds / newest / "manifest.json").read_bytes()
+        if len(data) > 1 << 20:
+            return None
+        value = orjson.loads(data)
+    except (OSError, orjson.JSONDecodeError):
+        return None
+    status = value.get("status") if isinstance(value, dict) else None
+    return status if isinstance(status, str) else None
+
+
+def row_from_summary(summary: Any, *, transient: Any = None, last_round: str | None = None, ref: Any = None) -> CaseRow:
+    """Project an artifact-layer ``CaseSummary`` onto a :class:`CaseRow`.
+
+    ``transient`` (a :class:`~eviscene_tui.state.transient.TransientProblems`) turns
+    fresh torn lines into "being written" instead of problems. ``last_round`` is the
+    newest round's manifest status (for the no-recoverable-site queue).
+    """
+    key = summary.rel_path if summary.rel_path and summary.rel_path != "." else (summary.path.name or str(summary.path))
+    pairs = [(str(p.code), str(p.path)) for p in summary.problems]
+    fresh: list[tuple[str, str]] = []
+    if transient is not None:
+        settled, fresh = transient.classify(key, pairs)
+    else:
+        settled = pairs
+    status = summary.status or "unknown"
+    no_site = status == "no_recoverable_site" or last_round == "no_recoverable_site"
+    return CaseRow(
+        key=key,
+        case_id=summary.case_id or summary.key or "",
+        layout=str(summary.layout),
+        status=status,
+        rounds=summary.rounds,
+        attempts=summary.attempts,
+        accepted=summary.accepted,
+        pending=summary.pending,
+        localization_kind=summary.localization_kind or "",
+        category=summary.semantic_category or "",
+        problems=len(settled),
+        problem_codes=tuple(sorted({c for c, _ in settled})),
+        mtime=summary.mtime,
+        hint_texts=tuple(summary.hint_texts),
+        being_written=bool(fresh),
+        no_site=no_site,
+        ref=ref if ref is not None else summary,
+    )

@@ -1,0 +1,243 @@
+"""The runs store: every case row, plus the filter, sort and search that shape the
+visible list. Textual-free and unit-tested without Pilot.
+
+Subscribers (``subscribe(callback)``) are called with a short reason string after
+each change; the UI re-reads :meth:`RunsStore.visible`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+from eviscene_tui.safe_text import safe_text
+from eviscene_tui.state.rows import (
+    COLUMN_KEYS,
+    CONVERGED_STATUSES,
+    ENDED_STATUSES,
+    RUNNING_STATUSES,
+    BAD_STATUSES,
+    CaseRow,
+    sort_value,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Filter:
+    name: str
+    title: str
+    help: str
+
+    def accepts(self, row: CaseRow) -> bool:
+        name = self.name
+        if name == "all":
+            return True
+        if name == "triage":
+            return row.in_triage
+        if name == "nosite":
+            return row.in_no_site_queue
+        if name == "converged":
+            return row.status in CONVERGED_STATUSES
+        if name == "running":
+            return row.status in RUNNING_STATUSES
+        if name == "paused":
+            return row.status.startswith("paused_")
+        if name == "ended":
+            return row.status in ENDED_STATUSES
+        if name == "problems":
+            return row.problems > 0 or row.status in BAD_STATUSES
+        if name == "pending":
+            return row.pending > 0
+        if name == "labelled":
+            return bool(row.labels)
+        return True
+
+
+FILTERS: dict[str, Filter] = {
+    f.name: f
+    for f in (
+        Filter("all", "all cases", "show every case"),
+        Filter("triage", "triage queue", "no recoverable site / no further grounded hint, paused_*, or with problems"),
+        Filter("nosite", "no-recoverable-site queue", "cases whose localization found no recoverable site"),
+        Filter("converged", "converged", "searches that converged on an accepted attempt"),
+        Filter("running", "running", "searching / generating"),
+        Filter("paused", "paused", "paused_pending_verifier, paused_execution_error, paused_storage_budget"),
+        Filter("ended", "ended", "budgets exhausted, no further hint, no admissible hints, generated"),
+        Filter("pending", "pending verification", "cases with attempts pending verification"),
+        Filter("problems", "with problems", "cases with integrity problems or unreadable manifests"),
+        Filter("labelled", "triage-labelled", "cases an operator labelled (needs_relocalization, unrecoverable, data_problem, note)"),
+    )
+}
+
+
+class RunsStore:
+    """Holds every :class:`CaseRow` by key and derives the visible, sorted list."""
+
+    def __init__(self) -> None:
+        self._rows: dict[str, CaseRow] = {}
+        self._order: list[str] = []  # discovery order (stable tie-break)
+        self._visible: list[CaseRow] | None = None
+        self.filter_name = "all"
+        self.search = ""
+        self.sort_key = "key"
+        self.sort_reverse = False
+        self.scan_done = 0
+        self.scan_total: int | None = None
+        self.scanning = False
+        self._subscribers: list[Callable[[str], None]] = []
+        self._last_search = ""
+        self._last_search_result: list[CaseRow] | None = None
+        self._counts: dict[str, int] = {name: 0 for name in FILTERS}
+
+    # -- subscription ---------------------------------------------------------------
+    def subscribe(self, callback: Callable[[str], None]) -> Callable[[], None]:
+        self._subscribers.append(callback)
+
+        def unsubscribe() -> None:
+            if callback in self._subscribers:
+                self._subscribers.remove(callback)
+
+        return unsubscribe
+
+    def _changed(self, reason: str, *, rows_changed: bool = False) -> None:
+        self._visible = None
+        if rows_changed:
+            self._last_search_result = None
+        for callback in list(self._subscribers):
+            callback(reason)
+
+    # -- rows -------------------------------------------------------------------------
+    def __len__(self) -> int:
+        return len(self._rows)
+
+    def get(self, key: str) -> CaseRow | None:
+        return self._rows.get(key)
+
+    def rows(self) -> list[CaseRow]:
+        return [self._rows[k] for k in self._order]
+
+    def upsert(self, rows: Iterable[CaseRow]) -> int:
+        count = 0
+        for row in rows:
+            old = self._rows.get(row.key)
+            if old is None:
+                self._order.append(row.key)
+            else:
+                self._count(old, -1)
+            self._rows[row.key] = row
+            self._count(row, 1)
+            count += 1
+        if count:
+            self._changed("rows", rows_changed=True)
+        return count
+
+    def remove(self, keys: Iterable[str]) -> int:
+        removed = 0
+        for key in keys:
+            old = self._rows.pop(key, None)
+            if old is not None:
+                self._count(old, -1)
+                removed += 1
+        if removed:
+            self._order = [k for k in self._order if k in self._rows]
+            self._changed("rows", rows_changed=True)
+        return removed
+
+    def set_labels(self, labels: dict[str, set[str] | tuple[str, ...]]) -> None:
+        """Apply operator triage labels (case key -> labels) from the review journal."""
+        from dataclasses import replace
+
+        changed = []
+        for key, row in self._rows.items():
+            new = tuple(sorted(labels.get(key, ())))
+            if new != row.labels:
+                changed.append(replace(row, labels=new))
+        if changed:
+            self.upsert(changed)
+
+    def label_map(self) -> dict[str, tuple[str, ...]]:
+        return {k: r.labels for k, r in self._rows.items() if r.labels}
+
+    def clear(self) -> None:
+        self._rows.clear()
+        self._order.clear()
+        self._counts = {name: 0 for name in FILTERS}
+        self._changed("rows", rows_changed=True)
+
+    # -- scan progress ----------------------------------------------------------------
+    def set_progress(self, done: int, total: int | None, scanning: bool) -> None:
+        self.scan_done = done
+        self.scan_total = total
+        self.scanning = scanning
+        for callback in list(self._subscribers):
+            callback("progress")
+
+    # -- filter / sort / search -------------------------------------------------------
+    def set_filter(self, name: str) -> None:
+        if name not in FILTERS:
+            raise KeyError(name)
+        self.filter_name = name
+        self._changed("filter")
+
+    def set_search(self, text: str) -> None:
+        self.search = text
+        self._changed("search")
+
+    def set_sort(self, key: str, reverse: bool | None = None) -> None:
+        if key not in COLUMN_KEYS:
+            raise KeyError(key)
+        if reverse is None:
+            reverse = (not self.sort_reverse) if key == self.sort_key else False
+        self.sort_key = key
+        self.sort_reverse = reverse
+        self._changed("sort")
+
+    def cycle_sort(self, step: int = 1) -> str:
+        index = COLUMN_KEYS.index(self.sort_key) if self.sort_key in COLUMN_KEYS else 0
+        key = COLUMN_KEYS[(index + step) % len(COLUMN_KEYS)]
+        self.set_sort(key, reverse=False)
+        return key
+
+    def _search_rows(self) -> list[CaseRow]:
+        needle = self.search.strip().casefold()
+        base = self.rows()
+        if not needle:
+            return base
+        # incremental: a query that extends the previous one filters the previous result
+        if self._last_search_result is not None and self._last_search and needle.startswith(self._last_search):
+            base = self._last_search_result
+        terms = needle.split()
+        result = [r for r in base if all(t in r.haystack for t in terms)]
+        self._last_search = needle
+        self._last_search_result = result
+        return result
+
+    def visible(self) -> list[CaseRow]:
+        if self._visible is None:
+            flt = FILTERS.get(self.filter_name, FILTERS["all"])
+            rows = [r for r in self._search_rows() if flt.accepts(r)]
+            key = self.sort_key
+            if key == "key":
+                rows.sort(key=lambda r: r.key.casefold(), reverse=self.sort_reverse)
+            else:
+                rows.sort(key=lambda r: r.key.casefold())
+                rows.sort(key=lambda r: (sort_value(r, key) is None, sort_value(r, key)), reverse=self.sort_reverse)
+            self._visible = rows
+        return self._visible
+
+    def counts(self) -> dict[str, int]:
+        """Rows per filter (for the filter bar), maintained incrementally."""
+        return dict(self._counts)
+
+    def _count(self, row: CaseRow, sign: int) -> None:
+        for name, flt in FILTERS.items():
+            if flt.accepts(row):
+                self._counts[name] += sign
+
+    def describe(self) -> str:
+        flt = FILTERS.get(self.filter_name, FILTERS["all"])
+        parts = [f"{len(self.visible())} of {len(self._rows)} cases", flt.title]
+        if self.search.strip():
+            parts.append("search \u201c" + safe_text(self.search.strip(), single_line=True, limit=40) + "\u201d")
+        parts.append(f"sort {self.sort_key}{' desc' if self.sort_reverse else ''}")
+        return " · ".join(parts)

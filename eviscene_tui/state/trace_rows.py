@@ -1,0 +1,147 @@
+"""Display rows of a source trace (two lines per step), built off the UI thread.
+
+Everything in a :class:`StepRow` is sanitised and truncated; the trace widget
+only paints these strings. No Textual import here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+from eviscene_tui.safe_text import safe_text
+
+PREVIEW = 400  # characters kept per preview (the widget crops to the screen width)
+REJECTION_TYPES = frozenset({"format_error", "output_rejected", "policy_replan"})
+
+
+@dataclass(frozen=True, slots=True)
+class StepRow:
+    index: int
+    stage: str = ""
+    action_type: str = ""
+    tool: str = ""  # tool name + compact args
+    result: str = ""  # one-line result preview
+    text: str = ""  # thought / output preview
+    is_policy: bool = False
+    is_rejection: bool = False
+    is_teacher: bool = False
+
+
+def _compact(value: Any, limit: int = PREVIEW) -> str:
+    if value is None or value == "" or value == {} or value == []:
+        return ""
+    if isinstance(value, str):
+        raw = value
+    else:
+        try:
+            raw = orjson.dumps(value, default=str).decode("utf-8", errors="replace")
+        except (TypeError, orjson.JSONEncodeError):
+            raw = str(value)
+    return safe_text(" ".join(raw.split()), single_line=True, limit=limit)
+
+
+def _get(step: Any, name: str) -> Any:
+    if isinstance(step, dict):
+        return step.get(name)
+    return getattr(step, name, None)
+
+
+def _metadata(step: Any) -> dict[str, Any]:
+    meta = _get(step, "metadata")
+    if meta is None:
+        return {}
+    if isinstance(meta, dict):
+        return meta
+    dump = getattr(meta, "model_dump", None)
+    if dump is not None:
+        try:
+            return dump()
+        except Exception:  # pragma: no cover - defensive
+            return {}
+    return {}
+
+
+def step_row(index: int, step: Any) -> StepRow:
+    """A :class:`StepRow` from a raw step dict or a ``TraceStep`` model."""
+    if step is None:
+        return StepRow(index=index, stage="?", text="(step could not be read)")
+    meta = _metadata(step)
+    stage = _get(step, "stage") or _get(step, "stage_name") or ""
+    action_type = _get(step, "action_type") or ""
+    tool_name = _get(step, "tool_name") or ""
+    args = _compact(_get(step, "tool_args"), 200)
+    tool = safe_text(tool_name, single_line=True, limit=60)
+    if args:
+        tool = f"{tool}({args})" if tool else args
+    thought = _get(step, "thought")
+    output = _get(step, "output")
+    text_parts = []
+    if thought:
+        text_parts.append("thought: " + _compact(thought))
+    if output:
+        text_parts.append("output: " + _compact(output))
+    is_policy = isinstance(meta.get("policy_input"), dict) and isinstance(meta.get("policy_action"), dict)
+    return StepRow(
+        index=index,
+        stage=safe_text(stage, single_line=True, limit=40),
+        action_type=safe_text(action_type, single_line=True, limit=30),
+        tool=tool,
+        result=_compact(_get(step, "tool_result")),
+        text="  ".join(text_parts),
+        is_policy=is_policy,
+        is_rejection=action_type in REJECTION_TYPES,
+        is_teacher=bool(meta.get("psd_role") == "teacher" or meta.get("psd_suffix_step")),
+    )
+
+
+@dataclass
+class TraceRows:
+    """All rows of one trace plus its navigation indices."""
+
+    step_count: int
+    rows: list[StepRow | None]
+    policy_indices: list[int] = field(default_factory=list)
+    failure_index: int | None = None
+    path: str = ""
+    size_bytes: int = 0
+    problems: list[str] = field(default_factory=list)
+
+    def next_policy(self, current: int, direction: int) -> int | None:
+        """The next (direction=1) or previous (-1) policy step after ``current``."""
+        import bisect
+
+        indices = self.policy_indices
+        if not indices:
+            return None
+        if direction > 0:
+            pos = bisect.bisect_right(indices, current)
+            return indices[pos] if pos < len(indices) else None
+        pos = bisect.bisect_left(indices, current) - 1
+        return indices[pos] if pos >= 0 else None
+
+
+def row_from_brief(brief: Any) -> StepRow:
+    """A :class:`StepRow` from the artifact layer's ``StepBrief`` (raw previews)."""
+    tool_name = safe_text(brief.tool_name or "", single_line=True, limit=60)
+    args = safe_text(brief.args_preview or "", single_line=True, limit=200)
+    tool = f"{tool_name}({args})" if tool_name and args else (tool_name or args)
+    text = safe_text(brief.text_preview or "", single_line=True, limit=PREVIEW)
+    if not getattr(brief, "is_object", True):
+        text = "(not a JSON object) " + text
+    capture = getattr(brief, "token_capture_status", None)
+    if capture and capture != "complete":
+        text = f"[capture {safe_text(capture, single_line=True, limit=20)}] " + text
+    return StepRow(
+        index=brief.index,
+        stage=safe_text(brief.stage or "", single_line=True, limit=40),
+        action_type=safe_text(brief.action_type or "", single_line=True, limit=30),
+        tool=tool,
+        result=safe_text(brief.result_preview or "", single_line=True, limit=PREVIEW),
+        text=text,
+        is_policy=bool(brief.is_policy_step),
+        is_rejection=bool(brief.is_protocol_rejection),
+        is_teacher=brief.psd_role == "teacher",
+    )

@@ -1,0 +1,1 @@
+"""The Textual user interface (imported lazily by the CLI)."""

@@ -1,0 +1,339 @@
+"""The eviscene-tui Textual application.
+
+Data flow (one direction): workers read files through the artifact layer, build
+Textual-free state (``eviscene_tui.state``) and post typed messages
+(``ui.messages``); handlers here and in the screens update the store and widgets.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import queue
+import time
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from textual import on, work
+from textual.app import App, SystemCommand
+from textual.binding import Binding
+from textual.screen import Screen
+from textual.worker import get_current_worker
+
+from eviscene_tui.options import AppOptions
+from eviscene_tui.safe_text import safe_text
+from eviscene_tui.state.runs import RunsStore
+from eviscene_tui.state.scan import CaseIndex, LockedTransient, batched, build_row, scan_rows
+from eviscene_tui.ui import messages as M
+from eviscene_tui.ui.config import UserConfig, load_config
+from eviscene_tui.ui.themes import DARK, DEFAULT_THEME, LIGHT, app_themes, theme_css_paths
+
+APP_CSS = Path(__file__).with_name("app.tcss")
+
+
+class EvisceneApp(App[int]):
+    TITLE = "eviscene-tui"
+    CSS_PATH = [APP_CSS, *theme_css_paths()]
+    ENABLE_COMMAND_PALETTE = True
+
+    BINDINGS = [
+        Binding("question_mark", "help", "Help", id="app.help", tooltip="Keys of every screen"),
+        Binding("f1", "help", "Help", show=False, id="app.help_f1"),
+        Binding("ctrl+t", "toggle_theme", "Theme", id="app.theme", tooltip="Switch between the dark and light theme"),
+        Binding("q", "quit", "Quit", id="app.quit", tooltip="Quit eviscene-tui"),
+    ]
+
+    def __init__(
+        self,
+        options: AppOptions,
+        *,
+        watch: bool = True,
+        config: UserConfig | None = None,
+        transient_grace: float = 2.0,
+    ) -> None:
+        super().__init__()
+        self.options = options
+        self.store = RunsStore()
+        self.transient = LockedTransient(grace=transient_grace)
+        self.case_index = CaseIndex()
+        self.config = config if config is not None else load_config(options.config)
+        self.watch_enabled = watch
+        self.scan_seconds: float | None = None
+        self.first_rows_at: float | None = None
+        self._scan_started = 0.0
+        self._refresh_queue: queue.Queue[set[str]] = queue.Queue()
+        self._stop_watch = asyncio.Event()
+        self.watch_ready = asyncio.Event()
+        self.labels: dict[str, tuple[str, ...]] = {}  # case key -> operator triage labels (review journal)
+
+    # -- lifecycle -----------------------------------------------------------------------
+    def on_mount(self) -> None:
+        for theme in app_themes():
+            self.register_theme(theme)
+        wanted = self.options.theme or self.config.theme or DEFAULT_THEME
+        if wanted not in self.available_themes:
+            self.notify(
+                f"Unknown theme {safe_text(wanted, single_line=True, limit=60)!s}; using {DEFAULT_THEME}. "
+                f"Available: {', '.join(sorted(self.available_themes))}",
+                severity="warning",
+                markup=False,
+            )
+            wanted = DEFAULT_THEME
+        self.theme = wanted
+        if self.config.keymap:
+            self.set_keymap(self.config.keymap)
+        for error in self.config.errors:
+            self.notify(safe_text(error, limit=300), title="config", severity="warning", markup=False)
+        from eviscene_tui.ui.screens.runs import RunsScreen
+
+        self.push_screen(RunsScreen())
+        self.start_scan()
+        self.load_labels()
+        self.refresher()
+        if self.watch_enabled:
+            self.watch_root()
+
+    async def action_quit(self) -> None:
+        self._stop_watch.set()
+        self.exit(0)
+
+    # -- scan ----------------------------------------------------------------------------
+    def start_scan(self) -> None:
+        self.store.clear()
+        self._scan_started = time.perf_counter()
+        self.first_rows_at = None
+        self.store.set_progress(0, None, True)
+        self.scan()
+
+    @work(thread=True, exclusive=True, group="scan", exit_on_error=False)
+    def scan(self) -> None:
+        worker = get_current_worker()
+        root = self.options.root
+        problems: list[Any] = []
+        started = time.perf_counter()
+        done = 0
+        rows = scan_rows(root, self.transient, cancelled=lambda: worker.is_cancelled, problems=problems)
+        for batch in batched(rows):
+            if worker.is_cancelled:
+                return
+            first = done == 0
+            done += len(batch)
+            self.post_message(M.SummariesBatch(batch, done=done, total=None, initial=True))
+            # hand the GIL to the UI thread: a long pause after the first batch so the
+            # first rows paint at once, a short one per batch to keep keys responsive
+            time.sleep(0.15 if first else 0.005)
+        self.post_message(
+            M.ScanFinished(done, time.perf_counter() - started, [f"{p.code}: {p.path}: {p.message}" for p in problems])
+        )
+
+    # -- triage labels (review journal in the work directory, never in the root) ---------------
+    @work(thread=True, exclusive=True, group="labels", exit_on_error=False)
+    def load_labels(self) -> None:
+        try:
+            from eviscene_tui.journal.review import review_state
+
+            state = review_state(self.options.workdir)
+            labels = {case: tuple(sorted(v)) for case, v in state.triage_by_case().items() if v}
+        except Exception as exc:  # noqa: BLE001 - labels are optional
+            self.post_message(M.LabelsLoaded({}, f"{type(exc).__name__}: {exc}"))
+            return
+        self.post_message(M.LabelsLoaded(labels, None))
+
+    @on(M.LabelsLoaded)
+    def _on_labels(self, message: M.LabelsLoaded) -> None:
+        if message.error:
+            self.notify("Triage labels unavailable: " + safe_text(message.error, single_line=True, limit=200), severity="warning", markup=False)
+            return
+        self.labels = dict(message.labels)
+        self.store.set_labels(self.labels)
+
+    @on(M.SummariesBatch)
+    def _on_batch(self, message: M.SummariesBatch) -> None:
+        if self.labels:
+            from dataclasses import replace
+
+            message.rows = [replace(r, labels=self.labels[r.key]) if r.key in self.labels else r for r in message.rows]
+        for row in message.rows:
+            self.case_index.add(row)
+        self.store.upsert(message.rows)
+        if message.initial:
+            self.store.set_progress(message.done, message.total, True)
+            if self.first_rows_at is None:
+                self.first_rows_at = time.perf_counter() - self._scan_started
+        if any(r.being_written for r in message.rows):
+            keys = {r.key for r in message.rows if r.being_written}
+            self.set_timer(self.transient.grace + 0.3, lambda: self._recheck(keys))
+        self._forward_case_updates(message.rows)
+
+    def _recheck(self, keys: set[str]) -> None:
+        paths = set()
+        for key in keys:
+            ref = self.case_index.ref(key)
+            if ref is not None:
+                paths.add(os.path.abspath(str(ref.path)))
+        if paths:
+            self._refresh_queue.put(paths)
+
+    @on(M.ScanFinished)
+    def _on_scan_finished(self, message: M.ScanFinished) -> None:
+        self.scan_seconds = message.seconds
+        self.store.set_progress(message.count, message.count, False)
+        for problem in message.problems[:5]:
+            self.notify(safe_text(problem, limit=300), title="discovery", severity="warning", markup=False)
+
+    @on(M.CasesRemoved)
+    def _on_removed(self, message: M.CasesRemoved) -> None:
+        for key in message.keys:
+            self.case_index.remove(key)
+        self.store.remove(message.keys)
+
+    # -- live updates --------------------------------------------------------------------
+    @work(exclusive=True, group="watch", exit_on_error=False)
+    async def watch_root(self) -> None:
+        from watchfiles import awatch
+
+        root = str(self.options.root)
+        kwargs: dict[str, Any] = {"debounce": 150, "step": 40, "recursive": True, "ignore_permission_denied": True}
+        if self.options.poll:
+            kwargs.update(force_polling=True, poll_delay_ms=250)
+        for attempt in range(2):
+            try:
+                watcher = awatch(root, stop_event=self._stop_watch, **kwargs)
+                self.watch_ready.set()
+                async for changes in watcher:
+                    paths = {os.path.abspath(path) for _change, path in changes}
+                    if paths:
+                        self.post_message(M.FilesChanged(paths))
+                return
+            except Exception as exc:  # watcher failure must not take the app down
+                if attempt == 0 and not kwargs.get("force_polling"):
+                    # e.g. the inotify watch limit on a huge tree: fall back to polling
+                    kwargs.update(force_polling=True, poll_delay_ms=500)
+                    self.notify(
+                        f"File watcher failed ({type(exc).__name__}: {safe_text(exc, single_line=True, limit=160)}); polling instead",
+                        severity="warning",
+                        markup=False,
+                    )
+                    continue
+                self.notify(
+                    f"Live updates stopped: {type(exc).__name__}: {safe_text(exc, single_line=True, limit=200)}",
+                    severity="warning",
+                    markup=False,
+                )
+                return
+
+    @on(M.FilesChanged)
+    def _on_files_changed(self, message: M.FilesChanged) -> None:
+        self._refresh_queue.put(set(message.paths))
+        for screen in self.screen_stack:
+            hook = getattr(screen, "case_files_changed", None)
+            if hook is not None:
+                hook(message.paths)
+
+    def refresh_paths(self, paths: Iterable[str]) -> None:
+        """Re-summarise the cases containing ``paths`` (used by tests and the watcher)."""
+        self._refresh_queue.put({os.path.abspath(p) for p in paths})
+
+    @work(thread=True, exclusive=True, group="refresh", exit_on_error=False)
+    def refresher(self) -> None:
+        worker = get_current_worker()
+        root = Path(self.options.root)
+        root_abs = os.path.abspath(root)
+        while not worker.is_cancelled:
+            try:
+                paths = self._refresh_queue.get(timeout=0.25)
+            except queue.Empty:
+                continue
+            try:
+                while True:
+                    paths |= self._refresh_queue.get_nowait()
+            except queue.Empty:
+                pass
+            if worker.is_cancelled:
+                return
+            self._refresh_once(paths, root, root_abs)
+
+    def _refresh_once(self, paths: set[str], root: Path, root_abs: str) -> None:
+        from eviscene_tui.artifacts.layout import discover_cases
+
+        known: set[str] = set()
+        unknown_tops: set[str] = set()
+        for path in paths:
+            key = self.case_index.case_for(path)
+            if key is not None:
+                known.add(key)
+                continue
+            rel = os.path.relpath(path, root_abs)
+            if rel.startswith(".."):
+                continue
+            first = rel.split(os.sep, 1)[0]
+            unknown_tops.add(root_abs if first in (".", "") else os.path.join(root_abs, first))
+        rows = []
+        removed = []
+        for key in known:
+            ref = self.case_index.ref(key)
+            if ref is None:
+                continue
+            if not os.path.isdir(ref.path):
+                removed.append(key)
+                continue
+            rows.append(build_row(ref, root, self.transient))
+        for top in unknown_tops:
+            if not os.path.isdir(top):
+                continue
+            for ref in discover_cases(Path(top)):
+                row = build_row(ref, root, self.transient)
+                if self.store.get(row.key) is None or row.key not in known:
+                    rows.append(row)
+        if removed:
+            self.post_message(M.CasesRemoved(removed))
+        if rows:
+            self.post_message(M.SummariesBatch(rows, done=len(rows), total=None, initial=False))
+
+    def _forward_case_updates(self, rows: list[Any]) -> None:
+        for screen in self.screen_stack:
+            hook = getattr(screen, "case_row_updated", None)
+            if hook is not None:
+                for row in rows:
+                    hook(row)
+
+    # -- actions -------------------------------------------------------------------------
+    def action_help(self) -> None:
+        from eviscene_tui.ui.screens.help import HelpScreen
+
+        if isinstance(self.screen, HelpScreen):
+            self.pop_screen()
+            return
+        self.push_screen(HelpScreen())
+
+    def action_toggle_theme(self) -> None:
+        self.switch_theme(LIGHT if self.theme == DARK else DARK)
+
+    def switch_theme(self, name: str) -> None:
+        if name not in self.available_themes:
+            self.notify(f"Unknown theme {safe_text(name, single_line=True, limit=60)}", severity="warning", markup=False)
+            return
+        self.theme = name
+        self.notify(f"Theme: {name}", markup=False, timeout=2)
+
+    def open_case(self, row: Any) -> None:
+        from eviscene_tui.ui.screens.case import CaseScreen
+
+        ref = row.ref if hasattr(row, "ref") else row
+        self.push_screen(CaseScreen(ref, self.options, key=getattr(row, "key", None)))
+
+    # -- command palette -----------------------------------------------------------------
+    def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
+        yield SystemCommand("theme: switch to dark", "Use the eviscene-dark theme", lambda: self.switch_theme(DARK))
+        yield SystemCommand("theme: switch to light", "Use the eviscene-light theme", lambda: self.switch_theme(LIGHT))
+        yield SystemCommand("theme: choose any theme", "Pick any registered Textual theme", self.action_change_theme)
+        yield SystemCommand("app: show keys and help", "List every key binding by screen", self.action_help)
+        yield SystemCommand("app: quit", "Quit eviscene-tui", self.action_quit)
+        yield SystemCommand(
+            "app: save screenshot", "Save an SVG screenshot of the current screen", lambda: self.set_timer(0.1, self.deliver_screenshot)
+        )
+        provider = getattr(screen, "palette_commands", None)
+        if provider is not None:
+            for title, help_text, callback in provider():
+                yield SystemCommand(title, help_text, callback)

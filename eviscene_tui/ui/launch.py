@@ -1,0 +1,43 @@
+"""Entry point used by ``eviscene_tui.cli`` (and the ``demo`` command) to open the app."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+
+def build_app(path: Path, args: object):
+    from eviscene_tui.options import AppOptions
+    from eviscene_tui.ui.app import EvisceneApp
+
+    options = AppOptions.from_args(Path(path), args)
+    return EvisceneApp(options)
+
+
+def _prepare_graphics() -> None:
+    """Let the image preview probe the terminal before Textual reads stdin
+    (see ``ui/widgets/image_preview.py``). Skipped without a tty or when
+    ``EVISCENE_TUI_NO_GRAPHICS`` is set; never fatal."""
+    if os.environ.get("EVISCENE_TUI_NO_GRAPHICS") or not sys.stdout.isatty() or not sys.stdin.isatty():
+        return
+    import logging
+
+    # the probe logs a traceback when the terminal does not answer; keep it off the screen
+    probe_log = logging.getLogger("textual_image")
+    probe_log.addHandler(logging.NullHandler())
+    probe_log.propagate = False
+    try:
+        from eviscene_tui.ui.widgets.image_preview import prepare_terminal_graphics
+
+        prepare_terminal_graphics()
+    except Exception:  # noqa: BLE001 - a preview nicety must not stop the app
+        pass
+
+
+def run_app(path: Path, args: object) -> int:
+    """Build ``AppOptions.from_args(path, args)`` and run the app; returns the exit code."""
+    app = build_app(path, args)
+    _prepare_graphics()
+    result = app.run()
+    return int(result) if isinstance(result, int) else 0

@@ -1,0 +1,1 @@
+"""eviscene-tui ui/screens package."""

@@ -1,0 +1,675 @@
+"""The case screen: source trace, localization, rounds timeline, side by side,
+integrity. Files are read and parsed only in workers; handlers paint."""
+
+from __future__ import annotations
+
+import importlib
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, VerticalScroll
+from textual.content import Content
+from textual.screen import Screen
+from textual.widgets import Footer, OptionList, Static, TabbedContent, TabPane
+from textual.widgets.option_list import Option
+from textual.worker import get_current_worker
+
+from eviscene_tui.options import AppOptions
+from eviscene_tui.safe_text import safe_text
+from eviscene_tui.state.case_view import (
+    CaseView,
+    CompareView,
+    build_case_view,
+    build_compare,
+    pick_teacher_step,
+    step_detail_doc,
+)
+from eviscene_tui.state.trace_rows import TraceRows, row_from_brief
+from eviscene_tui.ui import messages as M
+from eviscene_tui.ui.widgets.doc import doc_content
+from eviscene_tui.ui.widgets.trace_view import TraceView
+
+WINDOW = 150  # rows built around the failure step before the first paint
+TABS = ("trace", "localization", "rounds", "compare", "integrity")
+
+
+class IntegrityReady(M.Message):
+    def __init__(self, request: int, problems: list[tuple[str, str, str]]) -> None:
+        super().__init__()
+        self.request = request
+        self.problems = problems
+
+
+class CompareReady(M.Message):
+    def __init__(self, request: int, compare: CompareView) -> None:
+        super().__init__()
+        self.request = request
+        self.compare = compare
+
+
+class CaseScreen(Screen):
+    BINDINGS = [
+        Binding("escape", "back", "Back", id="case.back", tooltip="Back to the runs screen"),
+        Binding("f", "goto_failure", "Failure", id="case.failure", tooltip="Go to the localized failure step"),
+        Binding("n", "policy(1)", "Next policy", id="case.next_policy", tooltip="Next policy step"),
+        Binding("p", "policy(-1)", "Prev policy", id="case.prev_policy", tooltip="Previous policy step"),
+        Binding("colon", "goto_step", "Go to step", id="case.goto", tooltip="Go to step N"),
+        Binding("enter", "step_detail", "Detail", id="case.detail", tooltip="Full detail of the highlighted step"),
+        Binding("v", "toggle_reveal", "Reveal privileged", id="case.reveal", tooltip="Show / hide gold, expected verdict, judge and localizer explanations, private context"),
+        Binding("1", "tab('trace')", "Trace tab", show=False, id="case.tab.trace", tooltip="Shown on the tab labels"),
+        Binding("2", "tab('localization')", "Localization tab", show=False, id="case.tab.localization", tooltip="Shown on the tab labels"),
+        Binding("3", "tab('rounds')", "Rounds tab", show=False, id="case.tab.rounds", tooltip="Shown on the tab labels"),
+        Binding("4", "tab('compare')", "Compare tab", show=False, id="case.tab.compare", tooltip="Shown on the tab labels"),
+        Binding("5", "tab('integrity')", "Integrity tab", show=False, id="case.tab.integrity", tooltip="Shown on the tab labels"),
+        Binding("t", "open_stream", "Stream", id="case.stream", tooltip="Stream a hinted teacher continuation"),
+        Binding("g", "open_supervised", "Supervise", id="case.supervised", tooltip="Run an operator-gated supervised search"),
+        Binding("k", "open_tokens", "Tokens", id="case.tokens", tooltip="Token capture inspector for the highlighted step"),
+        Binding("l", "triage_label", "Label", id="case.label", tooltip="Record a triage label (review journal, outside the root)"),
+        Binding("ctrl+r", "reload", "Reload", show=False, id="case.reload", tooltip="Read the case again"),
+    ]
+
+    def __init__(self, ref: Any, options: AppOptions, *, key: str | None = None) -> None:
+        super().__init__()
+        self.ref = ref
+        self.case_path = Path(getattr(ref, "path", ref))
+        self.options = options
+        self.key = key or self.case_path.name
+        self.bundle: Any = None
+        self.view: CaseView | None = None
+        self.trace: Any = None
+        self.trace_rows: TraceRows | None = None
+        self.revealed = False
+        self.integrity: list[tuple[str, str, str]] | None = None
+        self.compare: CompareView | None = None
+        self._request = 0
+        self._trace_failed = False
+        self._reload_timer: Any = None
+        self._repaint_scheduled = False
+        self._panels_mounted = False
+        self._want_focus_tab = "trace"
+        self.opened_at = time.perf_counter()
+        self.failure_shown_at: float | None = None
+
+    # -- compose -----------------------------------------------------------------------------
+    def compose(self) -> ComposeResult:
+        yield Static(Content(f"loading {safe_text(self.key, single_line=True, limit=80)}\u2026"), id="case-title", classes="title-bar")
+        yield Static(id="privilege-bar", classes="privilege-bar")
+        with TabbedContent(initial="trace", id="case-tabs"):
+            with TabPane("1 Trace", id="trace"):
+                yield TraceView(id="trace-view")
+                yield Static(Content("reading the source trace\u2026"), id="trace-status", classes="status-bar")
+            # the other tabs' bodies are mounted after the failure step is on screen
+            # (or when a tab is opened first): see _mount_panels
+            for pane_id, title in (("localization", "2 Localization"), ("rounds", "3 Rounds"), ("compare", "4 Compare"), ("integrity", "5 Integrity")):
+                with TabPane(title, id=pane_id):
+                    yield Static(Content("loading\u2026"), classes="panel-placeholder")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self._paint_privilege_bar()
+        self.query_one(TraceView).focus()
+        self.load()
+        self.set_timer(3.0, self._mount_panels)  # whatever happens with the trace
+
+    # -- loading -----------------------------------------------------------------------------
+    def load(self) -> None:
+        self._request += 1
+        self._load_case(self._request, self.trace)
+
+    @work(thread=True, exclusive=True, group="case-load", exit_on_error=False)
+    def _load_case(self, request: int, known_trace: Any) -> None:
+        """Open the case; on first open parse the source trace *first* (the failure step
+        is what the operator waits for), then build the panels, then fill the rest of
+        the trace rows and the side-by-side comparison."""
+        from eviscene_tui.artifacts.case import load_case
+
+        worker = get_current_worker()
+        try:
+            bundle = load_case(self.case_path)
+        except Exception as exc:  # noqa: BLE001 - shown, never crashes the app
+            self.post_message(M.CaseLoadFailed(request, f"{type(exc).__name__}: {exc}"))
+            return
+        fill = None
+        if known_trace is None:
+            fill = self._trace_window(request, bundle)
+        else:
+            bundle._trace = (known_trace, [])  # reuse the parsed trace (see state/trace_loader.py)
+        try:
+            view = build_case_view(bundle, key=self.key, base=self.options.root)
+        except Exception as exc:  # noqa: BLE001
+            self.post_message(M.CaseLoadFailed(request, f"{type(exc).__name__}: {exc}"))
+            return
+        self.post_message(M.CaseLoaded(request, bundle, view))
+        if fill is not None:
+            trace, data, pending = fill
+            rows = data.rows
+            chunk = 2000
+            for start in range(0, len(pending), chunk):
+                if worker.is_cancelled:
+                    return
+                part = pending[start : start + chunk]
+                for i in part:
+                    rows[i] = row_from_brief(trace.brief(i))
+                self.post_message(M.TraceRowsFilled(request, min(part), max(part) + 1))
+            self._compare_now(request, bundle, trace, view.failure_index)
+        elif known_trace is not None:
+            self._compare_now(request, bundle, known_trace, view.failure_index)
+
+    def _trace_window(self, request: int, bundle: Any) -> tuple[Any, TraceRows, list[int]] | None:
+        """Parse the trace, build the rows around the failure step, post TraceReady."""
+        from eviscene_tui.state.case_view import failure_index_for
+        from eviscene_tui.state.trace_loader import load_source_trace
+
+        try:
+            trace, problems = load_source_trace(bundle)
+            failure_index = failure_index_for(bundle)
+        except Exception as exc:  # noqa: BLE001
+            self.post_message(M.TraceFailed(request, f"{type(exc).__name__}: {exc}"))
+            return None
+        if trace is None:
+            why = "; ".join(safe_text(p.message, single_line=True, limit=200) for p in problems) or "no source trace is referenced by this case"
+            self.post_message(M.TraceFailed(request, why))
+            return None
+        count = trace.step_count
+        rows: list[Any] = [None] * count
+        valid = failure_index if failure_index is not None and 0 <= failure_index < count else None
+        centre = valid if valid is not None else 0
+        lo, hi = max(0, centre - WINDOW), min(count, centre + WINDOW)
+        for i in range(lo, hi):
+            rows[i] = row_from_brief(trace.brief(i))
+        data = TraceRows(
+            step_count=count,
+            rows=rows,
+            policy_indices=trace.policy_step_indices(),
+            failure_index=valid,
+            path=safe_text(str(trace.path), single_line=True),
+            size_bytes=trace.size_bytes or 0,
+            problems=[safe_text(p.message, single_line=True, limit=200) for p in problems],
+        )
+        self.post_message(M.TraceReady(request, data, trace))
+        time.sleep(0.03)  # let the UI thread take the GIL and paint the failure step first
+        pending = list(range(hi, count)) + list(range(lo - 1, -1, -1))
+        return trace, data, pending
+
+    @on(M.CaseLoadFailed)
+    def _on_load_failed(self, message: M.CaseLoadFailed) -> None:
+        self.query_one("#case-title", Static).update(Content("could not open the case: " + safe_text(message.message, single_line=True, limit=300)))
+
+    @on(M.CaseLoaded)
+    def _on_loaded(self, message: M.CaseLoaded) -> None:
+        if message.request != self._request:
+            return
+        first = self.bundle is None
+        previous_failure = self.view.failure_index if self.view else None
+        self.bundle = message.bundle
+        self.view = message.view
+        self._paint_case()
+        if first and self.view.no_site:
+            # a no-recoverable-site case opens on its explanation (why no site was found)
+            self.call_after_refresh(self.action_tab, "localization")
+            if self.view.closest_step is not None and self.trace_rows is not None:
+                self.query_one(TraceView).goto(self.view.closest_step)
+        if self.trace_rows is not None:
+            self.trace_rows.failure_index = self.view.failure_index
+            tv = self.query_one(TraceView)
+            tv.rows_updated(0, 0)
+            if not first and previous_failure != self.view.failure_index and self.view.failure_index is not None:
+                tv.goto(self.view.failure_index)
+            self._paint_trace_status()
+        if not first or self.trace is not None or self._trace_failed:
+            self._integrity(message.request)
+
+    def _compare_now(self, request: int, bundle: Any, trace: Any, failure_index: int | None) -> None:
+        try:
+            source = trace.step(failure_index) if failure_index is not None else None
+            teacher, label = pick_teacher_step(bundle, failure_index)
+            compare = build_compare(source, teacher, source_index=failure_index, teacher_label=label)
+        except Exception as exc:  # noqa: BLE001
+            compare = CompareView("source step", "teacher step", [], [], note=f"could not compare: {type(exc).__name__}")
+        self.post_message(CompareReady(request, compare))
+
+    @on(M.TraceReady)
+    def _on_trace_ready(self, message: M.TraceReady) -> None:
+        if message.request != self._request:
+            return
+        self.trace = message.trace
+        self.trace_rows = message.data
+        tv = self.query_one(TraceView)
+        tv.set_trace(message.data)
+        self.failure_shown_at = time.perf_counter() - self.opened_at
+        self._paint_trace_status()
+        self.call_after_refresh(self._mount_panels)
+        if self.view is not None:
+            # the panels arrived first: the full integrity check (hashes) can start now
+            self._integrity(self._request)
+            if self.view.no_site and self.view.closest_step is not None:
+                tv.goto(self.view.closest_step)
+
+    @on(M.TraceRowsFilled)
+    def _on_rows_filled(self, message: M.TraceRowsFilled) -> None:
+        if self.trace_rows is not None:
+            self.query_one(TraceView).rows_updated(message.start, message.end)
+
+    @on(M.TraceFailed)
+    def _on_trace_failed(self, message: M.TraceFailed) -> None:
+        if message.request != self._request:
+            return
+        self._trace_failed = True
+        self._mount_panels()
+        self.query_one("#trace-status", Static).update(Content("source trace unavailable: " + safe_text(message.message, single_line=True, limit=300)))
+        self._integrity(self._request)
+        if self._lazy_ready():
+            self.query_one("#compare-left", Static).update(Content("source trace unavailable"))
+
+    @on(CompareReady)
+    def _on_compare(self, message: CompareReady) -> None:
+        self.compare = message.compare
+        self._paint_compare()
+
+    @work(thread=True, exclusive=True, group="case-integrity", exit_on_error=False)
+    def _integrity(self, request: int) -> None:
+        from eviscene_tui.artifacts.integrity import check_case
+        from eviscene_tui.artifacts.layout import CaseRef, Layout
+
+        ref = self.ref if isinstance(self.ref, CaseRef) else CaseRef(path=self.case_path, layout=Layout(self.bundle.layout) if self.bundle.layout in Layout._value2member_map_ else Layout.UNKNOWN)
+        try:
+            problems = check_case(ref)
+        except Exception as exc:  # noqa: BLE001
+            problems = []
+            self.post_message(IntegrityReady(request, [("error", str(self.case_path), f"integrity check failed: {type(exc).__name__}")]))
+            return
+        base = self.options.root
+        rows = []
+        for p in problems:
+            try:
+                rel = os.path.relpath(p.path, base)
+            except ValueError:
+                rel = p.path
+            rows.append((str(p.code), safe_text(rel, single_line=True), safe_text(p.message, single_line=True, limit=500)))
+        self.post_message(IntegrityReady(request, rows))
+
+    @on(IntegrityReady)
+    def _on_integrity(self, message: IntegrityReady) -> None:
+        if message.request != self._request:
+            return
+        self.integrity = message.problems
+        self._paint_integrity()
+
+    # -- painting ----------------------------------------------------------------------------
+    def _mount_panels(self) -> None:
+        if self._panels_mounted:
+            return
+        self._panels_mounted = True
+        bodies = {
+            "localization": VerticalScroll(
+                Static(Content("loading\u2026"), id="loc-doc"),
+                Static(Content.from_markup("[b]observed_basis quotes[/b] [dim](Enter jumps to the step)[/]"), classes="section-title"),
+                OptionList(id="quotes", classes="quote-list", markup=False),
+                classes="panel-scroll",
+                id="localization-scroll",
+            ),
+            "rounds": VerticalScroll(Static(Content("loading\u2026"), id="rounds-doc"), classes="panel-scroll", id="rounds-scroll"),
+            "compare": VerticalScroll(
+                Static(Content("source failure step vs the teacher's repaired step; \u2260 marks fields that differ"), id="compare-note"),
+                Horizontal(
+                    Static(Content("waiting for the trace\u2026"), id="compare-left", classes="compare-pane"),
+                    Static(Content(""), id="compare-right", classes="compare-pane"),
+                ),
+                classes="panel-scroll",
+                id="compare-scroll",
+            ),
+            "integrity": VerticalScroll(Static(Content("checking\u2026"), id="integrity-doc"), classes="panel-scroll", id="integrity-scroll"),
+        }
+        for pane_id, body in bodies.items():
+            pane = self.query_one(f"#{pane_id}", TabPane)
+            pane.query(".panel-placeholder").remove()
+            pane.mount(body)
+        self.call_after_refresh(self._panels_ready)
+
+    def _panels_ready(self) -> None:
+        self._paint_all()
+        active = self.query_one(TabbedContent).active
+        if active != "trace" and self._want_focus_tab == active:
+            self.action_tab(active)
+
+    @on(TabbedContent.TabActivated)
+    def _tab_activated(self, event: TabbedContent.TabActivated) -> None:
+        if event.pane is not None and event.pane.id != "trace":
+            self._mount_panels()
+
+    def _lazy_ready(self) -> bool:
+        """The tab bodies are mounted lazily (after the trace tab paints)."""
+        if self.query("#integrity-doc") and self.query("#quotes") and self.query("#compare-left"):
+            return True
+        if not self._repaint_scheduled:
+            self._repaint_scheduled = True
+            self.set_timer(0.05, self._paint_all)
+        return False
+
+    def _paint_all(self) -> None:
+        self._repaint_scheduled = False
+        if self.view is not None:
+            self._paint_case()
+        self._paint_compare()
+        self._paint_integrity()
+
+    def _paint_case(self) -> None:
+        view = self.view
+        assert view is not None
+        self.query_one("#case-title", Static).update(Content(view.summary_line()))
+        if not self._lazy_ready():
+            return
+        self._paint_docs()
+        quotes = self.query_one("#quotes", OptionList)
+        highlighted = quotes.highlighted
+        quotes.clear_options()
+        for i, q in enumerate(view.quotes):
+            label = Content.assemble((f"step {q.step_index if q.step_index is not None else '?'} ", "bold $accent"), (f"[{q.category}] " if q.category else "", "dim"), ("\u201c" + q.text + "\u201d", "italic"))
+            quotes.add_option(Option(label, id=f"quote-{i}"))
+        if not view.quotes:
+            quotes.add_option(Option(Content("no observed_basis quotes"), disabled=True))
+        elif highlighted is not None and highlighted < len(view.quotes):
+            quotes.highlighted = highlighted
+        self._paint_integrity()
+
+    def _paint_docs(self) -> None:
+        if self.view is None or not self._lazy_ready():
+            return
+        self.query_one("#loc-doc", Static).update(doc_content(self.view.localization, self.revealed))
+        self.query_one("#rounds-doc", Static).update(doc_content(self.view.rounds, self.revealed))
+
+    def _paint_privilege_bar(self) -> None:
+        bar = self.query_one("#privilege-bar", Static)
+        if self.revealed:
+            bar.update(Content("\u26a0 PRIVILEGED MATERIAL SHOWN (gold, expected verdict, judge/localizer explanations, private context) \u00b7 v hides"))
+            bar.add_class("revealed")
+        else:
+            bar.update(Content("privileged material hidden \u00b7 v reveals (gold, expected verdict, judge/localizer explanations, private context)"))
+            bar.remove_class("revealed")
+
+    def _paint_trace_status(self) -> None:
+        data = self.trace_rows
+        if data is None:
+            return
+        tv = self.query_one(TraceView)
+        parts = [f"step {tv.cursor}/{max(0, data.step_count - 1)}"]
+        if data.failure_index is not None:
+            parts.append(f"failure at {data.failure_index}")
+        elif self.view is not None and self.view.no_site:
+            parts.append("no recoverable site" + (f" (closest: {self.view.closest_step})" if self.view.closest_step is not None else ""))
+        parts.append(f"{len(data.policy_indices)} policy steps")
+        if data.size_bytes:
+            parts.append(f"{data.size_bytes / 1e6:.1f} MB")
+        if data.problems:
+            parts.append("problems: " + "; ".join(data.problems[:2]))
+        self.query_one("#trace-status", Static).update(Content(" \u00b7 ".join(parts)))
+
+    def _paint_compare(self) -> None:
+        c = self.compare
+        if c is None or not self._lazy_ready():
+            return
+        from eviscene_tui.state.case_view import L, Seg
+
+        left = [L(Seg(c.left_title, "title"))] + c.left
+        right = [L(Seg(c.right_title, "title"))] + c.right
+        self.query_one("#compare-left", Static).update(doc_content(left, self.revealed))
+        self.query_one("#compare-right", Static).update(doc_content(right, self.revealed))
+        if c.note:
+            self.query_one("#compare-note", Static).update(Content(c.note))
+
+    def _paint_integrity(self) -> None:
+        from eviscene_tui.state.case_view import L, S, Seg
+
+        if not self._lazy_ready():
+            return
+
+        lines = []
+        if self.integrity is None:
+            lines.append(L(Seg("running the full integrity check\u2026", "dim")))
+            extra = self.view.problems if self.view else []
+        else:
+            extra = []
+        rows = list(self.integrity or []) + [p for p in extra if p not in (self.integrity or [])]
+        if self.view is not None:
+            for p in self.view.problems:
+                if p not in rows:
+                    rows.append(p)
+        if self.integrity is not None and not rows:
+            lines.append(L(Seg("\u2713 no problems found", "ok")))
+        transient = getattr(self.app, "transient", None)
+        writing = transient is not None and self.key in transient.pending_cases()
+        from eviscene_tui.state.transient import TRANSIENT_CODES
+
+        for code, path, message in rows:
+            if writing and code in TRANSIENT_CODES:
+                lines.append(L(S(code, "warn"), Seg("  "), S(path, "accent"), Seg("  being written (a problem only if it stays torn)", "warn")))
+            else:
+                lines.append(L(S(code, "bad"), Seg("  "), S(path, "accent")))
+            lines.append(L(Seg("    "), S(message, "")))
+        self.query_one("#integrity-doc", Static).update(doc_content(lines))
+
+    # -- live updates (called by the app) ----------------------------------------------------
+    def case_files_changed(self, paths: set[str]) -> None:
+        root = os.path.abspath(self.case_path)
+        if not any(p == root or p.startswith(root + os.sep) for p in paths):
+            return
+        if self._reload_timer is not None:
+            self._reload_timer.stop()
+        self._reload_timer = self.set_timer(0.15, self.load)
+
+    # -- actions -----------------------------------------------------------------------------
+    def action_back(self) -> None:
+        self.app.pop_screen()
+
+    def action_tab(self, name: str) -> None:
+        self.query_one(TabbedContent).active = name
+        self._want_focus_tab = name
+        if name == "trace":
+            self.query_one(TraceView).focus()
+        elif not self._lazy_ready():
+            self._mount_panels()
+            return
+        elif name == "localization":
+            self.query_one("#quotes", OptionList).focus()
+        else:
+            self.query_one(f"#{name}-scroll", VerticalScroll).focus()
+
+    def _trace_goto(self, index: int) -> None:
+        self.action_tab("trace")
+        self.query_one(TraceView).goto(index)
+
+    def action_goto_failure(self) -> None:
+        if self.view is None:
+            self.notify("The case is still loading", markup=False)
+            return
+        target = self.view.failure_index
+        if target is None and self.view.closest_step is not None:
+            target = self.view.closest_step
+            self.notify(f"No recoverable site; going to the step the localizer came closest to ({target})", markup=False)
+        if target is None:
+            self.notify("This case has no localized failure step", severity="warning", markup=False)
+            return
+        self._trace_goto(target)
+
+    def action_policy(self, direction: int) -> None:
+        if self.trace_rows is None:
+            return
+        tv = self.query_one(TraceView)
+        target = self.trace_rows.next_policy(tv.cursor, direction)
+        if target is None:
+            self.notify("No further policy step in that direction", markup=False, timeout=1.5)
+            return
+        self._trace_goto(target)
+
+    def action_goto_step(self) -> None:
+        if self.trace_rows is None:
+            self.notify("The trace is still loading", markup=False)
+            return
+        from eviscene_tui.ui.screens.goto import GotoStepScreen
+
+        def done(value: int | None) -> None:
+            if value is not None:
+                self._trace_goto(value)
+
+        self.app.push_screen(GotoStepScreen(self.trace_rows.step_count), done)
+
+    def action_step_detail(self) -> None:
+        if self.trace is None:
+            self.notify("The trace is still loading", markup=False)
+            return
+        self._detail(self.query_one(TraceView).cursor)
+
+    @work(thread=True, exclusive=True, group="case-detail", exit_on_error=False)
+    def _detail(self, index: int) -> None:
+        try:
+            detail = self.trace.step_detail(index)
+            doc = step_detail_doc(detail, failure_index=self.view.failure_index if self.view else None)
+        except Exception as exc:  # noqa: BLE001
+            from eviscene_tui.state.case_view import L, S
+
+            doc = [L(S(f"could not read step {index}: {type(exc).__name__}: {exc}", "bad"))]
+        self.post_message(M.StepDetailReady(index, doc))
+
+    @on(M.StepDetailReady)
+    def _on_detail(self, message: M.StepDetailReady) -> None:
+        from eviscene_tui.ui.screens.step_detail import StepDetailScreen
+
+        self.app.push_screen(StepDetailScreen(message.index, message.detail, self.revealed))
+
+    def action_toggle_reveal(self) -> None:
+        self.revealed = not self.revealed
+        self._paint_privilege_bar()
+        self._paint_docs()
+        self._paint_compare()
+        self.notify("Privileged material shown" if self.revealed else "Privileged material hidden", markup=False, timeout=1.5)
+
+    def action_reload(self) -> None:
+        self.load()
+
+    @on(OptionList.OptionSelected, "#quotes")
+    def _quote_selected(self, event: OptionList.OptionSelected) -> None:
+        if self.view is None or event.option_id is None:
+            return
+        index = int(event.option_id.split("-", 1)[1])
+        quote = self.view.quotes[index]
+        if quote.step_index is None:
+            self.notify("This quote names no step", markup=False)
+            return
+        self._trace_goto(quote.step_index)
+
+    @on(TraceView.StepHighlighted)
+    def _step_highlighted(self, event: TraceView.StepHighlighted) -> None:
+        self._paint_trace_status()
+
+    # -- triage labels --------------------------------------------------------------------------
+    def action_triage_label(self) -> None:
+        from eviscene_tui.ui.screens.label import TriageLabelScreen
+
+        current = tuple(getattr(self.app, "labels", {}).get(self.key, ()))
+
+        def done(result: tuple[str, str] | None) -> None:
+            if result is not None:
+                self._write_label(*result)
+
+        self.app.push_screen(TriageLabelScreen(safe_text(self.key, single_line=True, limit=60), current), done)
+
+    @work(thread=True, exclusive=True, group="case-label", exit_on_error=False)
+    def _write_label(self, label: str, reason: str) -> None:
+        try:
+            from eviscene_tui.journal.review import add_triage_label, open_review_journal
+
+            evidence = [p for p in (os.path.join(self.key, "manifest.json"),) if os.path.isfile(os.path.join(self.options.root, p))]
+            journal = open_review_journal(self.options.workdir, operator=self.options.operator)
+            try:
+                add_triage_label(journal, self.key, label, reason, root=self.options.root, evidence=evidence)
+            finally:
+                journal.close()
+        except Exception as exc:  # noqa: BLE001 - shown, never crashes
+            self.post_message(M.LabelWritten(label, f"{type(exc).__name__}: {exc}"))
+            return
+        self.post_message(M.LabelWritten(label, None))
+
+    @on(M.LabelWritten)
+    def _on_label_written(self, message: M.LabelWritten) -> None:
+        if message.error:
+            self.notify("Label not recorded: " + safe_text(message.error, single_line=True, limit=300), severity="error", markup=False)
+            return
+        self.notify(f"Triage label saved: {message.label}", markup=False)
+        reload = getattr(self.app, "load_labels", None)
+        if reload is not None:
+            reload()
+
+    # -- other engineers' screens (lazy imports) ---------------------------------------------
+    def _screen_class(self, module: str, name: str) -> Any:
+        try:
+            mod = importlib.import_module(module)
+            return getattr(mod, name)
+        except Exception as exc:  # noqa: BLE001 - a missing feature is a message, not a crash
+            self.notify(
+                f"{name} is not available: {type(exc).__name__}: {safe_text(exc, single_line=True, limit=200)}",
+                severity="warning",
+                markup=False,
+            )
+            return None
+
+    def _need_bundle(self) -> bool:
+        if self.bundle is None:
+            self.notify("The case is still loading", markup=False)
+            return False
+        return True
+
+    def action_open_stream(self) -> None:
+        if not self._need_bundle():
+            return
+        cls = self._screen_class("eviscene_tui.ui.screens.stream", "StreamScreen")
+        if cls is not None:
+            view = self.view
+            self.app.push_screen(cls(self.bundle, self.options, round_index=view.latest_round if view else None, hint_text=view.latest_hint if view else None))
+
+    def action_open_supervised(self) -> None:
+        if not self._need_bundle():
+            return
+        cls = self._screen_class("eviscene_tui.ui.screens.supervised", "SupervisedScreen")
+        if cls is not None:
+            self.app.push_screen(cls(self.bundle, self.options))
+
+    def action_open_tokens(self) -> None:
+        if not self._need_bundle():
+            return
+        cls = self._screen_class("eviscene_tui.ui.screens.tokens", "TokenScreen")
+        if cls is None:
+            return
+        source = None
+        if self.trace_rows is not None:
+            cursor = self.query_one(TraceView).cursor
+            source = f"step:{cursor}"
+        elif self.view is not None and self.view.failure_index is not None:
+            source = f"step:{self.view.failure_index}"
+        self.app.push_screen(cls(self.bundle, self.options, source=source))
+
+    # -- palette -----------------------------------------------------------------------------
+    def palette_commands(self):
+        return [
+            ("case: go to failure step", "Jump to the localized failure step in the trace", self.action_goto_failure),
+            ("case: next policy step", "Move to the next policy step", lambda: self.action_policy(1)),
+            ("case: previous policy step", "Move to the previous policy step", lambda: self.action_policy(-1)),
+            ("case: go to step N", "Jump to a step by its index", self.action_goto_step),
+            ("case: show step detail", "tool_result, policy_input and token capture of the highlighted step", self.action_step_detail),
+            ("case: reveal privileged material", "Toggle gold, expected verdict, judge/localizer explanations, private context", self.action_toggle_reveal),
+            ("case: show trace", "Source trace tab", lambda: self.action_tab("trace")),
+            ("case: show localization", "Failure site and semantic localization", lambda: self.action_tab("localization")),
+            ("case: show rounds timeline", "Rounds, feedback, proposals, attempts", lambda: self.action_tab("rounds")),
+            ("case: compare source and teacher step", "Side by side with differences marked", lambda: self.action_tab("compare")),
+            ("case: show integrity problems", "Every problem found in this case", lambda: self.action_tab("integrity")),
+            ("case: stream teacher continuation", "Open the policy stream screen", self.action_open_stream),
+            ("case: start supervised search", "Open the operator-gated supervised search", self.action_open_supervised),
+            ("case: inspect token capture", "Open the token inspector on the highlighted step", self.action_open_tokens),
+            ("case: add triage label", "needs_relocalization / unrecoverable / data_problem / note (review journal)", self.action_triage_label),
+            ("case: reload", "Read the case files again", self.action_reload),
+            ("case: back to runs", "Return to the runs screen", self.action_back),
+        ]

@@ -1,0 +1,187 @@
+"""The runs screen (home): every case under the opened folder, virtualized."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.content import Content
+from textual.screen import Screen
+from textual.widgets import Footer, Input, Static
+
+from eviscene_tui.safe_text import safe_text
+from eviscene_tui.state.rows import COLUMNS
+from eviscene_tui.state.runs import FILTERS
+from eviscene_tui.ui.widgets.runs_table import RunsTable
+
+REPAINT_INTERVAL = 0.4
+
+FILTER_KEYS: dict[str, str] = {
+    "all": "a",
+    "triage": "t",
+    "nosite": "n",
+    "converged": "c",
+    "running": "r",
+    "paused": "p",
+    "ended": "e",
+    "pending": "v",
+    "problems": "x",
+    "labelled": "L",
+}
+
+
+class RunsScreen(Screen):
+    """Home screen. Filters are one key each; ``/`` searches case ids and hint texts."""
+
+    BINDINGS = [
+        Binding("slash", "search", "Search", id="runs.search", tooltip="Incremental search over case ids and hint texts"),
+        Binding("escape", "clear_search", "Clear", id="runs.clear", tooltip="Clear the search / close the search box"),
+        Binding("a", "filter('all')", "All", show=False, id="runs.filter.all"),
+        Binding("t", "filter('triage')", "Triage", show=False, id="runs.filter.triage", tooltip=FILTERS["triage"].help),
+        Binding("n", "filter('nosite')", "No site", show=False, id="runs.filter.nosite", tooltip=FILTERS["nosite"].help),
+        Binding("c", "filter('converged')", "Converged", show=False, id="runs.filter.converged"),
+        Binding("r", "filter('running')", "Running", show=False, id="runs.filter.running"),
+        Binding("p", "filter('paused')", "Paused", show=False, id="runs.filter.paused"),
+        Binding("e", "filter('ended')", "Ended", show=False, id="runs.filter.ended"),
+        Binding("v", "filter('pending')", "Pending", show=False, id="runs.filter.pending"),
+        Binding("x", "filter('problems')", "Problems", show=False, id="runs.filter.problems"),
+        Binding("L", "filter('labelled')", "Labelled", show=False, id="runs.filter.labelled", tooltip=FILTERS["labelled"].help),
+        Binding("s", "sort_next", "Sort", id="runs.sort", tooltip="Sort by the next column"),
+        Binding("S", "sort_reverse", "Reverse", id="runs.sort_reverse", tooltip="Reverse the sort order"),
+        Binding("ctrl+r", "rescan", "Rescan", show=False, id="runs.rescan", tooltip="Scan the folder again"),
+    ]
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._unsubscribe: Callable[[], None] | None = None
+        self._refresh_pending = False
+
+    def compose(self) -> ComposeResult:
+        yield Static(id="runs-title", classes="title-bar", markup=False)
+        yield Static(id="filter-bar", classes="filter-bar", markup=False)
+        yield Input(placeholder="search case ids and hint texts (Enter: back to the table, Esc: clear)", id="search")
+        yield RunsTable(id="runs-table")
+        yield Static(id="runs-status", classes="status-bar", markup=False)
+        yield Footer()
+
+    @property
+    def store(self):
+        return self.app.store  # type: ignore[attr-defined]
+
+    def on_mount(self) -> None:
+        root = safe_text(str(self.app.options.root), single_line=True, limit=120)  # type: ignore[attr-defined]
+        self.query_one("#runs-title", Static).update(Content.from_markup("eviscene-tui  [dim]$root[/]", root=root))
+        self._unsubscribe = self.store.subscribe(self._store_changed)
+        self._repaint()
+        self.query_one(RunsTable).focus()
+
+    def on_unmount(self) -> None:
+        if self._unsubscribe:
+            self._unsubscribe()
+
+    def _store_changed(self, reason: str) -> None:
+        # coalesce: many batches may arrive between two frames; while a big scan
+        # streams in, repaint at most every REPAINT_INTERVAL (sorting 10k rows per
+        # batch would make the scan quadratic)
+        if self._refresh_pending:
+            return
+        self._refresh_pending = True
+        store = self.store
+        if reason in ("rows", "progress") and store.scanning and len(store) > 500:
+            self.set_timer(REPAINT_INTERVAL, self._repaint)
+        else:
+            self.call_later(self._repaint)
+
+    def _repaint(self) -> None:
+        self._refresh_pending = False
+        store = self.store
+        table = self.query_one(RunsTable)
+        table.set_rows(store.visible(), sort_key=store.sort_key, sort_reverse=store.sort_reverse)
+        self._paint_filter_bar()
+        self._paint_status()
+
+    def _paint_filter_bar(self) -> None:
+        counts = self.store.counts()
+        keymap = self.app._keymap if hasattr(self.app, "_keymap") else {}
+        parts: list[Content] = []
+        for name, key in FILTER_KEYS.items():
+            shown = keymap.get(f"runs.filter.{name}", key)
+            label = Content.from_markup("[b]$k[/b] $t $n", k=shown, t=FILTERS[name].title.split()[0], n=str(counts.get(name, 0)))
+            if name == self.store.filter_name:
+                label = label.stylize("reverse")
+            parts.append(label)
+        self.query_one("#filter-bar", Static).update(Content(" ").join(parts))
+
+    def _paint_status(self) -> None:
+        store = self.store
+        progress = ""
+        if store.scanning:
+            progress = f"\u27f3 scanning\u2026 {store.scan_done:,} cases read \u00b7 "
+        text = progress + store.describe()
+        if not store.scanning and len(store) == 0:
+            root = safe_text(str(self.app.options.root), single_line=True, limit=80)  # type: ignore[attr-defined]
+            text = f"no PSD cases found under {root} (feedback search roots, run directories or multi-case wrappers)"
+        self.query_one("#runs-status", Static).update(Content(text))
+
+    # -- actions -------------------------------------------------------------------------
+    def action_search(self) -> None:
+        box = self.query_one("#search", Input)
+        box.add_class("visible")
+        box.focus()
+
+    def action_clear_search(self) -> None:
+        box = self.query_one("#search", Input)
+        if box.value:
+            box.value = ""
+        box.remove_class("visible")
+        self.store.set_search("")
+        self.query_one(RunsTable).focus()
+
+    @on(Input.Changed, "#search")
+    def _search_changed(self, event: Input.Changed) -> None:
+        self.store.set_search(event.value)
+
+    @on(Input.Submitted, "#search")
+    def _search_submitted(self, event: Input.Submitted) -> None:
+        self.query_one(RunsTable).focus()
+
+    def action_filter(self, name: str) -> None:
+        self.store.set_filter(name)
+        self.notify(f"Filter: {FILTERS[name].title}", timeout=1.5, markup=False)
+
+    def action_sort_next(self) -> None:
+        key = self.store.cycle_sort(1)
+        self.notify(f"Sort by {key}", timeout=1.5, markup=False)
+
+    def action_sort_reverse(self) -> None:
+        self.store.set_sort(self.store.sort_key, reverse=not self.store.sort_reverse)
+
+    def action_rescan(self) -> None:
+        self.app.start_scan()  # type: ignore[attr-defined]
+
+    def sort_by(self, key: str) -> None:
+        self.store.set_sort(key, reverse=False)
+
+    @on(RunsTable.HeaderClicked)
+    def _header_clicked(self, event: RunsTable.HeaderClicked) -> None:
+        self.store.set_sort(event.column_key)
+
+    @on(RunsTable.Selected)
+    def _open(self, event: RunsTable.Selected) -> None:
+        self.app.open_case(event.row)  # type: ignore[attr-defined]
+
+    # -- palette ---------------------------------------------------------------------------
+    def palette_commands(self):
+        out = []
+        for name, flt in FILTERS.items():
+            verb = "filter triage queue" if name == "triage" else f"filter {flt.title}"
+            out.append((f"runs: {verb}", flt.help, lambda n=name: self.action_filter(n)))
+        for column in COLUMNS:
+            out.append((f"runs: sort by {column.title}", column.help, lambda k=column.key: self.sort_by(k)))
+        out.append(("runs: search", "Search case ids and hint texts", self.action_search))
+        out.append(("runs: reverse sort", "Reverse the sort order", self.action_sort_reverse))
+        out.append(("runs: rescan folder", "Discover and summarise every case again", self.action_rescan))
+        out.append(("runs: open highlighted case", "Open the case under the cursor", self.query_one(RunsTable).action_select))
+        return out

@@ -1,0 +1,36 @@
+"""Full detail of one trace step (a modal over the case screen)."""
+
+from __future__ import annotations
+
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import VerticalScroll
+from textual.screen import ModalScreen
+from textual.widgets import Footer, Static
+
+from eviscene_tui.state.case_view import Line
+from eviscene_tui.ui.widgets.doc import doc_content
+
+
+class StepDetailScreen(ModalScreen[None]):
+    BINDINGS = [
+        Binding("escape", "close", "Close", id="detail.close"),
+        Binding("enter", "close", "Close", show=False, id="detail.close_enter"),
+    ]
+
+    def __init__(self, index: int, doc: list[Line], revealed: bool = False) -> None:
+        super().__init__()
+        self.index = index
+        self.doc = doc
+        self.revealed = revealed
+
+    def compose(self) -> ComposeResult:
+        with VerticalScroll(id="detail-body"):
+            yield Static(doc_content(self.doc, self.revealed), id="detail-doc")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.query_one("#detail-body").focus()
+
+    def action_close(self) -> None:
+        self.dismiss(None)

@@ -1,0 +1,268 @@
+"""The runs table: a Line-API ScrollView that paints only the visible rows.
+
+It is handed display-ready :class:`~eviscene_tui.state.rows.CaseRow` objects (all
+strings already sanitised) and never reads files. 10,000 rows cost nothing until
+they scroll into view.
+"""
+
+from __future__ import annotations
+
+from rich.cells import cell_len, set_cell_size
+from rich.segment import Segment
+from rich.style import Style
+from textual import events
+from textual.binding import Binding
+from textual.cache import LRUCache
+from textual.geometry import Size
+from textual.message import Message
+from textual.reactive import reactive
+from textual.scroll_view import ScrollView
+from textual.strip import Strip
+
+from eviscene_tui.state.rows import COLUMNS, CaseRow, Column, cell_text
+
+SEP = " "
+
+
+def fit(text: str, width: int, align: str = "left") -> str:
+    """Pad or truncate ``text`` to exactly ``width`` cells (with an ellipsis)."""
+    if width <= 0:
+        return ""
+    length = cell_len(text)
+    if length > width:
+        return set_cell_size(text, width - 1) + "\u2026"
+    if align == "right":
+        return " " * (width - length) + text
+    return text + " " * (width - length)
+
+
+class RunsTable(ScrollView, can_focus=True):
+    """Virtualized table of cases with a fixed header line."""
+
+    COMPONENT_CLASSES = {
+        "runs-table--header",
+        "runs-table--cursor",
+        "runs-table--ok",
+        "runs-table--warn",
+        "runs-table--bad",
+        "runs-table--run",
+        "runs-table--dim",
+        "runs-table--writing",
+    }
+
+    DEFAULT_CSS = """
+    RunsTable {
+        background: $surface;
+        scrollbar-size-vertical: 1;
+    }
+    RunsTable > .runs-table--header { text-style: bold; color: $foreground; background: $panel; }
+    RunsTable > .runs-table--cursor { background: $block-cursor-background; color: $block-cursor-foreground; }
+    RunsTable:focus > .runs-table--cursor { background: $primary 40%; text-style: bold; }
+    RunsTable > .runs-table--ok { color: $success; }
+    RunsTable > .runs-table--warn { color: $warning; }
+    RunsTable > .runs-table--bad { color: $error; }
+    RunsTable > .runs-table--run { color: $primary; }
+    RunsTable > .runs-table--dim { color: $foreground 70%; }
+    RunsTable > .runs-table--writing { color: $accent; text-style: italic; }
+    """
+
+    BINDINGS = [
+        Binding("up", "cursor(-1)", "Up", show=False, id="table.up"),
+        Binding("down", "cursor(1)", "Down", show=False, id="table.down"),
+        Binding("pageup", "page(-1)", "Page up", show=False, id="table.pageup"),
+        Binding("pagedown", "page(1)", "Page down", show=False, id="table.pagedown"),
+        Binding("home", "edge(0)", "First", show=False, id="table.home"),
+        Binding("end", "edge(1)", "Last", show=False, id="table.end"),
+        Binding("enter", "select", "Open case", id="table.open", tooltip="Open the highlighted case"),
+    ]
+
+    cursor: reactive[int] = reactive(0, always_update=True, init=False)
+
+    class Selected(Message):
+        def __init__(self, row: CaseRow) -> None:
+            super().__init__()
+            self.row = row
+
+    class Highlighted(Message):
+        def __init__(self, row: CaseRow | None) -> None:
+            super().__init__()
+            self.row = row
+
+    def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
+        super().__init__(id=id, classes=classes)
+        self.rows: list[CaseRow] = []
+        self.sort_key = "key"
+        self.sort_reverse = False
+        self._cache: LRUCache[tuple, Strip] = LRUCache(2048)
+        self._widths: list[int] = []
+        self.first_row_painted_at: float | None = None  # perf_counter of the first painted case row (benchmarks)
+
+    # -- data --------------------------------------------------------------------------
+    def set_rows(self, rows: list[CaseRow], *, sort_key: str = "key", sort_reverse: bool = False) -> None:
+        current = self.current_row
+        self.rows = rows
+        self.sort_key = sort_key
+        self.sort_reverse = sort_reverse
+        self._cache.clear()
+        self._layout_columns()
+        if current is not None:
+            for i, row in enumerate(rows):
+                if row.key == current.key:
+                    self.set_reactive(RunsTable.cursor, i)
+                    break
+        if self.cursor >= len(rows):
+            self.set_reactive(RunsTable.cursor, max(0, len(rows) - 1))
+        self.refresh()
+
+    @property
+    def current_row(self) -> CaseRow | None:
+        if 0 <= self.cursor < len(self.rows):
+            return self.rows[self.cursor]
+        return None
+
+    def select_key(self, key: str) -> bool:
+        for i, row in enumerate(self.rows):
+            if row.key == key:
+                self.cursor = i
+                return True
+        return False
+
+    # -- layout ------------------------------------------------------------------------
+    def _layout_columns(self) -> None:
+        width = max(self.scrollable_content_region.width, 20) if self.is_mounted else 100
+        fixed = sum(c.width for c in COLUMNS if c.width) + len(SEP) * (len(COLUMNS) - 1)
+        flex = max(18, width - fixed)
+        self._widths = [c.width or flex for c in COLUMNS]
+        total = sum(self._widths) + len(SEP) * (len(COLUMNS) - 1)
+        self.virtual_size = Size(total, len(self.rows) + 1)
+
+    def on_resize(self, event: events.Resize) -> None:
+        self._cache.clear()
+        self._layout_columns()
+
+    def notify_style_update(self) -> None:
+        super().notify_style_update()
+        self._cache.clear()
+
+    # -- rendering ---------------------------------------------------------------------
+    def _header_strip(self) -> Strip:
+        style = self.get_component_rich_style("runs-table--header")
+        segments: list[Segment] = []
+        for i, (column, width) in enumerate(zip(COLUMNS, self._widths)):
+            title = column.title
+            if column.key == self.sort_key:
+                title += "\u25bc" if self.sort_reverse else "\u25b2"
+            if i:
+                segments.append(Segment(SEP, style))
+            segments.append(Segment(fit(title, width, column.align), style))
+        return Strip(segments)
+
+    def _row_strip(self, index: int, is_cursor: bool) -> Strip:
+        row = self.rows[index]
+        base = self.rich_style
+        tone_style = self.get_component_rich_style(f"runs-table--{row.tone}")
+        dim = self.get_component_rich_style("runs-table--dim")
+        writing = self.get_component_rich_style("runs-table--writing")
+        segments: list[Segment] = []
+        for i, (column, width) in enumerate(zip(COLUMNS, self._widths)):
+            text = fit(cell_text(row, column), width, column.align)
+            style: Style = base
+            if column.key == "status":
+                style = writing if row.being_written else tone_style
+            elif column.key == "problems" and row.problems:
+                style = self.get_component_rich_style("runs-table--bad")
+            elif column.key in ("mtime", "layout"):
+                style = dim
+            if i:
+                segments.append(Segment(SEP, base))
+            segments.append(Segment(text, style))
+        strip = Strip(segments)
+        if is_cursor:
+            strip = strip.apply_style(self.get_component_rich_style("runs-table--cursor"))
+        return strip
+
+    def render_line(self, y: int) -> Strip:
+        scroll_x, scroll_y = self.scroll_offset
+        width = self.scrollable_content_region.width
+        if not self._widths:
+            self._layout_columns()
+        if y == 0:
+            key: tuple = ("header", self.sort_key, self.sort_reverse, scroll_x, width)
+            index = -1
+        else:
+            index = scroll_y + y - 1
+            if index >= len(self.rows):
+                return Strip.blank(width, self.rich_style)
+            key = (index, index == self.cursor, scroll_x, width)
+        cached = self._cache.get(key)
+        if cached is not None:
+            return cached
+        strip = self._header_strip() if index < 0 else self._row_strip(index, index == self.cursor)
+        if index >= 0 and self.first_row_painted_at is None:
+            import time
+
+            self.first_row_painted_at = time.perf_counter()
+        total = self.virtual_size.width
+        strip = strip.crop_extend(scroll_x, scroll_x + max(width, 1), self.rich_style)
+        del total
+        self._cache[key] = strip
+        return strip
+
+    # -- cursor ------------------------------------------------------------------------
+    def watch_cursor(self, old: int, new: int) -> None:
+        self._cache.clear()
+        self._scroll_cursor_into_view()
+        self.refresh()
+        self.post_message(self.Highlighted(self.current_row))
+
+    def _scroll_cursor_into_view(self) -> None:
+        height = max(1, self.scrollable_content_region.height - 1)
+        top = self.scroll_offset.y
+        if self.cursor < top:
+            self.scroll_to(y=self.cursor, animate=False, force=True)
+        elif self.cursor >= top + height:
+            self.scroll_to(y=self.cursor - height + 1, animate=False, force=True)
+
+    def action_cursor(self, delta: int) -> None:
+        if self.rows:
+            self.cursor = max(0, min(len(self.rows) - 1, self.cursor + delta))
+
+    def action_page(self, direction: int) -> None:
+        height = max(1, self.scrollable_content_region.height - 2)
+        self.action_cursor(direction * height)
+
+    def action_edge(self, end: int) -> None:
+        if self.rows:
+            self.cursor = len(self.rows) - 1 if end else 0
+
+    def action_select(self) -> None:
+        row = self.current_row
+        if row is not None:
+            self.post_message(self.Selected(row))
+
+    class HeaderClicked(Message):
+        def __init__(self, column_key: str) -> None:
+            super().__init__()
+            self.column_key = column_key
+
+    def on_click(self, event: events.Click) -> None:
+        if event.y <= 0:
+            x = event.x + self.scroll_offset.x
+            for column, width in zip(COLUMNS, self._widths):
+                if x < width + len(SEP):
+                    self.post_message(self.HeaderClicked(column.key))
+                    break
+                x -= width + len(SEP)
+            return
+        index = self.scroll_offset.y + event.y - 1
+        if 0 <= index < len(self.rows):
+            if index == self.cursor and event.chain >= 2:
+                self.action_select()
+            self.cursor = index
+
+
+def column_for(key: str) -> Column | None:
+    for column in COLUMNS:
+        if column.key == key:
+            return column
+    return None

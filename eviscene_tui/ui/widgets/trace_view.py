@@ -1,0 +1,224 @@
+"""The source trace: a Line-API ScrollView, two lines per step.
+
+Data arrives as :class:`~eviscene_tui.state.trace_rows.TraceRows` (built by a
+worker); the widget paints only the visible lines, caching Strips in an LRU.
+Rows not built yet paint as a dim placeholder.
+"""
+
+from __future__ import annotations
+
+from rich.segment import Segment
+from rich.style import Style
+from textual import events
+from textual.binding import Binding
+from textual.cache import LRUCache
+from textual.geometry import Size
+from textual.message import Message
+from textual.reactive import reactive
+from textual.scroll_view import ScrollView
+from textual.strip import Strip
+
+from eviscene_tui.state.trace_rows import StepRow, TraceRows
+
+LINES_PER_STEP = 2
+WIDTH = 600  # virtual width: previews are cropped to it
+
+
+class TraceView(ScrollView, can_focus=True):
+    COMPONENT_CLASSES = {
+        "trace--index",
+        "trace--stage",
+        "trace--tool",
+        "trace--result",
+        "trace--text",
+        "trace--dim",
+        "trace--policy",
+        "trace--reject",
+        "trace--teacher",
+        "trace--cursor",
+        "trace--failure",
+        "trace--failure-label",
+    }
+
+    DEFAULT_CSS = """
+    TraceView { background: $surface; overflow-x: hidden; }
+    TraceView > .trace--index { color: $foreground 60%; }
+    TraceView > .trace--stage { color: $secondary; }
+    TraceView > .trace--tool { color: $primary; text-style: bold; }
+    TraceView > .trace--result { color: $foreground 80%; }
+    TraceView > .trace--text { color: $foreground; }
+    TraceView > .trace--dim { color: $foreground 50%; text-style: italic; }
+    TraceView > .trace--policy { color: $accent; }
+    TraceView > .trace--reject { color: $warning; text-style: bold; }
+    TraceView > .trace--teacher { color: $success; }
+    TraceView > .trace--cursor { background: $block-cursor-background; }
+    TraceView:focus > .trace--cursor { background: $primary 35%; }
+    TraceView > .trace--failure { background: $error 25%; }
+    TraceView > .trace--failure-label { color: $error; text-style: bold reverse; }
+    """
+
+    BINDINGS = [
+        Binding("up", "move(-1)", "Prev step", show=False, id="trace.up"),
+        Binding("down", "move(1)", "Next step", show=False, id="trace.down"),
+        Binding("pageup", "page(-1)", "Page up", show=False, id="trace.pageup"),
+        Binding("pagedown", "page(1)", "Page down", show=False, id="trace.pagedown"),
+        Binding("home", "edge(0)", "First step", show=False, id="trace.home"),
+        Binding("end", "edge(1)", "Last step", show=False, id="trace.end"),
+    ]
+
+    cursor: reactive[int] = reactive(0, always_update=True, init=False)
+
+    class StepHighlighted(Message):
+        def __init__(self, index: int) -> None:
+            super().__init__()
+            self.index = index
+
+    def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
+        super().__init__(id=id, classes=classes)
+        self.data: TraceRows | None = None
+        self.failure_painted_at: float | None = None  # perf_counter of the first paint of the failure step (benchmarks)
+        self._cache: LRUCache[tuple, Strip] = LRUCache(4096)
+
+    # -- data --------------------------------------------------------------------------
+    def set_trace(self, data: TraceRows, *, focus_step: int | None = None) -> None:
+        self.data = data
+        self._cache.clear()
+        self.virtual_size = Size(WIDTH, max(1, data.step_count * LINES_PER_STEP))
+        target = focus_step if focus_step is not None else (data.failure_index if data.failure_index is not None else 0)
+        self.goto(target, center=True)
+        self.refresh()
+
+    def rows_updated(self, start: int, end: int) -> None:
+        """Rows ``start..end`` were filled in by the worker."""
+        self._cache.clear()
+        self.refresh()
+
+    @property
+    def step_count(self) -> int:
+        return self.data.step_count if self.data else 0
+
+    # -- navigation --------------------------------------------------------------------
+    def goto(self, index: int, *, center: bool = True) -> None:
+        if not self.data or self.data.step_count == 0:
+            return
+        index = max(0, min(self.data.step_count - 1, index))
+        self.set_reactive(TraceView.cursor, index)
+        self._cache.clear()
+        self._scroll_to_cursor(center=center)
+        self.refresh()
+        self.post_message(self.StepHighlighted(index))
+
+    def _scroll_to_cursor(self, *, center: bool) -> None:
+        height = max(1, self.scrollable_content_region.height or self.size.height or 1)
+        top_line = self.cursor * LINES_PER_STEP
+        if center:
+            y = max(0, top_line - height // 2 + 1)
+            self.scroll_to(y=y, animate=False, force=True, immediate=True)
+            return
+        current = self.scroll_offset.y
+        if top_line < current:
+            self.scroll_to(y=top_line, animate=False, force=True, immediate=True)
+        elif top_line + LINES_PER_STEP > current + height:
+            self.scroll_to(y=top_line + LINES_PER_STEP - height, animate=False, force=True, immediate=True)
+
+    def on_resize(self, event: events.Resize) -> None:
+        self._cache.clear()
+        if self.data:
+            self._scroll_to_cursor(center=True)
+
+    def watch_cursor(self, old: int, new: int) -> None:
+        self._cache.clear()
+        self._scroll_to_cursor(center=False)
+        self.refresh()
+        self.post_message(self.StepHighlighted(new))
+
+    def action_move(self, delta: int) -> None:
+        if self.data and self.data.step_count:
+            self.cursor = max(0, min(self.data.step_count - 1, self.cursor + delta))
+
+    def action_page(self, direction: int) -> None:
+        height = max(1, self.scrollable_content_region.height // LINES_PER_STEP)
+        self.action_move(direction * height)
+
+    def action_edge(self, end: int) -> None:
+        if self.data and self.data.step_count:
+            self.cursor = self.data.step_count - 1 if end else 0
+
+    def on_click(self, event: events.Click) -> None:
+        index = (self.scroll_offset.y + event.y) // LINES_PER_STEP
+        if self.data and 0 <= index < self.data.step_count:
+            self.cursor = index
+
+    def notify_style_update(self) -> None:
+        super().notify_style_update()
+        self._cache.clear()
+
+    # -- rendering ---------------------------------------------------------------------
+    def render_line(self, y: int) -> Strip:
+        scroll_x, scroll_y = self.scroll_offset
+        width = self.scrollable_content_region.width
+        line = scroll_y + y
+        index, part = divmod(line, LINES_PER_STEP)
+        if self.data is None or index >= self.data.step_count:
+            return Strip.blank(width, self.rich_style)
+        is_cursor = index == self.cursor
+        is_failure = index == self.data.failure_index
+        key = (index, part, is_cursor, scroll_x, width)
+        cached = self._cache.get(key)
+        if cached is not None:
+            return cached
+        row = self.data.rows[index] if index < len(self.data.rows) else None  # None: still being built by the worker
+        strip = self._build(index, part, row, is_failure)
+        if is_failure:
+            strip = strip.apply_style(self.get_component_rich_style("trace--failure"))
+            if self.failure_painted_at is None:
+                import time
+
+                self.failure_painted_at = time.perf_counter()
+        if is_cursor:
+            strip = strip.apply_style(self.get_component_rich_style("trace--cursor"))
+        strip = strip.crop_extend(scroll_x, scroll_x + max(width, 1), self.rich_style)
+        self._cache[key] = strip
+        return strip
+
+    def _build(self, index: int, part: int, row: StepRow | None, is_failure: bool) -> Strip:
+        s = self.get_component_rich_style
+        base: Style = self.rich_style
+        gutter = 8
+        if part == 0:
+            mark = "\u25b6" if index == self.cursor else " "
+            number = f"{mark}{index:>6} "
+            segments = [Segment(number, s("trace--index"))]
+            if row is None:
+                segments.append(Segment("\u2026 loading step", s("trace--dim")))
+                return Strip(segments)
+            if is_failure:
+                segments.append(Segment(" FAILURE ", s("trace--failure-label")))
+                segments.append(Segment(" ", base))
+            if row.is_policy:
+                segments.append(Segment("\u25c6 ", s("trace--policy")))
+            elif row.is_teacher:
+                segments.append(Segment("\u2691 ", s("trace--teacher")))
+            else:
+                segments.append(Segment("  ", base))
+            segments.append(Segment(row.stage or "-", s("trace--stage")))
+            segments.append(Segment("  ", base))
+            action_style = s("trace--reject") if row.is_rejection else s("trace--text")
+            segments.append(Segment(row.action_type or "-", action_style))
+            if row.tool:
+                segments.append(Segment("  ", base))
+                segments.append(Segment(row.tool, s("trace--tool")))
+            return Strip(segments)
+        segments = [Segment(" " * gutter, base)]
+        if row is None:
+            return Strip(segments)
+        if row.result:
+            segments.append(Segment("\u2192 ", s("trace--dim")))
+            segments.append(Segment(row.result, s("trace--result")))
+            if row.text:
+                segments.append(Segment("   ", base))
+        if row.text:
+            segments.append(Segment(row.text, s("trace--text")))
+        if not row.result and not row.text:
+            segments.append(Segment("(no result, thought or output)", s("trace--dim")))
+        return Strip(segments)

@@ -1,0 +1,134 @@
+"""Themes, help, command palette and user key overrides."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ui_helpers import make_app, open_case, sample_root, wait_for, wait_scan
+
+from eviscene_tui.ui.config import load_config
+from eviscene_tui.ui.screens.help import HelpScreen
+from eviscene_tui.ui.themes import DARK, LIGHT
+from eviscene_tui.ui.widgets.trace_view import TraceView
+
+
+async def test_theme_switch_at_runtime_and_from_option(tmp_path_factory) -> None:
+    app = make_app(sample_root(tmp_path_factory))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_scan(pilot, app)
+        assert app.theme == DARK
+        assert {DARK, LIGHT} <= set(app.available_themes)
+        dark_bg = app.screen.styles.background
+        await pilot.press("ctrl+t")
+        await pilot.pause()
+        assert app.theme == LIGHT
+        assert app.has_class("-theme-eviscene-light")
+        assert app.screen.styles.background != dark_bg
+        await pilot.press("ctrl+t")
+        await pilot.pause()
+        assert app.theme == DARK
+    app = make_app(sample_root(tmp_path_factory), theme=LIGHT)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        assert app.theme == LIGHT
+
+
+async def test_unknown_theme_falls_back_with_a_message(tmp_path_factory) -> None:
+    app = make_app(sample_root(tmp_path_factory), theme="no-such-theme")
+    async with app.run_test(size=(80, 24), notifications=True) as pilot:
+        await pilot.pause()
+        assert app.theme == DARK
+        assert any("Unknown theme" in str(n.message) for n in app._notifications)
+
+
+async def test_help_lists_bindings_by_screen(tmp_path_factory) -> None:
+    app = make_app(sample_root(tmp_path_factory))
+    async with app.run_test(size=(100, 40)) as pilot:
+        await wait_scan(pilot, app)
+        await pilot.press("question_mark")
+        assert await wait_for(pilot, lambda: isinstance(app.screen, HelpScreen))
+        text = str(app.screen.query_one("#help-text").content)
+        for section in ("Everywhere", "Runs screen", "Case screen", "Source trace"):
+            assert section in text
+        for binding_id in ("runs.filter.triage", "case.failure", "case.reveal", "case.goto", "app.theme"):
+            assert binding_id in text
+        await pilot.press("escape")
+        await pilot.pause()
+        assert not isinstance(app.screen, HelpScreen)
+
+
+async def test_palette_command_runs_case_action(tmp_path_factory) -> None:
+    app = make_app(sample_root(tmp_path_factory))
+    async with app.run_test(size=(100, 30)) as pilot:
+        screen = await open_case(pilot, app, "feedback-converged-3-rounds")
+        tv = screen.query_one(TraceView)
+        await pilot.press("home")
+        await pilot.pause()
+        assert tv.cursor == 0
+        await pilot.press("ctrl+p")
+        await pilot.pause(0.2)
+        await pilot.press(*"case: go to failure step")
+        await pilot.pause(0.5)
+        await pilot.press("enter")
+        assert await wait_for(pilot, lambda: app.screen is screen and tv.cursor == screen.view.failure_index)
+
+
+async def test_palette_lists_noun_verb_commands(tmp_path_factory) -> None:
+    app = make_app(sample_root(tmp_path_factory))
+    async with app.run_test(size=(100, 30)) as pilot:
+        await wait_scan(pilot, app)
+        titles = [c.title for c in app.get_system_commands(app.screen)]
+        assert "runs: filter triage queue" in titles
+        assert "theme: switch to light" in titles
+        assert all(": " in t for t in titles)
+        await pilot.press("ctrl+p")
+        await pilot.pause(0.2)
+        await pilot.press(*"runs: filter triage")
+        await pilot.pause(0.5)
+        await pilot.press("enter")
+        assert await wait_for(pilot, lambda: app.store.filter_name == "triage")
+
+
+async def test_user_keymap_from_config_file(tmp_path_factory, tmp_path: Path, monkeypatch) -> None:
+    config = tmp_path / "config.toml"
+    config.write_text('theme = "eviscene-light"\n[keys]\n"runs.filter.triage" = "z"\n"case.failure" = "F"\n', encoding="utf-8")
+    monkeypatch.setenv("EVISCENE_TUI_CONFIG", str(config))
+    cfg = load_config()
+    assert cfg.found and cfg.keymap == {"runs.filter.triage": "z", "case.failure": "F"} and not cfg.errors
+    app = make_app(sample_root(tmp_path_factory), config=cfg)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await wait_scan(pilot, app)
+        assert app.theme == LIGHT
+        await pilot.press("z")
+        await pilot.pause()
+        assert app.store.filter_name == "triage"
+        await pilot.press("a")
+        await pilot.pause()
+        screen = await open_case(pilot, app, "feedback-converged-3-rounds")
+        tv = screen.query_one(TraceView)
+        await pilot.press("home")
+        await pilot.pause()
+        await pilot.press("F")
+        await pilot.pause()
+        assert tv.cursor == screen.view.failure_index
+
+
+def test_broken_config_is_reported_not_raised(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.toml"
+    bad.write_text("[keys\n", encoding="utf-8")
+    cfg = load_config(bad)
+    assert cfg.errors and "not valid TOML" in cfg.errors[0]
+    missing = load_config(tmp_path / "missing.toml")
+    assert missing.errors and not missing.found
+
+
+def test_launch_builds_options_from_args(tmp_path: Path) -> None:
+    import argparse
+
+    from eviscene_tui.ui.launch import build_app
+
+    args = argparse.Namespace(theme="eviscene-light", poll=True, operator="ann", workdir=str(tmp_path / "work"), config=None)
+    app = build_app(tmp_path, args)
+    assert app.options.root == tmp_path
+    assert (app.options.theme, app.options.poll, app.options.operator) == ("eviscene-light", True, "ann")
+    assert app.options.workdir == tmp_path / "work"

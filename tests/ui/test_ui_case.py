@@ -1,0 +1,216 @@
+"""Case screen key paths: failure step focused on open, navigation, quotes,
+reveal toggle, step detail, go to step, no-site explanation, other screens."""
+
+from __future__ import annotations
+
+from ui_helpers import make_app, open_case, sample_root, screen_text, wait_for
+
+from textual.widgets import OptionList, TabbedContent
+
+from eviscene_tui.ui.widgets.doc import MASK
+from eviscene_tui.ui.widgets.trace_view import LINES_PER_STEP, TraceView
+
+
+async def test_open_case_focuses_failure_step(tmp_path_factory) -> None:
+    app = make_app(sample_root(tmp_path_factory))
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = await open_case(pilot, app, "feedback-converged-3-rounds")
+        failure = screen.view.failure_index
+        assert failure is not None
+        tv = screen.query_one(TraceView)
+        assert tv.has_focus
+        assert tv.cursor == failure
+        assert screen.trace_rows.failure_index == failure
+        top = tv.scroll_offset.y
+        assert top <= failure * LINES_PER_STEP < top + tv.scrollable_content_region.height
+        assert "FAILURE" in screen_text(app)
+
+
+async def test_policy_navigation_goto_and_failure_key(tmp_path_factory) -> None:
+    app = make_app(sample_root(tmp_path_factory))
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = await open_case(pilot, app, "feedback-converged-3-rounds")
+        tv = screen.query_one(TraceView)
+        failure = screen.view.failure_index
+        policy = screen.trace_rows.policy_indices
+        await pilot.press("n")
+        await pilot.pause()
+        later = [i for i in policy if i > failure]
+        assert tv.cursor == (later[0] if later else failure)
+        await pilot.press("home")
+        await pilot.pause()
+        assert tv.cursor == 0
+        await pilot.press("colon")
+        await pilot.pause()
+        await pilot.press(*str(screen.trace_rows.step_count - 1), "enter")
+        await pilot.pause()
+        assert tv.cursor == screen.trace_rows.step_count - 1
+        await pilot.press("p")
+        await pilot.pause()
+        earlier = [i for i in policy if i < screen.trace_rows.step_count - 1]
+        assert tv.cursor == earlier[-1]
+        await pilot.press("f")
+        await pilot.pause()
+        assert tv.cursor == failure
+
+
+async def test_step_detail_shows_tool_result_and_capture(tmp_path_factory) -> None:
+    from eviscene_tui.ui.screens.step_detail import StepDetailScreen
+
+    app = make_app(sample_root(tmp_path_factory))
+    async with app.run_test(size=(100, 40)) as pilot:
+        screen = await open_case(pilot, app, "feedback-converged-3-rounds")
+        await pilot.press("enter")
+        assert await wait_for(pilot, lambda: isinstance(app.screen, StepDetailScreen))
+        text = screen_text(app)
+        assert f"Step {screen.view.failure_index}" in text
+        assert "FAILURE SITE" in text
+        doc = str(app.screen.query_one("#detail-doc").content)
+        assert "token capture" in doc and "tool_result" in doc and "policy_input" in doc
+        await pilot.press("escape")
+        await pilot.pause()
+        assert app.screen is screen
+
+
+async def test_quote_jumps_to_its_step(tmp_path_factory) -> None:
+    app = make_app(sample_root(tmp_path_factory))
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = await open_case(pilot, app, "feedback-converged-3-rounds")
+        quotes = screen.view.quotes
+        assert quotes
+        tv = screen.query_one(TraceView)
+        await pilot.press("home")
+        await pilot.pause()
+        assert tv.cursor == 0 or quotes[0].step_index == 0
+        await pilot.press("2")
+        await pilot.pause()
+        assert screen.query_one(TabbedContent).active == "localization"
+        assert screen.query_one("#quotes", OptionList).has_focus
+        await pilot.press("home", "enter")
+        await pilot.pause()
+        assert screen.query_one(TabbedContent).active == "trace"
+        assert tv.cursor == quotes[0].step_index
+        assert tv.has_focus
+
+
+async def test_reveal_toggle_masks_privileged_material(tmp_path_factory) -> None:
+    app = make_app(sample_root(tmp_path_factory))
+    async with app.run_test(size=(120, 60)) as pilot:
+        screen = await open_case(pilot, app, "feedback-converged-3-rounds")
+        await pilot.press("3")
+        await pilot.pause()
+        privileged = [seg.text for line in screen.view.rounds for seg in line if seg.privileged and seg.text.strip() not in ("", "-")]
+        assert privileged
+        secret = max(privileged, key=len)
+        assert len(secret) > 20
+        doc = str(screen.query_one("#rounds-doc").content)
+        assert MASK in doc and secret not in doc
+        assert "privileged material hidden" in screen_text(app)
+        await pilot.press("v")
+        await pilot.pause()
+        doc = str(screen.query_one("#rounds-doc").content)
+        assert secret in doc and MASK not in doc
+        assert "PRIVILEGED MATERIAL SHOWN" in screen_text(app)
+        await pilot.press("v")
+        await pilot.pause()
+        assert secret not in str(screen.query_one("#rounds-doc").content)
+
+
+async def test_no_site_case_explains_and_points_at_closest_step(tmp_path_factory) -> None:
+    app = make_app(sample_root(tmp_path_factory))
+    async with app.run_test(size=(100, 50)) as pilot:
+        screen = await open_case(pilot, app, "search-no-recoverable-site")
+        assert screen.view.no_site
+        # opens on the explanation
+        assert await wait_for(pilot, lambda: screen.query_one(TabbedContent).active == "localization", 5)
+        loc = str(screen.query_one("#loc-doc").content)
+        assert "Why no recoverable site was found" in loc
+        assert "semantic localization" in loc
+        closest = screen.view.closest_step
+        assert closest is not None
+        await pilot.press("f")
+        await pilot.pause()
+        assert screen.query_one(TraceView).cursor == closest
+
+
+async def test_rounds_tab_shows_states_and_pending(tmp_path_factory) -> None:
+    app = make_app(sample_root(tmp_path_factory))
+    async with app.run_test(size=(100, 40)) as pilot:
+        screen = await open_case(pilot, app, "search-paused-pending-verifier")
+        await pilot.press("3")
+        await pilot.pause()
+        doc = str(screen.query_one("#rounds-doc").content)
+        assert "PENDING verification (not rejected)" in doc
+        assert "Round 00" in doc
+        assert "REJECTED" not in doc.split("PENDING")[0].split("Round")[-1], "the pending attempt is not shown as rejected"
+
+
+async def test_integrity_tab_lists_problems_with_paths(tmp_path_factory) -> None:
+    app = make_app(sample_root(tmp_path_factory))
+    async with app.run_test(size=(100, 40)) as pilot:
+        screen = await open_case(pilot, app, "damaged")
+        assert await wait_for(pilot, lambda: screen.integrity is not None, 20)
+        await pilot.press("5")
+        await pilot.pause()
+        doc = str(screen.query_one("#integrity-doc").content)
+        assert screen.integrity
+        code, path, _ = screen.integrity[0]
+        assert code in doc and path in doc
+
+
+async def test_missing_screen_module_gives_a_notification(tmp_path_factory) -> None:
+    app = make_app(sample_root(tmp_path_factory))
+    async with app.run_test(size=(80, 24), notifications=True) as pilot:
+        screen = await open_case(pilot, app, "feedback-converged-3-rounds")
+        assert screen._screen_class("eviscene_tui.ui.screens.does_not_exist", "Nope") is None
+        await pilot.pause()
+        assert any("Nope is not available" in str(n.message) for n in app._notifications)
+        assert app.screen is screen
+
+
+async def test_keys_open_stream_supervised_and_token_screens(tmp_path_factory) -> None:
+    app = make_app(sample_root(tmp_path_factory))
+    async with app.run_test(size=(100, 30), notifications=True) as pilot:
+        screen = await open_case(pilot, app, "feedback-converged-3-rounds")
+        for key, name in (("t", "StreamScreen"), ("g", "SupervisedScreen"), ("k", "TokenScreen")):
+            await pilot.press(key)
+            opened = await wait_for(pilot, lambda: type(app.screen).__name__ == name, 5)
+            notes = [str(n.message) for n in app._notifications]
+            assert opened or any("not available" in n for n in notes), (key, notes)
+            if opened:
+                await pilot.press("escape")
+                await wait_for(pilot, lambda: app.screen is screen, 5)
+            assert app.screen is screen
+
+
+async def test_triage_label_is_recorded_outside_the_root_and_filterable(tmp_path_factory, tmp_path) -> None:
+    import argparse
+    import shutil
+
+    from eviscene_tui.journal.review import review_state
+    from eviscene_tui.options import AppOptions
+    from eviscene_tui.ui.app import EvisceneApp
+    from eviscene_tui.ui.config import UserConfig
+    from eviscene_tui.ui.screens.label import TriageLabelScreen
+    from eviscene_tui.ui.screens.runs import RunsScreen
+    from eviscene_tui.ui.widgets.runs_table import RunsTable
+
+    root = tmp_path / "runs"
+    shutil.copytree(sample_root(tmp_path_factory) / "search-no-recoverable-site", root / "search-no-recoverable-site")
+    work = tmp_path / "work"
+    options = AppOptions.from_args(root, argparse.Namespace(workdir=str(work), operator="tester", theme=None, poll=False, config=None))
+    app = EvisceneApp(options, watch=False, config=UserConfig(path=tmp_path / "none.toml"))
+    async with app.run_test(size=(100, 30), notifications=True) as pilot:
+        await open_case(pilot, app, "search-no-recoverable-site")
+        await pilot.press("l")
+        assert await wait_for(pilot, lambda: isinstance(app.screen, TriageLabelScreen))
+        await pilot.press("down", "enter")  # unrecoverable
+        await pilot.press(*"no site at all", "enter")
+        assert await wait_for(pilot, lambda: app.labels.get("search-no-recoverable-site") == ("unrecoverable",), 10)
+        await pilot.press("escape")
+        assert await wait_for(pilot, lambda: isinstance(app.screen, RunsScreen))
+        await pilot.press("L")
+        await pilot.pause()
+        assert [r.key for r in app.screen.query_one(RunsTable).rows] == ["search-no-recoverable-site"]
+    assert review_state(work).triage_by_case() == {"search-no-recoverable-site": {"unrecoverable"}}
+    assert not any(p.name.endswith(".jsonl") and "journal" in str(p) for p in root.rglob("*"))

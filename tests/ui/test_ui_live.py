@@ -1,0 +1,112 @@
+"""Live updates: a driver writing into an opened folder shows up within ~1 s
+(real watchfiles watcher on directories), and torn lines are 'being written'
+before they count as problems."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import orjson
+import pytest
+from ui_helpers import copy_case, make_app, open_case, sample_root, wait_for, wait_scan
+
+CASE = "feedback-converged-3-rounds"
+
+
+def _write(path: Path, data: bytes) -> None:
+    """Write like the driver does for manifest.json: in place, not atomic."""
+    with open(path, "wb") as fh:
+        fh.write(data)
+
+
+def add_round(case: Path, hint: str) -> int:
+    rounds = sorted(p for p in (case / "rounds").iterdir() if p.name.startswith("round-"))
+    last = rounds[-1]
+    new_index = int(last.name.split("-")[1]) + 1
+    new = case / "rounds" / f"round-{new_index:02d}"
+    new.mkdir()
+    root_rows = [orjson.loads(line) for line in (case / "repair_attempts.jsonl").read_bytes().split(b"\n") if line.strip()]
+    row = dict(root_rows[-1])
+    row["hint_record"] = dict(row.get("hint_record") or {}, text=hint)
+    row["attempt_id"] = "psd-repair-hint:live-test"
+    row["local_verification"] = {}
+    row["accepted"] = False
+    line = orjson.dumps(row, option=orjson.OPT_SORT_KEYS) + b"\n"
+    _write(new / "manifest.json", orjson.dumps({"schema_version": "ifv-psd-repair-driver-result-v1", "status": "generated", "candidate_count": 1, "accepted_count": 0, "pending_hinted_episode_count": 1}))
+    _write(new / "repair_attempts.jsonl", line)
+    with open(case / "repair_attempts.jsonl", "ab") as fh:
+        fh.write(line)
+    manifest = orjson.loads((case / "manifest.json").read_bytes())
+    manifest["status"] = "searching"
+    _write(case / "manifest.json", orjson.dumps(manifest, option=orjson.OPT_INDENT_2) + b"\n")
+    return new_index
+
+
+@pytest.mark.parametrize("poll", [False, True], ids=["inotify", "poll"])
+async def test_new_round_attempt_and_status_appear_while_open(tmp_path_factory, tmp_path: Path, poll: bool) -> None:
+    root = tmp_path / "runs"
+    root.mkdir()
+    case = copy_case(tmp_path_factory, CASE, root)
+    app = make_app(root, watch=True, poll=poll)
+    async with app.run_test(size=(100, 40)) as pilot:
+        screen = await open_case(pilot, app, CASE)
+        assert await wait_for(pilot, app.watch_ready.is_set, 5)
+        before = app.store.get(CASE)
+        await pilot.pause(0.3)
+        index = add_round(case, "LIVE-HINT: reread the caption before searching")
+        assert await wait_for(
+            pilot,
+            lambda: (row := app.store.get(CASE)) is not None and row.rounds == before.rounds + 1 and row.attempts == before.attempts + 1,
+            8,
+        ), "runs row did not update"
+        assert app.store.get(CASE).status == "searching"
+        assert await wait_for(pilot, lambda: f"Round {index:02d}" in str(screen.query_one("#rounds-doc").content), 8)
+        doc = str(screen.query_one("#rounds-doc").content)
+        assert "LIVE-HINT: reread the caption" in doc
+        assert "searching" in str(screen.query_one("#case-title").content)
+        # a new case copied into the folder appears too
+        shutil.copytree(sample_root(tmp_path_factory) / "single-generating", root / "single-generating")
+        assert await wait_for(pilot, lambda: app.store.get("single-generating") is not None, 8)
+
+
+async def test_torn_line_is_being_written_then_a_problem(tmp_path_factory, tmp_path: Path) -> None:
+    root = tmp_path / "runs"
+    root.mkdir()
+    case = copy_case(tmp_path_factory, CASE, root)
+    app = make_app(root, watch=True, transient_grace=1.0)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await wait_scan(pilot, app)
+        assert await wait_for(pilot, app.watch_ready.is_set, 5)
+        await pilot.pause(0.3)
+        problems_before = app.store.get(CASE).problems
+        ledger = case / "repair_attempts.jsonl"
+        with open(ledger, "ab") as fh:
+            fh.write(b'{"schema_version": "ifv-psd-repair-attempt-v1", "hint_rec')
+        assert await wait_for(pilot, lambda: app.store.get(CASE).being_written, 8), "torn tail not shown as being written"
+        assert app.store.get(CASE).problems == problems_before
+        # it stays torn: after the grace period it is a problem
+        assert await wait_for(pilot, lambda: not app.store.get(CASE).being_written and app.store.get(CASE).problems > problems_before, 8)
+        assert "jsonl_torn_line" in app.store.get(CASE).problem_codes
+
+
+async def test_torn_line_completed_in_time_is_never_a_problem(tmp_path_factory, tmp_path: Path) -> None:
+    root = tmp_path / "runs"
+    root.mkdir()
+    case = copy_case(tmp_path_factory, CASE, root)
+    app = make_app(root, watch=True, transient_grace=3.0)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await wait_scan(pilot, app)
+        assert await wait_for(pilot, app.watch_ready.is_set, 5)
+        await pilot.pause(0.3)
+        ledger = case / "repair_attempts.jsonl"
+        rows = [line for line in ledger.read_bytes().split(b"\n") if line.strip()]
+        before = app.store.get(CASE)
+        half = len(rows[-1]) // 2
+        with open(ledger, "ab") as fh:
+            fh.write(rows[-1][:half])
+        assert await wait_for(pilot, lambda: app.store.get(CASE).being_written, 8)
+        with open(ledger, "ab") as fh:
+            fh.write(rows[-1][half:] + b"\n")
+        assert await wait_for(pilot, lambda: not app.store.get(CASE).being_written and app.store.get(CASE).attempts == before.attempts + 1, 8)
+        assert app.store.get(CASE).problems == before.problems

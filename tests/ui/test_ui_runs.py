@@ -1,0 +1,119 @@
+"""Runs screen: every sample case listed, filters, triage queue, search, sort."""
+
+from __future__ import annotations
+
+from ui_helpers import make_app, sample_root, screen_text, wait_for, wait_scan
+
+from eviscene_tui.ui.widgets.runs_table import RunsTable
+
+
+async def test_runs_screen_lists_every_case_with_columns(tmp_path_factory) -> None:
+    root = sample_root(tmp_path_factory)
+    app = make_app(root)
+    async with app.run_test(size=(160, 40)) as pilot:
+        await wait_scan(pilot, app)
+        keys = {r.key for r in app.store.rows()}
+        assert "feedback-converged-3-rounds" in keys
+        assert "search-no-recoverable-site" in keys
+        assert not any(k.startswith("feedback-converged-3-rounds/rounds") for k in keys), "rounds are not cases"
+        row = app.store.get("feedback-converged-3-rounds")
+        assert (row.status, row.rounds, row.accepted) == ("converged", 3, 1)
+        text = screen_text(app)
+        for title in ("case", "status", "rnd", "att", "acc", "pnd", "localization", "category", "prb", "changed"):
+            assert title in text
+        assert "converged" in text
+
+
+async def test_triage_filter_key_shows_only_triage_cases(tmp_path_factory) -> None:
+    app = make_app(sample_root(tmp_path_factory))
+    async with app.run_test(size=(120, 30)) as pilot:
+        await wait_scan(pilot, app)
+        await pilot.press("t")
+        await pilot.pause()
+        table = app.screen.query_one(RunsTable)
+        shown = [r.key for r in table.rows]
+        assert "search-no-recoverable-site" in shown
+        assert "search-paused-pending-verifier" in shown
+        assert "feedback-converged-3-rounds" not in shown
+        assert all(r.in_triage for r in table.rows)
+        await pilot.press("n")
+        await pilot.pause()
+        assert [r.key for r in table.rows] == ["search-no-recoverable-site"]
+        await pilot.press("a")
+        await pilot.pause()
+        assert len(table.rows) == len(app.store)
+
+
+async def test_incremental_search_and_escape(tmp_path_factory) -> None:
+    app = make_app(sample_root(tmp_path_factory))
+    async with app.run_test(size=(120, 30)) as pilot:
+        await wait_scan(pilot, app)
+        await pilot.press("slash", "p", "a", "u", "s")
+        await pilot.pause()
+        table = app.screen.query_one(RunsTable)
+        assert table.rows and all("paus" in r.haystack for r in table.rows)
+        await pilot.press("escape")
+        await pilot.pause()
+        assert len(table.rows) == len(app.store)
+
+
+async def test_search_matches_loaded_hint_text(tmp_path_factory) -> None:
+    app = make_app(sample_root(tmp_path_factory))
+    async with app.run_test(size=(120, 30)) as pilot:
+        await wait_scan(pilot, app)
+        row = next(r for r in app.store.rows() if r.hint_texts)
+        word = max(row.hint_texts[0].split(), key=len).lower()
+        app.store.set_search(word)
+        await pilot.pause()
+        assert row.key in [r.key for r in app.screen.query_one(RunsTable).rows]
+
+
+async def test_sort_key_cycles_columns(tmp_path_factory) -> None:
+    app = make_app(sample_root(tmp_path_factory))
+    async with app.run_test(size=(120, 30)) as pilot:
+        await wait_scan(pilot, app)
+        await pilot.press("s")
+        await pilot.pause()
+        assert app.store.sort_key == "layout"
+        await pilot.press("S")
+        await pilot.pause()
+        assert app.store.sort_reverse
+        table = app.screen.query_one(RunsTable)
+        assert [r.layout for r in table.rows] == sorted((r.layout for r in table.rows), reverse=True)
+
+
+async def test_first_rows_paint_in_batches(tmp_path_factory) -> None:
+    from eviscene_tui.ui import messages as M
+
+    seen: list[object] = []
+    app = make_app(sample_root(tmp_path_factory))
+    async with app.run_test(size=(120, 30), message_hook=seen.append) as pilot:
+        await wait_scan(pilot, app)
+        batches = [m for m in seen if isinstance(m, M.SummariesBatch) and m.initial]
+        assert batches and sum(len(b.rows) for b in batches) == len(app.store)
+        assert app.first_rows_at is not None and app.first_rows_at <= app.scan_seconds + 1.0
+
+
+async def test_mouse_is_optional_but_works(tmp_path_factory) -> None:
+    from eviscene_tui.ui.screens.case import CaseScreen
+
+    app = make_app(sample_root(tmp_path_factory))
+    async with app.run_test(size=(120, 30)) as pilot:
+        await wait_scan(pilot, app)
+        table = app.screen.query_one(RunsTable)
+        await pilot.click(RunsTable, offset=(30, 0))  # header: the "status" column
+        await pilot.pause()
+        assert app.store.sort_key == "status"
+        await pilot.click(RunsTable, offset=(5, 2))
+        await pilot.pause()
+        assert table.cursor == 1
+        await pilot.click(RunsTable, offset=(5, 2), times=2)
+        assert await wait_for(pilot, lambda: isinstance(app.screen, CaseScreen), 10)
+
+
+async def test_empty_folder_says_so(tmp_path) -> None:
+    app = make_app(tmp_path)
+    async with app.run_test(size=(120, 20)) as pilot:
+        await wait_scan(pilot, app)
+        await pilot.pause()
+        assert "no PSD cases found" in screen_text(app)

@@ -1,0 +1,82 @@
+"""Line-API widgets in harness apps with synthetic data (no files)."""
+
+from __future__ import annotations
+
+import time
+
+from textual.app import App, ComposeResult
+
+from eviscene_tui.state.rows import CaseRow
+from eviscene_tui.state.trace_rows import StepRow, TraceRows
+from eviscene_tui.ui.widgets.runs_table import RunsTable
+from eviscene_tui.ui.widgets.trace_view import LINES_PER_STEP, TraceView
+
+
+class TraceHarness(App):
+    def __init__(self, data: TraceRows) -> None:
+        super().__init__()
+        self.data = data
+        self.seen: list[int] = []
+
+    def compose(self) -> ComposeResult:
+        yield TraceView()
+
+    def on_mount(self) -> None:
+        self.query_one(TraceView).set_trace(self.data)
+        self.query_one(TraceView).focus()
+
+    def on_trace_view_step_highlighted(self, event: TraceView.StepHighlighted) -> None:
+        self.seen.append(event.index)
+
+
+def synthetic_trace(n: int, failure: int) -> TraceRows:
+    rows: list[StepRow | None] = [
+        StepRow(index=i, stage="unified_react", action_type="tool_call", tool=f"web_search(q{i})", result="x" * 300, text=f"thought {i}", is_policy=i % 3 == 0)
+        for i in range(n)
+    ]
+    rows[n - 1] = None  # not built yet: painted as a placeholder
+    return TraceRows(step_count=n, rows=rows, policy_indices=[i for i in range(n) if i % 3 == 0], failure_index=failure)
+
+
+async def test_trace_view_virtualizes_100k_steps_and_centres_failure() -> None:
+    app = TraceHarness(synthetic_trace(100_000, 77_777))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        tv = app.query_one(TraceView)
+        assert tv.virtual_size.height == 100_000 * LINES_PER_STEP
+        assert tv.cursor == 77_777
+        top = tv.scroll_offset.y
+        assert top <= 77_777 * LINES_PER_STEP < top + tv.scrollable_content_region.height
+        started = time.perf_counter()
+        await pilot.press("pagedown", "pagedown", "end")
+        assert tv.cursor == 99_999
+        lines = [tv.render_line(y) for y in range(tv.scrollable_content_region.height)]
+        assert any("loading" in "".join(seg.text for seg in strip) for strip in lines)
+        await pilot.press("home")
+        assert tv.cursor == 0
+        assert time.perf_counter() - started < 20
+        assert 77_777 in app.seen
+
+
+class TableHarness(App):
+    def compose(self) -> ComposeResult:
+        yield RunsTable()
+
+
+async def test_runs_table_with_10k_rows_paints_only_visible_lines() -> None:
+    rows = [CaseRow(key=f"case-{i:05d}", status="converged" if i % 2 else "paused_pending_verifier", rounds=i % 5) for i in range(10_000)]
+    app = TableHarness()
+    async with app.run_test(size=(100, 20)) as pilot:
+        table = app.query_one(RunsTable)
+        table.set_rows(rows)
+        table.focus()
+        await pilot.pause()
+        assert table.virtual_size.height == 10_001
+        await pilot.press("end")
+        assert table.current_row.key == "case-09999"
+        assert table.scroll_offset.y >= 10_001 - table.scrollable_content_region.height
+        header = "".join(seg.text for seg in table.render_line(0))
+        assert "status" in header
+        # rows replaced (e.g. a re-sort) keep the cursor on the same case
+        table.set_rows(list(reversed(rows)))
+        assert table.current_row.key == "case-09999"
