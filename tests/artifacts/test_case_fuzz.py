@@ -118,7 +118,12 @@ def test_mutated_json_into_case(templates: dict[str, Path], data: st.DataObject)
         candidates = [p for p in _files(root) if p.suffix in (".json", ".jsonl")]
         target = data.draw(st.sampled_from(candidates))
         if target.suffix == ".jsonl":
-            rows = [orjson.loads(line) for line in target.read_bytes().split(b"\n") if line.strip()]
+            rows = []
+            for line in target.read_bytes().split(b"\n"):
+                try:
+                    rows.append(orjson.loads(line)) if line.strip() else None
+                except orjson.JSONDecodeError:
+                    continue  # a torn line that is there on purpose (e.g. a runtime events.jsonl tail)
             rows = _mutate_json(rows, data) if rows else data.draw(JSON_VALUE)
             rows = rows if isinstance(rows, list) else [rows]
             target.write_bytes(b"".join(_dump(r) + b"\n" for r in rows))
