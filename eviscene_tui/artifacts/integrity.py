@@ -35,19 +35,19 @@ No Textual import here (architecture rule).
 
 from __future__ import annotations
 
-import json
 import os
 import posixpath
 import re
 import zlib
-from typing import Any
-
-import orjson
+from typing import Any, Iterator
 
 from eviscene_tui.artifacts.jsonio import (
     BOUND_GZIP_SCHEMA,
     BoundRead,
+    canonical_json_bytes as canonical_bytes,  # the one canonical encoder (fast path for token-id lists)
+    canonical_sha256,
     hint_sha256,
+    jsonl_file_rows,
     parse_jsonl_bytes,
     parse_json_bytes,
     read_bound,
@@ -55,43 +55,28 @@ from eviscene_tui.artifacts.jsonio import (
     sha256_file,
 )
 from eviscene_tui.artifacts.layout import RUN_SCHEMA, SEARCH_SCHEMA, CaseRef, Layout
+from eviscene_tui.artifacts.models import (
+    KNOWN_SCHEMAS,
+    SCHEMA_ATTEMPT,
+    SCHEMA_CANDIDATE,
+    SCHEMA_CONTEXT_LEDGER,
+    SCHEMA_FINALIZATION,
+    SCHEMA_HINT_AUDIT,
+    SCHEMA_LOCAL_VERIFICATION,
+    SCHEMA_MEDIA_V1,
+    SCHEMA_MEDIA_V2,
+    SCHEMA_MEDIA_V3,
+    SCHEMA_RUNTIME_EVENTS,
+    SCHEMA_SEMANTIC_LOCALIZATION,
+    SCHEMA_TOKEN_CAPTURE,
+    SCHEMA_VERIFICATION_BUNDLE,
+    RunInputs,
+)
 from eviscene_tui.artifacts.problems import Problem, ProblemCode
 from eviscene_tui.artifacts.summary import ROUND_DIR_RE
 
-CANDIDATE_SCHEMA = "ifv-psd-candidate-v1"
-ATTEMPT_SCHEMA = "ifv-psd-repair-attempt-v1"
-HINT_AUDIT_SCHEMA = "ifv-psd-hint-audit-v1"
-SEMLOC_SCHEMA = "ifv-psd-semantic-localization-v1"
-LOCAL_VERIFICATION_SCHEMA = "ifv-psd-local-verification-v1"
-BUNDLE_SCHEMA = "ifv-psd-repair-verification-bundle-v1"
-FINALIZATION_SCHEMA = "ifv-psd-repair-finalization-v1"
-CAPTURE_SCHEMA = "ifv-policy-token-capture-v1"
-EVENTS_SCHEMA = "ifv-runtime-events-v1"
-CONTEXT_SCHEMA = "ifv-context-ledger-v1"
-PROFILE_SCHEMA = "ifv-qwen-serving-profile-v1"
-CHECKPOINT_SCHEMA = "ifv-qwen-checkpoint-manifest-v1"
-MEDIA_SCHEMAS = frozenset({"ifv-psd-media-v1", "ifv-psd-media-v2", "ifv-psd-media-v3"})
-
-KNOWN_SCHEMAS = frozenset(
-    {
-        RUN_SCHEMA,
-        SEARCH_SCHEMA,
-        BOUND_GZIP_SCHEMA,
-        CANDIDATE_SCHEMA,
-        ATTEMPT_SCHEMA,
-        HINT_AUDIT_SCHEMA,
-        SEMLOC_SCHEMA,
-        LOCAL_VERIFICATION_SCHEMA,
-        BUNDLE_SCHEMA,
-        FINALIZATION_SCHEMA,
-        CAPTURE_SCHEMA,
-        EVENTS_SCHEMA,
-        CONTEXT_SCHEMA,
-        PROFILE_SCHEMA,
-        CHECKPOINT_SCHEMA,
-        *MEDIA_SCHEMAS,
-    }
-)
+# schema strings: one source of truth in artifacts.models
+MEDIA_SCHEMAS = frozenset({SCHEMA_MEDIA_V1, SCHEMA_MEDIA_V2, SCHEMA_MEDIA_V3})
 
 _VERSION_SUFFIX = re.compile(r"-v\d+$")
 
@@ -103,22 +88,7 @@ def _schema_family(schema: str) -> str:
 KNOWN_FAMILIES = frozenset(_schema_family(s) for s in KNOWN_SCHEMAS)
 
 # run-inputs identity keys that hold {path, sha256} file bindings (§2.2)
-FILE_ARGS = (
-    "trace",
-    "candidate",
-    "audit",
-    "gold",
-    "public_context",
-    "private_context",
-    "image",
-    "train_cases",
-    "policy_serving_profile",
-    "round_start_checkpoint_manifest",
-    "semantic_verification",
-    "verification_bundle",
-    "source_access_policy",
-    "search_media",
-)
+FILE_ARGS = RunInputs.FILE_ARGUMENTS
 MAX_PARSE_BYTES = 20 << 20  # generic JSON parse and source-trace capture check only below this
 MAX_LEDGER_BYTES = 1 << 30
 HEX64 = re.compile(r"^[0-9a-f]{64}$")
@@ -197,55 +167,6 @@ def pad_id_for_ids(*id_lists: list[int] | None) -> int:
 
 
 _j = os.path.join
-_NONE_T = type(None)
-_PLAIN_SCALARS = frozenset({str, bool, _NONE_T})
-_INT_LIMIT = 1 << 63
-
-
-def _orjson_exact(value: Any, depth: int = 0) -> bool:
-    """Same answer as ``jsonio._orjson_safe`` (orjson gives the driver's canonical bytes:
-    no floats, no non-str keys, no int >= 2**63 in magnitude), but a list of ints (token
-    ids, often 100,000 long) is checked at C speed instead of one call per element."""
-    if depth > 200:
-        return False
-    t = type(value)
-    if t in _PLAIN_SCALARS:
-        return True
-    if t is int:
-        return -_INT_LIMIT < value < _INT_LIMIT
-    if t is list or t is tuple:
-        if not value:
-            return True
-        types = set(map(type, value))
-        if types <= _PLAIN_SCALARS:
-            return True
-        if types <= {int} | _PLAIN_SCALARS:
-            ints = value if types == {int} else [v for v in value if type(v) is int]
-            return -_INT_LIMIT < min(ints) and max(ints) < _INT_LIMIT
-        return all(_orjson_exact(v, depth + 1) for v in value)
-    if t is dict:
-        if not set(map(type, value)) <= {str}:
-            return False
-        return _orjson_exact(list(value.values()), depth)
-    return False
-
-
-def canonical_bytes(value: Any, *, floats_likely: bool = False) -> bytes:
-    """``jsonio.canonical_json_bytes``, byte-identical.
-
-    orjson is exact (and ~8x faster than the stdlib) when there are no floats; the
-    check for that is a walk, skipped when the caller knows floats are likely (token
-    captures carry logprobs), where the stdlib encoder goes first.
-    (An orjson + Fragment rewrite of floats was measured slower than the stdlib.)
-    """
-    if not floats_likely and _orjson_exact(value):
-        return orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
-    return json.dumps(value, ensure_ascii=False, sort_keys=True, separators=(",", ":")).encode("utf-8")
-
-
-def canonical_sha256(value: Any, *, floats_likely: bool = False) -> str:
-    """``jsonio.canonical_sha256`` (the driver's ``_sha``), faster on long token-id lists."""
-    return sha256_bytes(canonical_bytes(value, floats_likely=floats_likely))
 
 
 def _base(path: str) -> str:
@@ -287,15 +208,7 @@ def read_jsonl(path: str, cache: dict[str, bytes] | None = None) -> tuple[list[A
     data, problems = _read_bytes(path, cache)
     if data is None:
         return [], problems
-    if path.endswith(".gz"):
-        import gzip
-
-        try:
-            data = gzip.decompress(data)
-        except (OSError, EOFError, zlib.error) as exc:
-            return [], [Problem(code=ProblemCode.JSON_INVALID, path=path, message=f"bad gzip: {exc}")]
-    rows, problems, _ = parse_jsonl_bytes(data, path)
-    return rows, problems
+    return jsonl_file_rows(data, path)
 
 
 def safe_read_bound(path: str) -> BoundRead:
@@ -544,6 +457,15 @@ class _Checker:
                 message = f"bound envelope: {message}"
             self.add(p.code, p.path, message)
         return bound
+
+    def bound_files(self, d: str, name_re: re.Pattern[str]) -> Iterator[tuple[str, BoundRead]]:
+        """The readable bound envelopes (plain or gzip form) in ``d`` whose names match ``name_re``."""
+        for path in self.list_files(d):
+            if not name_re.match(_base(path)):
+                continue
+            bound = self.bound_file(path)
+            if bound is not None and bound.form in ("plain", "gzip"):
+                yield path, bound
 
     def _read_bound_fast(self, path: str) -> BoundRead:
         """The plain form read without pathlib; anything else goes to ``jsonio.read_bound``."""
@@ -808,12 +730,7 @@ class _Checker:
 
         # requests/round-NN.json
         search_sha = canonical_sha256(identity) if identity else None
-        for path in self.list_files(_j(root, "requests")):
-            if not REQUEST_RE.match(_base(path)):
-                continue
-            bound = self.bound_file(path)
-            if bound is None or bound.form not in ("plain", "gzip"):
-                continue
+        for path, bound in self.bound_files(_j(root, "requests"), REQUEST_RE):
             rid = _dict(bound.identity)
             if search_sha and isinstance(rid.get("search"), str) and rid.get("search") != search_sha:
                 self.add(
@@ -837,7 +754,7 @@ class _Checker:
         # root ledgers: parse, schemas, episode hashes (the per-round checks do the rest)
         attempts_path = _j(root, "repair_attempts.jsonl")
         for i, row in enumerate(self.ledger(attempts_path)):
-            self.schema(row, attempts_path, f"attempt row {i + 1}", ATTEMPT_SCHEMA)
+            self.schema(row, attempts_path, f"attempt row {i + 1}", SCHEMA_ATTEMPT)
             cont = _dict(row.get("continuation"))
             if cont.get("hinted_teacher_episode_trace") is not None:
                 self.check_reference(
@@ -847,7 +764,7 @@ class _Checker:
                 )
         cand_path = _j(root, "repair_candidates.jsonl")
         for i, row in enumerate(self.ledger(cand_path)):
-            self.schema(row, cand_path, f"candidate row {i + 1}", CANDIDATE_SCHEMA)
+            self.schema(row, cand_path, f"candidate row {i + 1}", SCHEMA_CANDIDATE)
 
         # every round directory is a run directory of this case
         for rdir in self.list_dirs(_j(root, "rounds")):
@@ -908,11 +825,11 @@ class _Checker:
         if proposals is not None:
             for i, prop in enumerate(_list(proposals.payload)):
                 audit = _dict(_dict(prop).get("audit"))
-                self.schema(audit, proposals_path, f"proposal {i} audit", HINT_AUDIT_SCHEMA)
+                self.schema(audit, proposals_path, f"proposal {i} audit", SCHEMA_HINT_AUDIT)
         self.bound_file(_j(run, "proposer-response.json"))
         self.json_file(_j(run, "proposer-hint-audits.json"))
         semloc_path = _j(run, "semantic-localization.json")
-        self.schema(self.json_file(semloc_path), semloc_path, "semantic localization", SEMLOC_SCHEMA)
+        self.schema(self.json_file(semloc_path), semloc_path, "semantic localization", SCHEMA_SEMANTIC_LOCALIZATION)
         for name in ("live-serving-check.json", "generation-last-error.json"):
             self.json_file(_j(run, name))
 
@@ -920,7 +837,7 @@ class _Checker:
         cand_path = _j(run, "repair_candidates.jsonl")
         candidates = self.ledger(cand_path)
         for i, row in enumerate(candidates):
-            self.schema(row, cand_path, f"candidate row {i + 1}", CANDIDATE_SCHEMA)
+            self.schema(row, cand_path, f"candidate row {i + 1}", SCHEMA_CANDIDATE)
             site = _dict(row.get("repair_site"))
             if "rollout_token_capture" in site:
                 self.capture(site.get("rollout_token_capture"), cand_path, f"candidate row {i + 1} repair_site source step")
@@ -928,12 +845,7 @@ class _Checker:
         # continuations
         run_sha = canonical_sha256(config) if config is not None else None
         site_kind = _site_kind(candidates)
-        for path in self.list_files(_j(run, "continuations")):
-            if not HINT_FILE_RE.match(_base(path)):
-                continue
-            bound = self.bound_file(path)
-            if bound is None or bound.form not in ("plain", "gzip"):
-                continue
+        for path, bound in self.bound_files(_j(run, "continuations"), HINT_FILE_RE):
             self.check_continuation(path, bound, run_sha, site_kind)
 
         # attempts
@@ -949,7 +861,7 @@ class _Checker:
         # judge artifacts
         bundle_path = _j(run, "gemini-verification-bundle.json")
         bundle = self.json_file(bundle_path)
-        self.schema(bundle, bundle_path, "verification bundle", BUNDLE_SCHEMA)
+        self.schema(bundle, bundle_path, "verification bundle", SCHEMA_VERIFICATION_BUNDLE)
         for j, att in enumerate(_list(_dict(bundle).get("attempts"))):
             lv = _dict(att).get("local_verification")
             if isinstance(lv, str):
@@ -961,14 +873,14 @@ class _Checker:
         for path in self.list_files(_j(run, "judge")):
             if path.endswith(".json"):
                 value = self.json_file(path)
-                self.schema(value, path, "local verification", LOCAL_VERIFICATION_SCHEMA)
+                self.schema(value, path, "local verification", SCHEMA_LOCAL_VERIFICATION)
                 if isinstance(value, dict):
                     judged[path] = value
         if judged:
             self.check_judge_bindings(run, attempts, judged)
         for name in ("finalization.json", "judge-summary.json"):
             path = _j(run, name)
-            self.schema(self.json_file(path), path, name.removesuffix(".json"), FINALIZATION_SCHEMA)
+            self.schema(self.json_file(path), path, name.removesuffix(".json"), SCHEMA_FINALIZATION)
         for path in self.list_files(_j(run, "judge-cache")):
             if path.endswith(".json"):
                 self.check_judge_cache(path)
@@ -1053,16 +965,16 @@ class _Checker:
 
     def capture(self, cap: Any, path: str, label: str) -> None:
         if isinstance(cap, dict):
-            self.schema(cap, path, f"{label} token capture", CAPTURE_SCHEMA)
+            self.schema(cap, path, f"{label} token capture", SCHEMA_TOKEN_CAPTURE)
         if _capture_complete(cap):
             return
         self.add(ProblemCode.TOKEN_CAPTURE_INCOMPLETE, path, f"{label}: token capture {_capture_detail(cap)}")
 
     def check_attempt(self, row: dict[str, Any], i: int, path: str, run: str, pairs: list[tuple[str, str]]) -> None:
         label = f"attempt row {i + 1}"
-        self.schema(row, path, label, ATTEMPT_SCHEMA)
+        self.schema(row, path, label, SCHEMA_ATTEMPT)
         audit = _dict(_dict(row.get("hint_record")).get("audit"))
-        self.schema(audit, path, f"{label} hint audit", HINT_AUDIT_SCHEMA)
+        self.schema(audit, path, f"{label} hint audit", SCHEMA_HINT_AUDIT)
         # teacher token capture
         self.capture(row.get("repair_rollout_token_capture"), path, f"{label} repair_rollout_token_capture")
         # episode + continuation
@@ -1249,8 +1161,8 @@ class _Checker:
             problems = problems[:-1]  # a torn last line of an append-only events log is normal
         self.extend(problems)
         for i, row in enumerate(rows):
-            if isinstance(row, dict) and "schema_version" in row and row.get("schema_version") != EVENTS_SCHEMA:
-                self.schema(row, p, f"event line {i + 1}", EVENTS_SCHEMA)
+            if isinstance(row, dict) and "schema_version" in row and row.get("schema_version") != SCHEMA_RUNTIME_EVENTS:
+                self.schema(row, p, f"event line {i + 1}", SCHEMA_RUNTIME_EVENTS)
                 break
 
     def _generic_json(self, p: str, name: str, parent: str, *, in_runtime: bool) -> None:
@@ -1259,7 +1171,7 @@ class _Checker:
         value, problems = read_json(p, None if in_runtime else self.cache)
         self.extend(problems)
         if parent == "context" and CONTEXT_RE.match(name):
-            self.schema(value, p, "context request manifest", CONTEXT_SCHEMA)
+            self.schema(value, p, "context request manifest", SCHEMA_CONTEXT_LEDGER)
         elif not in_runtime:
             self.schema(value, p, name, None)
 

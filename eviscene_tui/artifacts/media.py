@@ -137,6 +137,22 @@ def _grids(value: Any) -> tuple[list[tuple[int, int, int] | None], str | None]:
     return [], "image_grid_thw is neither [t,h,w] nor a list of them"
 
 
+def _images(shas: list[Any], paths: list[Any], grids: list[Any]) -> list[MediaImage]:
+    """One MediaImage per position of the longer of ``shas`` / ``paths`` (non-strings -> None)."""
+    out = []
+    for i in range(max(len(shas), len(paths))):
+        sha = shas[i] if i < len(shas) else None
+        p = paths[i] if i < len(paths) else None
+        out.append(
+            MediaImage(
+                sha256=sha if isinstance(sha, str) else None,
+                path=p if isinstance(p, str) else None,
+                grid_thw=grids[i] if i < len(grids) else None,
+            )
+        )
+    return out
+
+
 def parse_psd_media(obj: Any, *, path: str = "psd_media") -> tuple[PsdMedia | None, list[Problem]]:
     """Normalise a psd_media object. ``path`` labels Problems (e.g. the attempts file)."""
     problems: list[Problem] = []
@@ -170,16 +186,7 @@ def parse_psd_media(obj: Any, *, path: str = "psd_media") -> tuple[PsdMedia | No
         grids, bad = _grids(data.get("image_grid_thw"))
         if bad:
             problem(ProblemCode.MEDIA_MISMATCH, f"psd_media {bad}")
-        for i in range(max(len(shas), len(paths))):
-            sha = shas[i] if i < len(shas) else None
-            p = paths[i] if i < len(paths) else None
-            images.append(
-                MediaImage(
-                    sha256=sha if isinstance(sha, str) else None,
-                    path=p if isinstance(p, str) else None,
-                    grid_thw=grids[i] if i < len(grids) else None,
-                )
-            )
+        images.extend(_images(shas, paths, grids))
     else:
         shas = _as_list(data.get("sha256")) or []
         paths = _as_list(data.get("path")) or []
@@ -192,16 +199,7 @@ def parse_psd_media(obj: Any, *, path: str = "psd_media") -> tuple[PsdMedia | No
                 ProblemCode.MEDIA_MISMATCH,
                 f"psd_media lists {n} image(s) but image_grid_thw has {len(grids)} row(s)",
             )
-        for i in range(n):
-            sha = shas[i] if i < len(shas) else None
-            p = paths[i] if i < len(paths) else None
-            images.append(
-                MediaImage(
-                    sha256=sha if isinstance(sha, str) else None,
-                    path=p if isinstance(p, str) else None,
-                    grid_thw=grids[i] if i < len(grids) else None,
-                )
-            )
+        images.extend(_images(shas, paths, grids))
     for i, img in enumerate(images):
         if img.sha256 is None:
             problem(ProblemCode.MEDIA_MISMATCH, f"psd_media image #{i + 1} has no sha256")

@@ -30,11 +30,13 @@ from pydantic import (
     model_validator,
 )
 
+from eviscene_tui.artifacts.jsonio import BOUND_GZIP_SCHEMA
+from eviscene_tui.artifacts.layout import RUN_SCHEMA, SEARCH_SCHEMA
 from eviscene_tui.artifacts.problems import Problem, ProblemCode
 
 # --------------------------------------------------------------------------- schema strings
-SCHEMA_RUN_RESULT = "ifv-psd-repair-driver-result-v1"
-SCHEMA_FEEDBACK_SEARCH = "ifv-psd-feedback-search-v1"
+SCHEMA_RUN_RESULT = RUN_SCHEMA  # layout discovers cases by it
+SCHEMA_FEEDBACK_SEARCH = SEARCH_SCHEMA
 SCHEMA_CANDIDATE = "ifv-psd-candidate-v1"
 SCHEMA_ATTEMPT = "ifv-psd-repair-attempt-v1"
 SCHEMA_HINT_AUDIT = "ifv-psd-hint-audit-v1"
@@ -47,7 +49,7 @@ SCHEMA_RUNTIME_EVENTS = "ifv-runtime-events-v1"
 SCHEMA_CONTEXT_LEDGER = "ifv-context-ledger-v1"
 SCHEMA_SERVING_PROFILE = "ifv-qwen-serving-profile-v1"
 SCHEMA_CHECKPOINT_MANIFEST = "ifv-qwen-checkpoint-manifest-v1"
-SCHEMA_BOUND_GZIP = "ifv-psd-bound-gzip-v1"
+SCHEMA_BOUND_GZIP = BOUND_GZIP_SCHEMA  # jsonio writes and reads the envelope
 SCHEMA_MEDIA_V1 = "ifv-psd-media-v1"
 SCHEMA_MEDIA_V2 = "ifv-psd-media-v2"
 SCHEMA_MEDIA_V3 = "ifv-psd-media-v3"

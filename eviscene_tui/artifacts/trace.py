@@ -346,20 +346,21 @@ class SourceTrace:
         return self.step(index).metadata.policy_token_capture
 
 
+def _str(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
+
+
 def _make_brief(index: int, raw: Any) -> StepBrief:
     brief = StepBrief(index)
     if not isinstance(raw, dict):
         brief.is_object = False
         brief.text_preview = one_line(raw)
         return brief
-    stage = raw.get("stage")
-    if not isinstance(stage, str):
-        stage = raw.get("stage_name")
-    brief.stage = stage if isinstance(stage, str) else None
-    action = raw.get("action_type")
-    brief.action_type = action if isinstance(action, str) else None
-    tool = raw.get("tool_name")
-    brief.tool_name = tool if isinstance(tool, str) else None
+    brief.stage = _str(raw.get("stage"))
+    if brief.stage is None:
+        brief.stage = _str(raw.get("stage_name"))
+    brief.action_type = _str(raw.get("action_type"))
+    brief.tool_name = _str(raw.get("tool_name"))
     brief.args_preview = one_line(raw.get("tool_args"))
     brief.result_preview = one_line(raw.get("tool_result"))
     thought = raw.get("thought")
@@ -372,14 +373,10 @@ def _make_brief(index: int, raw: Any) -> StepBrief:
         capture = md.get("policy_token_capture")
         if isinstance(capture, dict):
             brief.has_token_capture = True
-            status = capture.get("status")
-            brief.token_capture_status = status if isinstance(status, str) else None
-        crid = md.get("context_request_id")
-        brief.context_request_id = crid if isinstance(crid, str) else None
-        iid = md.get("interaction_id")
-        brief.interaction_id = iid if isinstance(iid, str) else None
-        role = md.get("psd_role")
-        brief.psd_role = role if isinstance(role, str) else None
+            brief.token_capture_status = _str(capture.get("status"))
+        brief.context_request_id = _str(md.get("context_request_id"))
+        brief.interaction_id = _str(md.get("interaction_id"))
+        brief.psd_role = _str(md.get("psd_role"))
     return brief
 
 

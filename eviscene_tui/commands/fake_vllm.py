@@ -33,7 +33,7 @@ def run(args: argparse.Namespace) -> int:
     import orjson
     import uvicorn
 
-    from eviscene_tui.fake_vllm.harness import free_loopback_socket
+    from eviscene_tui.loopback import free_loopback_socket
     from eviscene_tui.fake_vllm.server import DEFAULT_PROFILE, FakeConfig, FakeRecorder, create_app, load_scenario
 
     try:

@@ -11,23 +11,10 @@ The scenario and profile are live: tests may change them between requests.
 
 from __future__ import annotations
 
-import socket
-import threading
-import time
 from typing import Any
 
-import uvicorn
-
 from eviscene_tui.fake_vllm.server import DEFAULT_PROFILE, DEFAULT_SCENARIO, FakeConfig, FakeRecorder, create_app
-
-
-def free_loopback_socket(host: str = "127.0.0.1", port: int = 0) -> socket.socket:
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind((host, port))
-    sock.listen(128)
-    sock.set_inheritable(True)
-    return sock
+from eviscene_tui.loopback import ThreadedUvicorn
 
 
 class FakeVLLMServer:
@@ -49,43 +36,23 @@ class FakeVLLMServer:
         self.host = host
         self._port = port
         self._log_level = log_level
-        self._server: uvicorn.Server | None = None
-        self._thread: threading.Thread | None = None
-        self._sock: socket.socket | None = None
+        self._runner: ThreadedUvicorn | None = None
 
     # ------------------------------------------------------------------ lifecycle
     def start(self) -> "FakeVLLMServer":
-        self._sock = free_loopback_socket(self.host, self._port)
-        self._port = self._sock.getsockname()[1]
-        app = create_app(self.config, self.recorder)
-        ucfg = uvicorn.Config(
-            app, log_level=self._log_level, access_log=False, lifespan="off",
-            timeout_graceful_shutdown=1, timeout_keep_alive=5,
+        runner = ThreadedUvicorn(
+            create_app(self.config, self.recorder), label="fake vLLM server", thread_name="fake-vllm:{port}",
+            host=self.host, port=self._port, log_level=self._log_level, timeout_keep_alive=5,
         )
-        self._server = uvicorn.Server(ucfg)
-        self._thread = threading.Thread(target=self._server.run, kwargs={"sockets": [self._sock]}, name=f"fake-vllm:{self._port}", daemon=True)
-        self._thread.start()
-        deadline = time.monotonic() + 10
-        while not self._server.started:
-            if not self._thread.is_alive() or time.monotonic() > deadline:
-                raise RuntimeError("fake vLLM server failed to start")
-            time.sleep(0.005)
+        self._runner = runner
+        runner.start()
+        self._port = runner.port
         return self
 
     def stop(self) -> None:
-        if self._server is not None:
-            self._server.should_exit = True
-        if self._thread is not None:
-            self._thread.join(timeout=5)
-            if self._thread.is_alive() and self._server is not None:
-                self._server.force_exit = True
-                self._thread.join(timeout=5)
-        if self._sock is not None:
-            try:
-                self._sock.close()
-            except OSError:
-                pass
-        self._server = self._thread = self._sock = None
+        if self._runner is not None:
+            self._runner.stop()
+        self._runner = None
 
     def __enter__(self) -> "FakeVLLMServer":
         return self.start()

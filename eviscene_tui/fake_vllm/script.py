@@ -24,17 +24,17 @@ from typing import Any
 
 import orjson
 
-from eviscene_tui.tokens.tiny import _byte_alphabet, encode, special_id, tiny_tokenizer
+from eviscene_tui.tokens.bytelevel import BYTE_DECODER
+from eviscene_tui.tokens.tiny import encode, special_id, tiny_tokenizer
 
 
 @lru_cache(maxsize=4)
 def token_bytes_table(family: str) -> dict[int, bytes]:
     """id -> raw bytes of the token (special tokens -> their literal text)."""
-    inverse = {ch: i for i, ch in enumerate(_byte_alphabet())}
     table: dict[int, bytes] = {}
     for piece, tid in tiny_tokenizer(family).get_vocab(with_added_tokens=True).items():
         try:
-            table[tid] = bytes(inverse[c] for c in piece)
+            table[tid] = bytes(BYTE_DECODER[c] for c in piece)
         except KeyError:
             table[tid] = piece.encode()
     for name in _specials(family):

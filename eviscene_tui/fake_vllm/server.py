@@ -311,6 +311,16 @@ def create_app(cfg: FakeConfig, recorder: FakeRecorder | None = None) -> Starlet
             return err(404, f"The model `{model}` does not exist.", "model")
         return None
 
+    async def generation_body(request: Request) -> tuple[dict[str, Any], Response | None]:
+        """The checks every generation endpoint makes, in order: auth, JSON body, model, forced error."""
+        bad = unauthorized(request)
+        if bad:
+            return {}, bad
+        body, bad = await read_body(request)
+        if bad or body is None:
+            return {}, bad
+        return body, check_model(body) or forced_http_error()
+
     def sse(obj: Any, style: list[str]) -> bytes:
         eol = b"\r\n" if "crlf" in style else (b"\r" if "cr" in style else b"\n")
         prefix = b"data:" if "nospace" in style else b"data: "
@@ -321,13 +331,7 @@ def create_app(cfg: FakeConfig, recorder: FakeRecorder | None = None) -> Starlet
         return out
 
     async def chat(request: Request) -> Response:
-        bad = unauthorized(request)
-        if bad:
-            return bad
-        body, bad = await read_body(request)
-        if bad:
-            return bad
-        bad = check_model(body) or forced_http_error()
+        body, bad = await generation_body(request)
         if bad:
             return bad
         messages = body.get("messages")
@@ -494,13 +498,7 @@ def create_app(cfg: FakeConfig, recorder: FakeRecorder | None = None) -> Starlet
         })
 
     async def completions(request: Request) -> Response:
-        bad = unauthorized(request)
-        if bad:
-            return bad
-        body, bad = await read_body(request)
-        if bad:
-            return bad
-        bad = check_model(body) or forced_http_error()
+        body, bad = await generation_body(request)
         if bad:
             return bad
         fam = cfg.token_family

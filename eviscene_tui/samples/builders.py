@@ -34,6 +34,7 @@ from eviscene_tui.artifacts.jsonio import (
     pretty_json_bytes,
     sha256_bytes,
 )
+from eviscene_tui.artifacts.models import CHECK_NAMES  # noqa: F401  (re-exported to samples.runs)
 from eviscene_tui.samples import convo
 from eviscene_tui.samples.stories import GENERATION_CONFIG, JUDGMENT_FORMAT, SYSTEM_PROMPT, TOOLS, Act, Story, Verdict
 from eviscene_tui.samples.tree import Tree, make_png
@@ -47,14 +48,6 @@ HINT_MODEL = "gemini-3-pro-preview"
 JUDGE_MODEL = "gemini-3-pro-preview"
 CONTINUATION_POLICY_VERSION = "native-contract-and-observed-slate-positions-v6"
 VERIFIER = {"kind": "task", "name": "gemini-psd-repair", "version": "psd-task-review-v1", "model": JUDGE_MODEL}
-CHECK_NAMES = (
-    "source_error_confirmed",
-    "repaired_at_selected_step",
-    "grounded_episode",
-    "procedural_hint",
-    "anchor_matches",
-    "episode_complete",
-)
 T0 = datetime(2026, 11, 20, 9, 0, 0, tzinfo=timezone.utc)
 
 

@@ -7,6 +7,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from eviscene_tui.artifacts import projection
 from eviscene_tui.artifacts.jsonio import canonical_sha256, hint_sha256
 from eviscene_tui.samples import convo
 from eviscene_tui.samples.builders import (
@@ -40,6 +41,52 @@ PROPOSER_FORMAT = {
         "schema": {"type": "object", "properties": {"hints": {"type": "array", "items": {"type": "string"}}}, "required": ["hints"]},
     },
 }
+
+
+def driver_inputs(c: Case, *, public_rel: str, semantic_rel: str, search_media: Any, output_dir: str, hint_count: int,
+                  search_mode: str, repair_attempts: int, proposal_rounds: int, search_seconds: int) -> dict[str, Any]:
+    """The driver's run config (the ``run-inputs.json`` identity and a search's ``inputs``),
+    in the driver's key order; the callers add their own trailing keys."""
+    return {
+        "trace": c.binding("source/trace.json"),
+        "candidate": c.binding("inputs/candidate.json"),
+        "audit": c.binding("inputs/audit.json"),
+        "gold": c.binding("inputs/gold.json"),
+        "public_context": c.binding(public_rel),
+        "private_context": c.binding("inputs/private-context.json"),
+        "image": c.binding("inputs/image.png"),
+        "train_cases": None,
+        "policy_serving_profile": c.binding("inputs/serving-profile.json"),
+        "round_start_checkpoint_manifest": None,
+        "semantic_verification": c.binding(semantic_rel),
+        "verification_bundle": None,
+        "source_access_policy": c.binding("inputs/source-access-policy.json"),
+        "search_media": search_media,
+        "output_dir": output_dir,
+        "policy_provider": "qwen_local",
+        "policy_model": PROFILE_ID,
+        "policy_base_url": BASE_URL,
+        "policy_wire_api": "chat_completions",
+        "hint_constructor_provider": "gemini",
+        "hint_constructor_model": HINT_MODEL,
+        "hint_constructor_base_url": None,
+        "hint_constructor_wire_api": "interactions",
+        "hint_constructor_thinking_level": "high",
+        "round_start_checkpoint": ENGINE_MODEL_PATH,
+        "hint_count": hint_count,
+        "hint_level": 1,
+        "max_suffix_actions": 6,
+        "run_student_diagnostic": False,
+        "judge_model": JUDGE_MODEL,
+        "search_mode": search_mode,
+        "policy_temperature": 0.7,
+        "repair_attempts": repair_attempts,
+        "proposal_rounds": proposal_rounds,
+        "search_seconds": search_seconds,
+        "precomputed_slate_cache": None,
+        "candidate_offset": None,
+        "candidate_length": None,
+    }
 
 
 @dataclass
@@ -147,44 +194,18 @@ class RunBuilder:
     def config(self) -> dict[str, Any]:
         c = self.case
         return {
-            "trace": c.binding("source/trace.json"),
-            "candidate": c.binding("inputs/candidate.json"),
-            "audit": c.binding("inputs/audit.json"),
-            "gold": c.binding("inputs/gold.json"),
-            "public_context": c.binding(self.public_rel),
-            "private_context": c.binding("inputs/private-context.json"),
-            "image": c.binding("inputs/image.png"),
-            "train_cases": None,
-            "policy_serving_profile": c.binding("inputs/serving-profile.json"),
-            "round_start_checkpoint_manifest": None,
-            "semantic_verification": c.binding(self.semantic_input_rel),
-            "verification_bundle": None,
-            "source_access_policy": c.binding("inputs/source-access-policy.json"),
-            "search_media": c.binding(self.media_rel),
-            "output_dir": c.abs(self.run_rel),
-            "policy_provider": "qwen_local",
-            "policy_model": PROFILE_ID,
-            "policy_base_url": BASE_URL,
-            "policy_wire_api": "chat_completions",
-            "hint_constructor_provider": "gemini",
-            "hint_constructor_model": HINT_MODEL,
-            "hint_constructor_base_url": None,
-            "hint_constructor_wire_api": "interactions",
-            "hint_constructor_thinking_level": "high",
-            "round_start_checkpoint": ENGINE_MODEL_PATH,
-            "hint_count": self.hint_count,
-            "hint_level": 1,
-            "max_suffix_actions": 6,
-            "run_student_diagnostic": False,
-            "judge_model": JUDGE_MODEL,
-            "search_mode": self.search_mode,
-            "policy_temperature": 0.7,
-            "repair_attempts": 6,
-            "proposal_rounds": 12,
-            "search_seconds": 1800,
-            "precomputed_slate_cache": None,
-            "candidate_offset": None,
-            "candidate_length": None,
+            **driver_inputs(
+                c,
+                public_rel=self.public_rel,
+                semantic_rel=self.semantic_input_rel,
+                search_media=c.binding(self.media_rel),
+                output_dir=c.abs(self.run_rel),
+                hint_count=self.hint_count,
+                search_mode=self.search_mode,
+                repair_attempts=6,
+                proposal_rounds=12,
+                search_seconds=1800,
+            ),
             "continuation_policy_version": CONTINUATION_POLICY_VERSION,
         }
 
@@ -195,6 +216,13 @@ class RunBuilder:
     # 1. run-inputs + localization + candidate -----------------------------------------
     def start(self) -> None:
         self.case.bound(self.r("run-inputs.json"), self.config, {"status": "initialized"})
+
+    def begin(self, loc: dict[str, Any] | None = None, *, copy_from: str | None = None) -> None:
+        """Steps 1-2 of every run that reaches a site: run-inputs, localization, site, generating manifest."""
+        self.start()
+        self.localize(loc, copy_from=copy_from)
+        self.bind_site()
+        self.manifest_start()
 
     def localize(self, loc: dict[str, Any] | None = None, *, copy_from: str | None = None) -> None:
         """Write semantic-localization.json: a fresh Gemini result ``loc`` (plus its judge-cache
@@ -761,25 +789,11 @@ class RunBuilder:
 
 
 def trace_steps(episode: dict[str, Any]) -> list[dict[str, Any]]:
-    """The ``trace_steps`` projection used in feedback (no token captures)."""
-    out = []
-    for i, s in enumerate(episode["state"]["all_steps"]):
-        md = s.get("metadata") or {}
-        out.append(
-            {
-                "index": i,
-                "stage": step_stage(s),
-                "action_type": s.get("action_type"),
-                "tool_name": s.get("tool_name"),
-                "tool_args": s.get("tool_args"),
-                "tool_result": s.get("tool_result"),
-                "thought": s.get("thought"),
-                "output": s.get("output"),
-                "policy_action": md.get("policy_action"),
-                "function_call_id": md.get("function_call_id"),
-            }
-        )
-    return out
+    """The ``trace_steps`` projection used in feedback (no token captures), over every step.
+
+    ``index`` is put first: the committed sample runs were written in that key order.
+    """
+    return [{"index": p["index"], **p} for p in projection.trace_steps(episode)]
 
 
 # --------------------------------------------------------------------------- feedback search
@@ -799,44 +813,18 @@ class SearchBuilder:
     def identity(self) -> dict[str, Any]:
         c = self.case
         inputs = {
-            "trace": c.binding("source/trace.json"),
-            "candidate": c.binding("inputs/candidate.json"),
-            "audit": c.binding("inputs/audit.json"),
-            "gold": c.binding("inputs/gold.json"),
-            "public_context": c.binding("inputs/public-context.json"),
-            "private_context": c.binding("inputs/private-context.json"),
-            "image": c.binding("inputs/image.png"),
-            "train_cases": None,
-            "policy_serving_profile": c.binding("inputs/serving-profile.json"),
-            "round_start_checkpoint_manifest": None,
-            "semantic_verification": c.binding("inputs/semantic-verification.json"),
-            "verification_bundle": None,
-            "source_access_policy": c.binding("inputs/source-access-policy.json"),
-            "search_media": None,
-            "output_dir": c.abs(""),
-            "policy_provider": "qwen_local",
-            "policy_model": PROFILE_ID,
-            "policy_base_url": BASE_URL,
-            "policy_wire_api": "chat_completions",
-            "hint_constructor_provider": "gemini",
-            "hint_constructor_model": HINT_MODEL,
-            "hint_constructor_base_url": None,
-            "hint_constructor_wire_api": "interactions",
-            "hint_constructor_thinking_level": "high",
-            "round_start_checkpoint": ENGINE_MODEL_PATH,
-            "hint_count": 1,
-            "hint_level": 1,
-            "max_suffix_actions": 6,
-            "run_student_diagnostic": False,
-            "judge_model": JUDGE_MODEL,
-            "search_mode": "feedback",
-            "policy_temperature": 0.7,
-            "repair_attempts": self.max_attempts,
-            "proposal_rounds": self.max_proposals,
-            "search_seconds": self.max_seconds,
-            "precomputed_slate_cache": None,
-            "candidate_offset": None,
-            "candidate_length": None,
+            **driver_inputs(
+                c,
+                public_rel="inputs/public-context.json",
+                semantic_rel="inputs/semantic-verification.json",
+                search_media=None,
+                output_dir=c.abs(""),
+                hint_count=1,
+                search_mode="feedback",
+                repair_attempts=self.max_attempts,
+                proposal_rounds=self.max_proposals,
+                search_seconds=self.max_seconds,
+            ),
             "skip_auto_judge": False,
             "generation_retries": 1,
         }

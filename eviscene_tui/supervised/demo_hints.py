@@ -14,10 +14,9 @@ from __future__ import annotations
 
 import json
 import re
-import socket
-import threading
-import time
 from typing import Any
+
+from eviscene_tui.loopback import ThreadedUvicorn
 
 POOL = (
     "Before searching again, reread the previous tool results and name what they already rule out.",
@@ -98,9 +97,7 @@ class DemoHintServer:
     def __init__(self, host: str = "127.0.0.1", port: int = 0) -> None:
         self.host = host
         self._port = port
-        self._server: Any = None
-        self._thread: threading.Thread | None = None
-        self._sock: socket.socket | None = None
+        self._runner: ThreadedUvicorn | None = None
 
     @property
     def port(self) -> int:
@@ -111,33 +108,16 @@ class DemoHintServer:
         return f"http://{self.host}:{self._port}/v1"
 
     def start(self) -> "DemoHintServer":
-        import uvicorn
-
-        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind((self.host, self._port))
-        sock.listen(64)
-        self._sock = sock
-        self._port = sock.getsockname()[1]
-        config = uvicorn.Config(create_app(), log_level="critical", access_log=False, lifespan="off", timeout_graceful_shutdown=1)
-        self._server = uvicorn.Server(config)
-        self._thread = threading.Thread(target=self._server.run, kwargs={"sockets": [sock]}, name="demo-hints", daemon=True)
-        self._thread.start()
-        deadline = time.monotonic() + 10
-        while not self._server.started:
-            if not self._thread.is_alive() or time.monotonic() > deadline:
-                raise RuntimeError("demo hint server failed to start")
-            time.sleep(0.005)
+        runner = ThreadedUvicorn(create_app(), label="demo hint server", thread_name="demo-hints", host=self.host, port=self._port)
+        self._runner = runner
+        runner.start()
+        self._port = runner.port
         return self
 
     def stop(self) -> None:
-        if self._server is not None:
-            self._server.should_exit = True
-        if self._thread is not None:
-            self._thread.join(timeout=5)
-        if self._sock is not None:
-            self._sock.close()
-        self._server = self._thread = self._sock = None
+        if self._runner is not None:
+            self._runner.stop()
+        self._runner = None
 
     def __enter__(self) -> "DemoHintServer":
         return self.start()

@@ -27,27 +27,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-CHECK_NAMES = (
-    "source_error_confirmed",
-    "repaired_at_selected_step",
-    "grounded_episode",
-    "procedural_hint",
-    "anchor_matches",
-    "episode_complete",
-)
+from eviscene_tui.artifacts import projection
+from eviscene_tui.artifacts.models import CHECK_NAMES  # noqa: F401  (re-exported: records, search)
+from eviscene_tui.artifacts.projection import TRACE_STEP_KEYS  # noqa: F401  (re-exported)
+
 LOCK_CHECKS = ("source_error_confirmed", "repaired_at_selected_step", "procedural_hint", "anchor_matches")
-TRACE_STEP_KEYS = (
-    "stage",
-    "action_type",
-    "tool_name",
-    "tool_args",
-    "tool_result",
-    "thought",
-    "output",
-    "index",
-    "policy_action",
-    "function_call_id",
-)
 TERMINAL_STATUSES = (
     "converged",
     "attempt_budget_exhausted",
@@ -91,30 +75,7 @@ def trace_steps(episode: Any) -> list[dict[str, Any]]:
     Steps flagged ``metadata.psd_suffix_step`` (the teacher's); no token captures.
     ``index`` is the step's index in the episode's ``state.all_steps``.
     """
-    steps = _map(_map(episode).get("state")).get("all_steps")
-    if not isinstance(steps, list):
-        return []
-    out = []
-    for index, step in enumerate(steps):
-        step = _map(step)
-        meta = _map(step.get("metadata"))
-        if meta.get("psd_suffix_step") is not True:
-            continue
-        out.append(
-            {
-                "stage": step.get("stage") or step.get("stage_name"),
-                "action_type": step.get("action_type"),
-                "tool_name": step.get("tool_name"),
-                "tool_args": step.get("tool_args"),
-                "tool_result": step.get("tool_result"),
-                "thought": step.get("thought"),
-                "output": step.get("output"),
-                "index": index,
-                "policy_action": meta.get("policy_action"),
-                "function_call_id": meta.get("function_call_id"),
-            }
-        )
-    return out
+    return projection.trace_steps(episode, suffix_only=True)
 
 
 def public_attempt_feedback(record: Mapping[str, Any], episode: Any = None) -> dict[str, Any]:

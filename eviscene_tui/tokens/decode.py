@@ -29,6 +29,7 @@ import orjson
 
 from eviscene_tui.safe_text import safe_text
 from eviscene_tui.tokens import vision
+from eviscene_tui.tokens.bytelevel import BYTE_DECODER
 from eviscene_tui.tokens.vision import VisionIds
 
 
@@ -45,26 +46,13 @@ class SpecialToken:
     special: bool  # the tokenizer's ``special`` flag (``<think>`` is an added token with special=False)
 
 
-def _byte_decoder() -> dict[str, int]:
-    """Inverse of the GPT-2 byte-level alphabet (printable char -> byte)."""
-    bs = list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1)) + list(range(ord("®"), ord("ÿ") + 1))
-    cs = bs[:]
-    n = 0
-    for b in range(256):
-        if b not in bs:
-            bs.append(b)
-            cs.append(256 + n)
-            n += 1
-    return {chr(c): b for b, c in zip(bs, cs)}
-
-
-_BYTE_DECODER = _byte_decoder()
+_FAILED = object()  # a /tokenizer_info or /detokenize call that gave no JSON body
 
 
 def byte_level_to_bytes(token: str) -> bytes:
     out = bytearray()
     for ch in token:
-        b = _BYTE_DECODER.get(ch)
+        b = BYTE_DECODER.get(ch)
         if b is None:
             out += ch.encode("utf-8")
         else:
@@ -257,6 +245,17 @@ class ServerDecoder(TokenDecoder):
         self.errors: list[str] = []
         self.requests = 0
 
+    def _json_of(self, resp: Any, where: str) -> Any:
+        """The parsed body of a 200 response; otherwise an error noted and :data:`_FAILED`."""
+        if resp.status_code != 200:
+            self.errors.append(f"{where}: HTTP {resp.status_code}")
+            return _FAILED
+        try:
+            return orjson.loads(resp.content)
+        except orjson.JSONDecodeError:
+            self.errors.append(f"{where}: invalid JSON")
+            return _FAILED
+
     async def load_info(self) -> bool:
         """GET /tokenizer_info -> special tokens and vision ids. False when unavailable."""
         try:
@@ -264,13 +263,8 @@ class ServerDecoder(TokenDecoder):
         except Exception as exc:  # httpx errors: connect, timeout, protocol
             self.errors.append(f"/tokenizer_info: {type(exc).__name__}")
             return False
-        if resp.status_code != 200:
-            self.errors.append(f"/tokenizer_info: HTTP {resp.status_code}")
-            return False
-        try:
-            info = orjson.loads(resp.content)
-        except orjson.JSONDecodeError:
-            self.errors.append("/tokenizer_info: invalid JSON")
+        info = self._json_of(resp, "/tokenizer_info")
+        if info is _FAILED:
             return False
         if not isinstance(info, dict):
             self.errors.append("/tokenizer_info: not an object")
@@ -300,14 +294,7 @@ class ServerDecoder(TokenDecoder):
             except Exception as exc:
                 self.errors.append(f"/detokenize: {type(exc).__name__}")
                 return None
-        if resp.status_code != 200:
-            self.errors.append(f"/detokenize: HTTP {resp.status_code}")
-            return None
-        try:
-            doc = orjson.loads(resp.content)
-        except orjson.JSONDecodeError:
-            self.errors.append("/detokenize: invalid JSON")
-            return None
+        doc = self._json_of(resp, "/detokenize")
         text = doc.get("prompt") if isinstance(doc, dict) else None
         return text if isinstance(text, str) else None
 

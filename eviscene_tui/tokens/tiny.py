@@ -19,6 +19,8 @@ from functools import lru_cache
 
 from tokenizers import Tokenizer
 
+from eviscene_tui.tokens.bytelevel import byte_alphabet
+
 # name -> (qwen3_5 id, qwen2.5-vl/qwen3-vl id, special?)
 SPECIAL_TOKENS: dict[str, tuple[int, int, bool]] = {
     "<|endoftext|>": (248044, 151643, True),
@@ -47,22 +49,8 @@ _WORDS = (
 )
 
 
-def _byte_alphabet() -> list[str]:
-    """The GPT-2 byte -> printable unicode mapping, in byte order."""
-    bs = list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1)) + list(range(ord("®"), ord("ÿ") + 1))
-    cs = bs[:]
-    n = 0
-    for b in range(256):
-        if b not in bs:
-            bs.append(b)
-            cs.append(256 + n)
-            n += 1
-    mapping = dict(zip(bs, cs))
-    return [chr(mapping[b]) for b in range(256)]
-
-
 def _to_byte_level(text: str) -> str:
-    alphabet = _byte_alphabet()
+    alphabet = byte_alphabet()
     return "".join(alphabet[b] for b in text.encode("utf-8"))
 
 
@@ -83,7 +71,7 @@ def tiny_tokenizer_json(family: str = "qwen3_5") -> str:
     if family not in FAMILIES:
         raise ValueError(f"unknown tokenizer family {family!r}; expected one of {FAMILIES}")
     column = 0 if family == "qwen3_5" else 1
-    vocab: dict[str, int] = {ch: i for i, ch in enumerate(_byte_alphabet())}
+    vocab: dict[str, int] = {ch: i for i, ch in enumerate(byte_alphabet())}
     merges: list[tuple[str, str]] = []
     for word in _WORDS:
         _merges_for(_to_byte_level(word), vocab, merges)
