@@ -15,26 +15,11 @@ from typing import Any
 
 import orjson
 
+from eviscene_tui.artifacts.models import CHECK_NAMES, SEMANTIC_CATEGORIES
 from eviscene_tui.safe_text import safe_text
 
-CHECK_NAMES = (
-    "source_error_confirmed",
-    "repaired_at_selected_step",
-    "grounded_episode",
-    "procedural_hint",
-    "anchor_matches",
-    "episode_complete",
-)
 PASS_FLAGS = ("source_rollout_failed", "hinted_local_pass", "hinted_episode_pass", "hinted_strict_trace_audit_pass")
-KNOWN_CATEGORIES = frozenset(
-    {
-        "wrong_search_direction",
-        "incomplete_event_verification",
-        "unsupported_similarity_extrapolation",
-        "ignored_repeated_no_match",
-        "evidence_interpretation_error",
-    }
-)
+KNOWN_CATEGORIES = frozenset(SEMANTIC_CATEGORIES)
 REJECTION_TYPES = frozenset({"format_error", "output_rejected", "policy_replan"})
 
 
