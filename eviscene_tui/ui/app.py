@@ -18,6 +18,7 @@ from typing import Any
 from textual import on, work
 from textual.app import App, SystemCommand
 from textual.binding import Binding
+from textual.reactive import reactive
 from textual.screen import Screen
 from textual.worker import get_current_worker
 
@@ -43,6 +44,9 @@ class EvisceneApp(App[int]):
         Binding("ctrl+t", "toggle_theme", "Theme", id="app.theme", tooltip="Switch between the dark and light theme"),
         Binding("q", "quit", "Quit", id="app.quit", tooltip="Quit eviscene-tui"),
     ]
+
+    #: (label, text) of the policy server status, polled every few seconds; None = no policy configured
+    policy_status: reactive[tuple[str, str] | None] = reactive(None, always_update=True)
 
     def __init__(
         self,
@@ -93,10 +97,31 @@ class EvisceneApp(App[int]):
         self.refresher()
         if self.watch_enabled:
             self.watch_root()
+        self.poll_policy_status()
 
     async def action_quit(self) -> None:
         self._stop_watch.set()
         self.exit(0)
+
+    # -- policy status -------------------------------------------------------------------
+    @work(exclusive=True, group="policy-status", exit_on_error=False)
+    async def poll_policy_status(self) -> None:
+        """Poll /health, /version, /v1/models and /metrics of the configured policy."""
+        from eviscene_tui.policy.client import PolicyClient
+        from eviscene_tui.policy.profile import load_policy_config
+        from eviscene_tui.policy.status_line import ProfileError, status_summary, target_from_options
+
+        try:
+            target = target_from_options(self.options)
+        except ProfileError as exc:
+            self.policy_status = ("no policy", str(exc))
+            return
+        if target is None:
+            return
+        self.policy_status = (target.label, "polling " + ", ".join(target.base_urls))
+        async with PolicyClient(target, load_policy_config(self.options.config)) as client:
+            async for statuses in client.poll_status():
+                self.policy_status = (target.label, f"{target.model}  {status_summary(statuses)}")
 
     # -- scan ----------------------------------------------------------------------------
     def start_scan(self) -> None:

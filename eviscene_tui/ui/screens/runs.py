@@ -32,6 +32,13 @@ FILTER_KEYS: dict[str, str] = {
 }
 
 
+_POLICY_TEMPLATES = {
+    "attested": "[b $success]$label[/] $text",
+    "unattested": "[b $warning]$label[/] $text",
+    "no policy": "[b $error]$label[/] $text",
+}
+
+
 class RunsScreen(Screen):
     """Home screen. Filters are one key each; ``/`` searches case ids and hint texts."""
 
@@ -64,6 +71,7 @@ class RunsScreen(Screen):
         yield Input(placeholder="search case ids and hint texts (Enter: back to the table, Esc: clear)", id="search")
         yield RunsTable(id="runs-table")
         yield Static(id="runs-status", classes="status-bar", markup=False)
+        yield Static(id="policy-status", classes="status-bar", markup=False)
         yield Footer()
 
     @property
@@ -74,8 +82,22 @@ class RunsScreen(Screen):
         root = safe_text(str(self.app.options.root), single_line=True, limit=120)  # type: ignore[attr-defined]
         self.query_one("#runs-title", Static).update(Content.from_markup("eviscene-tui  [dim]$root[/]", root=root))
         self._unsubscribe = self.store.subscribe(self._store_changed)
+        self.watch(self.app, "policy_status", self._policy_status_changed)
         self._repaint()
         self.query_one(RunsTable).focus()
+
+    def _policy_status_changed(self, status: tuple[str, str] | None) -> None:
+        bar = self.query_one("#policy-status", Static)
+        bar.display = status is not None
+        if status is None:
+            return
+        label, text = status
+        template = _POLICY_TEMPLATES.get(label, _POLICY_TEMPLATES["unattested"])
+        bar.update(Content.from_markup(
+            template,
+            label=f"policy {label.upper()}",
+            text=safe_text(text, single_line=True, limit=400),
+        ))
 
     def on_unmount(self) -> None:
         if self._unsubscribe:
