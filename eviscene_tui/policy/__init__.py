@@ -9,7 +9,9 @@ Modules:
 - ``casefile``: rebuild_for_case / round_hint / case_ref for a loaded CaseBundle;
 - ``accumulate``: StreamAccumulator (text parts, ids, accounting, timings);
 - ``recording``: continuation records in the work directory (never overwritten);
-- ``session``: run_continuation / record_failure (attest + stream + fold + record).
+- ``session``: run_continuation / record_failure (attest + stream + fold + record);
+- ``capture``: LiveSnapshot / live_capture: a continuation as a token capture for the token
+  inspector (teacher prompt ids + completion ids, logprobs, usage, student/teacher diff).
 """
 
 from eviscene_tui.policy.accumulate import StreamAccumulator

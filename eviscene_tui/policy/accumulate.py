@@ -61,18 +61,20 @@ class StreamAccumulator:
     save_error: str | None = None
 
     def add(self, ev: PolicyEvent) -> None:
-        if isinstance(ev, Delta):
+        if type(ev) is Delta:  # the per-token hot path
             if self.t_first is None and (ev.text or ev.token_ids):
                 self.t_first = time.monotonic()
-            if ev.kind == "reasoning":
-                self.reasoning.append(ev.text)
-            elif ev.kind == "content":
+            kind = ev.kind
+            if kind == "content":
                 self.content.append(ev.text)
+            elif kind == "reasoning":
+                self.reasoning.append(ev.text)
             if ev.token_ids:
                 self.completion_token_ids.extend(ev.token_ids)
             if ev.logprobs:
                 self.logprobs.extend(ev.logprobs)
-        elif isinstance(ev, ToolCallDelta):
+            return
+        if isinstance(ev, ToolCallDelta):
             if self.t_first is None:
                 self.t_first = time.monotonic()
             tc = self.tool_calls.get(ev.index)

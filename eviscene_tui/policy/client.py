@@ -206,16 +206,29 @@ class PolicyClient:
         return ok[best].base_url, ok[best], atts
 
     # ------------------------------------------------------------------ streaming
-    async def continuation(self, body: dict[str, Any]) -> AsyncIterator[PolicyEvent]:
-        """Attest (every call), then stream ``/chat/completions`` from the chosen replica."""
+    async def begin(self, body: dict[str, Any]) -> tuple[str | None, dict[str, Any], list[PolicyEvent]]:
+        """Attest (every call) and choose the replica.
+
+        Returns (base_url or None when refused, the body to send, the opening events:
+        ``Attested`` then ``Started`` or a ``StreamError("attestation")``). Then stream
+        with :meth:`stream_chat`; :meth:`continuation` does both."""
         base_url, att, atts = await self.select_replica()
-        yield Attested(att)
+        opening: list[PolicyEvent] = [Attested(att)]
         if base_url is None:
             detail = "; ".join(f"{a.base_url}: {a.message}" for a in atts) if len(atts) > 1 else att.message
-            yield StreamError("attestation", f"refused: {detail}")
-            return
+            opening.append(StreamError("attestation", f"refused: {detail}"))
+            return None, body, opening
         body = {**body, "model": self.target.model}
-        yield Started(base_url=base_url, model=self.target.model, attested=self.target.attested, at=time.monotonic())
+        opening.append(Started(base_url=base_url, model=self.target.model, attested=self.target.attested, at=time.monotonic()))
+        return base_url, body, opening
+
+    async def continuation(self, body: dict[str, Any]) -> AsyncIterator[PolicyEvent]:
+        """Attest (every call), then stream ``/chat/completions`` from the chosen replica."""
+        base_url, body, opening = await self.begin(body)
+        for ev in opening:
+            yield ev
+        if base_url is None:
+            return
         async with aclosing(self.stream_chat(base_url, body)) as events:
             async for ev in events:
                 yield ev
@@ -240,8 +253,12 @@ class PolicyClient:
                 # a timer per chunk costs more than parsing the chunk)
                 slack = min(1.0, stall / 4)
                 current = -1.0
+                # an SSE response is normally not content-encoded: then the raw body bytes are the
+                # bytes, and aiter_raw skips httpx's per-chunk decoder layer (one call per token)
+                encoding = resp.headers.get("content-encoding", "identity").strip().lower()
+                chunks = resp.aiter_raw() if encoding in ("", "identity") else resp.aiter_bytes()
                 async with asyncio.timeout(None) as deadline:
-                    async for raw in resp.aiter_bytes():
+                    async for raw in chunks:
                         now = loop.time()
                         if now + stall - current > slack:
                             current = now + stall

@@ -150,6 +150,13 @@ def _float(value: Any) -> float:
         return float("nan")
 
 
+def _json_text(value: Any) -> str:
+    try:
+        return orjson.dumps(value).decode()
+    except TypeError:  # e.g. an integer beyond 64 bits (only from a caller's object, never from orjson.loads)
+        return repr(value)
+
+
 def error_message_of(obj: Any) -> tuple[str, str | None, int | None]:
     """(message, type, code) from a nested ``{"error":{...}}``, a flat (< 0.10.1)
     error object, or the 401 ``{"error":"Unauthorized"}`` string form."""
@@ -161,7 +168,7 @@ def error_message_of(obj: Any) -> tuple[str, str | None, int | None]:
             msg = err.get("message")
             code = err.get("code")
             return (
-                str(msg) if msg is not None else orjson.dumps(err).decode(),
+                str(msg) if msg is not None else _json_text(err),
                 str(err["type"]) if err.get("type") is not None else None,
                 code if isinstance(code, int) else None,
             )
@@ -170,16 +177,17 @@ def error_message_of(obj: Any) -> tuple[str, str | None, int | None]:
     return str(obj), None, None
 
 
-def chunk_events(obj: Any) -> list[PolicyEvent]:
+def chunk_events(obj: Any, *, fast: bool = True) -> list[PolicyEvent]:
     """Typed events for one decoded chunk. Only choice index 0 is followed (n=1)."""
     if not isinstance(obj, dict):
         return [StreamError("malformed", f"SSE data is not a JSON object: {type(obj).__name__}")]
     if "error" in obj and not obj.get("choices"):
         msg, typ, code = error_message_of(obj)
         return [StreamError("sse_error", msg, status=code, error_type=typ)]
-    fast = _fast_chunk(obj)
-    if fast is not None:
-        return fast
+    if fast:
+        events = _fast_chunk(obj)
+        if events is not None:
+            return events
     events: list[PolicyEvent] = []
     prompt_ids = obj.get("prompt_token_ids")
     if isinstance(prompt_ids, list):
@@ -209,7 +217,8 @@ def chunk_events(obj: Any) -> list[PolicyEvent]:
                     carried = True
                 else:
                     events.append(Delta(kind, text))
-        for tc in delta.get("tool_calls") or ():
+        tool_calls = delta.get("tool_calls")
+        for tc in tool_calls if isinstance(tool_calls, list) else ():
             if not isinstance(tc, dict):
                 continue
             fn = tc.get("function") if isinstance(tc.get("function"), dict) else {}
@@ -243,17 +252,21 @@ def chunk_events(obj: Any) -> list[PolicyEvent]:
 
 def _fast_chunk(obj: dict) -> list[PolicyEvent] | None:
     """The common case, decoded with few checks: one choice, index 0, a text delta
-    (content or reasoning), plain token ids, no logprobs/tool calls/finish/usage."""
+    (content or reasoning), plain token ids, no logprobs/tool calls/finish/usage/prompt ids.
+    Anything else returns None and takes the general path (:func:`chunk_events`)."""
     choices = obj.get("choices")
-    if type(choices) is not list or len(choices) != 1 or "prompt_token_ids" in obj and obj["prompt_token_ids"] is not None:
+    if type(choices) is not list or len(choices) != 1 or obj.get("prompt_token_ids") is not None:
         return None
     ch = choices[0]
-    if type(ch) is not dict or ch.get("index", 0) != 0 or ch.get("finish_reason") is not None or ch.get("logprobs") is not None:
+    if type(ch) is not dict:
         return None
-    delta = ch.get("delta")
+    get = ch.get
+    if get("finish_reason") is not None or get("logprobs") is not None or get("index", 0) != 0:
+        return None
+    delta = get("delta")
     if type(delta) is not dict or len(delta) != 1:
         return None
-    ids = ch.get("token_ids")
+    ids = get("token_ids")
     if ids is None:
         ids = ()
     elif type(ids) is list:
@@ -264,8 +277,10 @@ def _fast_chunk(obj: dict) -> list[PolicyEvent] | None:
     else:
         return None
     text = delta.get("content")
-    if type(text) is str and text:
-        return [Delta("content", text, ids)]
+    if text is not None:
+        if type(text) is str and text:
+            return [Delta("content", text, ids)]
+        return None
     text = delta.get("reasoning")
     if text is None:
         text = delta.get("reasoning_content")
@@ -281,4 +296,10 @@ def decode_data(data: bytes) -> list[PolicyEvent]:
     except orjson.JSONDecodeError as exc:
         preview = data[:120].decode("utf-8", errors="replace")
         return [StreamError("malformed", f"malformed SSE data line ({exc.msg}): {preview!r}")]
+    # hot path (one call per token): a plain text delta, decoded without the general checks
+    if type(obj) is dict and "error" not in obj:
+        events = _fast_chunk(obj)
+        if events is not None:
+            return events
+        return chunk_events(obj, fast=False)
     return chunk_events(obj)

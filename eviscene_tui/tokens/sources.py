@@ -206,6 +206,19 @@ def recorded_captures(workdir: str | os.PathLike[str], *, case_root: str | None 
     return refs
 
 
+def source_step_prompt_ids(case: Any, step_index: int | None) -> list[int] | None:
+    """The student prompt: ``prompt_token_ids`` of source step ``step_index``'s
+    ``policy_token_capture`` (None when the case, step or capture is missing). Reads the trace."""
+    if case is None or not isinstance(step_index, int) or isinstance(step_index, bool):
+        return None
+    trace = _trace(case)
+    steps = (getattr(trace, "raw_steps", None) or []) if trace is not None else []
+    if not 0 <= step_index < len(steps):
+        return None
+    cap = _raw_capture(steps[step_index])
+    return _int(cap.get("prompt_token_ids")) if cap is not None else None
+
+
 # --------------------------------------------------------------------------- loading
 class CaptureError(Exception):
     """A capture key that does not name anything in this case (message is user-facing)."""

@@ -106,3 +106,33 @@ def test_decoder_and_decode_never_raise_on_garbage(data):
     for item in _feed_all([data]):
         if item is not DONE:
             decode_data(item)
+
+
+_delta_values = st.one_of(st.none(), st.text(max_size=5), st.integers(-5, 5), st.lists(st.integers(0, 5), max_size=2))
+_fast_shaped = st.fixed_dictionaries(
+    {
+        "choices": st.lists(
+            st.fixed_dictionaries(
+                {
+                    "index": st.sampled_from([0, 0, 0, 1]),
+                    "delta": st.dictionaries(st.sampled_from(["content", "reasoning", "reasoning_content", "role", "tool_calls"]),
+                                             _delta_values, max_size=2),
+                    "finish_reason": st.sampled_from([None, None, "stop"]),
+                    "logprobs": st.sampled_from([None, None, {"content": []}]),
+                    "token_ids": st.one_of(st.none(), st.lists(st.one_of(st.integers(0, 300000), st.booleans(), st.text(max_size=2)), max_size=3)),
+                },
+                optional={"stop_reason": st.sampled_from([None, 1, "x"])},
+            ),
+            min_size=0, max_size=2,
+        ),
+    },
+    optional={"prompt_token_ids": st.one_of(st.none(), st.lists(st.integers(0, 10), max_size=2)),
+              "usage": st.none(), "error": st.just({"message": "boom"})},
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(_fast_shaped)
+def test_fast_path_decodes_exactly_like_the_general_path(obj):
+    """The per-token fast path (decode_data) is an optimisation only: same events as chunk_events' general path."""
+    assert decode_data(orjson.dumps(obj)) == chunk_events(obj, fast=False)

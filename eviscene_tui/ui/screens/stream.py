@@ -8,6 +8,14 @@ widgets only through a buffer that a 30 Hz timer flushes (``StreamView``) and
 through typed messages. Every attempt — complete, cancelled or failed (including
 a request that could not be rebuilt or an attestation refusal) — is recorded in
 the work directory; the screen keeps working after any fault.
+
+The stats line's badge shows the session kind (ATTESTED profile / UNATTESTED
+--policy-url session) from the start, then the latest call's attestation result
+(ATTESTED / UNATTESTED / REFUSED). ``k`` (or ctrl+o, which also works while typing
+the hint) opens the token inspector (``TokenScreen(case, options, capture=...)``) on
+the current continuation (a snapshot while it streams) or the last one: teacher
+prompt ids, completion ids, logprobs / top-k when requested, usage, and the
+student-vs-teacher diff when the failure step's capture holds the student prompt.
 """
 
 from __future__ import annotations

@@ -80,7 +80,10 @@ class TextPane(ScrollView, can_focus=True):
             return
         self.appends += 1
         follow = self.scroll_offset.y >= self.max_scroll_y - 1
-        parts = safe_text(text).split("\n")
+        # split first: a newline defeats safe_text's all-printable fast path (it then checks
+        # every character); sanitising the lines separately gives the same result, and a
+        # printable ASCII line is already safe (C-speed checks, no per-character Python loop)
+        parts = [part if part.isascii() and part.isprintable() else safe_text(part) for part in text.split("\n")]
         self._lines[-1] += parts[0]
         self._lines.extend(parts[1:])
         # only the last wrapped row of the tail line can change: re-wrap it plus the new text
