@@ -34,6 +34,7 @@ from textual.worker import Worker, WorkerState
 from eviscene_tui.policy.accumulate import StreamAccumulator
 from eviscene_tui.policy.client import PolicyClient, ServerStatus
 from eviscene_tui.policy.events import StreamError
+from eviscene_tui.policy.status_line import status_summary
 from eviscene_tui.policy.profile import PolicyConfig, PolicyTarget, ProfileError, load_policy_config, load_target_from_profile, unattested_target
 from eviscene_tui.policy.request import RequestUnavailable, TeacherRequest, chat_body, describe_request, with_hint
 from eviscene_tui.safe_text import safe_text
@@ -190,21 +191,13 @@ class StreamScreen(Screen):
         if self.target is None:
             w.update(Content.from_markup("[b $error]no policy[/] $msg", msg=safe_text(self.target_error or "", single_line=True)))
             return
-        style = "$success" if self.target.attested else "$warning"
-        parts = []
-        for st in statuses or ():
-            if not st.reachable:
-                parts.append(f"{st.base_url}: unreachable")
-                continue
-            parts.append(
-                f"{st.base_url}: {'healthy' if st.healthy else 'UNHEALTHY'} v{st.version or '?'} run {_n(st.running)} wait {_n(st.waiting)} "
-                f"kv {_pct(st.kv_cache)} ctx {st.max_model_len or '?'}"
-            )
+        template = "[b $success]$label[/] $model  $status" if self.target.attested else "[b $warning]$label[/] $model  $status"
+        summary = status_summary(statuses or ())
         w.update(Content.from_markup(
-            f"[b {style}]$label[/] $model  $status",
+            template,
             label=self.target.label.upper(),
             model=safe_text(self.target.model, single_line=True, limit=60),
-            status=safe_text(" | ".join(parts) if parts else ", ".join(self.target.base_urls), single_line=True, limit=300),
+            status=safe_text(summary or ", ".join(self.target.base_urls), single_line=True, limit=300),
         ))
 
     @work(exclusive=True, group="policy-status", exit_on_error=False)
@@ -438,11 +431,3 @@ class StreamScreen(Screen):
 
     def on_unmount(self) -> None:
         self.workers.cancel_node(self)  # a running stream is recorded as cancelled
-
-
-def _n(v: float | None) -> str:
-    return "?" if v is None else f"{v:g}"
-
-
-def _pct(v: float | None) -> str:
-    return "?" if v is None else f"{v * 100:.0f}%"

@@ -34,6 +34,9 @@ FLUSH_HZ = 24  # <= 30 Hz; the compositor repaint per flush is the dominant UI c
 HEAVY_FLUSH_HZ = 8  # flush rate while more than HEAVY_CHARS arrive per flush
 HEAVY_CHARS = 1500
 BADGE_STYLES = {"attested": "$success", "unattested": "$warning", "refused": "$error", "no policy": "$error"}
+# one markup template per badge colour; run-derived values only ever enter as $variables
+_STATS_TEMPLATE = "[b {style}]$badge[/]  [b]$state[/]  tokens $tokens  ttft $ttft  tok/s $tps  finish $finish"
+STATS_TEMPLATES = {style: _STATS_TEMPLATE.replace("{style}", style) for style in {*BADGE_STYLES.values(), "$warning"}}
 
 
 class TextPane(ScrollView, can_focus=True):
@@ -297,9 +300,8 @@ class StreamView(Vertical):
     def _render_stats(self) -> None:
         acc = self.acc
         t = acc.timings()
-        badge_style = BADGE_STYLES.get(self.badge, "$warning")
         content = Content.from_markup(
-            f"[b {badge_style}]$badge[/]  [b]$state[/]  tokens $tokens  ttft $ttft  tok/s $tps  finish $finish",
+            STATS_TEMPLATES[BADGE_STYLES.get(self.badge, "$warning")],
             badge=self.badge.upper(),
             state=self.state,
             tokens=str(acc.token_count),
