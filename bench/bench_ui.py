@@ -89,6 +89,16 @@ from eviscene_tui.ui.config import UserConfig
 from eviscene_tui.ui.screens.case import CaseScreen
 from eviscene_tui.ui.widgets.trace_view import TraceView
 
+def peak_rss_kb():
+    # VmHWM belongs to this process image; ru_maxrss can carry the parent's peak across fork+exec on Linux
+    try:
+        for line in open("/proc/self/status"):
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1])
+    except OSError:
+        pass
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+
 case = Path(sys.argv[1])
 async def main():
     app = EvisceneApp(AppOptions.from_args(case, object()), watch=False, config=UserConfig(path=Path("/nonexistent")))
@@ -122,7 +132,7 @@ async def main():
         scroll /= 20
         print(json.dumps({"shown": shown, "ok": ok, "failure": screen.trace_rows.failure_index if screen.trace_rows else None,
                           "steps": screen.trace_rows.step_count if screen.trace_rows else 0, "page": scroll,
-                          "maxrss_kb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}))
+                          "maxrss_kb": peak_rss_kb()}))
 asyncio.run(main())
 """
 
@@ -130,10 +140,19 @@ _BARE = r"""
 import json, resource, sys, time
 import orjson
 from pathlib import Path
+def peak_rss_kb():
+    # VmHWM belongs to this process image; ru_maxrss can carry the parent's peak across fork+exec on Linux
+    try:
+        for line in open("/proc/self/status"):
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1])
+    except OSError:
+        pass
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 t = time.perf_counter()
 data = Path(sys.argv[1]).read_bytes()
 obj = orjson.loads(data)
-print(json.dumps({"seconds": time.perf_counter() - t, "maxrss_kb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}))
+print(json.dumps({"seconds": time.perf_counter() - t, "maxrss_kb": peak_rss_kb()}))
 """
 
 

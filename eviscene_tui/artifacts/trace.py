@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import gzip
 import io
+import zlib
 import os
 import stat
 from collections import OrderedDict
@@ -427,7 +428,7 @@ def load_trace(path: str | os.PathLike[str]) -> tuple[SourceTrace | None, list[P
         try:
             with gzip.GzipFile(fileobj=io.BytesIO(data)) as gz:
                 data = gz.read(MAX_GZIP_TRACE_BYTES + 1)
-        except (OSError, EOFError) as exc:
+        except (OSError, EOFError, zlib.error) as exc:
             return None, [Problem(code=ProblemCode.JSON_INVALID, path=where, message=f"trace: bad gzip: {exc}")]
         if len(data) > MAX_GZIP_TRACE_BYTES:
             return None, [Problem(code=ProblemCode.JSON_INVALID, path=where, message="trace: uncompressed size over 2 GiB")]
