@@ -62,7 +62,10 @@ async def test_supervised_screen_round_by_keyboard(tmp_path):
         screen.query_one("#card-next").focus()
         await pilot.press("s")
         assert await _until(pilot, lambda: s.draft is not None and s.draft.stage == "site"), screen.last_message
+        # the new gate's card takes the keyboard
+        assert await _until(pilot, lambda: screen.focused is screen.query_one("#card-site"))
         # decision keys are scoped: "a" on the next-round card does nothing
+        screen.query_one("#card-next").focus()
         await pilot.press("a")
         await pilot.pause()
         assert s.draft.stage == "site"
@@ -231,3 +234,38 @@ async def test_supervised_screen_torn_journal_tail(tmp_path):
         await pilot.press("escape")
     assert verify_chain(sj(root)).ok
     assert b'{"seq": 1, "torn\n' in sj(root).read_bytes()
+
+
+async def test_embedded_stream_badge_shows_the_session_kind(tmp_path):
+    out = tmp_path / "out"
+    droot = write_driver_case(out)
+    case = load_case(droot)
+    options = AppOptions(root=out, workdir=tmp_path / "w", operator="t", policy_url="http://127.0.0.1:9/v1", policy_model="m")
+    screen = SupervisedScreen(case, options, runner=fake_runner, settings=SearchSettings(operator="t"))
+    app = Harness(screen)
+    async with app.run_test(size=(140, 45)) as pilot:
+        await pilot.pause()
+        assert screen.query_one("#sup-stream").badge == "unattested"
+    screen = SupervisedScreen(case, AppOptions(root=out, workdir=tmp_path / "w2", operator="t"), runner=fake_runner, settings=SearchSettings(operator="t"))
+    app = Harness(screen)
+    async with app.run_test(size=(140, 45)) as pilot:
+        await pilot.pause()
+        assert screen.query_one("#sup-stream").badge == "no policy"
+
+
+async def test_embedded_stream_badge_attested_with_a_profile(tmp_path):
+    import orjson
+
+    from eviscene_tui.fake_vllm.harness import FakeVLLMServer
+
+    out = tmp_path / "out"
+    case = load_case(write_driver_case(out))
+    with FakeVLLMServer() as server:
+        profile = tmp_path / "profile.json"
+        profile.write_bytes(orjson.dumps(server.profile_dict()))
+        options = AppOptions(root=out, workdir=tmp_path / "w", operator="t", policy_profile=profile)
+        screen = SupervisedScreen(case, options, runner=fake_runner, settings=SearchSettings(operator="t"))
+        app = Harness(screen)
+        async with app.run_test(size=(140, 45)) as pilot:
+            await pilot.pause()
+            assert screen.query_one("#sup-stream").badge == "attested"

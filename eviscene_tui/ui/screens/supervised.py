@@ -349,6 +349,22 @@ class SupervisedScreen(Screen):
 
     def on_mount(self) -> None:
         self._open()
+        self._show_session_badge()
+
+    def _show_session_badge(self) -> None:
+        """The embedded stream view shows the session kind from the start (attested profile
+        or an unattested --policy-url/--policy-model pair), before any call is made."""
+        if StreamView is None:
+            return
+        from eviscene_tui.policy.status_line import ProfileError, target_from_options
+
+        try:
+            target = target_from_options(self.options)
+        except (ProfileError, OSError):
+            badge = "no policy"
+        else:
+            badge = "no policy" if target is None else target.label
+        self.query_one("#sup-stream", StreamView).set_badge(badge)
 
     # ------------------------------------------------------------------ helpers
     def message(self, text: str, severity: str = "info") -> None:
@@ -573,7 +589,12 @@ class SupervisedScreen(Screen):
             ("#card-verdict", open_stage == "verdict"),
             ("#card-next", open_stage is None),
         ):
-            self.query_one(card_id, Card).set_class(not active, "-inactive")
+            card = self.query_one(card_id, Card)
+            card.set_class(not active, "-inactive")
+            if active and open_stage != getattr(self, "_focused_gate", "unset"):
+                # a new gate: move the keyboard to its card so its decision keys are live
+                self._focused_gate = open_stage
+                card.focus()
         self._render_site()
         self._render_hints()
         self._render_cont()
