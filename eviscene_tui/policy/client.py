@@ -25,13 +25,12 @@ import orjson
 from eviscene_tui.policy.events import (
     Attestation,
     Attested,
-    Done,
     PolicyEvent,
     Started,
     StreamError,
 )
 from eviscene_tui.policy.profile import PolicyConfig, PolicyTarget, server_root
-from eviscene_tui.policy.sse import DONE, SSEDecoder, decode_data, error_message_of
+from eviscene_tui.policy.sse import SSEDecoder, decode_batch, error_message_of
 
 
 def _resolved(path: str) -> str:
@@ -236,7 +235,23 @@ class PolicyClient:
     async def stream_chat(self, base_url: str, body: dict[str, Any]) -> AsyncIterator[PolicyEvent]:
         """POST a streaming chat request and yield typed events until ``[DONE]``,
         an error, or the end of the connection. Never raises for server faults
-        (yields a StreamError instead); cancellation propagates (and closes the response)."""
+        (yields a StreamError instead); cancellation propagates (and closes the response).
+        Consecutive plain text chunks that arrived in one network read come as one
+        :class:`Delta` (all their text and token ids, in order): see :meth:`stream_chat_batches`."""
+        async with aclosing(self.stream_chat_batches(base_url, body)) as batches:
+            async for batch in batches:
+                for ev in batch:
+                    yield ev
+
+    async def stream_chat_batches(self, base_url: str, body: dict[str, Any]) -> AsyncIterator[list[PolicyEvent]]:
+        """:meth:`stream_chat` one network read at a time: yields lists of events.
+
+        A reader task pulls the body's chunks (httpx hands over one per HTTP chunk, i.e.
+        one per SSE event) into a list while they arrive without waiting; this generator
+        wakes once the reader has to wait for the network and decodes everything received
+        so far in one go (:func:`decode_batch`). A slow stream therefore still gets every
+        chunk as soon as it arrives; a fast one pays the per-event Python cost once per read.
+        The last event of the last batch is ``Done`` or a ``StreamError``."""
         url = f"{base_url}/chat/completions"
         payload = orjson.dumps(body)
         try:
@@ -244,48 +259,66 @@ class PolicyClient:
                 if resp.status_code != 200:
                     raw = await resp.aread()
                     msg, typ, _ = _error_from_body(raw)
-                    yield StreamError("http", self._scrub(f"HTTP {resp.status_code}: {msg}"), status=resp.status_code, error_type=typ)
+                    yield [StreamError("http", self._scrub(f"HTTP {resp.status_code}: {msg}"), status=resp.status_code, error_type=typ)]
                     return
                 decoder = SSEDecoder()
                 loop = asyncio.get_running_loop()
                 stall = self.config.stall_timeout
-                # the stall deadline moves forward at most every `slack` seconds (rescheduling
-                # a timer per chunk costs more than parsing the chunk)
+                # the stall deadline moves forward at most every `slack` seconds
                 slack = min(1.0, stall / 4)
                 current = -1.0
-                # an SSE response is normally not content-encoded: then the raw body bytes are the
-                # bytes, and aiter_raw skips httpx's per-chunk decoder layer (one call per token)
+                # an SSE response is normally not content-encoded: then the body bytes are the
+                # bytes, and reading the response's byte stream directly skips httpx's per-chunk
+                # decoder and chunker layers (aiter_bytes -> aiter_raw -> stream; one hop per token)
                 encoding = resp.headers.get("content-encoding", "identity").strip().lower()
-                chunks = resp.aiter_raw() if encoding in ("", "identity") else resp.aiter_bytes()
-                async with asyncio.timeout(None) as deadline:
-                    async for raw in chunks:
-                        now = loop.time()
-                        if now + stall - current > slack:
-                            current = now + stall
-                            deadline.reschedule(current)
-                        for data in decoder.feed(raw):
-                            if data is DONE:
-                                yield Done()
-                                return
-                            for ev in decode_data(data):
-                                yield ev
-                                if isinstance(ev, StreamError):
-                                    return
-                for data in decoder.close():
-                    if data is DONE:
-                        yield Done()
+                if encoding not in ("", "identity"):
+                    chunks = resp.aiter_bytes()
+                elif isinstance(resp.stream, httpx.AsyncByteStream):
+                    chunks = resp.stream
+                else:  # pragma: no cover - an AsyncClient response always has an async stream
+                    chunks = resp.aiter_raw()
+                reader = _ChunkReader(chunks)
+                task = asyncio.create_task(reader.run())
+                try:
+                    async with asyncio.timeout(None) as deadline:
+                        while True:
+                            await reader.wait()
+                            finished = reader.finished  # before take(): nothing arrives after it
+                            now = loop.time()
+                            if now + stall - current > slack:
+                                current = now + stall
+                                deadline.reschedule(current)
+                            got = reader.take()
+                            if got:
+                                datas = decoder.feed(got[0] if len(got) == 1 else b"".join(got))
+                                if datas:
+                                    events, ended = decode_batch(datas)
+                                    if events:
+                                        yield events
+                                    if ended:
+                                        return
+                            if finished:
+                                break
+                finally:
+                    if not task.done():
+                        task.cancel()
+                        await asyncio.wait({task})
+                if reader.error is not None:
+                    raise reader.error
+                datas = decoder.close()
+                if datas:
+                    events, ended = decode_batch(datas)
+                    if events:
+                        yield events
+                    if ended:
                         return
-                    for ev in decode_data(data):
-                        yield ev
-                        if isinstance(ev, StreamError):
-                            return
-                yield StreamError("disconnect", "the stream ended without [DONE] (connection closed by the server)")
+                yield [StreamError("disconnect", "the stream ended without [DONE] (connection closed by the server)")]
         except TimeoutError:
-            yield StreamError("timeout", f"stalled: no data for {self.config.stall_timeout:g} s after tokens started flowing")
+            yield [StreamError("timeout", f"stalled: no data for {self.config.stall_timeout:g} s after tokens started flowing")]
         except asyncio.CancelledError:
             raise
         except Exception as exc:
-            yield self._describe_exc(exc, url)
+            yield [self._describe_exc(exc, url)]
 
     # ------------------------------------------------------------------ tokenizer endpoints
     async def _json(self, method: str, url: str, body: Any = None) -> Any:
@@ -384,6 +417,48 @@ class PolicyClient:
         while True:
             yield list(await asyncio.gather(*(self.status(u) for u in self.target.base_urls)))
             await asyncio.sleep(every)
+
+
+class _ChunkReader:
+    """Pulls body chunks into a list in its own task; the consumer wakes when the
+    reader has to wait for the network (or the body ended / failed)."""
+
+    __slots__ = ("_chunks", "_items", "_event", "finished", "error")
+
+    def __init__(self, chunks: Any) -> None:
+        self._chunks = chunks
+        self._items: list[bytes] = []
+        self._event = asyncio.Event()
+        self.finished = False
+        self.error: Exception | None = None
+
+    async def run(self) -> None:
+        event = self._event
+        try:
+            async for raw in self._chunks:
+                self._items.append(raw)
+                if not event.is_set():
+                    event.set()
+        except asyncio.CancelledError:
+            pass  # the consumer stopped reading (done, error, cancel): the response is closed next
+        except Exception as exc:  # handed to the consumer, which maps it to a StreamError
+            self.error = exc
+        finally:
+            self.finished = True
+            event.set()
+
+    async def wait(self) -> None:
+        event = self._event
+        if not event.is_set():
+            await event.wait()
+        event.clear()
+
+    def take(self) -> list[bytes]:
+        items = self._items
+        if not items:
+            return items
+        self._items = []
+        return items
 
 
 class PolicyHTTPError(Exception):

@@ -3,7 +3,9 @@
     outcome = await run_continuation(client, request, work=work, case_ref={...}, on_event=cb)
 
 ``on_event`` is called synchronously for every event (keep it cheap: the UI
-appends to a buffer and flushes on a timer). Cancelling the task closes the HTTP
+appends to a buffer and flushes on a timer). Plain text chunks that arrived in one
+network read come folded into one ``Delta`` (all their text and token ids, in
+order). Cancelling the task closes the HTTP
 stream (vLLM aborts the request) and the record is saved with status
 ``cancelled`` before the CancelledError propagates. A request that cannot be
 built (e.g. missing archived image) is recorded as a failed attempt without
@@ -64,23 +66,24 @@ async def run_continuation(
         # aclosing: leaving the loop (break, error, cancel) closes the HTTP response now,
         # not whenever the generator is garbage-collected
         add, clock = acc.add, time.monotonic
-        # client.continuation() = begin() + stream_chat(); iterating stream_chat directly
-        # saves one async-generator hop per token
+        # client.continuation() = begin() + stream_chat(); iterating the batches (one list
+        # of events per network read) directly saves an async-generator hop per event
         base_url, sent_body, opening = await client.begin(body)
         for ev in opening:
             add(ev)
             if on_event is not None:
                 on_event(ev)
         if base_url is not None:
-            async with aclosing(client.stream_chat(base_url, sent_body)) as events:
-                async for ev in events:
-                    add(ev)
-                    if on_event is not None:
-                        on_event(ev)
-                    if type(ev) is StreamError:
+            async with aclosing(client.stream_chat_batches(base_url, sent_body)) as batches:
+                async for batch in batches:
+                    for ev in batch:
+                        add(ev)
+                        if on_event is not None:
+                            on_event(ev)
+                    if type(batch[-1]) is StreamError:
                         break
-                    # buffered socket reads can complete without suspending: give the
-                    # event loop (the UI, a cancel key) a turn at least every 10 ms
+                    # a big batch can take a while to fold: give the event loop
+                    # (the UI, a cancel key) a turn at least every 10 ms
                     now = clock()
                     if now - last_yield > 0.01:
                         last_yield = now

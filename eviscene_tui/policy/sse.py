@@ -19,6 +19,7 @@ import orjson
 
 from eviscene_tui.policy.events import (
     Delta,
+    Done,
     Finished,
     PolicyEvent,
     PromptTokens,
@@ -53,6 +54,10 @@ class SSEDecoder:
         ):
             data = chunk[6:-2]
             return [DONE if data == b"[DONE]" else data]
+        if not self._data and not self._pending_cr:
+            buf = self._buf + chunk if self._buf else chunk
+            if b"\r" not in buf:
+                return self._feed_blocks(buf)
         if self._pending_cr:
             # a "\r" ended the previous chunk: a following "\n" belongs to it
             if chunk[:1] == b"\n":
@@ -73,14 +78,39 @@ class SSEDecoder:
                 out.append(item)
         return out
 
+    def _feed_blocks(self, buf: bytes) -> list[bytes | object]:
+        """Bulk path (no CR anywhere, no event half-collected): split on the blank lines
+        once per network read; a block that is one ``data: …`` line is taken as is, any
+        other block (comments, several lines, ``data:`` without the space) goes line by line."""
+        blocks = buf.split(b"\n\n")
+        self._buf = blocks.pop()  # the unfinished tail (may hold whole lines of the next event)
+        out: list[bytes | object] = []
+        for block in blocks:
+            if block[:6] == b"data: " and b"\n" not in block:
+                data = block[6:]
+                if data == b"[DONE]" or (len(data) < 16 and data.strip() == b"[DONE]"):
+                    out.append(DONE)
+                else:
+                    out.append(data)
+                continue
+            for line in block.split(b"\n"):
+                item = self._line(line)
+                if item is not None:
+                    out.append(item)
+            item = self._line(b"")
+            if item is not None:
+                out.append(item)
+        return out
+
     def close(self) -> list[bytes | object]:
         """End of the byte stream: dispatch whatever is left (a server may omit the last blank line)."""
         out: list[bytes | object] = []
         if self._buf:
-            item = self._line(self._buf)
-            self._buf = b""
-            if item is not None:
-                out.append(item)
+            rest, self._buf = self._buf, b""
+            for line in rest.split(b"\n"):
+                item = self._line(line)
+                if item is not None:
+                    out.append(item)
         item = self._line(b"")
         if item is not None:
             out.append(item)
@@ -303,3 +333,90 @@ def decode_data(data: bytes) -> list[PolicyEvent]:
             return events
         return chunk_events(obj, fast=False)
     return chunk_events(obj)
+
+
+def _fast_text(obj: Any) -> tuple[str, str, list[int] | tuple[()]] | None:
+    """(kind, text, token ids) for the common chunk (see :func:`_fast_chunk`), else None."""
+    if type(obj) is not dict or "error" in obj:
+        return None
+    choices = obj.get("choices")
+    if type(choices) is not list or len(choices) != 1 or obj.get("prompt_token_ids") is not None:
+        return None
+    ch = choices[0]
+    if type(ch) is not dict:
+        return None
+    get = ch.get
+    if get("finish_reason") is not None or get("logprobs") is not None or get("index", 0) != 0:
+        return None
+    delta = get("delta")
+    if type(delta) is not dict or len(delta) != 1:
+        return None
+    ids = get("token_ids")
+    if ids is None:
+        ids = ()
+    elif type(ids) is list:
+        for v in ids:
+            if type(v) is not int:
+                return None
+    else:
+        return None
+    text = delta.get("content")
+    if text is not None:
+        if type(text) is str and text:
+            return "content", text, ids
+        return None
+    text = delta.get("reasoning")
+    if text is None:
+        text = delta.get("reasoning_content")
+    if type(text) is str and text:
+        return "reasoning", text, ids
+    return None
+
+
+def decode_batch(datas: list[bytes | object]) -> tuple[list[PolicyEvent], bool]:
+    """Events for the data of several SSE events (one network read's worth).
+
+    Consecutive plain text chunks of the same kind (no logprobs, tool calls, finish,
+    usage, prompt ids) are folded into one :class:`Delta` carrying all their text and
+    token ids in order; everything else decodes as in :func:`decode_data`. Returns
+    (events, ended): ended is True after ``[DONE]`` (a :class:`Done` is appended) or a
+    :class:`StreamError` (the last event); later data is not decoded."""
+    events: list[PolicyEvent] = []
+    kind: str | None = None
+    texts: list[str] = []
+    ids: list[int] = []
+    loads = orjson.loads
+    for data in datas:
+        if data is DONE:
+            if kind is not None:
+                events.append(Delta(kind, "".join(texts), tuple(ids)))  # type: ignore[arg-type]
+            events.append(Done())
+            return events, True
+        try:
+            obj = loads(data)  # type: ignore[arg-type]
+        except orjson.JSONDecodeError:
+            obj = None
+            fast = None
+        else:
+            fast = _fast_text(obj)
+        if fast is not None:
+            k, text, tids = fast
+            if k != kind:
+                if kind is not None:
+                    events.append(Delta(kind, "".join(texts), tuple(ids)))  # type: ignore[arg-type]
+                kind, texts, ids = k, [], []
+            texts.append(text)
+            if tids:
+                ids += tids
+            continue
+        if kind is not None:
+            events.append(Delta(kind, "".join(texts), tuple(ids)))  # type: ignore[arg-type]
+            kind = None
+        more = decode_data(data) if obj is None else chunk_events(obj, fast=False) if type(obj) is dict and "error" not in obj else chunk_events(obj)  # type: ignore[arg-type]
+        for ev in more:
+            events.append(ev)
+            if type(ev) is StreamError:
+                return events, True
+    if kind is not None:
+        events.append(Delta(kind, "".join(texts), tuple(ids)))  # type: ignore[arg-type]
+    return events, False

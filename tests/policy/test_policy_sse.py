@@ -136,3 +136,53 @@ _fast_shaped = st.fixed_dictionaries(
 def test_fast_path_decodes_exactly_like_the_general_path(obj):
     """The per-token fast path (decode_data) is an optimisation only: same events as chunk_events' general path."""
     assert decode_data(orjson.dumps(obj)) == chunk_events(obj, fast=False)
+
+
+def _flatten(events: list) -> tuple[list, dict[str, str], list[int]]:
+    """(non-text events in order, text per kind, all token ids in order): what folding must keep."""
+    others, texts, ids = [], {"content": "", "reasoning": "", "tokens": ""}, []
+    for ev in events:
+        if isinstance(ev, Delta):
+            texts[ev.kind] += ev.text
+            ids.extend(ev.token_ids)
+            if ev.logprobs:
+                others.append(("logprobs", ev.logprobs))
+        else:
+            others.append(ev)
+    return others, texts, ids
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.one_of(_fast_shaped.map(orjson.dumps), st.just(b'{"choices":[{"delta":{"content":"tru'), st.just(DONE)), max_size=8))
+def test_decode_batch_folds_text_but_keeps_every_id_and_event(datas):
+    """decode_batch (one network read at a time) == decode_data per event, up to folding
+    consecutive plain text deltas: same other events, same text per kind, same ids in order."""
+    from eviscene_tui.policy.events import Done
+    from eviscene_tui.policy.sse import decode_batch
+
+    expected, ended = [], False
+    for data in datas:
+        if data is DONE:
+            expected.append(Done())
+            ended = True
+            break
+        evs = decode_data(data)
+        stop = next((i for i, ev in enumerate(evs) if isinstance(ev, StreamError)), None)
+        expected.extend(evs if stop is None else evs[: stop + 1])
+        if stop is not None:
+            ended = True
+            break
+    got, got_ended = decode_batch(datas)
+    assert got_ended == ended
+    assert _flatten(got) == _flatten(expected)
+    assert len(got) <= len(expected)
+
+
+def test_bulk_feed_matches_line_by_line_framing():
+    events = [orjson.dumps({"i": i}) for i in range(5)]
+    raw = (b"data: " + events[0] + b"\n\n: keep-alive\n\n" + b"data:" + events[1] + b"\n\n\n\n"
+           + b"data: " + events[2] + b"\nid: 7\n\n" + b"data: " + events[3] + b"\n\ndata: " + events[4] + b"\n")
+    # everything in one read, and the same bytes one byte at a time
+    assert _feed_all([raw]) == events
+    assert _feed_all([raw[i:i + 1] for i in range(len(raw))]) == events
+    assert _feed_all([raw + b"\ndata:  [DONE] \n\n"]) == events + [DONE]
