@@ -80,14 +80,8 @@ async def _runs_first_paint(root: Path) -> tuple[float, float, int]:
 
 
 # Run in a subprocess: open the big case and report the time to the failure step and peak RSS.
-_CHILD = r"""
-import asyncio, json, resource, sys, time
-from pathlib import Path
-from eviscene_tui.options import AppOptions
-from eviscene_tui.ui.app import EvisceneApp
-from eviscene_tui.ui.config import UserConfig
-from eviscene_tui.ui.screens.case import CaseScreen
-from eviscene_tui.ui.widgets.trace_view import TraceView
+_PEAK_RSS = r"""
+import resource
 
 def peak_rss_kb():
     # VmHWM belongs to this process image; ru_maxrss can carry the parent's peak across fork+exec on Linux
@@ -98,6 +92,17 @@ def peak_rss_kb():
     except OSError:
         pass
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+"""
+
+_CHILD = _PEAK_RSS + r"""
+import asyncio, json, resource, sys, time
+from pathlib import Path
+from eviscene_tui.options import AppOptions
+from eviscene_tui.ui.app import EvisceneApp
+from eviscene_tui.ui.config import UserConfig
+from eviscene_tui.ui.screens.case import CaseScreen
+from eviscene_tui.ui.widgets.trace_view import TraceView
+
 
 case = Path(sys.argv[1])
 async def main():
@@ -136,19 +141,10 @@ async def main():
 asyncio.run(main())
 """
 
-_BARE = r"""
+_BARE = _PEAK_RSS + r"""
 import json, resource, sys, time
 import orjson
 from pathlib import Path
-def peak_rss_kb():
-    # VmHWM belongs to this process image; ru_maxrss can carry the parent's peak across fork+exec on Linux
-    try:
-        for line in open("/proc/self/status"):
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1])
-    except OSError:
-        pass
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 t = time.perf_counter()
 data = Path(sys.argv[1]).read_bytes()
 obj = orjson.loads(data)
