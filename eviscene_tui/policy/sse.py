@@ -281,42 +281,13 @@ def chunk_events(obj: Any, *, fast: bool = True) -> list[PolicyEvent]:
 
 
 def _fast_chunk(obj: dict) -> list[PolicyEvent] | None:
-    """The common case, decoded with few checks: one choice, index 0, a text delta
-    (content or reasoning), plain token ids, no logprobs/tool calls/finish/usage/prompt ids.
+    """The common case as events: one plain text :class:`Delta` (see :func:`_fast_text`).
     Anything else returns None and takes the general path (:func:`chunk_events`)."""
-    choices = obj.get("choices")
-    if type(choices) is not list or len(choices) != 1 or obj.get("prompt_token_ids") is not None:
+    fast = _fast_text(obj)
+    if fast is None:
         return None
-    ch = choices[0]
-    if type(ch) is not dict:
-        return None
-    get = ch.get
-    if get("finish_reason") is not None or get("logprobs") is not None or get("index", 0) != 0:
-        return None
-    delta = get("delta")
-    if type(delta) is not dict or len(delta) != 1:
-        return None
-    ids = get("token_ids")
-    if ids is None:
-        ids = ()
-    elif type(ids) is list:
-        ids = tuple(ids)
-        for v in ids:
-            if type(v) is not int:
-                return None
-    else:
-        return None
-    text = delta.get("content")
-    if text is not None:
-        if type(text) is str and text:
-            return [Delta("content", text, ids)]
-        return None
-    text = delta.get("reasoning")
-    if text is None:
-        text = delta.get("reasoning_content")
-    if type(text) is str and text:
-        return [Delta("reasoning", text, ids)]
-    return None
+    kind, text, ids = fast
+    return [Delta(kind, text, tuple(ids))]
 
 
 def decode_data(data: bytes) -> list[PolicyEvent]:
@@ -336,7 +307,9 @@ def decode_data(data: bytes) -> list[PolicyEvent]:
 
 
 def _fast_text(obj: Any) -> tuple[str, str, list[int] | tuple[()]] | None:
-    """(kind, text, token ids) for the common chunk (see :func:`_fast_chunk`), else None."""
+    """(kind, text, token ids) for the common chunk, decoded with few checks: one choice,
+    index 0, a text delta (content or reasoning), plain token ids, no logprobs / tool
+    calls / finish / usage / prompt ids. Anything else returns None."""
     if type(obj) is not dict or "error" in obj:
         return None
     choices = obj.get("choices")
