@@ -880,6 +880,11 @@ class CaseBundle(_Loader):
     def trace_loaded(self) -> bool:
         return self._trace is not None
 
+    def adopt_trace(self, trace: SourceTrace, problems: list[Problem] | None = None) -> None:
+        """Use an already parsed trace of this case (a reload after a live update keeps the
+        parse of a trace that may be hundreds of megabytes) instead of reading it again."""
+        self._trace = (trace, list(problems or []))
+
     @_guarded(lambda: None)
     def private_context(self) -> Any:
         """The raw private context (privileged!) if its input file is reachable, else None."""

@@ -26,6 +26,7 @@ from typing import Any
 
 import orjson
 
+from eviscene_tui.artifacts.chunked_trace import parse_trace_chunked
 from eviscene_tui.artifacts.jsonio import canonical_sha256, sha256_file
 from eviscene_tui.artifacts.models import (
     PROTOCOL_REJECTION_ACTIONS,
@@ -39,6 +40,7 @@ from eviscene_tui.artifacts.problems import Problem, ProblemCode
 PREVIEW_CHARS = 160
 _STEP_CACHE_SIZE = 512
 MAX_GZIP_TRACE_BYTES = 1 << 31
+CHUNKED_MIN_BYTES = 16 << 20  # plain traces this big are parsed in chunks of steps
 
 
 class StepBrief:
@@ -390,7 +392,12 @@ def load_trace_bytes(data: bytes, path: str | os.PathLike[str] | None = None) ->
         return None, [Problem(code=ProblemCode.JSON_INVALID, path=where, message=f"trace: {kind} JSON: {exc}")]
     if not isinstance(raw, dict):
         return None, [Problem(code=ProblemCode.JSON_INVALID, path=where, message="trace: top level is not a JSON object")]
-    trace = SourceTrace(raw, Path(path) if path is not None else None, size_bytes=len(data))
+    return _trace_from_document(raw, path, len(data))
+
+
+def _trace_from_document(raw: dict[str, Any], path: str | os.PathLike[str] | None, size: int) -> tuple[SourceTrace, list[Problem]]:
+    where = str(path) if path is not None else "<trace>"
+    trace = SourceTrace(raw, Path(path) if path is not None else None, size_bytes=size)
     problems: list[Problem] = []
     state = raw.get("state")
     if not isinstance(state, dict) and not isinstance(raw.get("all_steps"), list):
@@ -402,8 +409,24 @@ def load_trace_bytes(data: bytes, path: str | os.PathLike[str] | None = None) ->
     return trace, problems
 
 
+def _parse_big_plain(path: Path) -> dict[str, Any] | None:
+    """A big plain trace parsed in chunks (lower memory peak, see ``chunked_trace``), or
+    ``None`` for anything unusual, which the whole-file path then parses and reports."""
+    try:
+        with open(path, "rb") as fh:
+            if fh.read(2) == b"\x1f\x8b":
+                return None
+            fh.seek(0)
+            raw = parse_trace_chunked(fh)
+    except (OSError, ValueError, RecursionError, MemoryError):
+        return None
+    return raw if isinstance(raw, dict) else None
+
+
 def load_trace(path: str | os.PathLike[str]) -> tuple[SourceTrace | None, list[Problem]]:
-    """Read and parse a trace once. Never raises. ``.gz`` files are decompressed."""
+    """Read and parse a trace once. Never raises. ``.gz`` files are decompressed; big
+    plain files are parsed in chunks of steps (same result, about a third of the peak
+    memory, see ``chunked_trace``)."""
     p = Path(path)
     where = str(p)
     try:
@@ -416,6 +439,10 @@ def load_trace(path: str | os.PathLike[str]) -> tuple[SourceTrace | None, list[P
         return None, [Problem(code=ProblemCode.JSON_INVALID, path=where, message="trace: expected a file, found a directory")]
     if not stat.S_ISREG(st.st_mode):
         return None, [Problem(code=ProblemCode.JSON_INVALID, path=where, message="trace: not a regular file")]
+    if st.st_size >= CHUNKED_MIN_BYTES and not where.endswith(".gz"):
+        raw = _parse_big_plain(p)
+        if raw is not None:
+            return _trace_from_document(raw, p, st.st_size)
     try:
         data = p.read_bytes()
     except FileNotFoundError:

@@ -138,7 +138,7 @@ class CaseScreen(Screen):
         if known_trace is None:
             fill = self._trace_window(request, bundle)
         else:
-            bundle._trace = (known_trace, [])  # reuse the parsed trace (see state/trace_loader.py)
+            bundle.adopt_trace(known_trace)
         try:
             view = build_case_view(bundle, key=self.key, base=self.options.root)
         except Exception as exc:  # noqa: BLE001
@@ -163,10 +163,9 @@ class CaseScreen(Screen):
     def _trace_window(self, request: int, bundle: Any) -> tuple[Any, TraceRows, list[int]] | None:
         """Parse the trace, build the rows around the failure step, post TraceReady."""
         from eviscene_tui.state.case_view import failure_index_for
-        from eviscene_tui.state.trace_loader import load_source_trace
 
         try:
-            trace, problems = load_source_trace(bundle)
+            trace, problems = bundle.trace()
             failure_index = failure_index_for(bundle)
         except Exception as exc:  # noqa: BLE001
             self.post_message(M.TraceFailed(request, f"{type(exc).__name__}: {exc}"))
