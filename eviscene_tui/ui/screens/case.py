@@ -15,7 +15,7 @@ from textual.binding import Binding
 from textual.containers import Horizontal, VerticalScroll
 from textual.content import Content
 from textual.screen import Screen
-from textual.widgets import Footer, OptionList, Static, TabbedContent, TabPane
+from textual.widgets import OptionList, Static, TabbedContent, TabPane
 from textual.widgets.option_list import Option
 from textual.worker import get_current_worker
 
@@ -33,6 +33,7 @@ from eviscene_tui.state.trace_rows import TraceRows, row_from_brief
 from eviscene_tui.ui import messages as M
 from eviscene_tui.ui.widgets.doc import doc_content
 from eviscene_tui.ui.widgets.trace_view import TraceView
+from eviscene_tui.ui.widgets.key_footer import KeyFooter
 
 WINDOW = 150  # rows built around the failure step before the first paint
 TABS = ("trace", "localization", "rounds", "compare", "integrity")
@@ -108,7 +109,7 @@ class CaseScreen(Screen):
             for pane_id, title in (("localization", "2 Localization"), ("rounds", "3 Rounds"), ("compare", "4 Compare"), ("integrity", "5 Integrity")):
                 with TabPane(title, id=pane_id):
                     yield Static(Content("loading\u2026"), classes="panel-placeholder")
-        yield Footer()
+        yield KeyFooter()
 
     def on_mount(self) -> None:
         self._paint_privilege_bar()

@@ -10,9 +10,10 @@ from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.content import Content
 from textual.screen import ModalScreen
-from textual.widgets import Footer, Static
+from textual.widgets import Static
 
 from eviscene_tui.ui.config import config_path
+from eviscene_tui.ui.widgets.key_footer import KeyFooter
 
 # (title, module, class) — other engineers' screens are listed when importable.
 SCREENS = (
@@ -85,7 +86,7 @@ class HelpScreen(ModalScreen[None]):
     def compose(self) -> ComposeResult:
         with VerticalScroll(id="help-body"):
             yield Static(help_content(getattr(self.app, "_keymap", {}) or {}, self.app.get_key_display), id="help-text")
-        yield Footer()
+        yield KeyFooter()
 
     def on_mount(self) -> None:
         self.query_one("#help-body").focus()

@@ -9,12 +9,13 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.content import Content
 from textual.screen import Screen
-from textual.widgets import Footer, Input, Static
+from textual.widgets import Input, Static
 
 from eviscene_tui.safe_text import safe_text
 from eviscene_tui.state.rows import COLUMNS
 from eviscene_tui.state.runs import FILTERS
 from eviscene_tui.ui.widgets.runs_table import RunsTable
+from eviscene_tui.ui.widgets.key_footer import KeyFooter
 
 REPAINT_INTERVAL = 0.4
 
@@ -72,7 +73,7 @@ class RunsScreen(Screen):
         yield RunsTable(id="runs-table")
         yield Static(id="runs-status", classes="status-bar", markup=False)
         yield Static(id="policy-status", classes="status-bar", markup=False)
-        yield Footer()
+        yield KeyFooter()
 
     @property
     def store(self):

@@ -6,10 +6,11 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
-from textual.widgets import Footer, Static
+from textual.widgets import Static
 
 from eviscene_tui.state.case_view import Line
 from eviscene_tui.ui.widgets.doc import doc_content
+from eviscene_tui.ui.widgets.key_footer import KeyFooter
 
 
 class StepDetailScreen(ModalScreen[None]):
@@ -27,7 +28,7 @@ class StepDetailScreen(ModalScreen[None]):
     def compose(self) -> ComposeResult:
         with VerticalScroll(id="detail-body"):
             yield Static(doc_content(self.doc, self.revealed), id="detail-doc")
-        yield Footer()
+        yield KeyFooter()
 
     def on_mount(self) -> None:
         self.query_one("#detail-body").focus()

@@ -28,7 +28,7 @@ from textual.binding import Binding
 from textual.content import Content
 from textual.message import Message
 from textual.screen import Screen
-from textual.widgets import Footer, Input, Static
+from textual.widgets import Input, Static
 from textual.worker import Worker, WorkerState
 
 from eviscene_tui.policy.accumulate import StreamAccumulator
@@ -39,6 +39,7 @@ from eviscene_tui.policy.profile import PolicyConfig, PolicyTarget, ProfileError
 from eviscene_tui.policy.request import RequestUnavailable, TeacherRequest, chat_body, describe_request, with_hint
 from eviscene_tui.safe_text import safe_text
 from eviscene_tui.ui.widgets.stream_view import StreamView, TextPane
+from eviscene_tui.ui.widgets.key_footer import KeyFooter
 
 ERROR_TITLES = {
     "connect": "Cannot reach the policy server",
@@ -146,7 +147,7 @@ class StreamScreen(Screen):
         yield Input(value=self.initial_hint or "", placeholder="repair hint (Enter or ctrl+s sends)", id="hint")
         yield Static("", id="stream-message", markup=False)
         yield StreamView(id="stream-view")
-        yield Footer()
+        yield KeyFooter()
 
     def on_mount(self) -> None:
         if self.config is None:

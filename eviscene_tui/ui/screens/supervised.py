@@ -40,11 +40,12 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.content import Content
 from textual.message import Message
 from textual.screen import ModalScreen, Screen
-from textual.widgets import Button, Footer, Input, OptionList, Select, Static, TextArea
+from textual.widgets import Button, Input, OptionList, Select, Static, TextArea
 from textual.widgets.option_list import Option
 
 from eviscene_tui.safe_text import safe_text
 from eviscene_tui.supervised.feedback import CHECK_NAMES
+from eviscene_tui.ui.widgets.key_footer import KeyFooter
 
 try:  # engineer C's widgets; the screen still works (text summary) without them
     from eviscene_tui.ui.widgets.stream_view import StreamView, TextPane
@@ -345,7 +346,7 @@ class SupervisedScreen(Screen):
                     yield Static("", id="sup-detail", markup=False)
                 if StreamView is not None:
                     yield StreamView(id="sup-stream")
-        yield Footer()
+        yield KeyFooter()
 
     def on_mount(self) -> None:
         self._open()

@@ -27,7 +27,7 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.content import Content
 from textual.message import Message
 from textual.screen import Screen
-from textual.widgets import Footer, Input, OptionList, Static
+from textual.widgets import Input, OptionList, Static
 from textual.widgets.option_list import Option
 
 from eviscene_tui.safe_text import safe_text
@@ -39,6 +39,7 @@ from eviscene_tui.tokens.sources import CaptureError, CaptureRef, enumerate_capt
 from eviscene_tui.tokens.vision import VisionIds, guess_from_ids
 from eviscene_tui.ui.widgets.image_preview import ImagePreview, graphics_mode, load_preview_image
 from eviscene_tui.ui.widgets.token_view import TokenView, display_piece, run_label
+from eviscene_tui.ui.widgets.key_footer import KeyFooter
 
 LEVEL_MARK = {"ok": ("✓", "$success"), "warn": ("!", "$warning"), "fail": ("✗", "$error"), "info": ("·", "$foreground-muted")}
 
@@ -226,7 +227,7 @@ class TokenScreen(Screen[None]):
                 yield Static("", id="panel-media", markup=False)
                 yield Static("", id="media-problems", markup=False)
                 yield ImagePreview(id="image-preview")
-        yield Footer()
+        yield KeyFooter()
 
     def on_mount(self) -> None:
         self._set_header()

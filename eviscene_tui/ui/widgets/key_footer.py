@@ -1,0 +1,140 @@
+"""The key footer: one rendered line listing the screen's shown bindings.
+
+Textual's ``Footer`` recomposes itself, one ``FooterKey`` widget per binding, each time
+the screen's bindings are refreshed (every focus change, screen resume and action check);
+each new key widget is styled twice. On the case screen that was about half of the main
+thread's work while a case opened, competing for the GIL with the worker parsing the
+trace. This footer is a single widget that renders a line of :class:`Content` and
+repaints only when the list of keys it shows actually changed. Clicking a key presses it;
+the command-palette key sits at the right edge, as in Textual's footer.
+
+Binding descriptions and key names are the app's own strings (or the user's key
+overrides), never run data; they are assembled as plain text, never parsed as markup.
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+from textual import events
+from textual.content import Content
+from textual.widget import Widget
+
+
+class _Key(NamedTuple):
+    key: str
+    display: str
+    description: str
+    enabled: bool
+
+
+class KeyFooter(Widget):
+    """Footer for every screen: the shown bindings of the focused chain, in one line."""
+
+    ALLOW_SELECT = False
+    COMPONENT_CLASSES = {"key-footer--key", "key-footer--description", "key-footer--disabled"}
+    DEFAULT_CSS = """
+    KeyFooter {
+        dock: bottom;
+        height: 1;
+        width: 1fr;
+        color: $footer-foreground;
+        background: $footer-background;
+        text-wrap: nowrap;
+        text-overflow: clip;
+        & > .key-footer--key {
+            color: $footer-key-foreground;
+            background: $footer-key-background;
+            text-style: bold;
+        }
+        & > .key-footer--description {
+            color: $footer-description-foreground;
+            background: $footer-description-background;
+        }
+        & > .key-footer--disabled {
+            text-style: dim;
+        }
+    }
+    """
+
+    def __init__(self, *, show_command_palette: bool = True, id: str | None = None, classes: str | None = None) -> None:
+        super().__init__(id=id, classes=classes)
+        self.show_command_palette = show_command_palette
+        self._keys: tuple[_Key, ...] = ()
+        self._palette: _Key | None = None
+        self._spans: list[tuple[int, int, str]] = []  # (start, end, key) of each shown key, for clicks
+
+    def on_mount(self) -> None:
+        self.screen.bindings_updated_signal.subscribe(self, self._bindings_changed)
+        self._bindings_changed(self.screen)
+
+    def on_unmount(self) -> None:
+        self.screen.bindings_updated_signal.unsubscribe(self)
+
+    @property
+    def keys(self) -> tuple[_Key, ...]:
+        """The keys shown now, in order (tests and help read this)."""
+        return self._keys
+
+    def _bindings_changed(self, screen: Any) -> None:
+        keys, palette = self._collect(screen)
+        if keys != self._keys or palette != self._palette:
+            self._keys, self._palette = keys, palette
+            self.refresh()
+
+    def _collect(self, screen: Any) -> tuple[tuple[_Key, ...], _Key | None]:
+        app = self.app
+        seen: set[str] = set()
+        keys: list[_Key] = []
+        palette: _Key | None = None
+        active = screen.active_bindings
+        for _node, binding, enabled, _tooltip in active.values():
+            if not binding.show or binding.action in seen:
+                continue
+            seen.add(binding.action)
+            keys.append(_Key(binding.key, app.get_key_display(binding), binding.description, bool(enabled)))
+        if self.show_command_palette and getattr(app, "ENABLE_COMMAND_PALETTE", False):
+            entry = active.get(app.COMMAND_PALETTE_BINDING)
+            if entry is not None:
+                _node, binding, enabled, _tooltip = entry
+                palette = _Key(binding.key, app.get_key_display(binding), binding.description, bool(enabled))
+                keys = [k for k in keys if k.key != binding.key]
+        return tuple(keys), palette
+
+    def render(self) -> Content:
+        key_style = self.get_visual_style("key-footer--key")
+        description_style = self.get_visual_style("key-footer--description")
+        disabled_style = self.get_visual_style("key-footer--disabled")
+        parts: list[Any] = []
+        spans: list[tuple[int, int, str]] = []
+        x = 0
+
+        def add(key: _Key) -> None:
+            nonlocal x
+            start = x
+            piece = Content.assemble((f" {key.display} ", key_style), (f"{key.description} " if key.description else "", description_style))
+            if not key.enabled:
+                piece = piece.stylize(disabled_style)
+            parts.append(piece)
+            x += piece.cell_length
+            spans.append((start, x, key.key))
+
+        for key in self._keys:
+            add(key)
+        line = Content.assemble(*parts)
+        if self._palette is not None:
+            palette = Content.assemble((f" {self._palette.display} ", key_style), (f"{self._palette.description} ", description_style))
+            width = self.size.width
+            gap = width - line.cell_length - palette.cell_length
+            if gap >= 1:
+                line = Content.assemble(line, " " * gap, palette)
+                spans.append((width - palette.cell_length, width, self._palette.key))
+        self._spans = spans
+        return line
+
+    def on_click(self, event: events.Click) -> None:
+        for start, end, key in self._spans:
+            if start <= event.x < end:
+                event.stop()
+                self.app.simulate_key(key)
+                return
