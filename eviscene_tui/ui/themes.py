@@ -1,13 +1,15 @@
 """The app's themes: ``eviscene-dark`` and ``eviscene-light``.
 
-Colours are read from ``themes/<name>.toml`` (the repository's ``themes/`` folder)
-when it is present, and fall back to the same values defined here, so an install
-without the folder still has both themes. Theme-specific styles are in
-``themes/<name>.tcss``; every style uses theme variables only.
+Colours are read from ``themes/<name>.toml`` and fall back to the same values defined
+here, so an install without the folder still has both themes. Theme-specific styles are
+in ``themes/<name>.tcss``; every style uses theme variables only. The folder is the
+repository's ``themes/`` (editable installs, ``make``) or, in a wheel install, the copy
+installed as data files under ``<prefix>/share/eviscene-tui/themes``.
 """
 
 from __future__ import annotations
 
+import sys
 import tomllib
 from pathlib import Path
 
@@ -17,7 +19,23 @@ DARK = "eviscene-dark"
 LIGHT = "eviscene-light"
 DEFAULT_THEME = DARK
 
-THEMES_DIR = Path(__file__).resolve().parents[2] / "themes"
+
+
+def find_themes_dir(candidates: list[Path] | None = None) -> Path:
+    """The first themes folder that holds the dark theme: the source tree's, then the
+    installed data files'. The source tree's path is returned when none exists."""
+    if candidates is None:
+        candidates = [
+            Path(__file__).resolve().parents[2] / "themes",
+            Path(sys.prefix) / "share" / "eviscene-tui" / "themes",
+        ]
+    for folder in candidates:
+        if (folder / f"{DARK}.toml").is_file():
+            return folder
+    return candidates[0]
+
+
+THEMES_DIR = find_themes_dir()
 
 _FALLBACK: dict[str, dict[str, object]] = {
     DARK: {

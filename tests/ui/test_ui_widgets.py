@@ -80,3 +80,17 @@ async def test_runs_table_with_10k_rows_paints_only_visible_lines() -> None:
         # rows replaced (e.g. a re-sort) keep the cursor on the same case
         table.set_rows(list(reversed(rows)))
         assert table.current_row.key == "case-09999"
+
+
+def test_themes_dir_prefers_the_source_tree_then_the_installed_data_files(tmp_path) -> None:
+    from eviscene_tui.ui.themes import DARK, THEMES_DIR, find_themes_dir
+
+    assert (THEMES_DIR / f"{DARK}.toml").is_file() and (THEMES_DIR / f"{DARK}.tcss").is_file()
+    source, installed = tmp_path / "src-themes", tmp_path / "share" / "eviscene-tui" / "themes"
+    installed.mkdir(parents=True)
+    (installed / f"{DARK}.toml").write_text('primary = "#123456"\n')
+    assert find_themes_dir([source, installed]) == installed  # wheel install: no source tree
+    source.mkdir()
+    (source / f"{DARK}.toml").write_text('primary = "#654321"\n')
+    assert find_themes_dir([source, installed]) == source
+    assert find_themes_dir([tmp_path / "a", tmp_path / "b"]) == tmp_path / "a"
