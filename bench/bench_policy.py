@@ -1,6 +1,7 @@
 """Policy streaming benchmark: a 20,000-token stream from the fake vLLM server
 consumed (a) by raw httpx and (b) by the policy client + accumulator + the
-StreamView (buffered, flushed at 30 Hz in a headless Textual app).
+StreamView (buffered, flushed at 30 Hz in a headless Textual app); (b) also with
+``direct_body = false`` (the body through httpx's own reader) for comparison.
 Goal: (b) <= 1.3x (a). Figures are printed, not asserted. The server runs in a
 subprocess so it does not share the GIL with the client; both runs still share
 the machine's cores, so figures on a loaded 2-core box are noisy (best of 2).
@@ -27,7 +28,7 @@ async def _raw(url: str, body: dict) -> tuple[float, int, float]:
     return time.perf_counter() - t0, n, time.process_time() - c0
 
 
-async def _client_and_view(srv) -> tuple[float, int, int, str, float]:
+async def _client_and_view(srv, direct_body: bool = True) -> tuple[float, int, int, str, float, int]:
     from textual.app import App, ComposeResult
 
     from eviscene_tui.fake_vllm.testing import simple_request
@@ -48,12 +49,12 @@ async def _client_and_view(srv) -> tuple[float, int, int, str, float]:
         acc = view.reset(StreamAccumulator(), badge="unattested")
         c0 = time.process_time()
         t0 = time.perf_counter()
-        async with PolicyClient(target, PolicyConfig()) as client:
+        async with PolicyClient(target, PolicyConfig(direct_body=direct_body)) as client:
             out = await run_continuation(client, simple_request(tools=False), work=None, on_event=view.feed, accumulator=acc)
         view.finish(out.status)
         await pilot.pause()  # the last repaint is part of the cost
         took = time.perf_counter() - t0
-        return took, acc.token_count, view.flushes, out.status, time.process_time() - c0
+        return took, acc.token_count, view.flushes, out.status, time.process_time() - c0, client.direct_streams
 
 
 class _SubprocessServer:
@@ -94,20 +95,23 @@ def run() -> list[tuple[str, str]]:
         body = {"model": srv.config.alias, "messages": [{"role": "user", "content": "go"}], "stream": True,
                 "return_token_ids": True, "stream_options": {"include_usage": True}, "temperature": 0.7}
         asyncio.run(_raw(srv.v1_url, body))  # warm-up (tokenizer caches, first connection)
-        raws, results = [], []
+        raws, results, httpx_body = [], [], []
         for _ in range(3):  # interleaved, best of 3: other processes share the cores
             raws.append(asyncio.run(_raw(srv.v1_url, body)))
             results.append(asyncio.run(_client_and_view(srv)))
+            httpx_body.append(asyncio.run(_client_and_view(srv, direct_body=False)))
         raw = min(r[0] for r in raws)
         raw_cpu = min(r[2] for r in raws)
     best = min(results, key=lambda r: r[0])
-    took, tokens, flushes, status, cpu = best
+    took, tokens, flushes, status, cpu, direct = best
     cpu = min(r[4] for r in results)
+    via_httpx = min(r[0] for r in httpx_body)
     rows.append((f"raw httpx consumption, {TOKENS:,}-token stream (fake server, unthrottled)", f"{raw:.3f} s"))
     from eviscene_tui.ui.widgets.stream_view import FLUSH_HZ, HEAVY_FLUSH_HZ
 
     rows.append((f"policy client + accumulator + StreamView ({FLUSH_HZ} Hz flush, {HEAVY_FLUSH_HZ} Hz when flooded), {tokens:,} tokens, {status}", f"{took:.3f} s"))
-    rows.append(("ratio client+view / raw (goal <= 1.3x)", f"{took / raw:.2f}x"))
+    rows.append(("ratio client+view / raw (goal <= 1.3x)", f"{took / raw:.2f}x" + ("" if direct else " (body NOT read directly)")))
+    rows.append(("  the same with direct_body = false (body through httpx's reader)", f"{via_httpx:.3f} s = {via_httpx / raw:.2f}x"))
     rows.append(("client-process CPU time: raw httpx / client+view (server runs in another process)", f"{raw_cpu:.3f} s / {cpu:.3f} s"))
     rows.append(("view flushes during that stream (coalesced; not one per token)", f"{flushes} ({tokens / max(took, 1e-9):,.0f} tok/s)"))
     import os

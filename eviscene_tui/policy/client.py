@@ -19,9 +19,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, AsyncIterator
 
+import httpcore
 import httpx
 import orjson
 
+from eviscene_tui.policy.direct_body import BodyTap, ChunkedDecoder, ChunkedError, DirectBodyTrace
 from eviscene_tui.policy.events import (
     Attestation,
     Attested,
@@ -31,6 +33,10 @@ from eviscene_tui.policy.events import (
 )
 from eviscene_tui.policy.profile import PolicyConfig, PolicyTarget, server_root
 from eviscene_tui.policy.sse import SSEDecoder, decode_batch, error_message_of
+
+
+DIRECT_READ_BYTES = 64 << 10
+DIRECT_BODY = True  # module switch beside PolicyConfig.direct_body: tests run every fault on both paths
 
 
 def _resolved(path: str) -> str:
@@ -126,12 +132,15 @@ class PolicyClient:
         if self.config.api_key:
             headers["Authorization"] = f"Bearer {self.config.api_key}"
         c = self.config
-        self._http = httpx.AsyncClient(
-            trust_env=False,
-            headers=headers,
-            timeout=httpx.Timeout(connect=c.connect_timeout, read=c.read_timeout, write=30.0, pool=c.connect_timeout),
-            follow_redirects=False,
+        timeout = httpx.Timeout(connect=c.connect_timeout, read=c.read_timeout, write=30.0, pool=c.connect_timeout)
+        self._http = httpx.AsyncClient(trust_env=False, headers=headers, timeout=timeout, follow_redirects=False)
+        # streaming calls: a connection of their own each time (no idle keep-alive), so
+        # the body can be read straight from it (see direct_body.py)
+        self._stream_http = httpx.AsyncClient(
+            trust_env=False, headers=headers, timeout=timeout, follow_redirects=False,
+            limits=httpx.Limits(max_connections=None, max_keepalive_connections=0),
         )
+        self.direct_streams = 0  # streams whose body was read directly (tests check the fast path is taken)
 
     async def __aenter__(self) -> "PolicyClient":
         return self
@@ -141,6 +150,7 @@ class PolicyClient:
 
     async def aclose(self) -> None:
         await self._http.aclose()
+        await self._stream_http.aclose()
 
     def _scrub(self, text: str) -> str:
         return self.config.scrub(text)
@@ -254,12 +264,23 @@ class PolicyClient:
         The last event of the last batch is ``Done`` or a ``StreamError``."""
         url = f"{base_url}/chat/completions"
         payload = orjson.dumps(body)
+        trace = DirectBodyTrace()
         try:
-            async with self._http.stream("POST", url, content=payload, headers={"Content-Type": "application/json", "Accept": "text/event-stream"}) as resp:
+            async with self._stream_http.stream(
+                "POST", url, content=payload, headers={"Content-Type": "application/json", "Accept": "text/event-stream"},
+                extensions={"trace": trace} if self.config.direct_body and DIRECT_BODY else None,
+            ) as resp:
                 if resp.status_code != 200:
                     raw = await resp.aread()
                     msg, typ, _ = _error_from_body(raw)
                     yield [StreamError("http", self._scrub(f"HTTP {resp.status_code}: {msg}"), status=resp.status_code, error_type=typ)]
+                    return
+                tap = trace.claimable(resp)
+                if tap is not None:
+                    self.direct_streams += 1
+                    async with aclosing(self._direct_batches(tap, url)) as batches:
+                        async for events in batches:
+                            yield events
                     return
                 decoder = SSEDecoder()
                 loop = asyncio.get_running_loop()
@@ -319,6 +340,56 @@ class PolicyClient:
             raise
         except Exception as exc:
             yield [self._describe_exc(exc, url)]
+
+    async def _direct_batches(self, tap: BodyTap, url: str) -> AsyncIterator[list[PolicyEvent]]:
+        """The body read straight from the connection (``direct_body.py``): one batch of
+        events per network read. Same events and errors as the httpx path: the read
+        timeout until the first bytes, then the stall timeout."""
+        chunked = ChunkedDecoder()
+        decoder = SSEDecoder()
+        data = tap.claim()
+        flowing = False
+        try:
+            while True:
+                if data:
+                    payload = chunked.feed(data)
+                    if payload:
+                        flowing = True
+                        datas = decoder.feed(payload)
+                        if datas:
+                            events, ended = decode_batch(datas)
+                            if events:
+                                yield events
+                            if ended:
+                                return
+                if chunked.done:
+                    break
+                data = await tap.read_body(DIRECT_READ_BYTES, self.config.stall_timeout if flowing else self.config.read_timeout)
+                if not data:
+                    break  # EOF before the last chunk: the server went away
+        except httpcore.TimeoutException:
+            if flowing:
+                yield [StreamError("timeout", f"stalled: no data for {self.config.stall_timeout:g} s after tokens started flowing")]
+            else:
+                yield [StreamError("timeout", f"no data from {url} within the read timeout ({self.config.read_timeout:g} s)")]
+            return
+        except httpcore.NetworkError as exc:
+            yield [StreamError("disconnect", f"the server closed the connection mid-stream ({type(exc).__name__}: {self._scrub(str(exc) or 'read failed')})")]
+            return
+        except ChunkedError as exc:
+            yield [StreamError("malformed", f"the response body is not valid chunked encoding: {exc}")]
+            return
+        datas = decoder.close()
+        if datas:
+            events, ended = decode_batch(datas)
+            if events:
+                yield events
+            if ended:
+                return
+        if chunked.done:
+            yield [StreamError("disconnect", "the stream ended without [DONE] (the server closed the response)")]
+        else:
+            yield [StreamError("disconnect", "the server closed the connection mid-stream (the body ended before its last chunk)")]
 
     # ------------------------------------------------------------------ tokenizer endpoints
     async def _json(self, method: str, url: str, body: Any = None) -> Any:

@@ -177,6 +177,7 @@ class PolicyConfig:
     return_tokens_as_token_ids: bool = False
     hint_placement: str = "user_suffix"
     status_interval: float = 3.0
+    direct_body: bool = True  # read stream bodies straight from the connection (policy/direct_body.py)
     api_key: str | None = field(default=None, repr=False)
 
     def scrub(self, text: str) -> str:
@@ -192,7 +193,7 @@ def scrub_secret(text: str, secret: str | None) -> str:
 _CONFIG_KEYS = {
     "connect_timeout": float, "read_timeout": float, "stall_timeout": float, "temperature": float,
     "max_tokens": int, "logprobs": bool, "top_logprobs": int, "return_tokens_as_token_ids": bool,
-    "hint_placement": str, "status_interval": float,
+    "hint_placement": str, "status_interval": float, "direct_body": bool,
 }
 
 

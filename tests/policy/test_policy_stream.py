@@ -11,6 +11,15 @@ from eviscene_tui.policy.profile import PolicyConfig
 from eviscene_tui.tokens.tiny import encode, special_id
 
 
+@pytest.fixture(autouse=True, params=["direct-body", "httpx-body"])
+def body_path(request, monkeypatch):
+    """Every test here runs on both ways of reading the stream body (policy/direct_body.py)."""
+    from eviscene_tui.policy import client as client_module
+
+    monkeypatch.setattr(client_module, "DIRECT_BODY", request.param == "direct-body")
+    return request.param
+
+
 @pytest.fixture
 def nightly():
     with FakeVLLMServer(personality="nightly", scenario={"tokens_per_second": None}) as srv:
