@@ -24,6 +24,7 @@ from typing import Any, TextIO
 import orjson
 
 from eviscene_tui.cli import UsageError
+from eviscene_tui.policy.request import HINT_PLACEMENTS
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -37,7 +38,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--policy-model", help="served model name for an unattested session")
     parser.add_argument("--workdir", help="where records go (default: <root>.eviscene-tui beside the case)")
     parser.add_argument("--config", help="config file ([policy] table: timeouts, temperature, logprobs, hint_placement, api_key)")
-    parser.add_argument("--hint-placement", choices=("user_suffix", "system_suffix", "user_prefix"), help="override the configured hint placement")
+    parser.add_argument("--hint-placement", choices=HINT_PLACEMENTS, help="override the configured hint placement (as_run: as the run's own hinted requests show; the default)")
     parser.add_argument("--read-timeout", type=float, help="seconds to wait for the first token (prefill)")
     parser.add_argument("--stall-timeout", type=float, help="seconds of silence tolerated once tokens flow")
     parser.add_argument("--max-tokens", type=int, help="max_tokens for the continuation")
@@ -163,12 +164,14 @@ def run(args: argparse.Namespace, *, out: TextIO | None = None, err: TextIO | No
         o.json({
             "type": "request", "attestation_mode": target.label, "origin": request.origin(),
             "hint": request.hint, "hint_placement": request.hint_placement, "hint_location": request.hint_location,
+            "hint_rule": request.hint_rule(),
             "images": [i.to_json() for i in request.images], "problems": request.problems,
             "body": redact_images(body, request.images),
         })
     else:
         o.note(f"policy: {target.model} ({target.label}) via {', '.join(target.base_urls)}")
-        o.note(f"request: {request.source} {request.request_id or ''} step {request.step_index}; hint placement {request.hint_placement}")
+        o.note(f"request: {request.source} {request.request_id or ''} step {request.step_index}")
+        o.note(f"hint placement: {request.hint_rule()}")
         for p in request.problems:
             o.note(f"note: {p}")
 

@@ -1,6 +1,6 @@
 """Find the failure step's request for a loaded case (A1's ``CaseBundle``).
 
-    req = rebuild_for_case(case, round_index=None, hint="...", placement="user_suffix")
+    req = rebuild_for_case(case, round_index=None, hint="...", placement="as_run")
 
 Raises :class:`RequestUnavailable` with an operator-readable reason when the
 case has no failure site, no trace, or the request (and its images) cannot be
@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from eviscene_tui.policy.request import RequestUnavailable, TeacherRequest, teacher_request_from_archived
+from eviscene_tui.policy.hint_template import HintTemplate, infer_hint_template
+from eviscene_tui.policy.request import RequestUnavailable, TeacherRequest, _payload_messages, teacher_request_from_archived
 
 
 def _problem_text(p: Any) -> str:
@@ -77,7 +78,70 @@ def case_ref(case: Any, round_index: int | None = None) -> dict[str, Any]:
     }
 
 
-def rebuild_for_case(case: Any, *, round_index: int | None = None, hint: str | None = None, placement: str = "user_suffix") -> TeacherRequest:
+def _messages_of(archived: Any) -> list[dict[str, Any]]:
+    """System prompt + payload messages of an archived request, images as their refs."""
+    messages: list[dict[str, Any]] = []
+    system = getattr(archived, "system_prompt", None)
+    if system:
+        messages.append({"role": "system", "content": str(system)})
+    payload = getattr(archived, "input_payload_refs", None)
+    if payload is None:
+        payload = getattr(archived, "input_payload", None)
+    return messages + _payload_messages(payload)
+
+
+def observed_hint_template(case: Any, round_index: int | None = None) -> HintTemplate | None:
+    """How this run's driver put a hint into a teacher request: learned from a hint try
+    whose teacher request is archived (the hint's runtime store), compared with the
+    unhinted failure-step request of the same site. The asked round first, then the
+    latest. ``None`` when no try gives an unambiguous answer."""
+    try:
+        rounds = list(case.rounds or [])
+    except Exception:
+        return None
+    rounds.sort(key=lambda r: (r.index != round_index, -r.index))
+    for rnd in rounds:
+        try:
+            continuations = rnd.continuations
+        except Exception:
+            continue
+        for n, cont in continuations.items():
+            try:
+                template = _template_from_try(case, rnd, n, cont)
+            except Exception:  # noqa: BLE001 - a damaged try teaches nothing; try the next
+                template = None
+            if template is not None:
+                return template
+    return None
+
+
+def _template_from_try(case: Any, rnd: Any, n: int, cont: Any) -> HintTemplate | None:
+    hint = cont.hint
+    if not hint:
+        att = rnd.attempt_for_hint(n)
+        hint = att.hint_text() if att is not None else None
+    first = next((s for s in cont.teacher_steps if s.context_request_id), None)
+    episode = cont.teacher_episode_trace if isinstance(cont.teacher_episode_trace, dict) else {}
+    state = episode.get("state") if isinstance(episode.get("state"), dict) else {}
+    desc = state.get("runtime_store") if isinstance(state.get("runtime_store"), dict) else {}
+    if not hint or first is None or not desc.get("runtime_path"):
+        return None
+    store = case.runtime_store_for(desc["runtime_path"])
+    if store is None:
+        return None
+    hinted, _ = store.reconstruct_request(first.context_request_id)
+    site = site_for_round(case, rnd.index)
+    index = getattr(site, "source_step_index", None)
+    if hinted is None or not isinstance(index, int):
+        return None
+    source, _ = case.source_step_request(index)
+    if source is None:
+        return None
+    where = f"round {rnd.index}, hint {n:02d}, {desc['runtime_path']}/context/{first.context_request_id}.json"
+    return infer_hint_template(_messages_of(source), _messages_of(hinted), hint, evidence=where)
+
+
+def rebuild_for_case(case: Any, *, round_index: int | None = None, hint: str | None = None, placement: str = "as_run") -> TeacherRequest:
     from eviscene_tui.artifacts.runtime_archive import request_from_policy_input
 
     site = site_for_round(case, round_index)
@@ -123,4 +187,7 @@ def rebuild_for_case(case: Any, *, round_index: int | None = None, hint: str | N
         problems += [_problem_text(p) for p in probs]
         if archived is None:
             raise RequestUnavailable("the step's metadata.policy_input could not be used: " + "; ".join(problems[-3:]))
-    return teacher_request_from_archived(archived, hint=hint, placement=placement, step_index=idx, round_index=round_index, problems=problems)
+    template = observed_hint_template(case, round_index) if placement == "as_run" else None
+    return teacher_request_from_archived(
+        archived, hint=hint, placement=placement, step_index=idx, round_index=round_index, problems=problems, template=template
+    )

@@ -175,7 +175,7 @@ class PolicyConfig:
     logprobs: bool = False
     top_logprobs: int = 0
     return_tokens_as_token_ids: bool = False
-    hint_placement: str = "user_suffix"
+    hint_placement: str = "as_run"
     status_interval: float = 3.0
     direct_body: bool = True  # read stream bodies straight from the connection (policy/direct_body.py)
     api_key: str | None = field(default=None, repr=False)
@@ -223,6 +223,6 @@ def load_policy_config(config_path: str | os.PathLike[str] | None = None, **over
     values.update({k: v for k, v in overrides.items() if v is not None})
     from eviscene_tui.policy.request import HINT_PLACEMENTS
 
-    if values.get("hint_placement", "user_suffix") not in HINT_PLACEMENTS:
+    if values.get("hint_placement", "as_run") not in HINT_PLACEMENTS:
         raise ValueError(f"hint_placement must be one of {', '.join(HINT_PLACEMENTS)}, not {values['hint_placement']!r}")
     return PolicyConfig(**values)

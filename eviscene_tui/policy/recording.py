@@ -59,6 +59,8 @@ def build_record(
             "origin": request.origin() if request else None,
             "hint": request.hint if request else None,
             "hint_placement": request.hint_placement if request else None,
+            "hint_rule": request.hint_rule() if request else None,
+            "hint_template": request.hint_template.to_json() if request and request.hint_template else None,
             "hint_location": request.hint_location if request else None,
             "images": [i.to_json() for i in request.images] if request else [],
             "problems": list(request.problems) if request else [],

@@ -10,7 +10,11 @@ image would not be the request the failing step saw.
 
 Hint placement — THE one rule, applied only by :func:`apply_hint`:
 
-- ``user_suffix`` (default): the hint is appended to the **last user message**
+- ``as_run`` (default): the way this run's driver did it, learned from one of the run's
+  own hinted teacher requests (``policy/hint_template.py``: a new message, or text
+  before / after a message's text, with the driver's own words around the hint); when
+  the run has no hinted request to learn from, ``user_suffix``;
+- ``user_suffix``: the hint is appended to the **last user message**
   as its own text part (or to its text when the content is a string), delimited as::
 
       \\n\\n--- Repair hint ---\\n<hint text, stripped>\\n--- end of repair hint ---
@@ -34,9 +38,11 @@ from typing import Any
 
 import orjson
 
+from eviscene_tui.policy.hint_template import HintTemplate, apply_template
 from eviscene_tui.policy.profile import PolicyConfig
 
-HINT_PLACEMENTS = ("user_suffix", "system_suffix", "user_prefix")
+HINT_PLACEMENTS = ("as_run", "user_suffix", "system_suffix", "user_prefix")
+AS_RUN_FALLBACK = "user_suffix"
 HINT_OPEN = "--- Repair hint ---"
 HINT_CLOSE = "--- end of repair hint ---"
 
@@ -96,9 +102,21 @@ class TeacherRequest:
     step_index: int | None = None
     round_index: int | None = None
     hint: str | None = None
-    hint_placement: str = "user_suffix"
-    hint_location: dict[str, Any] | None = None
+    hint_placement: str = "user_suffix"  # the rule asked for (as_run, user_suffix, ...)
+    hint_location: dict[str, Any] | None = None  # where the hint went; its "placement" is the rule applied
     problems: list[str] = field(default_factory=list)
+    hint_template: HintTemplate | None = None  # learned from the run (placement as_run)
+
+    def hint_rule(self) -> str:
+        """One line for the operator: which rule put the hint where."""
+        applied = (self.hint_location or {}).get("placement")
+        if self.hint_placement != "as_run":
+            return f"{self.hint_placement} (configured)"
+        if applied == "as_run" and self.hint_template is not None:
+            return f"as in this run ({self.hint_template.evidence}): {self.hint_template.describe()}"
+        if self.hint_template is not None:
+            return f"{AS_RUN_FALLBACK}: the rule learned from this run ({self.hint_template.evidence}) has no place in this request"
+        return f"{AS_RUN_FALLBACK}: this run has no hinted teacher request to learn the driver's placement from"
 
     def origin(self) -> dict[str, Any]:
         return {
@@ -118,15 +136,23 @@ def hint_block(hint: str, placement: str) -> str:
     return f"{body}\n\n" if placement == "user_prefix" else f"\n\n{body}"
 
 
-def apply_hint(messages: list[dict[str, Any]], hint: str | None, placement: str = "user_suffix") -> tuple[list[dict[str, Any]], dict[str, Any] | None]:
+def apply_hint(
+    messages: list[dict[str, Any]], hint: str | None, placement: str = "user_suffix", template: HintTemplate | None = None
+) -> tuple[list[dict[str, Any]], dict[str, Any] | None]:
     """Insert ``hint`` by the documented rule; returns (new messages, location).
 
-    The input list is not modified."""
+    ``template`` is the rule learned from the run, used by ``as_run``. The input list is
+    not modified."""
     if placement not in HINT_PLACEMENTS:
         raise ValueError(f"unknown hint placement {placement!r}; expected one of {', '.join(HINT_PLACEMENTS)}")
-    msgs = copy.deepcopy(messages)
     if hint is None or not hint.strip():
-        return msgs, None
+        return copy.deepcopy(messages), None
+    if placement == "as_run":
+        learned = apply_template(messages, hint, template) if template is not None else None
+        if learned is not None:
+            return learned
+        placement = AS_RUN_FALLBACK
+    msgs = copy.deepcopy(messages)
     block = hint_block(hint, placement)
     if placement == "system_suffix":
         idx = next((i for i, m in enumerate(msgs) if m.get("role") == "system"), None)
@@ -227,6 +253,7 @@ def teacher_request_from_archived(
     step_index: int | None = None,
     round_index: int | None = None,
     problems: list[str] | None = None,
+    template: HintTemplate | None = None,
 ) -> TeacherRequest:
     """Build the TeacherRequest from an ``ArchivedRequest`` (A1's dataclass, duck-typed).
 
@@ -245,7 +272,7 @@ def teacher_request_from_archived(
     messages += _payload_messages(payload)
     if not messages:
         raise RequestUnavailable("the archived request has neither a system prompt nor an input payload")
-    msgs, loc = apply_hint(messages, hint, placement)
+    msgs, loc = apply_hint(messages, hint, placement, template)
     images = []
     for img in getattr(archived, "images", None) or ():
         data = getattr(img, "data", b"") or b""
@@ -268,6 +295,7 @@ def teacher_request_from_archived(
         hint_placement=placement,
         hint_location=loc,
         problems=probs,
+        hint_template=template,
     )
 
 
@@ -277,7 +305,7 @@ def with_hint(req: TeacherRequest, hint: str | None, placement: str | None = Non
     if req.hint_location is not None:
         base = _remove_hint(base, req.hint_location)
     pl = placement or req.hint_placement
-    msgs, loc = apply_hint(base, hint, pl)
+    msgs, loc = apply_hint(base, hint, pl, req.hint_template)
     new = copy.copy(req)
     new.messages, new.hint_location, new.hint_placement = msgs, loc, pl
     new.hint = hint.strip() if hint and hint.strip() else None
@@ -289,6 +317,9 @@ def _remove_hint(msgs: list[dict[str, Any]], loc: dict[str, Any]) -> list[dict[s
     if i >= len(msgs):
         return msgs
     msg = msgs[i]
+    if loc.get("mode") == "new_message":
+        msgs.pop(i)
+        return msgs
     if part is None:
         text = msg.get("content") or ""
         msg["content"] = text[:off] + text[off + n:]

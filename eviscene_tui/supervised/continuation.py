@@ -149,6 +149,9 @@ class PolicyContinuationRunner:
         if archived is None:
             detail = "; ".join(p.message for p in problems) or "unknown reason"
             return failed(f"the failure step's request cannot be rebuilt: {detail}")
+        from eviscene_tui.policy.casefile import observed_hint_template
+
+        template = observed_hint_template(job.case) if self.config.hint_placement == "as_run" else None
         try:
             req = teacher_request_from_archived(
                 archived,
@@ -156,6 +159,7 @@ class PolicyContinuationRunner:
                 placement=self.config.hint_placement,
                 step_index=job.source_step_index,
                 round_index=job.round_index,
+                template=template,
             )
         except RequestUnavailable as exc:
             return failed(str(exc))

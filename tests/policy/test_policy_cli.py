@@ -66,9 +66,12 @@ def test_stream_json_end_to_end(tmp_path, case):
     rec = orjson.loads(Path(rec_line["path"]).read_bytes())
     assert rec["status"] == "complete" and rec["request"]["hint"] == "Compare dates first."
     assert rec["request"]["origin"]["source"] == "archive"
-    # the hint went into the last user message; the image was sent as a data URL
-    user = [m for m in body["messages"] if m["role"] == "user"][-1]["content"]
-    assert user[-1]["text"].endswith("Compare dates first.\n--- end of repair hint ---")
+    # the hint went where this run's driver put its hints (learned from the run's own hinted
+    # request: a new user message "Hint: ..."); the image was sent as a data URL
+    assert body["messages"][-1] == {"role": "user", "content": [{"type": "text", "text": "Hint: Compare dates first."}]}
+    assert rec["request"]["hint_placement"] == "as_run" and rec["request"]["hint_rule"].startswith("as in this run (round ")
+    assert rec["request"]["hint_template"]["mode"] == "new_message"
+    user = [m for m in body["messages"] if m["role"] == "user"][0]["content"]
     assert any(p.get("type") == "image_url" and p["image_url"]["url"].startswith("data:image/") for p in user)
     assert key not in res.stdout and key not in res.stderr
     assert all(key.encode() not in p.read_bytes() for p in wd.rglob("*") if p.is_file())

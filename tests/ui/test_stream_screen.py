@@ -200,13 +200,14 @@ async def test_real_sample_case_request_hint_and_stream(tmp_path):
             hint = screen.query_one("#hint").value
             assert hint  # prefilled with the round's hint
             pane = screen.query_one("#request-pane", TextPane).text
-            assert "# source: archive req-" in pane and "<image sha256=" in pane and "Repair hint" in pane
+            assert "# source: archive req-" in pane and "<image sha256=" in pane
+            assert "# hint placement: as in this run (round 2, hint 00" in pane and '"text": "Hint: ' + hint.strip().splitlines()[0] in pane
             await pilot.press("ctrl+s")
             await _wait(lambda: screen.last_status is not None)
             assert screen.last_status == "complete"
         body = srv.recorder.last_body()
-    user = [m for m in body["messages"] if m["role"] == "user"][-1]["content"]
-    assert user[-1]["text"].endswith(hint.strip() + "\n--- end of repair hint ---")
+    # placed as this run's driver placed its hints (a new user message "Hint: ...")
+    assert body["messages"][-1] == {"role": "user", "content": [{"type": "text", "text": "Hint: " + hint.strip()}]}
     rec = orjson.loads(list_records(opts.work())[0].read_bytes())
     assert rec["status"] == "complete" and rec["case"]["case_key"] == SAMPLE.name and rec["request"]["origin"]["source"] == "archive"
 

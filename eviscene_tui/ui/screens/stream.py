@@ -223,7 +223,7 @@ class StreamScreen(Screen):
     def _load_request(self) -> None:
         from eviscene_tui.policy.casefile import rebuild_for_case, round_hint
 
-        placement = self.config.hint_placement if self.config else "user_suffix"
+        placement = self.config.hint_placement if self.config else "as_run"
         try:
             if self.case is None:
                 raise RequestUnavailable("no case loaded")
@@ -268,8 +268,8 @@ class StreamScreen(Screen):
         model = self.target.model if self.target else "(no policy)"
         body = chat_body(req, self.config or PolicyConfig(), model=model)
         origin = req.origin()
-        head = (f"# source: {origin['source']} {origin['context_request_id'] or ''} step {origin['source_step_index']}  "
-                f"hint placement: {req.hint_placement} {req.hint_location or ''}\n")
+        head = (f"# source: {origin['source']} {origin['context_request_id'] or ''} step {origin['source_step_index']}\n"
+                f"# hint placement: {req.hint_rule()}\n# hint location: {req.hint_location or '-'}\n")
         pane.set_text(head + describe_request(body, req.images))
 
     @on(Input.Changed, "#hint")
