@@ -107,6 +107,19 @@ class TeacherRequest:
     problems: list[str] = field(default_factory=list)
     hint_template: HintTemplate | None = None  # learned from the run (placement as_run)
 
+    def hint_where(self) -> str:
+        """Where the hint is in :attr:`messages`, for people (the location dict is for code)."""
+        loc = self.hint_location
+        if not loc:
+            return "no hint"
+        at = f"message {loc.get('message_index')} ({loc.get('role')})"
+        if loc.get("mode") == "new_message":
+            at = "new " + at
+        if loc.get("part_index") is not None:
+            at += f", text part {loc['part_index']}"
+        start = int(loc.get("char_offset") or 0)
+        return f"{at}, characters {start}-{start + int(loc.get('length') or 0)}"
+
     def hint_rule(self) -> str:
         """One line for the operator: which rule put the hint where."""
         applied = (self.hint_location or {}).get("placement")

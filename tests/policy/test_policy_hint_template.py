@@ -146,3 +146,13 @@ def test_rebuild_for_a_sample_case_learns_the_runs_placement_and_falls_back_with
     bare = rebuild_for_case(load_case(case_dir), round_index=1, hint="Check the caption.")
     assert bare.hint_location["placement"] == "user_suffix"
     assert "no hinted teacher request" in bare.hint_rule()
+
+
+def test_hint_where_reads_like_a_sentence() -> None:
+    template = infer_hint_template(SOURCE, _hinted(lambda m: m.append({"role": "user", "content": [{"type": "text", "text": "Hint: " + HINT}]})), HINT)
+    msgs, loc = apply_hint(SOURCE, "Look.", "as_run", template)
+    req = TeacherRequest(messages=msgs, hint="Look.", hint_placement="as_run", hint_location=loc, hint_template=template)
+    assert req.hint_where() == "new message 4 (user), text part 0, characters 0-11"
+    msgs, loc = apply_hint(SOURCE, "Look.", "system_suffix")
+    assert TeacherRequest(messages=msgs, hint_location=loc).hint_where().startswith("message 0 (system), characters 17-")
+    assert TeacherRequest(messages=SOURCE).hint_where() == "no hint"

@@ -375,3 +375,19 @@ async def test_token_inspector_on_the_live_and_last_continuation(tmp_path):
             screen.action_cancel_stream()
             await _wait(lambda: screen.last_status is not None)
             assert screen.last_status == "cancelled"
+
+
+def test_text_pane_wraps_at_words_and_appending_keeps_earlier_rows() -> None:
+    from eviscene_tui.ui.widgets.stream_view import TextPane
+
+    pane = TextPane()
+    pane._wrap_width = 12
+    assert pane._wrap("the quick brown fox jumps") == ["the quick ", "brown fox ", "jumps"]
+    assert pane._wrap("abcdefghijklmnopq rs") == ["abcdefghijkl", "mnopq rs"]  # a word longer than the row
+    text = "The hint says to open the oldest copy first, so I will not search the event itself yet."
+    whole = pane._wrap(text)
+    assert "".join(whole) == text and all(len(r) <= 12 for r in whole)
+    # greedy: wrapping a prefix and then re-wrapping only its last row plus the rest gives the same rows
+    for cut in range(len(text)):
+        head = pane._wrap(text[:cut])
+        assert head[:-1] + pane._wrap(head[-1] + text[cut:]) == whole

@@ -269,7 +269,7 @@ class StreamScreen(Screen):
         body = chat_body(req, self.config or PolicyConfig(), model=model)
         origin = req.origin()
         head = (f"# source: {origin['source']} {origin['context_request_id'] or ''} step {origin['source_step_index']}\n"
-                f"# hint placement: {req.hint_rule()}\n# hint location: {req.hint_location or '-'}\n")
+                f"# hint placement: {req.hint_rule()}\n# hint location: {req.hint_where()}\n")
         pane.set_text(head + describe_request(body, req.images))
 
     @on(Input.Changed, "#hint")

@@ -107,10 +107,23 @@ class TextPane(ScrollView, can_focus=True):
         return max(10, self.scrollable_content_region.width or self.size.width or 80)
 
     def _wrap(self, line: str) -> list[str]:
+        """Greedy word wrap: a row ends after its last space that fits (the space stays on
+        the row, so the rows joined are the line), or at the width when a word is longer.
+        Greedy wrapping never moves an earlier row's break when text is appended, which
+        is what lets ``append`` re-wrap only the last row."""
         w = self._wrap_width or self._width()
-        if len(line) <= w:
+        n = len(line)
+        if n <= w:
             return [line]
-        return [line[i:i + w] for i in range(0, len(line), w)]
+        rows: list[str] = []
+        i = 0
+        while n - i > w:
+            space = line.rfind(" ", i, i + w)
+            cut = space + 1 if space >= i else i + w
+            rows.append(line[i:cut])
+            i = cut
+        rows.append(line[i:])
+        return rows
 
     def _rewrap_all(self) -> None:
         self._strips.clear()
