@@ -311,13 +311,11 @@ class PolicyClient:
                                 deadline.reschedule(current)
                             got = reader.take()
                             if got:
-                                datas = decoder.feed(got[0] if len(got) == 1 else b"".join(got))
-                                if datas:
-                                    events, ended = decode_batch(datas)
-                                    if events:
-                                        yield events
-                                    if ended:
-                                        return
+                                events, ended = _decode(decoder, got[0] if len(got) == 1 else b"".join(got))
+                                if events:
+                                    yield events
+                                if ended:
+                                    return
                             if finished:
                                 break
                 finally:
@@ -326,13 +324,11 @@ class PolicyClient:
                         await asyncio.wait({task})
                 if reader.error is not None:
                     raise reader.error
-                datas = decoder.close()
-                if datas:
-                    events, ended = decode_batch(datas)
-                    if events:
-                        yield events
-                    if ended:
-                        return
+                events, ended = _decode(decoder, None)
+                if events:
+                    yield events
+                if ended:
+                    return
                 yield [StreamError("disconnect", "the stream ended without [DONE] (connection closed by the server)")]
         except TimeoutError:
             yield [StreamError("timeout", f"stalled: no data for {self.config.stall_timeout:g} s after tokens started flowing")]
@@ -351,17 +347,14 @@ class PolicyClient:
         flowing = False
         try:
             while True:
-                if data:
-                    payload = chunked.feed(data)
-                    if payload:
-                        flowing = True
-                        datas = decoder.feed(payload)
-                        if datas:
-                            events, ended = decode_batch(datas)
-                            if events:
-                                yield events
-                            if ended:
-                                return
+                payload = chunked.feed(data)
+                if payload:
+                    flowing = True
+                    events, ended = _decode(decoder, payload)
+                    if events:
+                        yield events
+                    if ended:
+                        return
                 if chunked.done:
                     break
                 data = await tap.read_body(DIRECT_READ_BYTES, self.config.stall_timeout if flowing else self.config.read_timeout)
@@ -379,13 +372,11 @@ class PolicyClient:
         except ChunkedError as exc:
             yield [StreamError("malformed", f"the response body is not valid chunked encoding: {exc}")]
             return
-        datas = decoder.close()
-        if datas:
-            events, ended = decode_batch(datas)
-            if events:
-                yield events
-            if ended:
-                return
+        events, ended = _decode(decoder, None)
+        if events:
+            yield events
+        if ended:
+            return
         if chunked.done:
             yield [StreamError("disconnect", "the stream ended without [DONE] (the server closed the response)")]
         else:
@@ -488,6 +479,13 @@ class PolicyClient:
         while True:
             yield list(await asyncio.gather(*(self.status(u) for u in self.target.base_urls)))
             await asyncio.sleep(every)
+
+
+def _decode(decoder: SSEDecoder, data: bytes | None) -> tuple[list[PolicyEvent], bool]:
+    """The events in ``data`` (``None``: the body ended), and whether the stream ended
+    with them (``[DONE]`` or an error event)."""
+    datas = decoder.feed(data) if data is not None else decoder.close()
+    return decode_batch(datas) if datas else ([], False)
 
 
 class _ChunkReader:
