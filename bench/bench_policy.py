@@ -4,7 +4,7 @@ StreamView (buffered, flushed at 30 Hz in a headless Textual app); (b) also with
 ``direct_body = false`` (the body through httpx's own reader) for comparison.
 Goal: (b) <= 1.3x (a). Figures are printed, not asserted. The server runs in a
 subprocess so it does not share the GIL with the client; both runs still share
-the machine's cores, so figures on a loaded 2-core box are noisy (best of 2).
+the machine's cores, so figures on a loaded 2-core box are noisy (best of 5).
 """
 
 from __future__ import annotations
@@ -96,7 +96,7 @@ def run() -> list[tuple[str, str]]:
                 "return_token_ids": True, "stream_options": {"include_usage": True}, "temperature": 0.7}
         asyncio.run(_raw(srv.v1_url, body))  # warm-up (tokenizer caches, first connection)
         raws, results, httpx_body = [], [], []
-        for _ in range(3):  # interleaved, best of 3: other processes share the cores
+        for _ in range(5):  # interleaved, best of 5: other processes share the cores
             raws.append(asyncio.run(_raw(srv.v1_url, body)))
             results.append(asyncio.run(_client_and_view(srv)))
             httpx_body.append(asyncio.run(_client_and_view(srv, direct_body=False)))

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import math
+import ssl
 import time
 from contextlib import aclosing
 from dataclasses import dataclass, field
@@ -124,6 +125,19 @@ class ServerStatus:
     at: float = field(default_factory=time.time)
 
 
+_TLS_CONTEXT: ssl.SSLContext | None = None
+
+
+def _tls_context() -> ssl.SSLContext:
+    """httpx's default verifying TLS context (certifi's CA bundle), built once per process:
+    building it loads the CA bundle (tens of ms), and the app makes a client per stream
+    and per status poll."""
+    global _TLS_CONTEXT
+    if _TLS_CONTEXT is None:
+        _TLS_CONTEXT = httpx.create_ssl_context()
+    return _TLS_CONTEXT
+
+
 class PolicyClient:
     def __init__(self, target: PolicyTarget, config: PolicyConfig | None = None) -> None:
         self.target = target
@@ -133,11 +147,12 @@ class PolicyClient:
             headers["Authorization"] = f"Bearer {self.config.api_key}"
         c = self.config
         timeout = httpx.Timeout(connect=c.connect_timeout, read=c.read_timeout, write=30.0, pool=c.connect_timeout)
-        self._http = httpx.AsyncClient(trust_env=False, headers=headers, timeout=timeout, follow_redirects=False)
+        tls = _tls_context()
+        self._http = httpx.AsyncClient(trust_env=False, verify=tls, headers=headers, timeout=timeout, follow_redirects=False)
         # streaming calls: a connection of their own each time (no idle keep-alive), so
         # the body can be read straight from it (see direct_body.py)
         self._stream_http = httpx.AsyncClient(
-            trust_env=False, headers=headers, timeout=timeout, follow_redirects=False,
+            trust_env=False, verify=tls, headers=headers, timeout=timeout, follow_redirects=False,
             limits=httpx.Limits(max_connections=None, max_keepalive_connections=0),
         )
         self.direct_streams = 0  # streams whose body was read directly (tests check the fast path is taken)
