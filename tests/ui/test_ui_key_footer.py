@@ -80,3 +80,32 @@ async def test_clicking_a_key_presses_it() -> None:
         await pilot.click(KeyFooter, offset=(col, 0))
         await pilot.pause()
         assert app.marks == ["y"]
+
+
+class ManyKeysApp(FooterApp):
+    BINDINGS = [Binding(k, f"mark('{k}')", f"Action number {k}") for k in "abcdefghijklm"] + [
+        Binding("question_mark", "help", "Help"),
+    ]
+
+    def action_help(self) -> None:
+        self.marks.append("help")
+
+
+async def test_narrow_footer_pins_help_and_palette_and_says_keys_are_left_out() -> None:
+    app = ManyKeysApp()
+    async with app.run_test(size=(80, 10)) as pilot:
+        app.set_focus(None)
+        await pilot.pause()
+        line = _line(app)
+        assert len(line) == 80
+        assert "\u2026" in line  # some keys left out, and it says so
+        assert line.rstrip().endswith("? Help  ^p palette")
+        assert line.startswith("x Mark x  y Mark y  a Action number a")  # tight form
+        await pilot.click(KeyFooter, offset=(line.index("? Help"), 0))
+        await pilot.pause()
+        assert app.marks == ["help"]
+    async with ManyKeysApp().run_test(size=(400, 10)) as pilot:
+        pilot.app.set_focus(None)
+        await pilot.pause()
+        wide = _line(pilot.app)
+        assert "\u2026" not in wide and " m Action number m " in wide and " ? Help " in wide

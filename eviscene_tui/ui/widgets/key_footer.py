@@ -26,6 +26,12 @@ class _Key(NamedTuple):
     display: str
     description: str
     enabled: bool
+    action: str = ""
+
+
+def _pinned(key: _Key) -> bool:
+    """Keys kept visible at the right edge however narrow the terminal (help)."""
+    return key.action.rsplit(".", 1)[-1] == "help"
 
 
 class KeyFooter(Widget):
@@ -92,45 +98,65 @@ class KeyFooter(Widget):
             if not binding.show or binding.action in seen:
                 continue
             seen.add(binding.action)
-            keys.append(_Key(binding.key, app.get_key_display(binding), binding.description, bool(enabled)))
+            keys.append(_Key(binding.key, app.get_key_display(binding), binding.description, bool(enabled), binding.action))
         if self.show_command_palette and getattr(app, "ENABLE_COMMAND_PALETTE", False):
             entry = active.get(app.COMMAND_PALETTE_BINDING)
             if entry is not None:
                 _node, binding, enabled, _tooltip = entry
-                palette = _Key(binding.key, app.get_key_display(binding), binding.description, bool(enabled))
+                palette = _Key(binding.key, app.get_key_display(binding), binding.description, bool(enabled), binding.action)
                 keys = [k for k in keys if k.key != binding.key]
         return tuple(keys), palette
 
     def render(self) -> Content:
-        key_style = self.get_visual_style("key-footer--key")
-        description_style = self.get_visual_style("key-footer--description")
-        disabled_style = self.get_visual_style("key-footer--disabled")
-        parts: list[Any] = []
+        """All keys when they fit. Otherwise a tighter form, with the help key and the
+        palette key pinned at the right edge and the keys that do not fit left out (an
+        ellipsis says so); the help screen lists every key."""
+        width = self.size.width
+        styles = (
+            self.get_visual_style("key-footer--key"),
+            self.get_visual_style("key-footer--description"),
+            self.get_visual_style("key-footer--disabled"),
+        )
+        left = list(self._keys)
+        right = [self._palette] if self._palette is not None else []
+        pieces = [self._piece(k, styles, tight=False) for k in left]
+        tail = [self._piece(k, styles, tight=False) for k in right]
+        if sum(p.cell_length for p in pieces + tail) + (1 if tail else 0) > width:
+            right = [k for k in left if _pinned(k)] + right
+            left = [k for k in left if not _pinned(k)]
+            pieces = [self._piece(k, styles, tight=True) for k in left]
+            tail = [self._piece(k, styles, tight=True) for k in right]
+        tail_width = sum(p.cell_length for p in tail)
+        budget = width - tail_width - (1 if tail else 0)
+        shown: list[Content] = []
         spans: list[tuple[int, int, str]] = []
         x = 0
-
-        def add(key: _Key) -> None:
-            nonlocal x
-            start = x
-            piece = Content.assemble((f" {key.display} ", key_style), (f"{key.description} " if key.description else "", description_style))
-            if not key.enabled:
-                piece = piece.stylize(disabled_style)
-            parts.append(piece)
+        for key, piece in zip(left, pieces):
+            if x + piece.cell_length > budget:
+                shown.append(Content("\u2026"))
+                x += 1
+                break
+            shown.append(piece)
+            spans.append((x, x + piece.cell_length, key.key))
             x += piece.cell_length
-            spans.append((start, x, key.key))
-
-        for key in self._keys:
-            add(key)
-        line = Content.assemble(*parts)
-        if self._palette is not None:
-            palette = Content.assemble((f" {self._palette.display} ", key_style), (f"{self._palette.description} ", description_style))
-            width = self.size.width
-            gap = width - line.cell_length - palette.cell_length
-            if gap >= 1:
-                line = Content.assemble(line, " " * gap, palette)
-                spans.append((width - palette.cell_length, width, self._palette.key))
+        if tail and width - x - tail_width >= 1:
+            shown.append(Content(" " * (width - x - tail_width)))
+            x = width - tail_width
+            for key, piece in zip(right, tail):
+                shown.append(piece)
+                spans.append((x, x + piece.cell_length, key.key))
+                x += piece.cell_length
         self._spans = spans
-        return line
+        return Content.assemble(*shown)
+
+    @staticmethod
+    def _piece(key: _Key, styles: tuple[Any, Any, Any], *, tight: bool) -> Content:
+        key_style, description_style, disabled_style = styles
+        if tight:
+            piece = Content.assemble((key.display, key_style), (f" {key.description}  " if key.description else "  ", description_style))
+        else:
+            piece = Content.assemble((f" {key.display} ", key_style), (f"{key.description} " if key.description else "", description_style))
+        return piece if key.enabled else piece.stylize(disabled_style)
 
     def on_click(self, event: events.Click) -> None:
         for start, end, key in self._spans:
