@@ -47,9 +47,11 @@ _WS = b" \t\r\n"
 class _Blocks:
     """A growing bytearray fed from a binary file, one block at a time."""
 
-    def __init__(self, fh: BinaryIO, block_bytes: int) -> None:
+    def __init__(self, fh: BinaryIO, block_bytes: int, max_bytes: int | None = None) -> None:
         self.fh = fh
         self.block_bytes = block_bytes
+        self.max_bytes = max_bytes
+        self.total = 0
         self.buf = bytearray()
         self.eof = False
 
@@ -60,6 +62,9 @@ class _Blocks:
         if not data:
             self.eof = True
             return False
+        self.total += len(data)
+        if self.max_bytes is not None and self.total > self.max_bytes:
+            raise ValueError(f"more than {self.max_bytes} bytes")
         self.buf += data
         return True
 
@@ -78,12 +83,15 @@ def _sentinel() -> tuple[str, bytes]:
     return value, orjson.dumps(value)
 
 
-def parse_trace_chunked(fh: BinaryIO, *, chunk_bytes: int = CHUNK_BYTES, block_bytes: int = BLOCK_BYTES) -> Any | None:
-    """The trace document parsed from ``fh`` (positioned at its start), or ``None`` when
-    the file is not a plain trace object this method handles (callers then parse it whole).
-    ``chunk_bytes`` is the least size of one orjson parse, ``block_bytes`` of one read.
+def parse_trace_chunked(
+    fh: BinaryIO, *, chunk_bytes: int = CHUNK_BYTES, block_bytes: int = BLOCK_BYTES, max_bytes: int | None = None
+) -> Any | None:
+    """The trace document parsed from ``fh`` (positioned at its start; a ``GzipFile``
+    works too), or ``None`` when it is not a trace object this method handles (callers
+    then parse it whole). ``chunk_bytes`` is the least size of one orjson parse,
+    ``block_bytes`` of one read; more than ``max_bytes`` read raises ``ValueError``.
     """
-    blocks = _Blocks(fh, block_bytes)
+    blocks = _Blocks(fh, block_bytes, max_bytes)
     # ---- the prefix, up to and including the array's ``[``
     start = 0
     match = None

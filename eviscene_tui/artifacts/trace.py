@@ -41,6 +41,7 @@ PREVIEW_CHARS = 160
 _STEP_CACHE_SIZE = 512
 MAX_GZIP_TRACE_BYTES = 1 << 31
 CHUNKED_MIN_BYTES = 16 << 20  # plain traces this big are parsed in chunks of steps
+CHUNKED_MIN_GZ_BYTES = 2 << 20  # and gzip traces this big (compressed)
 
 
 class StepBrief:
@@ -409,24 +410,31 @@ def _trace_from_document(raw: dict[str, Any], path: str | os.PathLike[str] | Non
     return trace, problems
 
 
-def _parse_big_plain(path: Path) -> dict[str, Any] | None:
-    """A big plain trace parsed in chunks (lower memory peak, see ``chunked_trace``), or
-    ``None`` for anything unusual, which the whole-file path then parses and reports."""
+def _parse_in_chunks(path: Path, *, gz: bool) -> tuple[dict[str, Any], int] | None:
+    """A big trace parsed in chunks of steps (lower memory peak, see ``chunked_trace``) and
+    its (uncompressed) size, or ``None`` for anything unusual - a bad gzip stream, invalid
+    JSON, an odd shape - which the whole-file path then parses and reports precisely."""
     try:
         with open(path, "rb") as fh:
-            if fh.read(2) == b"\x1f\x8b":
+            if (fh.read(2) == b"\x1f\x8b") != gz:
                 return None
             fh.seek(0)
-            raw = parse_trace_chunked(fh)
-    except (OSError, ValueError, RecursionError, MemoryError):
+            if not gz:
+                raw = parse_trace_chunked(fh)
+                size = fh.tell()
+            else:
+                with gzip.GzipFile(fileobj=fh) as src:
+                    raw = parse_trace_chunked(src, max_bytes=MAX_GZIP_TRACE_BYTES)  # type: ignore[arg-type]
+                    size = src.tell()
+    except (OSError, EOFError, zlib.error, ValueError, RecursionError, MemoryError):
         return None
-    return raw if isinstance(raw, dict) else None
+    return (raw, size) if isinstance(raw, dict) else None
 
 
 def load_trace(path: str | os.PathLike[str]) -> tuple[SourceTrace | None, list[Problem]]:
     """Read and parse a trace once. Never raises. ``.gz`` files are decompressed; big
-    plain files are parsed in chunks of steps (same result, about a third of the peak
-    memory, see ``chunked_trace``)."""
+    files are parsed in chunks of steps (same result, about a third of the peak memory,
+    see ``chunked_trace``)."""
     p = Path(path)
     where = str(p)
     try:
@@ -439,10 +447,11 @@ def load_trace(path: str | os.PathLike[str]) -> tuple[SourceTrace | None, list[P
         return None, [Problem(code=ProblemCode.JSON_INVALID, path=where, message="trace: expected a file, found a directory")]
     if not stat.S_ISREG(st.st_mode):
         return None, [Problem(code=ProblemCode.JSON_INVALID, path=where, message="trace: not a regular file")]
-    if st.st_size >= CHUNKED_MIN_BYTES and not where.endswith(".gz"):
-        raw = _parse_big_plain(p)
-        if raw is not None:
-            return _trace_from_document(raw, p, st.st_size)
+    gz = where.endswith(".gz")
+    if st.st_size >= (CHUNKED_MIN_GZ_BYTES if gz else CHUNKED_MIN_BYTES):
+        parsed = _parse_in_chunks(p, gz=gz)
+        if parsed is not None:
+            return _trace_from_document(parsed[0], p, parsed[1])
     try:
         data = p.read_bytes()
     except FileNotFoundError:

@@ -133,11 +133,12 @@ def test_load_trace_uses_it_for_big_files_with_the_same_result(tmp_path: Path, m
     real = trace_module.parse_trace_chunked
 
     def spy(fh, **kw):
-        doc = real(fh, chunk_bytes=64, block_bytes=32)
+        doc = real(fh, chunk_bytes=64, block_bytes=32, max_bytes=kw.get("max_bytes"))
         calls.append(doc)
         return doc
 
     monkeypatch.setattr(trace_module, "CHUNKED_MIN_BYTES", 0)
+    monkeypatch.setattr(trace_module, "CHUNKED_MIN_GZ_BYTES", 0)
     monkeypatch.setattr(trace_module, "parse_trace_chunked", spy)
     for path in paths:
         trace, problems = load_trace(path)
@@ -154,6 +155,7 @@ def test_load_trace_uses_it_for_big_files_with_the_same_result(tmp_path: Path, m
 
 def test_load_trace_falls_back_with_precise_problems(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(trace_module, "CHUNKED_MIN_BYTES", 0)
+    monkeypatch.setattr(trace_module, "CHUNKED_MIN_GZ_BYTES", 0)
     path = tmp_path / "trace.json"
     path.write_bytes(b'{"state": {"all_steps": [{"round": 1}, {"round"')
     trace, problems = load_trace(path)
@@ -165,3 +167,26 @@ def test_load_trace_falls_back_with_precise_problems(tmp_path: Path, monkeypatch
     gz.write_bytes(gzip.compress(orjson.dumps({"state": {"all_steps": [{"round": 1}]}})))
     trace, problems = load_trace(gz)
     assert trace is not None and trace.step_count == 1 and problems == []
+
+
+def test_gzip_traces_are_parsed_in_chunks_with_their_size_and_limits(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(trace_module, "CHUNKED_MIN_GZ_BYTES", 0)
+    doc = {"image_id": "e", "state": {"all_steps": [{"round": i, "thought": "x" * 50} for i in range(300)]}}
+    plain = orjson.dumps(doc)
+    gz = tmp_path / "trace.json.gz"
+    gz.write_bytes(gzip.compress(plain))
+    used: list[object] = []
+    real = trace_module.parse_trace_chunked
+    monkeypatch.setattr(trace_module, "parse_trace_chunked", lambda fh, **kw: used.append(kw) or real(fh, **kw))
+    trace, problems = load_trace(gz)
+    assert problems == [] and trace.raw == doc and trace.size_bytes == len(plain)
+    assert used and used[0]["max_bytes"] == trace_module.MAX_GZIP_TRACE_BYTES
+    # over the limit: the chunked parse gives up and the whole-file path says why
+    monkeypatch.setattr(trace_module, "MAX_GZIP_TRACE_BYTES", 1000)
+    trace, problems = load_trace(gz)
+    assert trace is None and "over 2 GiB" in problems[0].message
+    # a damaged gzip stream: reported by the whole-file path
+    gz.write_bytes(gzip.compress(plain)[:-30])
+    monkeypatch.setattr(trace_module, "MAX_GZIP_TRACE_BYTES", 1 << 31)
+    trace, problems = load_trace(gz)
+    assert trace is None and "gzip" in problems[0].message
