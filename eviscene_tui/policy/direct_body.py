@@ -207,12 +207,16 @@ class DirectBodyTrace:
         self.tap: BodyTap | None = None
 
     async def __call__(self, name: str, info: dict[str, Any]) -> None:
-        if name in self.CONNECTED:
-            stream = info.get("return_value")
-            # a TLS stream replaces the TCP one (it reads the socket itself)
-            self.tap = BodyTap(stream) if stream is not None and callable(getattr(stream, "read", None)) else None
-        elif name == "http11.receive_response_headers.started" and self.tap is not None:
-            self.tap.arm()
+        # never let the fast path break a request: any surprise leaves httpx's own path
+        try:
+            if name in self.CONNECTED:
+                stream = info.get("return_value")
+                # a TLS stream replaces the TCP one (it reads the socket itself)
+                self.tap = BodyTap(stream) if stream is not None and callable(getattr(stream, "read", None)) else None
+            elif name == "http11.receive_response_headers.started" and self.tap is not None:
+                self.tap.arm()
+        except Exception:  # noqa: BLE001 - e.g. a stream type whose read cannot be wrapped
+            self.tap = None
 
     def claimable(self, response: Any) -> BodyTap | None:
         """The tap holding ``response``'s body when it can be read directly, else None."""

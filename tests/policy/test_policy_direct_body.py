@@ -240,3 +240,19 @@ async def test_cancel_mid_stream_closes_the_connection_on_the_direct_path() -> N
                 break
             await asyncio.sleep(0.05)
         assert srv.recorder.disconnects, "the server did not see the client go away"
+
+
+async def test_a_stream_that_cannot_be_tapped_leaves_the_ordinary_path() -> None:
+    from eviscene_tui.policy.direct_body import DirectBodyTrace
+
+    class Slotted:
+        __slots__ = ()
+
+        async def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
+            return b""
+
+    trace = DirectBodyTrace()
+    await trace("connection.connect_tcp.complete", {"return_value": Slotted()})
+    assert trace.tap is None  # read cannot be wrapped: no fast path, and no exception
+    await trace("http11.receive_response_headers.started", {})
+    assert trace.tap is None
