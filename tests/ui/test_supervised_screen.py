@@ -269,3 +269,35 @@ async def test_embedded_stream_badge_attested_with_a_profile(tmp_path):
         async with app.run_test(size=(140, 45)) as pilot:
             await pilot.pause()
             assert screen.query_one("#sup-stream").badge == "attested"
+
+
+async def test_hints_card_gives_arrows_to_the_list_so_any_proposal_can_be_approved(tmp_path):
+    out = tmp_path / "out"
+    droot = write_driver_case(out)
+    case = load_case(droot)
+    options = AppOptions(root=out, workdir=tmp_path / "out.eviscene-tui", operator="tester")
+    screen = SupervisedScreen(case, options, runner=fake_runner, settings=SearchSettings(operator="tester"))
+    app = Harness(screen)
+    async with app.run_test(size=(140, 45)) as pilot:
+        assert await _until(pilot, lambda: screen.search is not None), screen.last_message
+        s = screen.search
+        screen.query_one("#card-next").focus()
+        await pilot.press("s")
+        assert await _until(pilot, lambda: s.draft is not None and s.draft.stage == "site")
+        screen.query_one("#card-site").focus()
+        await pilot.press("a")
+        assert await _until(pilot, lambda: s.draft.stage == "hints")
+        for n, text in enumerate(["Compare the dates of the first copies.", "Quote the caption before judging."], start=1):
+            screen.query_one("#card-hints").focus()
+            await pilot.press("n")
+            assert await _until(pilot, lambda: app.screen.query("#f-editor"))
+            app.screen.query_one("#f-editor").text = text
+            await pilot.press("ctrl+s")
+            assert await _until(pilot, lambda n=n: len(s.draft.proposals) == n)
+        screen.query_one("#card-hints").focus()
+        await pilot.pause()
+        assert screen.focused is screen.query_one("#proposals")  # arrows move the highlight
+        await pilot.press("down", "a")
+        assert await _until(pilot, lambda: s.draft.stage == "continuation"), screen.last_message
+        assert s.draft.approved is not None and "caption" in str(s.draft.proposals[1].text)
+        assert s.draft.proposals[1].status == "approved" and s.draft.proposals[0].status != "approved"

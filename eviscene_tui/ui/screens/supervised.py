@@ -233,6 +233,12 @@ class HintsCard(Card):
     def highlighted(self) -> int | None:
         return self.query_one(OptionList).highlighted
 
+    def on_focus(self) -> None:
+        # the card's keys work from the list too (bindings bubble up): give arrows to the list
+        ol = self.query_one(OptionList)
+        if ol.option_count:
+            ol.focus()
+
     def action_fetch(self) -> None:
         self.owner.op_fetch()
 
@@ -648,6 +654,8 @@ class SupervisedScreen(Screen):
             )
         if props:
             ol.highlighted = keep if keep is not None and keep < len(props) else 0
+            if card.has_focus:
+                ol.focus()  # proposals arrived while the card had the keyboard: arrows pick one
         card.set_body(
             Content.from_markup(
                 "$n proposal(s)\n[dim]f fetch · n type · a approve · x reject · p prompt · e end round[/]", n=str(len(props))
