@@ -72,10 +72,14 @@ class _Blocks:
         while len(self.buf) < size and self.more():
             pass
 
-    def rest(self) -> bytes:
+    def rest_text(self) -> str:
+        """Everything left, decoded (the buffer is emptied; no bytes copy is made)."""
         while self.more():
             pass
-        return bytes(self.buf)
+        try:
+            return self.buf.decode("utf-8")
+        finally:
+            del self.buf[:]
 
 
 def _sentinel() -> tuple[str, bytes]:
@@ -182,12 +186,10 @@ def _parse_chunk(buf: bytearray, comma: int) -> list[Any] | None:
 
 def _parse_tail(blocks: _Blocks, steps: list[Any]) -> bytes | None:
     """Decode the remaining steps one by one up to the array's ``]``; the bytes after it."""
-    rest = blocks.rest()
     try:
-        text = rest.decode("utf-8")
+        text = blocks.rest_text()
     except UnicodeDecodeError:
         return None
-    del rest, blocks.buf[:]
     decoder = json.JSONDecoder()
     # after the lead byte: ``[`` (nothing parsed yet; ``]`` may follow) or a chunk's
     # ``,`` (a step must follow)
