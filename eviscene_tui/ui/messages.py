@@ -81,6 +81,15 @@ class TraceRowsFilled(Message):
         self.end = end
 
 
+class TraceSearchDone(Message):
+    """A search of the trace's steps finished (``hit`` is a ``state.trace_search.SearchHit``)."""
+
+    def __init__(self, hit: Any, error: str | None = None) -> None:
+        super().__init__()
+        self.hit = hit
+        self.error = error
+
+
 class TraceFailed(Message):
     def __init__(self, request: int, message: str) -> None:
         super().__init__()

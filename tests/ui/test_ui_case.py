@@ -214,3 +214,42 @@ async def test_triage_label_is_recorded_outside_the_root_and_filterable(tmp_path
         assert [r.key for r in app.screen.query_one(RunsTable).rows] == ["search-no-recoverable-site"]
     assert review_state(work).triage_by_case() == {"search-no-recoverable-site": {"unrecoverable"}}
     assert not any(p.name.endswith(".jsonl") and "journal" in str(p) for p in root.rglob("*"))
+
+
+async def test_search_in_the_trace_by_keyboard(tmp_path_factory) -> None:
+    from textual.widgets import Input
+
+    app = make_app(sample_root(tmp_path_factory))
+    async with app.run_test(size=(100, 30)) as pilot:
+        screen = await open_case(pilot, app, "feedback-converged-3-rounds")
+        tv = screen.query_one(TraceView)
+        await pilot.press("home")
+        await pilot.pause()
+        await pilot.press("slash")
+        box = screen.query_one("#trace-search", Input)
+        assert box.display and box.has_focus
+        # whole tool results are searched (not just the one-line preview), case-insensitively
+        await pilot.press(*"PAIPORTA")
+        ok = await wait_for(pilot, lambda: "steps for" in screen_text(app) or "no step contains" in screen_text(app))
+        assert ok, (box.value, screen._search_status, screen_text(app)[-400:])
+        assert tv.cursor == 2  # the first step whose text holds it (step 3 mentions it too)
+        assert "match 1 of 2 steps" in screen_text(app)
+        # a query matching several steps: down / Enter go forward, up back, wrapping around
+        box.value = ""
+        await pilot.press(*"web_search")
+        assert await wait_for(pilot, lambda: "of 2 steps for \u201cweb_search\u201d" in screen_text(app))
+        first = tv.cursor
+        assert first in (1, 3)
+        await pilot.press("down")
+        assert await wait_for(pilot, lambda: tv.cursor != first)
+        assert {first, tv.cursor} == {1, 3}
+        await pilot.press("up")
+        assert await wait_for(pilot, lambda: tv.cursor == first)
+        await pilot.press("enter")
+        assert await wait_for(pilot, lambda: tv.cursor != first)
+        box.value = "nothing like this anywhere"
+        assert await wait_for(pilot, lambda: "no step contains" in screen_text(app))
+        # Esc closes the search box and stays on the case (it does not go back)
+        await pilot.press("escape")
+        await pilot.pause()
+        assert app.screen is screen and not box.display and tv.has_focus

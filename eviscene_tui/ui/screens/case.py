@@ -15,7 +15,7 @@ from textual.binding import Binding
 from textual.containers import Horizontal, VerticalScroll
 from textual.content import Content
 from textual.screen import Screen
-from textual.widgets import OptionList, Static, TabbedContent, TabPane
+from textual.widgets import Input, OptionList, Static, TabbedContent, TabPane
 from textual.widgets.option_list import Option
 from textual.worker import get_current_worker
 
@@ -60,6 +60,7 @@ class CaseScreen(Screen):
         Binding("n", "policy(1)", "Next policy", id="case.next_policy", tooltip="Next policy step"),
         Binding("p", "policy(-1)", "Prev policy", id="case.prev_policy", tooltip="Previous policy step"),
         Binding("colon", "goto_step", "Go to step", id="case.goto", tooltip="Go to step N"),
+        Binding("slash", "search", "Search", id="case.search", tooltip="Search the steps' text (tool args and results, thought, output): Enter / down next, up previous, Esc closes"),
         Binding("enter", "step_detail", "Detail", id="case.detail", tooltip="Full detail of the highlighted step"),
         Binding("v", "toggle_reveal", "Reveal privileged", id="case.reveal", tooltip="Show / hide gold, expected verdict, judge and localizer explanations, private context"),
         Binding("1", "tab('trace')", "Trace tab", show=False, id="case.tab.trace", tooltip="Shown on the tab labels"),
@@ -94,6 +95,9 @@ class CaseScreen(Screen):
         self._panels_mounted = False
         self._want_focus_tab = "trace"
         self.opened_at = time.perf_counter()
+        self._trace_search: Any = None  # state.trace_search.TraceSearch, built on the first "/"
+        self._search_timer: Any = None
+        self._search_status: str | None = None
         self.failure_shown_at: float | None = None
 
     # -- compose -----------------------------------------------------------------------------
@@ -103,6 +107,7 @@ class CaseScreen(Screen):
         with TabbedContent(initial="trace", id="case-tabs"):
             with TabPane("1 Trace", id="trace"):
                 yield TraceView(id="trace-view")
+                yield Input(placeholder="search the steps (Enter / down: next, up: previous, Esc: close)", id="trace-search", classes="-hidden")
                 yield Static(Content("reading the source trace\u2026"), id="trace-status", classes="status-bar")
             # the other tabs' bodies are mounted after the failure step is on screen
             # (or when a tab is opened first): see _mount_panels
@@ -407,6 +412,8 @@ class CaseScreen(Screen):
             parts.append(f"{data.size_bytes / 1e6:.1f} MB")
         if data.problems:
             parts.append("problems: " + "; ".join(data.problems[:2]))
+        if self._search_status:
+            parts.append(self._search_status)
         self.query_one("#trace-status", Static).update(Content(" \u00b7 ".join(parts)))
 
     def _paint_compare(self) -> None:
@@ -517,6 +524,84 @@ class CaseScreen(Screen):
                 self._trace_goto(value)
 
         self.app.push_screen(GotoStepScreen(self.trace_rows.step_count), done)
+
+    # -- search in the trace ------------------------------------------------------------------
+    def action_search(self) -> None:
+        if self.trace_rows is None or self.trace is None:
+            self.notify("The trace is still loading", markup=False)
+            return
+        self.action_tab("trace")
+        box = self.query_one("#trace-search", Input)
+        box.remove_class("-hidden")
+        box.focus()
+        box.select_all()
+
+    @on(Input.Changed, "#trace-search")
+    def _search_changed(self, event: Input.Changed) -> None:
+        if self._search_timer is not None:
+            self._search_timer.stop()
+        query = event.value
+        # the first match at or after the highlighted step, once typing pauses
+        self._search_timer = self.set_timer(0.12, lambda: self._search(query, 1, include_start=True))
+
+    @on(Input.Submitted, "#trace-search")
+    def _search_submitted(self, event: Input.Submitted) -> None:
+        self._search(event.value, 1)
+
+    def on_key(self, event: Any) -> None:
+        box = self.query("#trace-search").first(Input)
+        if box is None or not box.has_focus:
+            return
+        if event.key in ("down", "up"):
+            event.stop()
+            self._search(box.value, 1 if event.key == "down" else -1)
+        elif event.key == "escape":
+            event.stop()
+            event.prevent_default()
+            box.add_class("-hidden")
+            self.query_one(TraceView).focus()
+
+    def _search(self, query: str, direction: int, *, include_start: bool = False) -> None:
+        if self.trace is None:
+            return
+        if not query.strip():
+            self._search_status = None
+            self._paint_trace_status()
+            return
+        if self._trace_search is None or self._trace_search.trace is not self.trace:
+            from eviscene_tui.state.trace_search import TraceSearch
+
+            self._trace_search = TraceSearch(self.trace)
+            self._search_status = "searching the steps\u2026"
+            self._paint_trace_status()
+        self._run_search(self._trace_search, query, self.query_one(TraceView).cursor, direction, include_start)
+
+    @work(thread=True, exclusive=True, group="trace-search", exit_on_error=False)
+    def _run_search(self, search: Any, query: str, start: int, direction: int, include_start: bool) -> None:
+        try:
+            hit = search.find(query, start, direction, include_start=include_start)
+        except Exception as exc:  # noqa: BLE001 - shown in the status line, never crashes the screen
+            from eviscene_tui.state.trace_search import SearchHit
+
+            self.post_message(M.TraceSearchDone(SearchHit(None, 0, 0, query), error=f"{type(exc).__name__}: {exc}"))
+            return
+        self.post_message(M.TraceSearchDone(hit))
+
+    @on(M.TraceSearchDone)
+    def _search_done(self, message: M.TraceSearchDone) -> None:
+        hit = message.hit
+        box = self.query("#trace-search").first(Input)
+        if box is not None and hit.query != box.value:
+            return  # a newer query is on its way
+        shown = safe_text(hit.query, single_line=True, limit=40)
+        if message.error:
+            self._search_status = "search failed: " + safe_text(message.error, single_line=True, limit=120)
+        elif hit.index is None:
+            self._search_status = f"no step contains \u201c{shown}\u201d"
+        else:
+            self._search_status = f"match {hit.ordinal} of {hit.total} steps for \u201c{shown}\u201d"
+            self.query_one(TraceView).goto(hit.index)
+        self._paint_trace_status()
 
     def action_step_detail(self) -> None:
         if self.trace is None:
@@ -659,6 +744,7 @@ class CaseScreen(Screen):
             ("case: next policy step", "Move to the next policy step", lambda: self.action_policy(1)),
             ("case: previous policy step", "Move to the previous policy step", lambda: self.action_policy(-1)),
             ("case: go to step N", "Jump to a step by its index", self.action_goto_step),
+            ("case: search the trace", "Find text in the steps' tool arguments and results, thoughts and outputs", self.action_search),
             ("case: show step detail", "tool_result, policy_input and token capture of the highlighted step", self.action_step_detail),
             ("case: reveal privileged material", "Toggle gold, expected verdict, judge/localizer explanations, private context", self.action_toggle_reveal),
             ("case: show trace", "Source trace tab", lambda: self.action_tab("trace")),
