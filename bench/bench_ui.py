@@ -135,7 +135,11 @@ async def main():
                 tv.render_line(y)
             scroll += time.perf_counter() - t
         scroll /= 20
-        print(json.dumps({"shown": shown, "ok": ok, "failure": screen.trace_rows.failure_index if screen.trace_rows else None,
+        from eviscene_tui.state.trace_search import TraceSearch
+        t = time.perf_counter()
+        TraceSearch(screen.trace).matches("no step holds this phrase")
+        search = time.perf_counter() - t
+        print(json.dumps({"search": search, "shown": shown, "ok": ok, "failure": screen.trace_rows.failure_index if screen.trace_rows else None,
                           "steps": screen.trace_rows.step_count if screen.trace_rows else 0, "page": scroll,
                           "maxrss_kb": peak_rss_kb()}))
 asyncio.run(main())
@@ -193,6 +197,7 @@ def run() -> list[tuple[str, str]]:
         )
     )
     rows.append(("ui: trace view, render one page after page-down (Line API)", f"{opened['page'] * 1000:.1f} ms per page"))
+    rows.append(("ui: search the steps' text (/), one full scan of that trace", f"{opened['search']:.2f} s"))
     return rows
 
 

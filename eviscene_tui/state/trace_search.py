@@ -5,14 +5,19 @@ type, tool name, tool arguments, the tool result (whole, not the one-line previe
 thought and output. Not the policy input or the token captures: they are most of a big
 trace's bytes and are inspected elsewhere (step detail, token inspector).
 
-Matching is case-insensitive (``casefold``) substring matching; the query's whitespace
-runs match any whitespace run, so a query typed from a wrapped line still matches. The
-per-step texts are built once, on the first search (a worker calls this), and kept.
+Matching is case-insensitive (both sides lowercased) substring matching; the query's
+whitespace runs match any whitespace run, so a query typed from a wrapped line still
+matches. No index and no text is kept: each new query scans the steps' fields (lowercased
+copies of one field at a time, about 0.25 s for 190 MB of tool results), a query that
+extends an earlier one scans only that one's matches, and a scan stops early when the
+caller says it was cancelled (a newer query).
 """
 
 from __future__ import annotations
 
+import bisect
 import re
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,29 +27,38 @@ _FIELDS = ("stage", "stage_name", "action_type", "tool_name", "tool_args", "tool
 _WS = re.compile(r"\s+")
 
 
-def _text(value: Any) -> str:
-    if value is None:
-        return ""
-    if isinstance(value, str):
-        return value
-    try:
-        return orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS).decode("utf-8")
-    except (TypeError, orjson.JSONEncodeError):
-        return str(value)
-
-
-def step_haystack(raw: Any) -> str:
-    """The searchable text of one raw step, normalised (casefolded, whitespace collapsed)."""
-    if isinstance(raw, dict):
-        parts = [_text(raw.get(key)) for key in _FIELDS]
-        text = "\n".join(p for p in parts if p)
-    else:
-        text = _text(raw)
-    return _WS.sub(" ", text.casefold())
+def _field_texts(raw: Any) -> Iterator[str]:
+    """The searchable texts of one raw step, lowercased, one field at a time."""
+    if not isinstance(raw, dict):
+        raw = {"output": raw}
+    for key in _FIELDS:
+        value = raw.get(key)
+        if value is None:
+            continue
+        if not isinstance(value, str):
+            try:
+                value = orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS).decode("utf-8")
+            except (TypeError, orjson.JSONEncodeError):
+                value = str(value)
+        yield value.lower()
 
 
 def normalise_query(query: str) -> str:
-    return _WS.sub(" ", query.casefold()).strip()
+    return _WS.sub(" ", query.lower()).strip()
+
+
+def _matcher(needle: str) -> Callable[[str], bool]:
+    if " " not in needle:
+        return lambda text: needle in text
+    pattern = re.compile(r"\s+".join(re.escape(part) for part in needle.split(" ")))
+    return lambda text: pattern.search(text) is not None
+
+
+def step_matches(raw: Any, query: str) -> bool:
+    """Whether one raw step's text holds ``query``."""
+    needle = normalise_query(query)
+    match = _matcher(needle)
+    return bool(needle) and any(match(text) for text in _field_texts(raw))
 
 
 @dataclass(frozen=True)
@@ -59,45 +73,56 @@ class SearchHit:
 
 
 class TraceSearch:
-    """Searches one trace; the haystacks are built on first use."""
+    """Searches one trace's steps; remembers the matches of the last few queries."""
+
+    KEEP = 8
 
     def __init__(self, trace: Any) -> None:
         self.trace = trace
-        self._hay: list[str] | None = None
-        self._last: tuple[str, list[int]] | None = None  # the matches of the last query
+        self._found: dict[str, list[int]] = {}
 
-    @property
-    def ready(self) -> bool:
-        return self._hay is not None
-
-    def build(self) -> None:
-        if self._hay is None:
-            self._hay = [step_haystack(raw) for raw in self.trace.raw_steps]
-
-    def matches(self, query: str) -> list[int]:
-        """Indices of the steps containing ``query`` (empty query: none)."""
+    def matches(self, query: str, *, cancelled: Callable[[], bool] | None = None) -> list[int] | None:
+        """Indices of the steps holding ``query`` (empty query: none); ``None`` when
+        ``cancelled()`` turned true during the scan."""
         needle = normalise_query(query)
         if not needle:
             return []
-        if self._last is not None and self._last[0] == needle:
-            return self._last[1]
-        self.build()
-        assert self._hay is not None
-        found = [i for i, hay in enumerate(self._hay) if needle in hay]
-        self._last = (needle, found)
-        return found
+        if needle in self._found:
+            return self._found[needle]
+        steps = self.trace.raw_steps
+        candidates: Any = range(len(steps))
+        for earlier, found in self._found.items():
+            if earlier in needle and len(found) < len(candidates):
+                candidates = found  # every step holding the longer query holds this one
+        match = _matcher(needle)
+        out: list[int] = []
+        for n, i in enumerate(candidates):
+            if cancelled is not None and n % 32 == 0 and cancelled():
+                return None
+            if any(match(text) for text in _field_texts(steps[i])):
+                out.append(i)
+        if len(self._found) >= self.KEEP:
+            self._found.pop(next(iter(self._found)))
+        self._found[needle] = out
+        return out
 
-    def find(self, query: str, start: int, direction: int = 1, *, include_start: bool = False) -> SearchHit:
+    def find(
+        self, query: str, start: int, direction: int = 1, *, include_start: bool = False, cancelled: Callable[[], bool] | None = None
+    ) -> SearchHit | None:
         """The next matching step after ``start`` (``include_start``: at or after) going
-        ``direction`` (1 forward, -1 back), wrapping around the trace."""
-        found = self.matches(query)
+        ``direction`` (1 forward, -1 back), wrapping around; ``None`` if cancelled."""
+        found = self.matches(query, cancelled=cancelled)
+        if found is None:
+            return None
         if not found:
             return SearchHit(None, 0, 0, query)
         if direction >= 0:
-            pick = next((i for i in found if i > start or (include_start and i == start)), found[0])
+            at = bisect.bisect_left(found, start) if include_start else bisect.bisect_right(found, start)
+            k = at if at < len(found) else 0
         else:
-            pick = next((i for i in reversed(found) if i < start or (include_start and i == start)), found[-1])
-        return SearchHit(pick, found.index(pick) + 1, len(found), query)
+            at = bisect.bisect_right(found, start) if include_start else bisect.bisect_left(found, start)
+            k = at - 1 if at > 0 else len(found) - 1
+        return SearchHit(found[k], k + 1, len(found), query)
 
 
-__all__ = ["SearchHit", "TraceSearch", "normalise_query", "step_haystack"]
+__all__ = ["SearchHit", "TraceSearch", "normalise_query", "step_matches"]

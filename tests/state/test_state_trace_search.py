@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from eviscene_tui.artifacts.trace import SourceTrace
-from eviscene_tui.state.trace_search import TraceSearch, step_haystack
+from eviscene_tui.state.trace_search import TraceSearch, step_matches
 
 LONG = "x" * 5000 + " the Needle   in a\nlong result"
 STEPS = [
@@ -43,12 +43,21 @@ def test_find_goes_forward_and_back_and_wraps() -> None:
     assert miss.index is None and miss.total == 0 and miss.query == "nowhere"
 
 
-def test_haystacks_are_built_once() -> None:
+def test_longer_queries_rescan_only_earlier_matches_and_cancel_stops_a_scan() -> None:
     s = _search()
-    assert not s.ready
-    s.matches("x")
-    assert s.ready
-    hay = s._hay
-    s.matches("y")
-    assert s._hay is hay
-    assert step_haystack({"tool_args": {"b": [1, {"c": None}]}}) == '{"b":[1,{"c":null}]}'
+    assert s.matches("web") == [0, 2, 3]
+    seen: list[int] = []
+    real = s.trace.raw_steps
+
+    class Spy(list):
+        def __getitem__(self, i):
+            seen.append(i)
+            return list.__getitem__(self, i)
+
+    s.trace = type("T", (), {"raw_steps": Spy(real)})()
+    assert s.matches("web_search") == [0, 2, 3]
+    assert sorted(seen) == [0, 2, 3]  # step 1 was not looked at again
+    assert s.matches("valencia", cancelled=lambda: True) is None
+    assert s.find("valencia", 0, cancelled=lambda: True) is None
+    assert step_matches({"tool_args": {"b": [1, {"c": None}]}}, '"C":NULL')
+    assert not step_matches({"tool_args": {"b": 1}}, "")

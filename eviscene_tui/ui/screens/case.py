@@ -578,14 +578,16 @@ class CaseScreen(Screen):
 
     @work(thread=True, exclusive=True, group="trace-search", exit_on_error=False)
     def _run_search(self, search: Any, query: str, start: int, direction: int, include_start: bool) -> None:
+        worker = get_current_worker()
         try:
-            hit = search.find(query, start, direction, include_start=include_start)
+            hit = search.find(query, start, direction, include_start=include_start, cancelled=lambda: worker.is_cancelled)
         except Exception as exc:  # noqa: BLE001 - shown in the status line, never crashes the screen
             from eviscene_tui.state.trace_search import SearchHit
 
             self.post_message(M.TraceSearchDone(SearchHit(None, 0, 0, query), error=f"{type(exc).__name__}: {exc}"))
             return
-        self.post_message(M.TraceSearchDone(hit))
+        if hit is not None:  # None: a newer search replaced this one
+            self.post_message(M.TraceSearchDone(hit))
 
     @on(M.TraceSearchDone)
     def _search_done(self, message: M.TraceSearchDone) -> None:
