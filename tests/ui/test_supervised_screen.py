@@ -47,14 +47,18 @@ async def _until(pilot, pred, timeout=10.0):
     return pred()
 
 
-async def test_supervised_screen_round_by_keyboard(tmp_path):
+def _supervised(tmp_path):
+    """A supervised screen (fake continuation runner) over a fresh driver case, in a harness app."""
     out = tmp_path / "out"
     droot = write_driver_case(out)
-    before = tree_hash(out)
-    case = load_case(droot)
     options = AppOptions(root=out, workdir=tmp_path / "out.eviscene-tui", operator="tester")
-    screen = SupervisedScreen(case, options, runner=fake_runner, settings=SearchSettings(operator="tester"))
-    app = Harness(screen)
+    screen = SupervisedScreen(load_case(droot), options, runner=fake_runner, settings=SearchSettings(operator="tester"))
+    return screen, Harness(screen), out
+
+
+async def test_supervised_screen_round_by_keyboard(tmp_path):
+    screen, app, out = _supervised(tmp_path)
+    before = tree_hash(out)
     async with app.run_test(size=(140, 45)) as pilot:
         assert await _until(pilot, lambda: screen.search is not None), screen.last_message
         s = screen.search
@@ -272,12 +276,7 @@ async def test_embedded_stream_badge_attested_with_a_profile(tmp_path):
 
 
 async def test_hints_card_gives_arrows_to_the_list_so_any_proposal_can_be_approved(tmp_path):
-    out = tmp_path / "out"
-    droot = write_driver_case(out)
-    case = load_case(droot)
-    options = AppOptions(root=out, workdir=tmp_path / "out.eviscene-tui", operator="tester")
-    screen = SupervisedScreen(case, options, runner=fake_runner, settings=SearchSettings(operator="tester"))
-    app = Harness(screen)
+    screen, app, _ = _supervised(tmp_path)
     async with app.run_test(size=(140, 45)) as pilot:
         assert await _until(pilot, lambda: screen.search is not None), screen.last_message
         s = screen.search
