@@ -240,6 +240,8 @@ async def test_search_in_the_trace_by_keyboard(tmp_path_factory) -> None:
         assert await wait_for(pilot, lambda: "of 2 steps for \u201cweb_search\u201d" in screen_text(app))
         first = tv.cursor
         assert first in (1, 3)
+        assert tv.marks == {1, 3}  # every match is marked in the gutter
+        assert screen_text(app).count("\u25cf") == 2
         await pilot.press("down")
         assert await wait_for(pilot, lambda: tv.cursor != first)
         assert {first, tv.cursor} == {1, 3}
@@ -253,3 +255,4 @@ async def test_search_in_the_trace_by_keyboard(tmp_path_factory) -> None:
         await pilot.press("escape")
         await pilot.pause()
         assert app.screen is screen and not box.display and tv.has_focus
+        assert not tv.marks and "\u25cf" not in screen_text(app)

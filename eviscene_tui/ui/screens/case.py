@@ -559,13 +559,16 @@ class CaseScreen(Screen):
             event.stop()
             event.prevent_default()
             box.add_class("-hidden")
-            self.query_one(TraceView).focus()
+            tv = self.query_one(TraceView)
+            tv.set_marks(())  # closing the search clears its marks
+            tv.focus()
 
     def _search(self, query: str, direction: int, *, include_start: bool = False) -> None:
         if self.trace is None:
             return
         if not query.strip():
             self._search_status = None
+            self.query_one(TraceView).set_marks(())
             self._paint_trace_status()
             return
         if self._trace_search is None or self._trace_search.trace is not self.trace:
@@ -587,7 +590,7 @@ class CaseScreen(Screen):
             self.post_message(M.TraceSearchDone(SearchHit(None, 0, 0, query), error=f"{type(exc).__name__}: {exc}"))
             return
         if hit is not None:  # None: a newer search replaced this one
-            self.post_message(M.TraceSearchDone(hit))
+            self.post_message(M.TraceSearchDone(hit, matches=search.matches(query) or ()))
 
     @on(M.TraceSearchDone)
     def _search_done(self, message: M.TraceSearchDone) -> None:
@@ -596,6 +599,8 @@ class CaseScreen(Screen):
         if box is not None and hit.query != box.value:
             return  # a newer query is on its way
         shown = safe_text(hit.query, single_line=True, limit=40)
+        tv = self.query_one(TraceView)
+        tv.set_marks(message.matches)
         if message.error:
             self._search_status = "search failed: " + safe_text(message.error, single_line=True, limit=120)
         elif hit.index is None:

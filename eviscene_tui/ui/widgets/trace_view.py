@@ -7,6 +7,8 @@ Rows not built yet paint as a dim placeholder.
 
 from __future__ import annotations
 
+from typing import Any
+
 from rich.segment import Segment
 from rich.style import Style
 from textual import events
@@ -38,6 +40,7 @@ class TraceView(ScrollView, can_focus=True):
         "trace--cursor",
         "trace--failure",
         "trace--failure-label",
+        "trace--match",
     }
 
     DEFAULT_CSS = """
@@ -55,6 +58,7 @@ class TraceView(ScrollView, can_focus=True):
     TraceView:focus > .trace--cursor { background: $primary 35%; }
     TraceView > .trace--failure { background: $error 25%; }
     TraceView > .trace--failure-label { color: $error; text-style: bold reverse; }
+    TraceView > .trace--match { color: $accent; text-style: bold; }
     """
 
     BINDINGS = [
@@ -77,6 +81,7 @@ class TraceView(ScrollView, can_focus=True):
         super().__init__(id=id, classes=classes)
         self.data: TraceRows | None = None
         self.failure_painted_at: float | None = None  # perf_counter of the first paint of the failure step (benchmarks)
+        self.marks: frozenset[int] = frozenset()  # steps matching the current search (a marker in the gutter)
         self._cache: LRUCache[tuple, Strip] = LRUCache(4096)
 
     # -- data --------------------------------------------------------------------------
@@ -87,6 +92,14 @@ class TraceView(ScrollView, can_focus=True):
         target = focus_step if focus_step is not None else (data.failure_index if data.failure_index is not None else 0)
         self.goto(target, center=True)
         self.refresh()
+
+    def set_marks(self, indices: Any) -> None:
+        """Mark these steps (search matches); an empty collection clears the marks."""
+        marks = frozenset(indices)
+        if marks != self.marks:
+            self.marks = marks
+            self._cache.clear()
+            self.refresh()
 
     def rows_updated(self, start: int, end: int) -> None:
         """Rows ``start..end`` were filled in by the worker."""
@@ -209,7 +222,10 @@ class TraceView(ScrollView, can_focus=True):
                 segments.append(Segment("  ", base))
                 segments.append(Segment(row.tool, s("trace--tool")))
             return Strip(segments)
-        segments = [Segment(" " * gutter, base)]
+        if index in self.marks:
+            segments = [Segment("   \u25cf    ", s("trace--match"))]  # a search match
+        else:
+            segments = [Segment(" " * gutter, base)]
         if row is None:
             return Strip(segments)
         if row.result:
