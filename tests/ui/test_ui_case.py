@@ -123,14 +123,15 @@ async def test_no_site_case_explains_and_points_at_closest_step(tmp_path_factory
         assert screen.view.no_site
         # opens on the explanation
         assert await wait_for(pilot, lambda: screen.query_one(TabbedContent).active == "localization", 5)
+        # the panels are mounted and painted just after the tab opens
+        assert await wait_for(pilot, lambda: "Why no recoverable site was found" in str(screen.query("#loc-doc").first().content if screen.query("#loc-doc") else ""), 5)
         loc = str(screen.query_one("#loc-doc").content)
-        assert "Why no recoverable site was found" in loc
         assert "semantic localization" in loc
         closest = screen.view.closest_step
         assert closest is not None
+        assert await wait_for(pilot, lambda: screen.trace_rows is not None, 5)
         await pilot.press("f")
-        await pilot.pause()
-        assert screen.query_one(TraceView).cursor == closest
+        assert await wait_for(pilot, lambda: screen.query_one(TraceView).cursor == closest, 5)
 
 
 async def test_rounds_tab_shows_states_and_pending(tmp_path_factory) -> None:
@@ -255,4 +256,4 @@ async def test_search_in_the_trace_by_keyboard(tmp_path_factory) -> None:
         await pilot.press("escape")
         await pilot.pause()
         assert app.screen is screen and not box.display and tv.has_focus
-        assert not tv.marks and "\u25cf" not in screen_text(app)
+        assert not tv.marks and "\u25cf" not in screen_text(app) and "steps for" not in screen_text(app)

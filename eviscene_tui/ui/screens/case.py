@@ -34,6 +34,7 @@ from eviscene_tui.ui import messages as M
 from eviscene_tui.ui.widgets.doc import doc_content
 from eviscene_tui.ui.widgets.trace_view import TraceView
 from eviscene_tui.ui.widgets.key_footer import KeyFooter
+from eviscene_tui.ui.widgets.search_box import SearchBox
 
 WINDOW = 150  # rows built around the failure step before the first paint
 TABS = ("trace", "localization", "rounds", "compare", "integrity")
@@ -107,7 +108,7 @@ class CaseScreen(Screen):
         with TabbedContent(initial="trace", id="case-tabs"):
             with TabPane("1 Trace", id="trace"):
                 yield TraceView(id="trace-view")
-                yield Input(placeholder="search the steps (Enter / down: next, up: previous, Esc: close)", id="trace-search", classes="-hidden")
+                yield SearchBox(placeholder="search the steps (Enter / down: next, up: previous, Esc: close)", id="trace-search", classes="-hidden")
                 yield Static(Content("reading the source trace\u2026"), id="trace-status", classes="status-bar")
             # the other tabs' bodies are mounted after the failure step is on screen
             # (or when a tab is opened first): see _mount_panels
@@ -531,7 +532,7 @@ class CaseScreen(Screen):
             self.notify("The trace is still loading", markup=False)
             return
         self.action_tab("trace")
-        box = self.query_one("#trace-search", Input)
+        box = self.query_one("#trace-search", SearchBox)
         box.remove_class("-hidden")
         box.focus()
         box.select_all()
@@ -548,20 +549,18 @@ class CaseScreen(Screen):
     def _search_submitted(self, event: Input.Submitted) -> None:
         self._search(event.value, 1)
 
-    def on_key(self, event: Any) -> None:
-        box = self.query("#trace-search").first(Input)
-        if box is None or not box.has_focus:
-            return
-        if event.key in ("down", "up"):
-            event.stop()
-            self._search(box.value, 1 if event.key == "down" else -1)
-        elif event.key == "escape":
-            event.stop()
-            event.prevent_default()
-            box.add_class("-hidden")
-            tv = self.query_one(TraceView)
-            tv.set_marks(())  # closing the search clears its marks
-            tv.focus()
+    @on(SearchBox.Step)
+    def _search_step(self, event: SearchBox.Step) -> None:
+        self._search(self.query_one("#trace-search", SearchBox).value, event.direction)
+
+    @on(SearchBox.Closed)
+    def _search_closed(self) -> None:
+        self.query_one("#trace-search", SearchBox).add_class("-hidden")
+        tv = self.query_one(TraceView)
+        tv.set_marks(())  # closing the search clears its marks and its status
+        tv.focus()
+        self._search_status = None
+        self._paint_trace_status()
 
     def _search(self, query: str, direction: int, *, include_start: bool = False) -> None:
         if self.trace is None:
@@ -595,8 +594,8 @@ class CaseScreen(Screen):
     @on(M.TraceSearchDone)
     def _search_done(self, message: M.TraceSearchDone) -> None:
         hit = message.hit
-        box = self.query("#trace-search").first(Input)
-        if box is not None and hit.query != box.value:
+        box = self.query_one("#trace-search", SearchBox)
+        if hit.query != box.value:
             return  # a newer query is on its way
         shown = safe_text(hit.query, single_line=True, limit=40)
         tv = self.query_one(TraceView)
