@@ -90,11 +90,12 @@ def _messages_of(archived: Any) -> list[dict[str, Any]]:
     return messages + _payload_messages(payload)
 
 
-def observed_hint_template(case: Any, round_index: int | None = None) -> HintTemplate | None:
+def observed_hint_template(case: Any, round_index: int | None = None, *, notes: list[str] | None = None) -> HintTemplate | None:
     """How this run's driver put a hint into a teacher request: learned from a hint try
     whose teacher request is archived (the hint's runtime store), compared with the
     unhinted failure-step request of the same site. The asked round first, then the
-    latest. ``None`` when no try gives an unambiguous answer."""
+    latest. ``None`` when no try gives an unambiguous answer; ``notes`` then gets why, for
+    each archived hinted request that could not be read as one insertion of the hint."""
     try:
         rounds = list(case.rounds or [])
     except Exception:
@@ -107,7 +108,7 @@ def observed_hint_template(case: Any, round_index: int | None = None) -> HintTem
             continue
         for n, cont in continuations.items():
             try:
-                template = _template_from_try(case, rnd, n, cont)
+                template = _template_from_try(case, rnd, n, cont, notes)
             except Exception:  # noqa: BLE001 - a damaged try teaches nothing; try the next
                 template = None
             if template is not None:
@@ -115,7 +116,7 @@ def observed_hint_template(case: Any, round_index: int | None = None) -> HintTem
     return None
 
 
-def _template_from_try(case: Any, rnd: Any, n: int, cont: Any) -> HintTemplate | None:
+def _template_from_try(case: Any, rnd: Any, n: int, cont: Any, notes: list[str] | None = None) -> HintTemplate | None:
     hint = cont.hint
     if not hint:
         att = rnd.attempt_for_hint(n)
@@ -138,7 +139,10 @@ def _template_from_try(case: Any, rnd: Any, n: int, cont: Any) -> HintTemplate |
     if source is None:
         return None
     where = f"round {rnd.index}, hint {n:02d}, {desc['runtime_path']}/context/{first.context_request_id}.json"
-    return infer_hint_template(_messages_of(source), _messages_of(hinted), hint, evidence=where)
+    template = infer_hint_template(_messages_of(source), _messages_of(hinted), hint, evidence=where)
+    if template is None and notes is not None:
+        notes.append(f"hint placement: the hinted request of {where} differs from the failure step's request by more than one insertion of its hint")
+    return template
 
 
 def rebuild_for_case(case: Any, *, round_index: int | None = None, hint: str | None = None, placement: str = "as_run") -> TeacherRequest:
@@ -187,7 +191,7 @@ def rebuild_for_case(case: Any, *, round_index: int | None = None, hint: str | N
         problems += [_problem_text(p) for p in probs]
         if archived is None:
             raise RequestUnavailable("the step's metadata.policy_input could not be used: " + "; ".join(problems[-3:]))
-    template = observed_hint_template(case, round_index) if placement == "as_run" else None
+    template = observed_hint_template(case, round_index, notes=problems) if placement == "as_run" else None
     return teacher_request_from_archived(
         archived, hint=hint, placement=placement, step_index=idx, round_index=round_index, problems=problems, template=template
     )

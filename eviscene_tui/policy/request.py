@@ -129,7 +129,7 @@ class TeacherRequest:
             return f"as in this run ({self.hint_template.evidence}): {self.hint_template.describe()}"
         if self.hint_template is not None:
             return f"{AS_RUN_FALLBACK}: the rule learned from this run ({self.hint_template.evidence}) has no place in this request"
-        return f"{AS_RUN_FALLBACK}: this run has no hinted teacher request to learn the driver's placement from"
+        return f"{AS_RUN_FALLBACK}: no hinted teacher request of this run shows the driver's placement unambiguously"
 
     def origin(self) -> dict[str, Any]:
         return {

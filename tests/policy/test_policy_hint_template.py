@@ -146,6 +146,7 @@ def test_rebuild_for_a_sample_case_learns_the_runs_placement_and_falls_back_with
     bare = rebuild_for_case(load_case(case_dir), round_index=1, hint="Check the caption.")
     assert bare.hint_location["placement"] == "user_suffix"
     assert "no hinted teacher request" in bare.hint_rule()
+    assert not any("hint placement" in p for p in bare.problems)  # nothing to learn from: nothing to note
 
 
 def test_hint_where_reads_like_a_sentence() -> None:
@@ -156,3 +157,25 @@ def test_hint_where_reads_like_a_sentence() -> None:
     msgs, loc = apply_hint(SOURCE, "Look.", "system_suffix")
     assert TeacherRequest(messages=msgs, hint_location=loc).hint_where().startswith("message 0 (system), characters 17-")
     assert TeacherRequest(messages=SOURCE).hint_where() == "no hint"
+
+
+def test_a_hinted_request_that_is_not_one_insertion_is_noted(tmp_path, monkeypatch) -> None:
+    from eviscene_tui.artifacts.case import load_case
+    from eviscene_tui.policy import casefile
+    from eviscene_tui.samples import generate
+
+    root = tmp_path / "runs"
+    generate(root)
+    case_dir = root / "feedback-converged-3-rounds"
+    seen: list[tuple] = []
+
+    def unclear(source, hinted, hint, *, evidence=""):
+        seen.append((source, hinted, hint, evidence))
+        return None  # as for a driver that also rewrote the prompt (inference is tested above)
+
+    monkeypatch.setattr(casefile, "infer_hint_template", unclear)
+    req = casefile.rebuild_for_case(load_case(case_dir), round_index=1, hint="Check the caption.")
+    assert seen and all(len(h) == len(s) + 1 for s, h, _, _ in seen)  # the real archived requests were compared
+    assert req.hint_location["placement"] == "user_suffix"
+    notes = [p for p in req.problems if p.startswith("hint placement:")]
+    assert len(notes) == len(seen) and "round 1, hint 00" in notes[0]
