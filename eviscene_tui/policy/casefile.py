@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from eviscene_tui.policy.hint_template import HintTemplate, infer_hint_template
-from eviscene_tui.policy.request import RequestUnavailable, TeacherRequest, _payload_messages, teacher_request_from_archived
+from eviscene_tui.policy.request import RequestUnavailable, TeacherRequest, archived_messages, teacher_request_from_archived
 
 
 def _problem_text(p: Any) -> str:
@@ -78,18 +78,6 @@ def case_ref(case: Any, round_index: int | None = None) -> dict[str, Any]:
     }
 
 
-def _messages_of(archived: Any) -> list[dict[str, Any]]:
-    """System prompt + payload messages of an archived request, images as their refs."""
-    messages: list[dict[str, Any]] = []
-    system = getattr(archived, "system_prompt", None)
-    if system:
-        messages.append({"role": "system", "content": str(system)})
-    payload = getattr(archived, "input_payload_refs", None)
-    if payload is None:
-        payload = getattr(archived, "input_payload", None)
-    return messages + _payload_messages(payload)
-
-
 def observed_hint_template(case: Any, round_index: int | None = None, *, notes: list[str] | None = None) -> HintTemplate | None:
     """How this run's driver put a hint into a teacher request: learned from a hint try
     whose teacher request is archived (the hint's runtime store), compared with the
@@ -139,7 +127,7 @@ def _template_from_try(case: Any, rnd: Any, n: int, cont: Any, notes: list[str] 
     if source is None:
         return None
     where = f"round {rnd.index}, hint {n:02d}, {desc['runtime_path']}/context/{first.context_request_id}.json"
-    template = infer_hint_template(_messages_of(source), _messages_of(hinted), hint, evidence=where)
+    template = infer_hint_template(archived_messages(source, image_refs=True), archived_messages(hinted, image_refs=True), hint, evidence=where)
     if template is None and notes is not None:
         notes.append(f"hint placement: the hinted request of {where} differs from the failure step's request by more than one insertion of its hint")
     return template

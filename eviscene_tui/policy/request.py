@@ -258,6 +258,20 @@ def _payload_messages(payload: Any) -> list[dict[str, Any]]:
     return [{"role": "user", "content": [{"type": "text", "text": text}, *images]}]
 
 
+def archived_messages(archived: Any, *, image_refs: bool = False) -> list[dict[str, Any]]:
+    """The chat messages of an ``ArchivedRequest``: its system prompt, then its input
+    payload; images restored as data URLs, or kept as their archived refs (``image_refs``,
+    for comparing requests without their image bytes)."""
+    messages: list[dict[str, Any]] = []
+    system = getattr(archived, "system_prompt", None)
+    if system:
+        messages.append({"role": "system", "content": str(system)})
+    payload = getattr(archived, "input_payload_refs", None) if image_refs else None
+    if payload is None:
+        payload = getattr(archived, "input_payload", None)
+    return messages + _payload_messages(payload)
+
+
 def teacher_request_from_archived(
     archived: Any,
     *,
@@ -278,11 +292,7 @@ def teacher_request_from_archived(
             "an archived image of the failure step's request is missing or does not match its sha256; "
             "the request cannot be rebuilt faithfully (see the integrity problems)"
         )
-    messages: list[dict[str, Any]] = []
-    system = getattr(archived, "system_prompt", None)
-    if system:
-        messages.append({"role": "system", "content": str(system)})
-    messages += _payload_messages(payload)
+    messages = archived_messages(archived)
     if not messages:
         raise RequestUnavailable("the archived request has neither a system prompt nor an input payload")
     msgs, loc = apply_hint(messages, hint, placement, template)
