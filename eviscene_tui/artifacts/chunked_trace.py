@@ -41,7 +41,6 @@ _OVERLAP = 512  # bytes re-searched when a boundary may straddle two reads
 
 _ARRAY_KEY = re.compile(rb'"all_steps"\s*:\s*\[')
 _FIRST_ELEMENT = re.compile(rb'\s*(?:(\])|\{\s*("(?:[^"\\]|\\.)*")\s*:)')
-_WS = b" \t\r\n"
 
 
 class _Blocks:

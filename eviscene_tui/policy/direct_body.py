@@ -143,8 +143,7 @@ class BodyTap:
         self._armed = False
         self._head = bytearray()  # the head block seen so far (to find its end)
         self._pending = b""  # bytes read from the network, not yet given to httpcore
-        self.holding = False  # the bytes after a final response head are held
-        self.claimed = False
+        self.holding = False  # the bytes after a final response head are held (until claimed or read)
         stream.read = self.read  # httpcore calls ``self._network_stream.read(...)``
 
     def arm(self) -> None:
@@ -188,7 +187,6 @@ class BodyTap:
     def claim(self) -> bytes:
         """The held body bytes; from now on the caller reads the body (:meth:`read_body`)."""
         data, self._pending = self._pending, b""
-        self.claimed = True
         self.holding = False
         return data
 
@@ -221,7 +219,7 @@ class DirectBodyTrace:
     def claimable(self, response: Any) -> BodyTap | None:
         """The tap holding ``response``'s body when it can be read directly, else None."""
         tap = self.tap
-        if tap is None or not tap.holding or tap.claimed:
+        if tap is None or not tap.holding:
             return None
         if response.extensions.get("network_stream") is not tap.stream:
             return None
