@@ -111,7 +111,8 @@ class CaptureData:
         return self.topk[ci]
 
 
-def _get(obj: Any, key: str, default: Any = None) -> Any:
+def field_of(obj: Any, key: str, default: Any = None) -> Any:
+    """``obj[key]`` for a mapping, ``obj.key`` for a model; ``default`` when missing or None obj."""
     if obj is None:
         return default
     if isinstance(obj, Mapping):
@@ -188,22 +189,22 @@ def from_policy_capture(
     capture: Any, *, key: str, label: str, usage: Mapping[str, Any] | None = None
 ) -> CaptureData:
     """A ``policy_token_capture`` (§3.3): prompt ids then completion ids, with logprobs and top-k."""
-    prompt = _int_list(_get(capture, "prompt_token_ids"))
-    completion = _int_list(_get(capture, "completion_token_ids"))
+    prompt = _int_list(field_of(capture, "prompt_token_ids"))
+    completion = _int_list(field_of(capture, "completion_token_ids"))
     ids = (prompt or []) + (completion or [])
-    missing_raw = _get(capture, "missing") or []
+    missing_raw = field_of(capture, "missing") or []
     data = CaptureData(
         key=key,
         label=label,
         kind="step",
         ids=ids,
         completion_start=len(prompt or []) if completion is not None else None,
-        logprobs=normalise_logprobs(_get(capture, "completion_logprobs")),
-        topk=normalise_topk(_get(capture, "completion_topk_by_position")),
-        topk_k=_get(capture, "topk") if isinstance(_get(capture, "topk"), int) else None,
-        status=_get(capture, "status") if isinstance(_get(capture, "status"), str) else None,
+        logprobs=normalise_logprobs(field_of(capture, "completion_logprobs")),
+        topk=normalise_topk(field_of(capture, "completion_topk_by_position")),
+        topk_k=field_of(capture, "topk") if isinstance(field_of(capture, "topk"), int) else None,
+        status=field_of(capture, "status") if isinstance(field_of(capture, "status"), str) else None,
         missing=[str(m) for m in missing_raw] if isinstance(missing_raw, (list, tuple)) else [str(missing_raw)],
-        logprob_semantics=_get(capture, "teacher_logprob_semantics"),
+        logprob_semantics=field_of(capture, "teacher_logprob_semantics"),
         usage=dict(usage) if isinstance(usage, Mapping) else None,
     )
     data.topk_semantics = "probabilities renormalised over the k returned logprobs (as stored)"

@@ -30,6 +30,7 @@ from eviscene_tui.tokens.capture import (
     CaptureData,
     Check,
     capture_checks,
+    field_of,
     from_policy_capture,
     normalise_logprobs,
     normalise_topk,
@@ -55,14 +56,6 @@ class CaptureRef:
     label: str
     group: str  # "source step" | "attempt" | "recorded"
     size: int | None  # number of ids, when cheap to know
-
-
-def _get(obj: Any, key: str, default: Any = None) -> Any:
-    if obj is None:
-        return default
-    if isinstance(obj, Mapping):
-        return obj.get(key, default)
-    return getattr(obj, key, default)
 
 
 def _trace(case: Any) -> Any:
@@ -130,11 +123,11 @@ def enumerate_captures(case: Any, *, workdir: str | os.PathLike[str] | None = No
     for rnd, _dir, atts in _attempt_groups(case):
         for k, att in enumerate(atts):
             for field in ATTEMPT_FIELDS:
-                value = _get(att, field)
+                value = field_of(att, field)
                 if value is None:
                     continue
                 if field == "repair_rollout_token_capture":
-                    n = (_len(_get(value, "prompt_token_ids")) or 0) + (_len(_get(value, "completion_token_ids")) or 0)
+                    n = (_len(field_of(value, "prompt_token_ids")) or 0) + (_len(field_of(value, "completion_token_ids")) or 0)
                 else:
                     n = _len(value)
                 key = f"attempt:{rnd}:{field}" if k == 0 else f"attempt:{rnd}.{k}:{field}"
@@ -234,8 +227,8 @@ def _find_attempt(case: Any, rnd: int, k: int) -> tuple[Any, Path | None]:
 
 
 def _source_step_capture(case: Any, att: Any) -> tuple[int | None, Any]:
-    site = _get(att, "repair_site")
-    idx = _get(site, "source_step_index")
+    site = field_of(att, "repair_site")
+    idx = field_of(site, "source_step_index")
     if not isinstance(idx, int):
         return None, None
     trace = _trace(case)
@@ -305,14 +298,14 @@ def load_capture(case: Any, key: str, *, workdir: str | os.PathLike[str] | None 
     if field not in ATTEMPT_FIELDS:
         raise CaptureError(f"unknown attempt field {field!r}; expected one of {', '.join(ATTEMPT_FIELDS)}")
     att, run_dir = _find_attempt(case, rnd, k)
-    value = _get(att, field)
+    value = field_of(att, field)
     if value is None:
         raise CaptureError(f"round {rnd} attempt {k} has no {field}")
     label = f"round {rnd} attempt {k}: {FIELD_LABELS[field]}"
-    student = _int(_get(att, "student_prompt_ids"))
-    teacher = _int(_get(att, "teacher_prompt_ids"))
-    completion = _int(_get(att, "completion_ids"))
-    rollout = _get(att, "repair_rollout_token_capture")
+    student = _int(field_of(att, "student_prompt_ids"))
+    teacher = _int(field_of(att, "teacher_prompt_ids"))
+    completion = _int(field_of(att, "completion_ids"))
+    rollout = field_of(att, "repair_rollout_token_capture")
     src_idx, src_cap = _source_step_capture(case, att)
 
     if field == "repair_rollout_token_capture":
@@ -324,16 +317,16 @@ def load_capture(case: Any, key: str, *, workdir: str | os.PathLike[str] | None 
         kind = "completion" if field == "completion_ids" else "prompt"
         data = CaptureData(key=key, label=label, kind=kind, ids=ids, completion_start=0 if kind == "completion" else None)
         if kind == "completion":
-            rc_completion = _int(_get(rollout, "completion_token_ids"))
+            rc_completion = _int(field_of(rollout, "completion_token_ids"))
             if rc_completion is not None and rc_completion == ids:
-                data.logprobs = normalise_logprobs(_get(rollout, "completion_logprobs"))
-                data.topk = normalise_topk(_get(rollout, "completion_topk_by_position"))
-                data.topk_k = _get(rollout, "topk") if isinstance(_get(rollout, "topk"), int) else None
+                data.logprobs = normalise_logprobs(field_of(rollout, "completion_logprobs"))
+                data.topk = normalise_topk(field_of(rollout, "completion_topk_by_position"))
+                data.topk_k = field_of(rollout, "topk") if isinstance(field_of(rollout, "topk"), int) else None
                 data.topk_semantics = "probabilities renormalised over the k returned logprobs (as stored)"
-                data.status = _get(rollout, "status")
-                miss = _get(rollout, "missing") or []
+                data.status = field_of(rollout, "status")
+                miss = field_of(rollout, "missing") or []
                 data.missing = [str(x) for x in miss] if isinstance(miss, (list, tuple)) else [str(miss)]
-                data.logprob_semantics = _get(rollout, "teacher_logprob_semantics")
+                data.logprob_semantics = field_of(rollout, "teacher_logprob_semantics")
                 data.checks = capture_checks(data, prompt_len=None, completion_len=len(ids))
                 data.notes.append("logprobs and top-k from repair_rollout_token_capture")
             elif rc_completion is not None:
@@ -352,7 +345,7 @@ def load_capture(case: Any, key: str, *, workdir: str | os.PathLike[str] | None 
                 else Check("fail", f"student_prompt_ids differ from source step {src_idx} prompt_token_ids")
             )
     if teacher is not None and rollout is not None:
-        rp = _int(_get(rollout, "prompt_token_ids"))
+        rp = _int(field_of(rollout, "prompt_token_ids"))
         if rp is not None:
             data.checks.append(
                 Check("ok", "teacher_prompt_ids = teacher rollout capture prompt ids")
@@ -377,7 +370,7 @@ def load_capture(case: Any, key: str, *, workdir: str | os.PathLike[str] | None 
             data.teacher_completion_ids = completion
             data.alignment, data.alignment_method = align(src_completion, completion)
     # media
-    media_obj = _get(att, "psd_media")
+    media_obj = field_of(att, "psd_media")
     if media_obj is not None:
         media, problems = parse_psd_media(media_obj, path=str((run_dir or Path(".")) / "repair_attempts.jsonl"))
         data.media = media
