@@ -93,28 +93,26 @@ class SSEDecoder:
                 else:
                     out.append(data)
                 continue
-            for line in block.split(b"\n"):
-                item = self._line(line)
-                if item is not None:
-                    out.append(item)
-            item = self._line(b"")
-            if item is not None:
-                out.append(item)
+            self._event_lines(block, out)
         return out
 
     def close(self) -> list[bytes | object]:
         """End of the byte stream: dispatch whatever is left (a server may omit the last blank line)."""
         out: list[bytes | object] = []
-        if self._buf:
-            rest, self._buf = self._buf, b""
-            for line in rest.split(b"\n"):
+        rest, self._buf = self._buf, b""
+        self._event_lines(rest, out)
+        return out
+
+    def _event_lines(self, block: bytes, out: list[bytes | object]) -> None:
+        """The lines of one event (``block``, may be empty) then its ending blank line."""
+        if block:
+            for line in block.split(b"\n"):
                 item = self._line(line)
                 if item is not None:
                     out.append(item)
         item = self._line(b"")
         if item is not None:
             out.append(item)
-        return out
 
     def _line(self, line: bytes) -> bytes | object | None:
         if not line:
