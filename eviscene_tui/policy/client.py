@@ -37,7 +37,6 @@ from eviscene_tui.policy.sse import SSEDecoder, decode_batch, error_message_of
 
 
 DIRECT_READ_BYTES = 64 << 10
-DIRECT_BODY = True  # module switch beside PolicyConfig.direct_body: tests run every fault on both paths
 
 
 def _resolved(path: str) -> str:
@@ -283,7 +282,7 @@ class PolicyClient:
         try:
             async with self._stream_http.stream(
                 "POST", url, content=payload, headers={"Content-Type": "application/json", "Accept": "text/event-stream"},
-                extensions={"trace": trace} if self.config.direct_body and DIRECT_BODY else None,
+                extensions={"trace": trace} if self.config.direct_body else None,
             ) as resp:
                 if resp.status_code != 200:
                     raw = await resp.aread()

@@ -9,6 +9,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 
 import pytest
 from hypothesis import given, settings
@@ -16,7 +17,6 @@ from hypothesis import strategies as st
 
 from eviscene_tui.fake_vllm import FakeVLLMServer
 from eviscene_tui.fake_vllm.testing import chat_body, simple_request, target_for
-from eviscene_tui.policy import client as client_module
 from eviscene_tui.policy.accumulate import StreamAccumulator
 from eviscene_tui.policy.client import PolicyClient
 from eviscene_tui.policy.direct_body import BodyTap, ChunkedDecoder, ChunkedError
@@ -159,18 +159,13 @@ async def test_disarmed_tap_is_a_pass_through() -> None:
 
 # ---------------------------------------------------------------------------- over loopback
 async def _run(srv: FakeVLLMServer, direct: bool, config: PolicyConfig | None = None, request=None) -> tuple[StreamAccumulator, int]:
-    cfg = config or PolicyConfig()
+    cfg = dataclasses.replace(config or PolicyConfig(), direct_body=direct)
     acc = StreamAccumulator()
     target = target_for(srv)
-    old = client_module.DIRECT_BODY
-    client_module.DIRECT_BODY = direct
-    try:
-        async with PolicyClient(target, cfg) as client:
-            async for ev in client.continuation(chat_body(request or simple_request(), cfg, model=target.model)):
-                acc.add(ev)
-            return acc, client.direct_streams
-    finally:
-        client_module.DIRECT_BODY = old
+    async with PolicyClient(target, cfg) as client:
+        async for ev in client.continuation(chat_body(request or simple_request(), cfg, model=target.model)):
+            acc.add(ev)
+        return acc, client.direct_streams
 
 
 def _summary(acc: StreamAccumulator) -> dict:

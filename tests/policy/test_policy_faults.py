@@ -14,15 +14,7 @@ from eviscene_tui.policy.client import PolicyClient
 from eviscene_tui.policy.profile import PolicyConfig, unattested_target
 from eviscene_tui.policy.session import run_continuation
 from eviscene_tui.storage import WorkDir
-
-
-@pytest.fixture(autouse=True, params=["direct-body", "httpx-body"])
-def body_path(request, monkeypatch):
-    """Every test here runs on both ways of reading the stream body (policy/direct_body.py)."""
-    from eviscene_tui.policy import client as client_module
-
-    monkeypatch.setattr(client_module, "DIRECT_BODY", request.param == "direct-body")
-    return request.param
+from policy_helpers import body_path  # noqa: F401 - autouse: every test runs on both body paths
 
 
 @pytest.fixture

@@ -9,15 +9,7 @@ from eviscene_tui.fake_vllm import FakeVLLMServer
 from eviscene_tui.fake_vllm.testing import collect, simple_request, target_for, unattested_for
 from eviscene_tui.policy.profile import PolicyConfig
 from eviscene_tui.tokens.tiny import encode, special_id
-
-
-@pytest.fixture(autouse=True, params=["direct-body", "httpx-body"])
-def body_path(request, monkeypatch):
-    """Every test here runs on both ways of reading the stream body (policy/direct_body.py)."""
-    from eviscene_tui.policy import client as client_module
-
-    monkeypatch.setattr(client_module, "DIRECT_BODY", request.param == "direct-body")
-    return request.param
+from policy_helpers import body_path  # noqa: F401 - autouse: every test runs on both body paths
 
 
 @pytest.fixture
@@ -120,3 +112,14 @@ async def test_attested_session_checks_models_before_every_call(nightly):
     await collect(tgt)
     paths = [r["path"] for r in nightly.recorder.requests]
     assert paths == ["/v1/models", "/v1/chat/completions", "/v1/models", "/v1/chat/completions"]
+
+
+async def test_the_fixture_really_switches_the_body_path(nightly, body_path):
+    from eviscene_tui.policy.client import PolicyClient
+    from eviscene_tui.policy.request import chat_body
+
+    target = target_for(nightly)
+    async with PolicyClient(target, PolicyConfig()) as client:
+        async for _ in client.continuation(chat_body(simple_request(), client.config, model=target.model)):
+            pass
+        assert client.direct_streams == (1 if body_path == "direct-body" else 0)
