@@ -54,22 +54,29 @@ def _matcher(needle: str) -> Callable[[str], bool]:
     return lambda text: pattern.search(text) is not None
 
 
+def _holds(raw: Any, match: Callable[[str], bool]) -> bool:
+    return any(match(text) for text in _field_texts(raw))
+
+
 def step_matches(raw: Any, query: str) -> bool:
     """Whether one raw step's text holds ``query``."""
     needle = normalise_query(query)
-    match = _matcher(needle)
-    return bool(needle) and any(match(text) for text in _field_texts(raw))
+    return bool(needle) and _holds(raw, _matcher(needle))
 
 
 @dataclass(frozen=True)
 class SearchHit:
-    """The step found (``None``: no match), its rank among the matching steps (1-based) and
-    how many steps match."""
+    """The step found (``None``: no match), its rank among the matching steps (1-based),
+    and every matching step (the view marks them)."""
 
     index: int | None
     ordinal: int
-    total: int
+    matches: tuple[int, ...]
     query: str
+
+    @property
+    def total(self) -> int:
+        return len(self.matches)
 
 
 class TraceSearch:
@@ -99,7 +106,7 @@ class TraceSearch:
         for n, i in enumerate(candidates):
             if cancelled is not None and n % 32 == 0 and cancelled():
                 return None
-            if any(match(text) for text in _field_texts(steps[i])):
+            if _holds(steps[i], match):
                 out.append(i)
         if len(self._found) >= self.KEEP:
             self._found.pop(next(iter(self._found)))
@@ -115,14 +122,14 @@ class TraceSearch:
         if found is None:
             return None
         if not found:
-            return SearchHit(None, 0, 0, query)
+            return SearchHit(None, 0, (), query)
         if direction >= 0:
             at = bisect.bisect_left(found, start) if include_start else bisect.bisect_right(found, start)
             k = at if at < len(found) else 0
         else:
             at = bisect.bisect_right(found, start) if include_start else bisect.bisect_left(found, start)
             k = at - 1 if at > 0 else len(found) - 1
-        return SearchHit(found[k], k + 1, len(found), query)
+        return SearchHit(found[k], k + 1, tuple(found), query)
 
 
 __all__ = ["SearchHit", "TraceSearch", "normalise_query", "step_matches"]

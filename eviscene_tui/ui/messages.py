@@ -84,11 +84,10 @@ class TraceRowsFilled(Message):
 class TraceSearchDone(Message):
     """A search of the trace's steps finished (``hit`` is a ``state.trace_search.SearchHit``)."""
 
-    def __init__(self, hit: Any, error: str | None = None, matches: Any = ()) -> None:
+    def __init__(self, hit: Any, error: str | None = None) -> None:
         super().__init__()
         self.hit = hit
         self.error = error
-        self.matches = tuple(matches)  # every matching step index (the view marks them)
 
 
 class TraceFailed(Message):

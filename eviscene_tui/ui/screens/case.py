@@ -586,10 +586,10 @@ class CaseScreen(Screen):
         except Exception as exc:  # noqa: BLE001 - shown in the status line, never crashes the screen
             from eviscene_tui.state.trace_search import SearchHit
 
-            self.post_message(M.TraceSearchDone(SearchHit(None, 0, 0, query), error=f"{type(exc).__name__}: {exc}"))
+            self.post_message(M.TraceSearchDone(SearchHit(None, 0, (), query), error=f"{type(exc).__name__}: {exc}"))
             return
         if hit is not None:  # None: a newer search replaced this one
-            self.post_message(M.TraceSearchDone(hit, matches=search.matches(query) or ()))
+            self.post_message(M.TraceSearchDone(hit))
 
     @on(M.TraceSearchDone)
     def _search_done(self, message: M.TraceSearchDone) -> None:
@@ -599,14 +599,14 @@ class CaseScreen(Screen):
             return  # a newer query is on its way
         shown = safe_text(hit.query, single_line=True, limit=40)
         tv = self.query_one(TraceView)
-        tv.set_marks(message.matches)
+        tv.set_marks(hit.matches)
         if message.error:
             self._search_status = "search failed: " + safe_text(message.error, single_line=True, limit=120)
         elif hit.index is None:
             self._search_status = f"no step contains \u201c{shown}\u201d"
         else:
             self._search_status = f"match {hit.ordinal} of {hit.total} steps for \u201c{shown}\u201d"
-            self.query_one(TraceView).goto(hit.index)
+            tv.goto(hit.index)
         self._paint_trace_status()
 
     def action_step_detail(self) -> None:
