@@ -151,7 +151,8 @@ class PolicyContinuationRunner:
             return failed(f"the failure step's request cannot be rebuilt: {detail}")
         from eviscene_tui.policy.casefile import observed_hint_template
 
-        template = observed_hint_template(job.case) if self.config.hint_placement == "as_run" else None
+        notes: list[str] = []
+        template = observed_hint_template(job.case, notes=notes) if self.config.hint_placement == "as_run" else None
         try:
             req = teacher_request_from_archived(
                 archived,
@@ -159,6 +160,7 @@ class PolicyContinuationRunner:
                 placement=self.config.hint_placement,
                 step_index=job.source_step_index,
                 round_index=job.round_index,
+                problems=notes,
                 template=template,
             )
         except RequestUnavailable as exc:
