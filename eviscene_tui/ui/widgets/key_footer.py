@@ -79,7 +79,7 @@ class KeyFooter(Widget):
 
     @property
     def keys(self) -> tuple[_Key, ...]:
-        """The keys shown now, in order (tests and help read this)."""
+        """The keys shown now, in order."""
         return self._keys
 
     def _bindings_changed(self, screen: Any) -> None:
