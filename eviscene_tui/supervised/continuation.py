@@ -19,6 +19,8 @@ Log-probabilities are always requested (``top_logprobs`` 20, as the driver's
 
 from __future__ import annotations
 
+import asyncio
+
 import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable
@@ -134,23 +136,19 @@ class PolicyContinuationRunner:
         work = options.work() if hasattr(options, "work") else None
         return cls(target, load_policy_config(getattr(options, "config", None)), work=work)
 
-    async def __call__(self, job: ContinuationJob) -> ContinuationOutcome:
-        from eviscene_tui.policy.accumulate import StreamAccumulator
-        from eviscene_tui.policy.client import PolicyClient
-        from eviscene_tui.policy.request import RequestUnavailable, redact_images, teacher_request_from_archived
-        from eviscene_tui.policy.session import run_continuation
-
-        def failed(message: str) -> ContinuationOutcome:
-            return ContinuationOutcome(status="failed", error=message, error_type="request", topk=self.topk)
+    def _request(self, job: ContinuationJob) -> tuple[Any, Any, str | None]:
+        """(teacher request, archived request, None) or (None, None, why not). File work:
+        the failure step's archived request and, for ``as_run``, the run's hinted requests;
+        run in a thread so the event loop (the UI's) never waits on the disk."""
+        from eviscene_tui.policy.casefile import observed_hint_template
+        from eviscene_tui.policy.request import RequestUnavailable, teacher_request_from_archived
 
         if job.case is None:
-            return failed("no case to rebuild the failure step's request from")
+            return None, None, "no case to rebuild the failure step's request from"
         archived, problems = job.case.source_step_request(job.source_step_index)
         if archived is None:
             detail = "; ".join(p.message for p in problems) or "unknown reason"
-            return failed(f"the failure step's request cannot be rebuilt: {detail}")
-        from eviscene_tui.policy.casefile import observed_hint_template
-
+            return None, None, f"the failure step's request cannot be rebuilt: {detail}"
         notes: list[str] = []
         template = observed_hint_template(job.case, notes=notes) if self.config.hint_placement == "as_run" else None
         try:
@@ -164,7 +162,18 @@ class PolicyContinuationRunner:
                 template=template,
             )
         except RequestUnavailable as exc:
-            return failed(str(exc))
+            return None, None, str(exc)
+        return req, archived, None
+
+    async def __call__(self, job: ContinuationJob) -> ContinuationOutcome:
+        from eviscene_tui.policy.accumulate import StreamAccumulator
+        from eviscene_tui.policy.client import PolicyClient
+        from eviscene_tui.policy.request import redact_images
+        from eviscene_tui.policy.session import run_continuation
+
+        req, archived, why_not = await asyncio.to_thread(self._request, job)
+        if req is None:
+            return ContinuationOutcome(status="failed", error=why_not, error_type="request", topk=self.topk)
         acc = StreamAccumulator()
         case_ref = {"case_key": f"supervised-round-{job.round_index:02d}"}
         async with PolicyClient(self.target, self.config) as client:
