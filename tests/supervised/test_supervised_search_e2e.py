@@ -305,3 +305,16 @@ async def test_supervised_round_on_a_sample_case_with_images(tmp_path):
     report = json.loads(proc.stdout)
     assert [p for c in report["cases"] for p in c["problems"]] == []
     assert tree_hash(runs) == before
+
+
+async def test_runner_reports_a_request_it_cannot_build_without_calling_the_server(tmp_path):
+    from eviscene_tui.policy.profile import unattested_target
+    from eviscene_tui.supervised.continuation import ContinuationJob
+
+    # a closed port: the runner must fail before any network call
+    runner = PolicyContinuationRunner(unattested_target("http://127.0.0.1:9/v1", "m"), PolicyConfig())
+    out = await runner(ContinuationJob(case=None, source_step_index=0, hint="h", round_index=0))
+    assert out.status == "failed" and out.error_type == "request" and "no case" in out.error
+    droot = write_driver_case(tmp_path / "out")
+    out = await runner(ContinuationJob(case=load_case(droot), source_step_index=999, hint="h", round_index=0))
+    assert out.status == "failed" and out.error_type == "request" and "cannot be rebuilt" in out.error
