@@ -16,6 +16,7 @@ import json
 import os
 import zlib
 from pathlib import Path
+from collections.abc import Iterator
 from typing import Any
 
 import orjson
@@ -133,21 +134,29 @@ def parse_jsonl_bytes(data: bytes, path: str) -> tuple[list[Any], list[Problem],
     rows: list[Any] = []
     problems: list[Problem] = []
     torn_tail = False
+    for number, row, error, at_tail in jsonl_lines(data):
+        if error is None:
+            rows.append(row)
+            continue
+        torn_tail = torn_tail or at_tail
+        where = "last line (no trailing newline)" if at_tail else f"line {number}"
+        problems.append(Problem(code=ProblemCode.JSONL_TORN_LINE, path=path, message=f"{where} does not parse: {error}"))
+    return rows, problems, torn_tail
+
+
+def jsonl_lines(data: bytes) -> Iterator[tuple[int, Any, orjson.JSONDecodeError | None, bool]]:
+    """Each non-blank line of a JSONL file: (1-based line number, parsed value or None, the
+    parse error or None, whether it is the last line, i.e. one without a trailing newline).
+    Split on ``\\n`` only (strings may hold U+2028/U+2029/U+0085)."""
     lines = data.split(b"\n")
     last = len(lines) - 1
     for number, line in enumerate(lines):
         if not line.strip():
             continue
         try:
-            rows.append(orjson.loads(line))
+            yield number + 1, orjson.loads(line), None, number == last
         except orjson.JSONDecodeError as exc:
-            at_tail = number == last
-            torn_tail = torn_tail or at_tail
-            where = "last line (no trailing newline)" if at_tail else f"line {number + 1}"
-            problems.append(
-                Problem(code=ProblemCode.JSONL_TORN_LINE, path=path, message=f"{where} does not parse: {exc}")
-            )
-    return rows, problems, torn_tail
+            yield number + 1, None, exc, number == last
 
 
 def read_jsonl(path: str | os.PathLike[str]) -> tuple[list[Any], list[Problem]]:

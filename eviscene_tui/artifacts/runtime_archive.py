@@ -41,7 +41,7 @@ from typing import Any
 
 import orjson
 
-from eviscene_tui.artifacts.jsonio import read_json
+from eviscene_tui.artifacts.jsonio import jsonl_lines, read_json
 from eviscene_tui.artifacts.models import (
     ArtifactRef,
     ContextItem,
@@ -343,25 +343,17 @@ class RuntimeStore:
         except OSError as exc:
             self._events = ([], [Problem(code=ProblemCode.MISSING_ARTIFACT, path=where, message=f"cannot read: {exc.strerror}")])
             return self._events
-        lines = data.split(b"\n")
-        last = len(lines) - 1
-        for number, line in enumerate(lines):
-            if not line.strip():
-                continue
-            try:
-                row = orjson.loads(line)
-            except orjson.JSONDecodeError as exc:
-                if number == last:
-                    self.torn_tail = True
+        for number, row, error, at_tail in jsonl_lines(data):
+            if error is not None:
+                if at_tail:
+                    self.torn_tail = True  # a writer mid-line: skipped silently (§2.13)
                     continue
-                problems.append(
-                    Problem(code=ProblemCode.JSONL_TORN_LINE, path=where, message=f"line {number + 1} does not parse: {exc}")
-                )
+                problems.append(Problem(code=ProblemCode.JSONL_TORN_LINE, path=where, message=f"line {number} does not parse: {error}"))
                 continue
             model, _ = parse_model(RuntimeEvent, row)
             if model is None:
                 problems.append(
-                    Problem(code=ProblemCode.JSON_INVALID, path=where, message=f"line {number + 1} is not an event object")
+                    Problem(code=ProblemCode.JSON_INVALID, path=where, message=f"line {number} is not an event object")
                 )
                 continue
             events.append(model)
