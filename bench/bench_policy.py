@@ -34,7 +34,8 @@ async def _client_and_view(srv, direct_body: bool = True) -> tuple[float, int, i
     from eviscene_tui.fake_vllm.testing import simple_request
     from eviscene_tui.policy.accumulate import StreamAccumulator
     from eviscene_tui.policy.client import PolicyClient
-    from eviscene_tui.policy.profile import PolicyConfig, unattested_target
+    from eviscene_tui.policy.config import PolicyConfig
+    from eviscene_tui.policy.profile import unattested_target
     from eviscene_tui.policy.session import run_continuation
     from eviscene_tui.ui.widgets.stream_view import StreamView
 

@@ -55,12 +55,12 @@ def _big_case() -> tuple[Path, dict]:
 
 async def _runs_first_paint(root: Path) -> tuple[float, float, int]:
     from eviscene_tui.options import AppOptions
+    from eviscene_tui.settings import Settings
     from eviscene_tui.ui.app import EvisceneApp
-    from eviscene_tui.ui.config import UserConfig
     from eviscene_tui.ui.widgets.runs_table import RunsTable
 
     started = time.perf_counter()
-    app = EvisceneApp(AppOptions.from_args(root, object()), watch=False, config=UserConfig(path=Path("/nonexistent")))
+    app = EvisceneApp(AppOptions.from_args(root, object(), settings=Settings()), watch=False)
     first = None
     async with app.run_test(size=(120, 40)) as pilot:
         while time.perf_counter() - started < 600:
@@ -99,14 +99,14 @@ import asyncio, json, resource, sys, time
 from pathlib import Path
 from eviscene_tui.options import AppOptions
 from eviscene_tui.ui.app import EvisceneApp
-from eviscene_tui.ui.config import UserConfig
+from eviscene_tui.settings import Settings
 from eviscene_tui.ui.screens.case import CaseScreen
 from eviscene_tui.ui.widgets.trace_view import TraceView
 
 
 case = Path(sys.argv[1])
 async def main():
-    app = EvisceneApp(AppOptions.from_args(case, object()), watch=False, config=UserConfig(path=Path("/nonexistent")))
+    app = EvisceneApp(AppOptions.from_args(case, object(), settings=Settings()), watch=False)
     async with app.run_test(size=(120, 40)) as pilot:
         while app.scan_seconds is None:
             await asyncio.sleep(0.01)

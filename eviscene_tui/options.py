@@ -5,7 +5,9 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
+from eviscene_tui.settings import Settings, load_settings
 from eviscene_tui.storage import WorkDir, default_workdir
 
 
@@ -23,10 +25,18 @@ class AppOptions:
     hint_model: str | None = None
     tokenizer: Path | None = None
     config: Path | None = None
+    #: the user's settings, resolved and read once (``from_args``); defaults when built directly
+    settings: Settings = field(default_factory=Settings)
 
     @classmethod
-    def from_args(cls, root: Path, args: object) -> "AppOptions":
-        get = lambda name: getattr(args, name, None)  # noqa: E731
+    def from_args(cls, root: Path, args: object, *, settings: Settings | None = None) -> AppOptions:
+        """From parsed command-line arguments (any object with the flags as attributes:
+        each subcommand's namespace has its own subset). Reads the config file once,
+        unless ``settings`` are given."""
+
+        def get(name: str) -> Any:
+            return getattr(args, name, None)
+
         workdir = Path(get("workdir")) if get("workdir") else default_workdir(root)
         return cls(
             root=Path(root),
@@ -41,6 +51,7 @@ class AppOptions:
             hint_model=get("hint_model"),
             tokenizer=Path(get("tokenizer")) if get("tokenizer") else None,
             config=Path(get("config")) if get("config") else None,
+            settings=settings if settings is not None else load_settings(get("config")),
         )
 
     def work(self) -> WorkDir:

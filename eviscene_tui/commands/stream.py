@@ -24,7 +24,9 @@ from typing import Any, TextIO
 import orjson
 
 from eviscene_tui.cli import UsageError
-from eviscene_tui.policy.request import HINT_PLACEMENTS
+from eviscene_tui.policy.config import policy_config
+from eviscene_tui.policy.profile import NO_POLICY, PolicyTarget, ProfileError, resolve_policy_target
+from eviscene_tui.settings import HINT_PLACEMENTS, load_settings
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -92,21 +94,14 @@ class _Out:
             self.note(f"error ({ev.kind}{', HTTP ' + str(ev.status) if ev.status else ''}): {ev.message}")
 
 
-def _resolve_target(args: argparse.Namespace) -> Any:
-    from eviscene_tui.policy.profile import ProfileError, load_target_from_profile, unattested_target
-
-    if args.policy_profile and (args.policy_url or args.policy_model):
-        raise UsageError("use either --policy-profile or --policy-url/--policy-model, not both")
-    if args.policy_profile:
-        try:
-            return load_target_from_profile(args.policy_profile)
-        except ProfileError as exc:
-            raise UsageError(str(exc)) from None
-    if args.policy_url or args.policy_model:
-        if not (args.policy_url and args.policy_model):
-            raise UsageError("an unattested session needs both --policy-url and --policy-model")
-        return unattested_target(args.policy_url, args.policy_model)
-    raise UsageError("no policy server: give --policy-profile FILE (attested) or --policy-url URL --policy-model NAME (unattested)")
+def _resolve_target(args: argparse.Namespace) -> PolicyTarget:
+    try:
+        target = resolve_policy_target(profile=args.policy_profile, url=args.policy_url, model=args.policy_model)
+    except ProfileError as exc:
+        raise UsageError(str(exc)) from None
+    if target is None:
+        raise UsageError(NO_POLICY)
+    return target
 
 
 def run(args: argparse.Namespace, *, out: TextIO | None = None, err: TextIO | None = None) -> int:
@@ -115,7 +110,6 @@ def run(args: argparse.Namespace, *, out: TextIO | None = None, err: TextIO | No
     from eviscene_tui.policy.accumulate import StreamAccumulator
     from eviscene_tui.policy.client import PolicyClient
     from eviscene_tui.policy.events import StreamError
-    from eviscene_tui.policy.profile import load_policy_config
     from eviscene_tui.policy.request import RequestUnavailable, chat_body, redact_images
     from eviscene_tui.policy.session import record_failure, run_continuation
     from eviscene_tui.storage import EvidenceWriteRefused, WorkDir, default_workdir
@@ -127,6 +121,9 @@ def run(args: argparse.Namespace, *, out: TextIO | None = None, err: TextIO | No
     if not root.is_dir():
         raise UsageError(f"{root} is not a case folder")
     target = _resolve_target(args)
+    settings = load_settings(args.config)
+    for problem in settings.problems:
+        o.note(f"warning: {problem}")
     hint_text = args.hint
     if args.hint_file:
         try:
@@ -134,8 +131,8 @@ def run(args: argparse.Namespace, *, out: TextIO | None = None, err: TextIO | No
         except (OSError, UnicodeDecodeError) as exc:
             raise UsageError(f"cannot read --hint-file {args.hint_file}: {exc}") from None
     try:
-        config = load_policy_config(
-            args.config, hint_placement=args.hint_placement, read_timeout=args.read_timeout,
+        config = policy_config(
+            settings.policy, hint_placement=args.hint_placement, read_timeout=args.read_timeout,
             stall_timeout=args.stall_timeout, max_tokens=args.max_tokens,
         )
     except (TypeError, ValueError) as exc:

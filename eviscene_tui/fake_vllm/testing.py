@@ -10,7 +10,8 @@ from typing import Any
 
 from eviscene_tui.policy.accumulate import StreamAccumulator
 from eviscene_tui.policy.client import PolicyClient
-from eviscene_tui.policy.profile import PolicyConfig, PolicyTarget, target_from_profile_dict, unattested_target
+from eviscene_tui.policy.config import PolicyConfig
+from eviscene_tui.policy.profile import PolicyTarget, target_from_profile_dict, unattested_target
 from eviscene_tui.policy.request import TeacherRequest, apply_hint, chat_body
 
 TOOLS = [{

@@ -1,7 +1,8 @@
 """Live teacher continuations from the vLLM-served policy (Textual-free services).
 
 Modules:
-- ``profile``: PolicyTarget (attested profile or unattested URL+model), PolicyConfig, load_policy_config;
+- ``profile``: PolicyTarget (attested profile or unattested URL+model), resolve_policy_target (THE rule);
+- ``config``: PolicyConfig (client settings) and policy_config (from the ``[policy]`` settings);
 - ``client``: PolicyClient (attest before every call, replica choice, SSE streaming, status polling),
   validate_live_model, parse_metrics;
 - ``sse``: SSEDecoder and chunk decoding into typed ``events``;
@@ -17,13 +18,14 @@ Modules:
 from eviscene_tui.policy.accumulate import StreamAccumulator
 from eviscene_tui.policy.client import PolicyClient, ServerStatus, validate_live_model
 from eviscene_tui.policy.events import Attestation, Delta, PolicyEvent, StreamError, ToolCallDelta
-from eviscene_tui.policy.profile import PolicyConfig, PolicyTarget, ProfileError, load_policy_config, load_target_from_profile, unattested_target
+from eviscene_tui.policy.config import PolicyConfig, policy_config
+from eviscene_tui.policy.profile import PolicyTarget, ProfileError, load_target_from_profile, resolve_policy_target, unattested_target
 from eviscene_tui.policy.request import HINT_PLACEMENTS, RequestUnavailable, TeacherRequest, apply_hint, chat_body, describe_request, with_hint
 from eviscene_tui.policy.session import ContinuationOutcome, record_failure, run_continuation
 
 __all__ = [
     "Attestation", "ContinuationOutcome", "Delta", "HINT_PLACEMENTS", "PolicyClient", "PolicyConfig", "PolicyEvent",
     "PolicyTarget", "ProfileError", "RequestUnavailable", "ServerStatus", "StreamAccumulator", "StreamError",
-    "TeacherRequest", "ToolCallDelta", "apply_hint", "chat_body", "describe_request", "load_policy_config",
+    "TeacherRequest", "ToolCallDelta", "apply_hint", "chat_body", "describe_request", "policy_config", "resolve_policy_target",
     "load_target_from_profile", "record_failure", "run_continuation", "unattested_target", "validate_live_model", "with_hint",
 ]

@@ -32,7 +32,8 @@ from eviscene_tui.policy.events import (
     Started,
     StreamError,
 )
-from eviscene_tui.policy.profile import PolicyConfig, PolicyTarget, server_root
+from eviscene_tui.policy.config import PolicyConfig
+from eviscene_tui.policy.profile import PolicyTarget, server_root
 from eviscene_tui.policy.sse import SSEDecoder, decode_batch, error_message_of
 
 

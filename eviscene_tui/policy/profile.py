@@ -8,7 +8,6 @@ Either way the rest of the policy package sees a :class:`PolicyTarget`.
 from __future__ import annotations
 
 import os
-import tomllib
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -16,7 +15,6 @@ from typing import Any
 import orjson
 
 PROFILE_SCHEMA = "ifv-qwen-serving-profile-v1"
-API_KEY_ENV = "EVISCENE_POLICY_API_KEY"
 
 
 class ProfileError(ValueError):
@@ -160,69 +158,30 @@ def unattested_target(url: str, model: str) -> PolicyTarget:
     return PolicyTarget(model=model, base_urls=(normalize_base_url(url),), attested=False)
 
 
-# ---------------------------------------------------------------------------- config
+#: what every surface says when no policy server was given
+NO_POLICY = "no policy server configured: start with --policy-profile FILE (attested) or --policy-url URL --policy-model NAME (unattested)"
 
 
-@dataclass(frozen=True)
-class PolicyConfig:
-    """Client settings. ``api_key`` is never shown, logged or written (``repr`` hides it)."""
+def resolve_policy_target(
+    *, profile: str | os.PathLike[str] | None, url: str | None, model: str | None
+) -> PolicyTarget | None:
+    """THE rule choosing the policy server, used by every surface (status bar, stream
+    screen, supervised search, ``stream`` command):
 
-    connect_timeout: float = 5.0
-    read_timeout: float = 600.0  # covers queueing + prefill (first token)
-    stall_timeout: float = 120.0  # max silence between chunks once tokens flow
-    temperature: float = 0.7
-    max_tokens: int | None = None
-    logprobs: bool = False
-    top_logprobs: int = 0
-    return_tokens_as_token_ids: bool = False
-    hint_placement: str = "as_run"
-    status_interval: float = 3.0
-    direct_body: bool = True  # read stream bodies straight from the connection (policy/direct_body.py)
-    api_key: str | None = field(default=None, repr=False)
-
-    def scrub(self, text: str) -> str:
-        return scrub_secret(text, self.api_key)
-
-
-def scrub_secret(text: str, secret: str | None) -> str:
-    if secret and text:
-        text = text.replace(secret, "***")
-    return text
-
-
-_CONFIG_KEYS = {
-    "connect_timeout": float, "read_timeout": float, "stall_timeout": float, "temperature": float,
-    "max_tokens": int, "logprobs": bool, "top_logprobs": int, "return_tokens_as_token_ids": bool,
-    "hint_placement": str, "status_interval": float, "direct_body": bool,
-}
-
-
-def load_policy_config(config_path: str | os.PathLike[str] | None = None, **overrides: Any) -> PolicyConfig:
-    """Settings from the ``[policy]`` table of a TOML config file, then the
-    ``EVISCENE_POLICY_API_KEY`` environment variable (wins over the file's ``api_key``),
-    then explicit overrides."""
-    values: dict[str, Any] = {}
-    path = config_path or os.environ.get("EVISCENE_TUI_CONFIG")
-    if path and Path(path).is_file():
-        try:
-            doc = tomllib.loads(Path(path).read_text(encoding="utf-8"))
-        except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError):
-            doc = {}
-        table = doc.get("policy") if isinstance(doc.get("policy"), dict) else {}
-        for key, typ in _CONFIG_KEYS.items():
-            if key in table:
-                try:
-                    values[key] = typ(table[key])
-                except (TypeError, ValueError):
-                    pass
-        if isinstance(table.get("api_key"), str) and table["api_key"]:
-            values["api_key"] = table["api_key"]
-    env_key = os.environ.get(API_KEY_ENV)
-    if env_key:
-        values["api_key"] = env_key
-    values.update({k: v for k, v in overrides.items() if v is not None})
-    from eviscene_tui.policy.request import HINT_PLACEMENTS
-
-    if values.get("hint_placement", "as_run") not in HINT_PLACEMENTS:
-        raise ValueError(f"hint_placement must be one of {', '.join(HINT_PLACEMENTS)}, not {values['hint_placement']!r}")
-    return PolicyConfig(**values)
+    - a serving profile: attested (together with ``--policy-url``/``--policy-model`` it is
+      ambiguous which server is meant: :class:`ProfileError`);
+    - ``--policy-url`` with ``--policy-model``: unattested;
+    - one of the pair without the other is an error (:class:`ProfileError` naming the missing flag);
+    - nothing given: None (callers say :data:`NO_POLICY`).
+    """
+    if profile and (url or model):
+        raise ProfileError("use either --policy-profile or --policy-url/--policy-model, not both")
+    if profile:
+        return load_target_from_profile(profile)
+    if url and model:
+        return unattested_target(url, model)
+    if url:
+        raise ProfileError("an unattested session needs both --policy-url and --policy-model (--policy-model is missing)")
+    if model:
+        raise ProfileError("an unattested session needs both --policy-url and --policy-model (--policy-url is missing)")
+    return None

@@ -39,9 +39,8 @@ from typing import Any
 import orjson
 
 from eviscene_tui.policy.hint_template import HintTemplate, apply_template
-from eviscene_tui.policy.profile import PolicyConfig
-
-HINT_PLACEMENTS = ("as_run", "user_suffix", "system_suffix", "user_prefix")
+from eviscene_tui.policy.config import PolicyConfig
+from eviscene_tui.settings import HINT_PLACEMENTS
 AS_RUN_FALLBACK = "user_suffix"
 HINT_OPEN = "--- Repair hint ---"
 HINT_CLOSE = "--- end of repair hint ---"

@@ -9,9 +9,13 @@ untrusted).
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 from eviscene_tui.policy.client import ServerStatus
-from eviscene_tui.policy.profile import PolicyTarget, ProfileError, load_target_from_profile, unattested_target
+from eviscene_tui.policy.profile import NO_POLICY, PolicyTarget, ProfileError, resolve_policy_target
+
+if TYPE_CHECKING:
+    from eviscene_tui.options import AppOptions
 
 
 def _count(value: float | None) -> str:
@@ -37,20 +41,11 @@ def status_summary(statuses: Iterable[ServerStatus]) -> str:
     return " | ".join(replica_summary(s) for s in statuses)
 
 
-def target_from_options(options: object) -> PolicyTarget | None:
-    """The configured policy target, None when no policy is configured.
-
-    Raises :class:`ProfileError` (with a readable message) for a bad profile or
-    an incomplete unattested pair.
-    """
-    profile = getattr(options, "policy_profile", None)
-    url = getattr(options, "policy_url", None)
-    model = getattr(options, "policy_model", None)
-    if profile:
-        return load_target_from_profile(profile)
-    if url or model:
-        return unattested_target(url or "", model or "")
-    return None
+def target_from_options(options: AppOptions) -> PolicyTarget | None:
+    """The configured policy target (:func:`resolve_policy_target` over the app's options),
+    None when no policy is configured. Raises :class:`ProfileError` (a readable message)
+    for a bad profile or an incomplete unattested pair."""
+    return resolve_policy_target(profile=options.policy_profile, url=options.policy_url, model=options.policy_model)
 
 
-__all__ = ["ProfileError", "replica_summary", "status_summary", "target_from_options"]
+__all__ = ["NO_POLICY", "ProfileError", "replica_summary", "status_summary", "target_from_options"]

@@ -2,14 +2,14 @@
 
 :class:`SupervisedSearch.run_continuation` takes any ``continuation_runner``:
 an async callable ``runner(job: ContinuationJob) -> ContinuationOutcome``. The
-default, :class:`PolicyContinuationRunner`, uses engineer C's policy package:
+default, :class:`PolicyContinuationRunner`, uses the policy package:
 the failure step's request rebuilt from the runtime archive
 (``CaseBundle.source_step_request`` -> ``policy.request.teacher_request_from_archived``,
 which inserts the hint by its one documented rule), the attested client
 (``PolicyClient.continuation``: ``GET /models`` attestation before the call,
 then ``/chat/completions`` streaming with token ids), and the typed events,
 which are forwarded to ``job.on_event`` as they arrive (the UI coalesces them).
-With a ``work`` directory, C's session recorder also saves every attempt
+With a ``work`` directory, the policy session recorder also saves every attempt
 (complete, cancelled or failed) as its own record there.
 
 Log-probabilities are always requested (``top_logprobs`` 20, as the driver's
@@ -20,21 +20,36 @@ Log-probabilities are always requested (``top_logprobs`` 20, as the driver's
 from __future__ import annotations
 
 import asyncio
-
 import dataclasses
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, Awaitable, Callable
+from typing import TYPE_CHECKING, Any
+
+from eviscene_tui.policy.accumulate import StreamAccumulator
+from eviscene_tui.policy.casefile import observed_hint_template
+from eviscene_tui.policy.client import PolicyClient
+from eviscene_tui.policy.config import PolicyConfig, policy_config
+from eviscene_tui.policy.events import PolicyEvent
+from eviscene_tui.policy.profile import NO_POLICY, PolicyTarget, resolve_policy_target
+from eviscene_tui.policy.request import RequestUnavailable, TeacherRequest, chat_body, redact_images, teacher_request_from_archived
+from eviscene_tui.policy.session import run_continuation
+from eviscene_tui.storage import WorkDir
+
+if TYPE_CHECKING:
+    from eviscene_tui.artifacts.case import CaseBundle
+    from eviscene_tui.artifacts.runtime_archive import ArchivedRequest
+    from eviscene_tui.options import AppOptions
 
 DEFAULT_TOPK = 20
 
 
 @dataclass
 class ContinuationJob:
-    case: Any  # CaseBundle (A1) or None for custom runners
+    case: CaseBundle | None  # None for custom runners that need no case
     source_step_index: int
     hint: str
     round_index: int
-    on_event: Callable[[Any], None] | None = None
+    on_event: Callable[[PolicyEvent], None] | None = None
 
 
 @dataclass
@@ -67,8 +82,8 @@ class ContinuationOutcome:
 ContinuationRunner = Callable[[ContinuationJob], Awaitable[ContinuationOutcome]]
 
 
-def outcome_from_accumulator(acc: Any, *, topk: int = 0) -> ContinuationOutcome:
-    """Convert engineer C's ``StreamAccumulator`` into a :class:`ContinuationOutcome`."""
+def outcome_from_accumulator(acc: StreamAccumulator, *, topk: int = 0) -> ContinuationOutcome:
+    """Convert the policy client's ``StreamAccumulator`` into a :class:`ContinuationOutcome`."""
     if acc.cancelled:
         status = "cancelled"
     elif acc.error is not None:
@@ -112,37 +127,30 @@ def outcome_from_accumulator(acc: Any, *, topk: int = 0) -> ContinuationOutcome:
 
 
 class PolicyContinuationRunner:
-    """The default runner over engineer C's attested policy client."""
+    """The default runner over the attested policy client."""
 
-    def __init__(self, target: Any, config: Any = None, *, topk: int = DEFAULT_TOPK, work: Any = None) -> None:
-        from eviscene_tui.policy.profile import PolicyConfig
-
+    def __init__(
+        self, target: PolicyTarget, config: PolicyConfig | None = None, *, topk: int = DEFAULT_TOPK, work: WorkDir | None = None
+    ) -> None:
         base = config or PolicyConfig()
-        self.work = work  # a WorkDir: every attempt is also recorded by C's session recorder
+        self.work = work  # every attempt is also recorded here by the policy session recorder
         self.target = target
         self.config = dataclasses.replace(base, logprobs=True, top_logprobs=topk or base.top_logprobs)
         self.topk = self.config.top_logprobs
 
     @classmethod
-    def from_options(cls, options: Any) -> "PolicyContinuationRunner":
-        from eviscene_tui.policy.profile import load_policy_config, load_target_from_profile, unattested_target
+    def from_options(cls, options: AppOptions) -> PolicyContinuationRunner:
+        """The runner for the app's configured policy (:func:`resolve_policy_target`); raises
+        ``ProfileError`` for a bad profile or pair, ``ValueError`` when none is configured."""
+        target = resolve_policy_target(profile=options.policy_profile, url=options.policy_url, model=options.policy_model)
+        if target is None:
+            raise ValueError(NO_POLICY)
+        return cls(target, policy_config(options.settings.policy), work=options.work())
 
-        if getattr(options, "policy_profile", None):
-            target = load_target_from_profile(options.policy_profile)
-        elif getattr(options, "policy_url", None) and getattr(options, "policy_model", None):
-            target = unattested_target(options.policy_url, options.policy_model)
-        else:
-            raise ValueError("no policy server configured: give --policy-profile, or --policy-url and --policy-model")
-        work = options.work() if hasattr(options, "work") else None
-        return cls(target, load_policy_config(getattr(options, "config", None)), work=work)
-
-    def _request(self, job: ContinuationJob) -> tuple[Any, Any, str | None]:
+    def _request(self, job: ContinuationJob) -> tuple[TeacherRequest | None, ArchivedRequest | None, str | None]:
         """(teacher request, archived request, None) or (None, None, why not). File work:
         the failure step's archived request and, for ``as_run``, the run's hinted requests;
         run in a thread so the event loop (the UI's) never waits on the disk."""
-        from eviscene_tui.policy.casefile import observed_hint_template
-        from eviscene_tui.policy.request import RequestUnavailable, teacher_request_from_archived
-
         if job.case is None:
             return None, None, "no case to rebuild the failure step's request from"
         archived, problems = job.case.source_step_request(job.source_step_index)
@@ -166,11 +174,6 @@ class PolicyContinuationRunner:
         return req, archived, None
 
     async def __call__(self, job: ContinuationJob) -> ContinuationOutcome:
-        from eviscene_tui.policy.accumulate import StreamAccumulator
-        from eviscene_tui.policy.client import PolicyClient
-        from eviscene_tui.policy.request import redact_images
-        from eviscene_tui.policy.session import run_continuation
-
         req, archived, why_not = await asyncio.to_thread(self._request, job)
         if req is None:
             return ContinuationOutcome(status="failed", error=why_not, error_type="request", topk=self.topk)
@@ -178,12 +181,10 @@ class PolicyContinuationRunner:
         case_ref = {"case_key": f"supervised-round-{job.round_index:02d}"}
         async with PolicyClient(self.target, self.config) as client:
             result = await run_continuation(client, req, work=self.work, case_ref=case_ref, on_event=job.on_event, accumulator=acc)
-            from eviscene_tui.policy.request import chat_body
-
             body = chat_body(req, self.config, model=self.target.model)
         out = outcome_from_accumulator(acc, topk=self.topk)
         out.request = redact_images(body, req.images)
-        out.images = [(img.sha256, img.mime, img.data) for img in (getattr(archived, "images", None) or [])]
+        out.images = [(img.sha256, img.mime, img.data) for img in (archived.images if archived is not None else [])]
         if result.path is not None:
             out.record_path = str(result.path)
         return out

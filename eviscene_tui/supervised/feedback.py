@@ -30,6 +30,7 @@ from typing import Any, Mapping, Sequence
 from eviscene_tui.artifacts import projection
 from eviscene_tui.artifacts.models import CHECK_NAMES  # noqa: F401  (re-exported: records, search)
 from eviscene_tui.artifacts.projection import TRACE_STEP_KEYS  # noqa: F401  (re-exported)
+from eviscene_tui.settings import SupervisedSettings
 
 LOCK_CHECKS = ("source_error_confirmed", "repaired_at_selected_step", "procedural_hint", "anchor_matches")
 TERMINAL_STATUSES = (
@@ -276,19 +277,7 @@ def next_stop(
     return None
 
 
-def load_budgets(config_path: str | os.PathLike[str] | None = None) -> Budgets:
-    """Budgets from the ``[supervised]`` table of the config file (``max_attempts``,
-    ``max_proposals``, ``max_seconds``), else the driver defaults. Invalid values raise
-    :class:`BudgetError` with the driver's validation message."""
-    import tomllib
-
-    path = config_path or os.environ.get("EVISCENE_TUI_CONFIG")
-    values: dict[str, Any] = {}
-    if path and Path(path).is_file():
-        try:
-            doc = tomllib.loads(Path(path).read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
-            raise BudgetError(f"cannot read budgets from {path}: {exc}") from None
-        table = doc.get("supervised") if isinstance(doc.get("supervised"), dict) else {}
-        values = {k: table[k] for k in ("max_attempts", "max_proposals", "max_seconds") if k in table}
-    return Budgets(**values)
+def budgets_from_settings(settings: SupervisedSettings) -> Budgets:
+    """Budgets from the ``[supervised]`` table of the user's settings (already checked
+    by ``load_settings`` with the driver's rules; driver defaults where not given)."""
+    return Budgets(max_attempts=settings.max_attempts, max_proposals=settings.max_proposals, max_seconds=settings.max_seconds)

@@ -247,7 +247,7 @@ class SupervisedSearch:
         from the ``[supervised]`` table of the config file (driver defaults otherwise)."""
         import os
 
-        from eviscene_tui.supervised.feedback import load_budgets
+        from eviscene_tui.supervised.feedback import budgets_from_settings
         from eviscene_tui.supervised.source import inputs_from_case
 
         if label is None:
@@ -262,7 +262,7 @@ class SupervisedSearch:
             hint_url=getattr(options, "hint_url", None),
             hint_model=getattr(options, "hint_model", None),
         )
-        budgets = budgets or load_budgets(getattr(options, "config", None))
+        budgets = budgets or budgets_from_settings(options.settings.supervised)
         return cls.start(inputs, options.workdir, settings=settings, budgets=budgets, site_note=site_note)
 
     def close(self) -> None:

@@ -27,7 +27,6 @@ from eviscene_tui.safe_text import safe_text
 from eviscene_tui.state.runs import RunsStore
 from eviscene_tui.state.scan import CaseIndex, LockedTransient, batched, build_row, scan_rows
 from eviscene_tui.ui import messages as M
-from eviscene_tui.ui.config import UserConfig, load_config
 from eviscene_tui.ui.themes import DARK, DEFAULT_THEME, LIGHT, app_themes, theme_css_paths
 
 APP_CSS = Path(__file__).with_name("app.tcss")
@@ -53,7 +52,6 @@ class EvisceneApp(App[int]):
         options: AppOptions,
         *,
         watch: bool = True,
-        config: UserConfig | None = None,
         transient_grace: float = 2.0,
     ) -> None:
         super().__init__()
@@ -61,7 +59,7 @@ class EvisceneApp(App[int]):
         self.store = RunsStore()
         self.transient = LockedTransient(grace=transient_grace)
         self.case_index = CaseIndex()
-        self.config = config if config is not None else load_config(options.config)
+        self.settings = options.settings  # read once by the CLI; never re-read here
         self.watch_enabled = watch
         self.scan_seconds: float | None = None
         self.first_rows_at: float | None = None
@@ -75,7 +73,7 @@ class EvisceneApp(App[int]):
     def on_mount(self) -> None:
         for theme in app_themes():
             self.register_theme(theme)
-        wanted = self.options.theme or self.config.theme or DEFAULT_THEME
+        wanted = self.options.theme or self.settings.theme or DEFAULT_THEME
         if wanted not in self.available_themes:
             self.notify(
                 f"Unknown theme {safe_text(wanted, single_line=True, limit=60)!s}; using {DEFAULT_THEME}. "
@@ -85,10 +83,10 @@ class EvisceneApp(App[int]):
             )
             wanted = DEFAULT_THEME
         self.theme = wanted
-        if self.config.keymap:
-            self.set_keymap(self.config.keymap)
-        for error in self.config.errors:
-            self.notify(safe_text(error, limit=300), title="config", severity="warning", markup=False)
+        if self.settings.keys:
+            self.set_keymap(self.settings.keys)
+        for problem in self.settings.problems:
+            self.notify(safe_text(problem, limit=300), title="config", severity="warning", markup=False, timeout=10)
         from eviscene_tui.ui.screens.runs import RunsScreen
 
         self.push_screen(RunsScreen())
@@ -108,7 +106,7 @@ class EvisceneApp(App[int]):
     async def poll_policy_status(self) -> None:
         """Poll /health, /version, /v1/models and /metrics of the configured policy."""
         from eviscene_tui.policy.client import PolicyClient
-        from eviscene_tui.policy.profile import load_policy_config
+        from eviscene_tui.policy.config import policy_config
         from eviscene_tui.policy.status_line import ProfileError, status_summary, target_from_options
 
         try:
@@ -119,7 +117,7 @@ class EvisceneApp(App[int]):
         if target is None:
             return
         self.policy_status = (target.label, "polling " + ", ".join(target.base_urls))
-        async with PolicyClient(target, load_policy_config(self.options.config)) as client:
+        async with PolicyClient(target, policy_config(self.settings.policy)) as client:
             async for statuses in client.poll_status():
                 self.policy_status = (target.label, f"{target.model}  {status_summary(statuses)}")
 

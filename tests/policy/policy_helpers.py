@@ -7,7 +7,7 @@ import dataclasses
 import pytest
 
 from eviscene_tui.policy.client import PolicyClient
-from eviscene_tui.policy.profile import PolicyConfig
+from eviscene_tui.policy.config import PolicyConfig
 
 
 @pytest.fixture(autouse=True, params=["direct-body", "httpx-body"])

@@ -7,7 +7,8 @@ import pytest
 from eviscene_tui.fake_vllm import FakeVLLMServer
 from eviscene_tui.fake_vllm.testing import collect, target_for
 from eviscene_tui.policy.client import PolicyClient, parse_metrics, validate_live_model
-from eviscene_tui.policy.profile import PolicyConfig, ProfileError, load_target_from_profile, target_from_profile_dict
+from eviscene_tui.policy.config import PolicyConfig
+from eviscene_tui.policy.profile import ProfileError, load_target_from_profile, target_from_profile_dict
 
 
 @pytest.fixture
@@ -88,19 +89,20 @@ def test_parse_metrics_old_gauge_name():
 
 
 def test_config_file_and_env(tmp_path, monkeypatch):
-    from eviscene_tui.policy.profile import load_policy_config
+    from eviscene_tui.policy.config import policy_config
+    from eviscene_tui.settings import load_settings
 
     cfg = tmp_path / "c.toml"
     cfg.write_text('[policy]\ntemperature = 0.3\nread_timeout = 900\nhint_placement = "system_suffix"\napi_key = "file-key"\nlogprobs = true\ntop_logprobs = 4\n')
     monkeypatch.delenv("EVISCENE_POLICY_API_KEY", raising=False)
-    c = load_policy_config(cfg)
+    c = policy_config(load_settings(cfg).policy)
     assert (c.temperature, c.read_timeout, c.hint_placement, c.api_key, c.logprobs, c.top_logprobs) == (0.3, 900.0, "system_suffix", "file-key", True, 4)
     assert "file-key" not in repr(c)
     monkeypatch.setenv("EVISCENE_POLICY_API_KEY", "env-key")
-    assert load_policy_config(cfg).api_key == "env-key"
+    assert policy_config(load_settings(cfg).policy).api_key == "env-key"
     cfg.write_text('[policy]\nhint_placement = "nowhere"\n')
-    with pytest.raises(ValueError):
-        load_policy_config(cfg)
+    bad = load_settings(cfg)
+    assert policy_config(bad.policy).hint_placement == "as_run" and "hint_placement" in bad.problems[0]
 
 
 async def test_thinking_default_follows_profile():

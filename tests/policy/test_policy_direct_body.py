@@ -20,7 +20,7 @@ from eviscene_tui.fake_vllm.testing import chat_body, simple_request, target_for
 from eviscene_tui.policy.accumulate import StreamAccumulator
 from eviscene_tui.policy.client import PolicyClient
 from eviscene_tui.policy.direct_body import BodyTap, ChunkedDecoder, ChunkedError
-from eviscene_tui.policy.profile import PolicyConfig
+from eviscene_tui.policy.config import PolicyConfig
 
 
 def _encode(chunks: list[bytes], exts: list[bytes], trailers: list[bytes], upper: bool) -> bytes:

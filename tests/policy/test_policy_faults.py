@@ -11,7 +11,8 @@ import pytest
 from eviscene_tui.fake_vllm import FakeVLLMServer
 from eviscene_tui.fake_vllm.testing import collect, simple_request, target_for, unattested_for
 from eviscene_tui.policy.client import PolicyClient
-from eviscene_tui.policy.profile import PolicyConfig, unattested_target
+from eviscene_tui.policy.config import PolicyConfig
+from eviscene_tui.policy.profile import unattested_target
 from eviscene_tui.policy.session import run_continuation
 from eviscene_tui.storage import WorkDir
 from policy_helpers import body_path  # noqa: F401 - autouse: every test runs on both body paths

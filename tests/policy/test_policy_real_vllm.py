@@ -7,7 +7,8 @@ import os
 import pytest
 
 from eviscene_tui.fake_vllm.testing import collect, simple_request
-from eviscene_tui.policy.profile import PolicyConfig, unattested_target
+from eviscene_tui.policy.config import PolicyConfig
+from eviscene_tui.policy.profile import unattested_target
 
 URL = os.environ.get("EVISCENE_REAL_VLLM_URL")
 

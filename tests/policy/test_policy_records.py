@@ -14,7 +14,7 @@ from eviscene_tui.fake_vllm.testing import simple_request, target_for
 from eviscene_tui.policy.accumulate import StreamAccumulator
 from eviscene_tui.policy.client import PolicyClient
 from eviscene_tui.policy.events import Delta
-from eviscene_tui.policy.profile import PolicyConfig
+from eviscene_tui.policy.config import PolicyConfig
 from eviscene_tui.policy.recording import list_records
 from eviscene_tui.policy.session import run_continuation
 from eviscene_tui.storage import EvidenceWriteRefused, WorkDir

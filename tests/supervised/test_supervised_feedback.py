@@ -252,14 +252,14 @@ def test_storage_budget(tmp_path):
     assert next_stop({"rounds": []}, Budgets(), root=tmp_path, storage_limit=101) is None
 
 
-def test_load_budgets_from_config(tmp_path, monkeypatch):
-    from eviscene_tui.supervised.feedback import load_budgets
+def test_budgets_from_config(tmp_path):
+    from eviscene_tui.settings import load_settings
+    from eviscene_tui.supervised.feedback import budgets_from_settings
 
-    monkeypatch.delenv("EVISCENE_TUI_CONFIG", raising=False)
-    assert load_budgets(None) == Budgets()
+    assert budgets_from_settings(load_settings().supervised) == Budgets()
     cfg = tmp_path / "c.toml"
     cfg.write_text("[supervised]\nmax_attempts = 2\nmax_proposals = 4\nmax_seconds = 60\n")
-    assert load_budgets(cfg) == Budgets(max_attempts=2, max_proposals=4, max_seconds=60)
+    assert budgets_from_settings(load_settings(cfg).supervised) == Budgets(max_attempts=2, max_proposals=4, max_seconds=60)
     cfg.write_text("[supervised]\nmax_attempts = 40\n")
-    with pytest.raises(BudgetError):
-        load_budgets(cfg)
+    bad = load_settings(cfg)
+    assert budgets_from_settings(bad.supervised) == Budgets() and "max_attempts" in bad.problems[0]

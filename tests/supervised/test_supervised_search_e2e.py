@@ -16,7 +16,8 @@ from eviscene_tui.artifacts.jsonio import hint_sha256, read_bound, read_json, re
 from eviscene_tui.fake_vllm.harness import FakeVLLMServer
 from eviscene_tui.fake_vllm.server import DEFAULT_PROFILE, DEFAULT_SCENARIO
 from eviscene_tui.journal import fold, supervised_journal_for_root, verify_chain
-from eviscene_tui.policy.profile import PolicyConfig, target_from_profile_dict
+from eviscene_tui.policy.config import PolicyConfig
+from eviscene_tui.policy.profile import target_from_profile_dict
 from eviscene_tui.supervised import (
     Budgets,
     PolicyContinuationRunner,

@@ -115,7 +115,7 @@ async def test_recorded_continuation_from_policy_recorder(tmp_path: Path, case):
     fake = pytest.importorskip("eviscene_tui.fake_vllm.testing")
     from eviscene_tui.fake_vllm import FakeVLLMServer
     from eviscene_tui.policy.client import PolicyClient
-    from eviscene_tui.policy.profile import PolicyConfig
+    from eviscene_tui.policy.config import PolicyConfig
     from eviscene_tui.policy.session import run_continuation
     from eviscene_tui.storage import WorkDir
 

@@ -13,7 +13,7 @@ from textual.app import App
 from eviscene_tui.fake_vllm import FakeVLLMServer
 from eviscene_tui.fake_vllm.testing import simple_request
 from eviscene_tui.options import AppOptions
-from eviscene_tui.policy.profile import PolicyConfig
+from eviscene_tui.policy.config import PolicyConfig
 from eviscene_tui.policy.recording import list_records
 from eviscene_tui.ui.screens.stream import StreamScreen
 from eviscene_tui.ui.widgets.stream_view import StreamView, TextPane

@@ -172,7 +172,8 @@ async def test_supervised_screen_streams_and_cancels_over_http(tmp_path):
 
     from eviscene_tui.fake_vllm.harness import FakeVLLMServer
     from eviscene_tui.fake_vllm.server import DEFAULT_PROFILE
-    from eviscene_tui.policy.profile import PolicyConfig, target_from_profile_dict
+    from eviscene_tui.policy.config import PolicyConfig
+    from eviscene_tui.policy.profile import target_from_profile_dict
     from eviscene_tui.supervised import PolicyContinuationRunner
 
     out = tmp_path / "out"

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from ui_helpers import make_app, open_case, sample_root, wait_for, wait_scan
 
-from eviscene_tui.ui.config import load_config
+from eviscene_tui.settings import load_settings
 from eviscene_tui.ui.screens.help import HelpScreen
 from eviscene_tui.ui.themes import DARK, LIGHT
 from eviscene_tui.ui.widgets.trace_view import TraceView
@@ -93,9 +93,9 @@ async def test_user_keymap_from_config_file(tmp_path_factory, tmp_path: Path, mo
     config = tmp_path / "config.toml"
     config.write_text('theme = "eviscene-light"\n[keys]\n"runs.filter.triage" = "z"\n"case.failure" = "F"\n', encoding="utf-8")
     monkeypatch.setenv("EVISCENE_TUI_CONFIG", str(config))
-    cfg = load_config()
-    assert cfg.found and cfg.keymap == {"runs.filter.triage": "z", "case.failure": "F"} and not cfg.errors
-    app = make_app(sample_root(tmp_path_factory), config=cfg)
+    cfg = load_settings()
+    assert cfg.found and cfg.keys == {"runs.filter.triage": "z", "case.failure": "F"} and not cfg.problems
+    app = make_app(sample_root(tmp_path_factory), settings=cfg)
     async with app.run_test(size=(100, 30)) as pilot:
         await wait_scan(pilot, app)
         assert app.theme == LIGHT
@@ -116,10 +116,10 @@ async def test_user_keymap_from_config_file(tmp_path_factory, tmp_path: Path, mo
 def test_broken_config_is_reported_not_raised(tmp_path: Path) -> None:
     bad = tmp_path / "bad.toml"
     bad.write_text("[keys\n", encoding="utf-8")
-    cfg = load_config(bad)
-    assert cfg.errors and "not valid TOML" in cfg.errors[0]
-    missing = load_config(tmp_path / "missing.toml")
-    assert missing.errors and not missing.found
+    cfg = load_settings(bad)
+    assert cfg.problems and "not valid TOML" in cfg.problems[0]
+    missing = load_settings(tmp_path / "missing.toml")
+    assert missing.problems and not missing.found
 
 
 def test_launch_builds_options_from_args(tmp_path: Path) -> None:

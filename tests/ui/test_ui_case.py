@@ -190,8 +190,8 @@ async def test_triage_label_is_recorded_outside_the_root_and_filterable(tmp_path
 
     from eviscene_tui.journal.review import review_state
     from eviscene_tui.options import AppOptions
+    from eviscene_tui.settings import Settings
     from eviscene_tui.ui.app import EvisceneApp
-    from eviscene_tui.ui.config import UserConfig
     from eviscene_tui.ui.screens.label import TriageLabelScreen
     from eviscene_tui.ui.screens.runs import RunsScreen
     from eviscene_tui.ui.widgets.runs_table import RunsTable
@@ -199,8 +199,8 @@ async def test_triage_label_is_recorded_outside_the_root_and_filterable(tmp_path
     root = tmp_path / "runs"
     shutil.copytree(sample_root(tmp_path_factory) / "search-no-recoverable-site", root / "search-no-recoverable-site")
     work = tmp_path / "work"
-    options = AppOptions.from_args(root, argparse.Namespace(workdir=str(work), operator="tester", theme=None, poll=False, config=None))
-    app = EvisceneApp(options, watch=False, config=UserConfig(path=tmp_path / "none.toml"))
+    options = AppOptions.from_args(root, argparse.Namespace(workdir=str(work), operator="tester", theme=None, poll=False, config=None), settings=Settings())
+    app = EvisceneApp(options, watch=False)
     async with app.run_test(size=(100, 30), notifications=True) as pilot:
         await open_case(pilot, app, "search-no-recoverable-site")
         await pilot.press("l")

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from eviscene_tui.options import AppOptions
 from eviscene_tui.ui.app import EvisceneApp
-from eviscene_tui.ui.config import UserConfig
+from eviscene_tui.settings import Settings
 
 _SAMPLES: dict[str, Path] = {}
 
@@ -32,10 +32,10 @@ def copy_case(tmp_factory, name: str, dest: Path) -> Path:
     return target
 
 
-def make_app(root: Path, *, watch: bool = False, theme: str | None = None, poll: bool = False, config: UserConfig | None = None, **kw) -> EvisceneApp:
+def make_app(root: Path, *, watch: bool = False, theme: str | None = None, poll: bool = False, settings: Settings | None = None, **kw) -> EvisceneApp:
     args = argparse.Namespace(theme=theme, poll=poll, operator="tester", workdir=None, config=None)
-    options = AppOptions.from_args(root, args)
-    return EvisceneApp(options, watch=watch, config=config or UserConfig(path=Path("/nonexistent/eviscene-tui.toml")), **kw)
+    options = AppOptions.from_args(root, args, settings=settings or Settings())
+    return EvisceneApp(options, watch=watch, **kw)
 
 
 def screen_text(app) -> str:

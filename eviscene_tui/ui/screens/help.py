@@ -12,7 +12,7 @@ from textual.content import Content
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
-from eviscene_tui.ui.config import config_path
+from eviscene_tui.settings import config_path
 from eviscene_tui.ui.widgets.key_footer import KeyFooter
 
 # (title, module, class) — other engineers' screens are listed when importable.

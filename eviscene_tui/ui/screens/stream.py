@@ -35,7 +35,8 @@ from eviscene_tui.policy.accumulate import StreamAccumulator
 from eviscene_tui.policy.client import PolicyClient, ServerStatus
 from eviscene_tui.policy.events import StreamError
 from eviscene_tui.policy.status_line import status_summary
-from eviscene_tui.policy.profile import PolicyConfig, PolicyTarget, ProfileError, load_policy_config, load_target_from_profile, unattested_target
+from eviscene_tui.policy.config import PolicyConfig, policy_config
+from eviscene_tui.policy.profile import NO_POLICY, PolicyTarget, ProfileError, resolve_policy_target
 from eviscene_tui.policy.request import RequestUnavailable, TeacherRequest, chat_body, describe_request, with_hint
 from eviscene_tui.safe_text import safe_text
 from eviscene_tui.ui.widgets.stream_view import StreamView, TextPane
@@ -151,11 +152,7 @@ class StreamScreen(Screen):
 
     def on_mount(self) -> None:
         if self.config is None:
-            try:
-                self.config = load_policy_config(getattr(self.options, "config", None))
-            except ValueError as exc:
-                self.config = PolicyConfig()
-                self.call_after_refresh(self._message, f"config: {exc}; using defaults", "warning")
+            self.config = policy_config(self.options.settings.policy)
         self._resolve_target()
         ref = self._case_ref()
         title = Content.from_markup("[b]Teacher continuation[/]  case $case  round $round",
@@ -178,14 +175,12 @@ class StreamScreen(Screen):
     def _resolve_target(self) -> None:
         o = self.options
         try:
-            if getattr(o, "policy_profile", None):
-                self.target = load_target_from_profile(o.policy_profile)
-            elif getattr(o, "policy_url", None) and getattr(o, "policy_model", None):
-                self.target = unattested_target(o.policy_url, o.policy_model)
-            else:
-                self.target_error = "no policy server configured: start with --policy-profile FILE (attested) or --policy-url URL --policy-model NAME (unattested)"
+            self.target = resolve_policy_target(profile=o.policy_profile, url=o.policy_url, model=o.policy_model)
         except ProfileError as exc:
             self.target_error = str(exc)
+        else:
+            if self.target is None:
+                self.target_error = NO_POLICY
 
     def _render_policy(self, statuses: list[ServerStatus] | None) -> None:
         w = self.query_one("#stream-policy", Static)
@@ -292,7 +287,7 @@ class StreamScreen(Screen):
             self._message("A continuation is already streaming (ctrl+x cancels it)", "warning")
             return
         if self.target is None:
-            self._message(self.target_error or "no policy server configured", "error")
+            self._message(self.target_error or NO_POLICY, "error")
             return
         view = self.query_one(StreamView)
         req = self.current_request()
