@@ -7,6 +7,9 @@
     eviscene-tui decisions PATH [--json | --csv] [--events]
     eviscene-tui fake-vllm [--port N] [...]
     eviscene-tui demo [PATH]
+    eviscene-tui gate [--python PY] [--gate-dir DIR] [--no-hint-gate] -- DRIVER.py ARGS...
+    eviscene-tui gate-status ROOT [--json]
+    eviscene-tui decide ROOT ACTION --round N [--step K] [--reason TEXT]
 """
 
 from __future__ import annotations
@@ -23,6 +26,9 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "decisions": ("eviscene_tui.commands.decisions", "export the operator decision journal (folded or raw chain)"),
     "fake-vllm": ("eviscene_tui.commands.fake_vllm", "run the bundled vLLM-compatible fake server"),
     "demo": ("eviscene_tui.commands.demo", "start the fake vLLM server and open the app on sample runs"),
+    "gate": ("eviscene_tui.commands.gate", "run the EviScene driver with the operator gate in its feedback search"),
+    "gate-status": ("eviscene_tui.commands.gate_status", "show a gated search's pending gates, decisions and driver heartbeat"),
+    "decide": ("eviscene_tui.commands.decide", "take a gate decision (approve-round, relocalize, stop, approve-hint, reject-hint)"),
 }
 
 

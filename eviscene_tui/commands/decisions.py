@@ -5,7 +5,8 @@ PATH may be:
 - a supervised search root (``<workdir>/supervised/<key>/``; its journal sits beside it);
 - the app's work directory (every journal in it: ``journal/review.jsonl`` and
   ``supervised/*.decisions.jsonl``);
-- an opened run root (its default work directory ``<root>.eviscene-tui`` is used).
+- an opened run root (its default work directory ``<root>.eviscene-tui`` is used);
+- a gated search root or its gate directory (``<root>.eviscene-gate/decisions.jsonl``).
 
 Default output is the folded decisions (every decision event with its status:
 active / superseded / undone, and ``stale`` when an evidence file changed since).
@@ -45,8 +46,22 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--events", action="store_true", help="the raw event chain (verified) instead of folded decisions")
 
 
+GATE_SUFFIX = ".eviscene-gate"  # the operator gate's sidecar (eviscene_tui.gate): <root>.eviscene-gate/decisions.jsonl
+GATE_JOURNAL = "decisions.jsonl"
+
+
+def _gate_journals(path: Path) -> list[Path]:
+    """The gate journal of a gate directory, or of a search root's default gate sidecar."""
+    for directory in (path, path.resolve().parent / (path.resolve().name + GATE_SUFFIX)):
+        if (directory / "gate.json").is_file() and (directory / GATE_JOURNAL).is_file():
+            return [directory / GATE_JOURNAL]
+    return []
+
+
 def _base_for(journal: Path, opened_root: Path | None) -> Path | None:
     """Where a journal's evidence paths are relative to."""
+    if journal.name == GATE_JOURNAL and journal.parent.name.endswith(GATE_SUFFIX):
+        return journal.parent.parent / journal.parent.name[: -len(GATE_SUFFIX)]
     if journal.name.endswith(SUPERVISED_SUFFIX) and journal.parent.name == SUPERVISED_DIR:
         return journal.parent / journal.name[: -len(SUPERVISED_SUFFIX)]
     if journal.name == REVIEW_JOURNAL and journal.parent.name == JOURNAL_DIR:
@@ -67,9 +82,10 @@ def find_journals(path: Path) -> tuple[list[Path], Path | None]:
     sidecar = supervised_journal_for_root(path)
     if path.parent.name == SUPERVISED_DIR and sidecar.is_file():
         return [sidecar], None
+    gate = _gate_journals(path)
     found = journals_in_workdir(path)
-    if found:
-        return found, None
+    if found or gate:
+        return found + gate, None
     work = default_workdir(path)
     return journals_in_workdir(work), path.resolve()
 

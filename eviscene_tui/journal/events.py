@@ -38,6 +38,9 @@ ACTIONS = (
     "triage_label",
     "comment",
     "undo",
+    # the operator gate inside the driver's own search loop (eviscene_tui.gate)
+    "approve_round",
+    "stop_search",
 )
 TRIAGE_LABELS = ("needs_relocalization", "unrecoverable", "data_problem", "note")
 TARGET_KEYS = ("case", "round", "step_index", "hint_sha256", "attempt_id")
