@@ -128,7 +128,10 @@ class QwenContinuationAdapter:
         return proposals
 
     def _policy_call(self, messages: list[dict[str, Any]]) -> dict[str, Any]:
-        body = json.dumps({"model": self.policy_model, "messages": messages, "max_tokens": 96, "stream": False,
+        tools = [{"type": "function", "function": {"name": name, "description": desc, "parameters": {
+            "type": "object", "properties": {"query": {"type": "string"}}, "required": ["query"]}}}
+            for name, desc in (("reverse_image_search", "find earlier copies of an image"), ("web_search", "search the web"))]
+        body = json.dumps({"model": self.policy_model, "messages": messages, "tools": tools, "max_tokens": 1024, "stream": False,
                            "return_token_ids": True, "logprobs": True, "top_logprobs": 5}).encode("utf-8")
         request = urllib.request.Request(self.policy_base_url + "/chat/completions", data=body,
                                          headers={"Content-Type": "application/json"}, method="POST")
