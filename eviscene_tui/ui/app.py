@@ -112,14 +112,18 @@ class EvisceneApp(App[int]):
         try:
             target = target_from_options(self.options)
         except ProfileError as exc:
-            self.policy_status = ("no policy", str(exc))
+            self.post_message(M.PolicyStatusChanged("no policy", str(exc)))
             return
         if target is None:
             return
-        self.policy_status = (target.label, "polling " + ", ".join(target.base_urls))
+        self.post_message(M.PolicyStatusChanged(target.label, "polling " + ", ".join(target.base_urls)))
         async with PolicyClient(target, policy_config(self.settings.policy)) as client:
             async for statuses in client.poll_status():
-                self.policy_status = (target.label, f"{target.model}  {status_summary(statuses)}")
+                self.post_message(M.PolicyStatusChanged(target.label, f"{target.model}  {status_summary(statuses)}"))
+
+    @on(M.PolicyStatusChanged)
+    def _on_policy_status(self, message: M.PolicyStatusChanged) -> None:
+        self.policy_status = (message.label, message.text)
 
     # -- scan ----------------------------------------------------------------------------
     def start_scan(self) -> None:
@@ -187,7 +191,6 @@ class EvisceneApp(App[int]):
         if any(r.being_written for r in message.rows):
             keys = {r.key for r in message.rows if r.being_written}
             self.set_timer(self.transient.grace + 0.3, lambda: self._recheck(keys))
-        self._forward_case_updates(message.rows)
 
     def _recheck(self, keys: set[str]) -> None:
         paths = set()
@@ -249,10 +252,11 @@ class EvisceneApp(App[int]):
     @on(M.FilesChanged)
     def _on_files_changed(self, message: M.FilesChanged) -> None:
         self._refresh_queue.put(set(message.paths))
+        from eviscene_tui.ui.screens.case import CaseScreen
+
         for screen in self.screen_stack:
-            hook = getattr(screen, "case_files_changed", None)
-            if hook is not None:
-                hook(message.paths)
+            if isinstance(screen, CaseScreen):
+                screen.case_files_changed(message.paths)
 
     def refresh_paths(self, paths: Iterable[str]) -> None:
         """Re-summarise the cases containing ``paths`` (used by tests and the watcher)."""
@@ -313,13 +317,6 @@ class EvisceneApp(App[int]):
             self.post_message(M.CasesRemoved(removed))
         if rows:
             self.post_message(M.SummariesBatch(rows, done=len(rows), total=None, initial=False))
-
-    def _forward_case_updates(self, rows: list[Any]) -> None:
-        for screen in self.screen_stack:
-            hook = getattr(screen, "case_row_updated", None)
-            if hook is not None:
-                for row in rows:
-                    hook(row)
 
     # -- actions -------------------------------------------------------------------------
     def action_help(self) -> None:

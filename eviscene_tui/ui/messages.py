@@ -6,12 +6,23 @@ mutates state and widgets.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from textual.message import Message
 
 from eviscene_tui.state.rows import CaseRow
 from eviscene_tui.state.trace_rows import TraceRows
+
+if TYPE_CHECKING:
+    from eviscene_tui.policy.accumulate import StreamAccumulator
+    from eviscene_tui.policy.client import ServerStatus
+    from eviscene_tui.policy.request import TeacherRequest
+    from eviscene_tui.supervised import SupervisedSearch
+    from eviscene_tui.tokens.capture import CaptureData
+    from eviscene_tui.tokens.decode import TokenDecoder
+    from eviscene_tui.tokens.layout import CellLayout
+    from eviscene_tui.tokens.sources import CaptureRef
+    from eviscene_tui.tokens.vision import VisionIds
 
 
 class SummariesBatch(Message):
@@ -45,6 +56,15 @@ class FilesChanged(Message):
     def __init__(self, paths: set[str]) -> None:
         super().__init__()
         self.paths = paths
+
+
+class PolicyStatusChanged(Message):
+    """The policy server's status line: ``label`` (attested / unattested / no policy) and text."""
+
+    def __init__(self, label: str, text: str) -> None:
+        super().__init__()
+        self.label = label
+        self.text = text
 
 
 class CaseLoaded(Message):
@@ -116,3 +136,132 @@ class LabelWritten(Message):
         super().__init__()
         self.label = label
         self.error = error
+
+
+# ---------------------------------------------------------------- stream screen
+class RequestReady(Message):
+    def __init__(self, request: TeacherRequest | None, error: str | None) -> None:
+        super().__init__()
+        self.request, self.error = request, error
+
+
+class StreamEnded(Message):
+    def __init__(self, status: str, acc: StreamAccumulator) -> None:
+        super().__init__()
+        self.status, self.acc = status, acc
+
+
+class LiveCaptureReady(Message):
+    def __init__(self, capture: CaptureData | None, error: str | None = None) -> None:
+        super().__init__()
+        self.capture, self.error = capture, error
+
+
+class StatusPolled(Message):
+    def __init__(self, statuses: list[ServerStatus]) -> None:
+        super().__init__()
+        self.statuses = statuses
+
+
+# ---------------------------------------------------------------- supervised screen
+class SearchOpened(Message):
+    def __init__(self, search: SupervisedSearch, note: str = "") -> None:
+        super().__init__()
+        self.search, self.note = search, note
+
+
+class NeedSite(Message):
+    """The case has no failure site the policy acted at: the operator must pick one."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__()
+        self.reason = reason
+
+
+class OpDone(Message):
+    """A service operation finished (``saved`` when it journaled a decision)."""
+
+    def __init__(self, label: str, *, saved: bool = True, detail: str = "") -> None:
+        super().__init__()
+        self.label, self.saved, self.detail = label, saved, detail
+
+
+class JournalView(Message):
+    def __init__(self, text: str) -> None:
+        super().__init__()
+        self.text = text
+
+
+class OpFailed(Message):
+    def __init__(self, label: str, message: str) -> None:
+        super().__init__()
+        self.label, self.message = label, message
+
+
+# ---------------------------------------------------------------- token inspector
+class DecoderReady(Message):
+    def __init__(self, decoder: TokenDecoder) -> None:
+        super().__init__()
+        self.decoder = decoder
+
+
+class CapturesListed(Message):
+    def __init__(self, refs: list[CaptureRef], error: str | None = None) -> None:
+        super().__init__()
+        self.refs = refs
+        self.error = error
+
+
+class CaptureLoaded(Message):
+    def __init__(self, data: CaptureData, layout: "LayoutReady | None" = None) -> None:
+        super().__init__()
+        self.data = data
+        self.layout = layout  # built in the same worker when the decoder was already known
+
+
+class CaptureFailed(Message):
+    def __init__(self, key: str, message: str) -> None:
+        super().__init__()
+        self.key = key
+        self.message = message
+
+
+class LayoutReady(Message):
+    def __init__(self, data: CaptureData, cells: CellLayout, vision: VisionIds | None, target: str = "main") -> None:
+        super().__init__()
+        self.data = data
+        self.cells = cells
+        self.vision = vision
+        self.target = target  # "main" | "pair"
+
+
+class PiecesFetched(Message):
+    def __init__(self, count: int) -> None:
+        super().__init__()
+        self.count = count
+
+
+class SpanDecoded(Message):
+    def __init__(self, key: str, which: str, text: str) -> None:
+        super().__init__()
+        self.key = key
+        self.which = which
+        self.text = text
+
+
+class ImageReady(Message):
+    def __init__(self, key: str, index: int, image: Any, info: dict[str, Any]) -> None:
+        super().__init__()
+        self.key = key
+        self.index = index
+        self.image = image
+        self.info = info
+
+
+class RemoteSearchReady(Message):
+    """The pieces a text search needs were fetched from the tokenizer server: search now."""
+
+    def __init__(self, query: str, forward: bool) -> None:
+        super().__init__()
+        self.query = query
+        self.forward = forward

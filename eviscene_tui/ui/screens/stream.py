@@ -26,7 +26,6 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.content import Content
-from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import Input, Static
 from textual.worker import Worker, WorkerState
@@ -40,6 +39,7 @@ from eviscene_tui.policy.profile import NO_POLICY, PolicyTarget, ProfileError, r
 from eviscene_tui.policy.request import RequestUnavailable, TeacherRequest, chat_body, describe_request, with_hint
 from eviscene_tui.safe_text import safe_text
 from eviscene_tui.ui.widgets.stream_view import StreamView, TextPane
+from eviscene_tui.ui.messages import LiveCaptureReady, RequestReady, StatusPolled, StreamEnded
 from eviscene_tui.ui.widgets.key_footer import KeyFooter
 
 ERROR_TITLES = {
@@ -65,30 +65,6 @@ def explain_error(err: StreamError) -> str:
     elif err.status == 400 and "context length" in err.message:
         hint = " — the prompt plus max_tokens exceeds the server's context length"
     return f"{title}: {err.message}{hint}"
-
-
-class RequestReady(Message):
-    def __init__(self, request: TeacherRequest | None, error: str | None) -> None:
-        super().__init__()
-        self.request, self.error = request, error
-
-
-class StreamEnded(Message):
-    def __init__(self, status: str, acc: StreamAccumulator) -> None:
-        super().__init__()
-        self.status, self.acc = status, acc
-
-
-class LiveCaptureReady(Message):
-    def __init__(self, capture: Any, error: str | None = None) -> None:
-        super().__init__()
-        self.capture, self.error = capture, error
-
-
-class StatusPolled(Message):
-    def __init__(self, statuses: list[ServerStatus]) -> None:
-        super().__init__()
-        self.statuses = statuses
 
 
 class StreamScreen(Screen):

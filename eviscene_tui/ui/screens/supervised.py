@@ -38,13 +38,13 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.content import Content
-from textual.message import Message
 from textual.screen import ModalScreen, Screen
 from textual.widgets import Button, Input, OptionList, Select, Static, TextArea
 from textual.widgets.option_list import Option
 
 from eviscene_tui.safe_text import safe_text
 from eviscene_tui.supervised.feedback import CHECK_NAMES
+from eviscene_tui.ui.messages import JournalView, NeedSite, OpDone, OpFailed, SearchOpened
 from eviscene_tui.ui.widgets.key_footer import KeyFooter
 
 try:  # engineer C's widgets; the screen still works (text summary) without them
@@ -56,41 +56,6 @@ except Exception:  # pragma: no cover - C's module missing
 
 def _s(value: Any, limit: int | None = 200) -> str:
     return safe_text("" if value is None else str(value), single_line=True, limit=limit)
-
-
-# ============================================================================ messages
-class SearchOpened(Message):
-    def __init__(self, search: Any, note: str = "") -> None:
-        super().__init__()
-        self.search, self.note = search, note
-
-
-class NeedSite(Message):
-    """The case has no failure site the policy acted at: the operator must pick one."""
-
-    def __init__(self, reason: str) -> None:
-        super().__init__()
-        self.reason = reason
-
-
-class OpDone(Message):
-    """A service operation finished (``saved`` when it journaled a decision)."""
-
-    def __init__(self, label: str, *, saved: bool = True, detail: str = "") -> None:
-        super().__init__()
-        self.label, self.saved, self.detail = label, saved, detail
-
-
-class JournalView(Message):
-    def __init__(self, text: str) -> None:
-        super().__init__()
-        self.text = text
-
-
-class OpFailed(Message):
-    def __init__(self, label: str, message: str) -> None:
-        super().__init__()
-        self.label, self.message = label, message
 
 
 # ============================================================================ modal form

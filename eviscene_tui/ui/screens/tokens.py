@@ -25,7 +25,6 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.content import Content
-from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import Input, OptionList, Static
 from textual.widgets.option_list import Option
@@ -39,69 +38,20 @@ from eviscene_tui.tokens.sources import CaptureError, CaptureRef, enumerate_capt
 from eviscene_tui.tokens.vision import VisionIds, guess_from_ids
 from eviscene_tui.ui.widgets.image_preview import ImagePreview, graphics_mode, load_preview_image
 from eviscene_tui.ui.widgets.token_view import TokenView, display_piece, run_label
+from eviscene_tui.ui.messages import (
+    CaptureFailed,
+    CaptureLoaded,
+    CapturesListed,
+    DecoderReady,
+    ImageReady,
+    LayoutReady,
+    PiecesFetched,
+    RemoteSearchReady,
+    SpanDecoded,
+)
 from eviscene_tui.ui.widgets.key_footer import KeyFooter
 
 LEVEL_MARK = {"ok": ("✓", "$success"), "warn": ("!", "$warning"), "fail": ("✗", "$error"), "info": ("·", "$foreground-muted")}
-
-
-# --------------------------------------------------------------------------- messages
-class DecoderReady(Message):
-    def __init__(self, decoder: TokenDecoder) -> None:
-        super().__init__()
-        self.decoder = decoder
-
-
-class CapturesListed(Message):
-    def __init__(self, refs: list[CaptureRef], error: str | None = None) -> None:
-        super().__init__()
-        self.refs = refs
-        self.error = error
-
-
-class CaptureLoaded(Message):
-    def __init__(self, data: CaptureData, layout: "LayoutReady | None" = None) -> None:
-        super().__init__()
-        self.data = data
-        self.layout = layout  # built in the same worker when the decoder was already known
-
-
-class CaptureFailed(Message):
-    def __init__(self, key: str, message: str) -> None:
-        super().__init__()
-        self.key = key
-        self.message = message
-
-
-class LayoutReady(Message):
-    def __init__(self, data: CaptureData, cells: CellLayout, vision: VisionIds | None, target: str = "main") -> None:
-        super().__init__()
-        self.data = data
-        self.cells = cells
-        self.vision = vision
-        self.target = target  # "main" | "pair"
-
-
-class PiecesFetched(Message):
-    def __init__(self, count: int) -> None:
-        super().__init__()
-        self.count = count
-
-
-class SpanDecoded(Message):
-    def __init__(self, key: str, which: str, text: str) -> None:
-        super().__init__()
-        self.key = key
-        self.which = which
-        self.text = text
-
-
-class ImageReady(Message):
-    def __init__(self, key: str, index: int, image: Any, info: dict[str, Any]) -> None:
-        super().__init__()
-        self.key = key
-        self.index = index
-        self.image = image
-        self.info = info
 
 
 # --------------------------------------------------------------------------- helpers
@@ -364,15 +314,17 @@ class TokenScreen(Screen[None]):
         self.post_message(SpanDecoded(key, which, text))
 
     @work(exclusive=False, group="tokens-search", exit_on_error=False)
-    async def _search_remote(self, query: str, forward: bool) -> None:
+    async def _search_remote(self, query: str, forward: bool, todo: list[int]) -> None:
+        """Fetch the pieces a text search needs from the server; the handler then searches."""
         dec = self.decoder
-        view = self.query_one("#token-view", TokenView)
-        if dec is not None:
-            todo = dec.pending(view.unique_ids())
-            self._status(f"fetching {len(todo):,} pieces from the server to search…")
+        if dec is not None and todo:
             await dec.fetch(todo)
+        self.post_message(RemoteSearchReady(query, forward))
+
+    def on_remote_search_ready(self, message: RemoteSearchReady) -> None:
+        view = self.query_one("#token-view", TokenView)
         view.pieces_updated()
-        view.find(query, forward=forward)
+        view.find(message.query, forward=message.forward)
 
     @work(thread=True, exclusive=True, group="tokens-image", exit_on_error=False)
     def _load_image(self, key: str, index: int, path: str) -> None:
@@ -569,7 +521,9 @@ class TokenScreen(Screen[None]):
 
         q = parse_query(value)
         if q is not None and q.kind == "text" and self.decoder is not None and self.decoder.source == DecodeSource.SERVER:
-            self._search_remote(value, forward)
+            todo = list(self.decoder.pending(view.unique_ids()))
+            self._status(f"fetching {len(todo):,} pieces from the server to search…")
+            self._search_remote(value, forward, todo)
             return
         view.find(value, forward=forward)
 
