@@ -37,6 +37,7 @@ that refuses paths inside the driver's root.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import time
 from dataclasses import dataclass, field
@@ -74,6 +75,10 @@ from eviscene_tui.supervised.source import SupervisedInputs
 SEARCH_VERSION = R.SEARCH_SCHEMA
 OPERATOR_RELOCALIZATION_REASON = "operator_relocalization"
 OPERATOR_REJECTED_REASON = "operator_rejected"
+# A stop is written as the driver records any exception that ends a round early, with the
+# exception type the driver gate raises: ``paused_execution_error`` + ``execution_error.type``.
+PAUSED_EXECUTION_ERROR = "paused_execution_error"
+OPERATOR_STOPPED = "OperatorStoppedSearch"
 
 
 def _pid_alive(pid: int) -> bool:
@@ -187,7 +192,7 @@ class SupervisedSearch:
         self.work = work
         self.journal = journal
         self.identity = self._search_identity()
-        self.state: dict[str, Any] = {"status": "searching", "elapsed_seconds": 0.0, "rounds": []}
+        self.state: dict[str, Any] = {"status": "searching", "elapsed_seconds": 0.0, "rounds": [], "execution_error": None}
         self.draft: RoundDraft | None = None
         self.messages: list[str] = []
         self.site_note: str | None = None
@@ -339,10 +344,12 @@ class SupervisedSearch:
                     "(its search-state identity differs); use another --workdir"
                 )
             payload = bound.payload if isinstance(bound.payload, dict) else {}
+            error = payload.get("execution_error")
             self.state = {
                 "status": payload.get("status", "searching"),
                 "elapsed_seconds": payload.get("elapsed_seconds", 0.0),
                 "rounds": list(payload.get("rounds") or []),
+                "execution_error": dict(error) if isinstance(error, dict) else None,
             }
             self._resume_draft()
             return
@@ -419,18 +426,32 @@ class SupervisedSearch:
 
     @property
     def stopped(self) -> bool:
-        return self.status in TERMINAL_STATUSES
+        """The search ended (a terminal status) or the operator stopped it (until resumed)."""
+        return self.status in TERMINAL_STATUSES or self.stopped_by_operator
+
+    @property
+    def stopped_by_operator(self) -> bool:
+        error = self.state.get("execution_error")
+        return self.status == PAUSED_EXECUTION_ERROR and isinstance(error, dict) and error.get("type") == OPERATOR_STOPPED
+
+    @property
+    def status_label(self) -> str:
+        """The status as the operator reads it (a stop is "stopped by operator", not an error)."""
+        return "stopped by operator" if self.stopped_by_operator else self.status
 
     # ================================================================ persistence
     def _records(self) -> list[dict[str, Any]]:
         return [rec for row in self.history for rec in (row.get("records") or [])]
 
     def _persist(self) -> None:
-        payload = {
+        payload: dict[str, Any] = {
             "status": self.state["status"],
             "elapsed_seconds": round(float(self.state["elapsed_seconds"]), 3),
             "rounds": self.history,
         }
+        error = self.state.get("execution_error")
+        if error is not None:
+            payload["execution_error"] = error
         self._write_bound(self.root / "search-state.json", self.identity, payload, replace=True)
         records = self._records()
         candidates: dict[str, Any] = {}
@@ -453,7 +474,7 @@ class SupervisedSearch:
             "elapsed_seconds": payload["elapsed_seconds"],
             "stop_reason": status,
             "rounds": [row.get("directory") for row in self.history],
-            "execution_error": None,
+            "execution_error": error,
             "training_distribution_provider": "frozen_self_teacher_only",
         }
         self._replace(self.root / "manifest.json", pretty_json_bytes(manifest))
@@ -467,19 +488,18 @@ class SupervisedSearch:
         return next_stop(self.state, self.budgets, root=self.root)
 
     # ================================================================ round start
-    def _next_site(self) -> tuple[dict[str, Any], dict[str, Any] | None, bool]:
-        """(site, localization doc to bind or None, relocalization requested by feedback)."""
+    def next_site(self) -> tuple[dict[str, Any], bool]:
+        """The next round's site and whether its feedback asks for a relocalization.
+
+        Pure (no file is read): the screen shows it between rounds, so an operator
+        relocalization is visible at once, before the next round starts."""
         trace = self.inputs.trace
         hist = self.history
         if not hist:
             site = dict(self.inputs.site)
             if site.get("localization_kind") == "operator":
-                step = int(site["source_step_index"])
                 site["localization_verifier"] = f"operator:{self.settings.operator}"
-                doc = R.operator_localization(trace, step, note=self.site_note or "operator-chosen starting step",
-                                              operator=self.settings.operator, category=site.get("semantic_category"))
-                return site, doc, False
-            return site, self.inputs.semantic_localization, False
+            return site, False
         last = hist[-1]
         reloc = last.get("operator_relocalization")
         if isinstance(reloc, dict):
@@ -492,10 +512,8 @@ class SupervisedSearch:
                 localization_verifier=f"operator:{reloc.get('operator') or self.settings.operator}",
                 basis={"source_step_index": step, "note": reloc.get("note"), "operator": reloc.get("operator")},
             )
-            doc = R.operator_localization(trace, step, note=str(reloc.get("note") or ""), operator=str(reloc.get("operator") or ""), category=reloc.get("category"))
-            return site, doc, False
-        # reuse the latest round's site and localization
-        previous = Path(str(last.get("directory")))
+            return site, False
+        # reuse the latest round's site
         site = None
         for rec in reversed(last.get("records") or []):
             if isinstance(rec.get("repair_site"), dict):
@@ -506,13 +524,34 @@ class SupervisedSearch:
                 site = R.site_from_candidate(cand, trace)
                 if site:
                     break
+        needs = bool(next_feedback(hist).get("needs_relocalization"))
+        return site or dict(self.inputs.site), needs
+
+    def _next_site(self) -> tuple[dict[str, Any], dict[str, Any] | None, bool]:
+        """(site, localization doc to bind or None, relocalization requested by feedback)."""
+        site, needs = self.next_site()
+        trace = self.inputs.trace
+        hist = self.history
+        if not hist:
+            if site.get("localization_kind") == "operator":
+                step = int(site["source_step_index"])
+                doc = R.operator_localization(trace, step, note=self.site_note or "operator-chosen starting step",
+                                              operator=self.settings.operator, category=site.get("semantic_category"))
+                return site, doc, False
+            return site, self.inputs.semantic_localization, False
+        last = hist[-1]
+        reloc = last.get("operator_relocalization")
+        if isinstance(reloc, dict):
+            step = int(reloc["to_source_step"])
+            doc = R.operator_localization(trace, step, note=str(reloc.get("note") or ""), operator=str(reloc.get("operator") or ""), category=reloc.get("category"))
+            return site, doc, False
+        # reuse the latest round's localization
         doc = None
-        p = previous / "semantic-localization.json"
+        p = Path(str(last.get("directory"))) / "semantic-localization.json"
         if p.is_file():
             raw, _ = read_json(p)
             doc = raw if isinstance(raw, dict) else None
-        needs = bool(next_feedback(hist).get("needs_relocalization"))
-        return site or dict(self.inputs.site), doc, needs
+        return site, doc, needs
 
     def _binding(self, path: Path | None) -> dict[str, Any] | None:
         if path is None or not path.is_file():
@@ -571,6 +610,8 @@ class SupervisedSearch:
         self._require_writable()
         if self.draft is not None and self.draft.stage != "closed":
             raise SearchError(f"{self.draft.name} is still open (at {self.draft.stage!r})")
+        if self.stopped_by_operator:
+            raise SearchError("the search was stopped by the operator; resume it first")
         stop = self.stop_reason()
         if stop is not None:
             self.state["status"] = stop
@@ -613,6 +654,7 @@ class SupervisedSearch:
             relocalization_requested=needs,
         )
         self.state["status"] = "searching"
+        self.state["execution_error"] = None
         self._persist()
         return self.draft
 
@@ -685,14 +727,9 @@ class SupervisedSearch:
         with ``localization_kind: "operator"``.
         """
         d = self._require_stage("site", "hints", "continuation", "verdict")
-        if not (note or "").strip():
-            raise SearchError("relocalization needs a note saying why")
-        if category is not None and category not in R.SEMANTIC_CATEGORIES:
-            raise SearchError(f"unknown category {category!r}; one of {', '.join(R.SEMANTIC_CATEGORIES)}")
-        try:
-            R.site_from_trace(self.inputs.trace, step_index, localization_kind="operator")
-        except ValueError as exc:
-            raise SearchError(str(exc)) from None
+        problem = self.relocalize_problem(step_index, note, category=category)
+        if problem is not None:
+            raise SearchError(problem)
         old = d.site.get("source_step_index")
         evidence = [self.inputs.trace_path, d.dir / "repair_candidates.jsonl"]
         reloc_data = {"from_source_step": old, "to_source_step": step_index, "category": category}
@@ -713,6 +750,19 @@ class SupervisedSearch:
         self._close_round(extra_audit_rows=[] if d.record else [{"passed": False, "reason": OPERATOR_RELOCALIZATION_REASON}], operator_relocalization=reloc)
         return ev
 
+    def relocalize_problem(self, step_index: int, note: str, *, category: str | None = None) -> str | None:
+        """Why :meth:`relocalize` would refuse these values, or None (pure: a dialog checks
+        before it closes)."""
+        if not (note or "").strip():
+            return "relocalization needs a note saying why"
+        if category is not None and category not in R.SEMANTIC_CATEGORIES:
+            return f"unknown category {category!r}; one of {', '.join(R.SEMANTIC_CATEGORIES)}"
+        try:
+            R.site_from_trace(self.inputs.trace, step_index, localization_kind="operator")
+        except ValueError as exc:
+            return str(exc)
+        return None
+
     # ================================================================ hints gate
     def proposer_prompt(self) -> list[dict[str, Any]]:
         d = self._require_stage("hints", "site")
@@ -732,11 +782,32 @@ class SupervisedSearch:
         return audit_hint(text, level=level, private_context=self.inputs.private_context, feedback=d.feedback)
 
     def add_operator_hint(self, text: str, *, level: int | None = None) -> Proposal:
+        """Audit a hint the operator typed and add it to the round's proposals.
+
+        The hint is journaled (a ``comment`` with ``event: add_hints``) so that a reopened
+        search shows the same proposals; nothing is written into the round's files
+        until a hint is approved."""
         d = self._require_stage("hints")
+        self._require_writable()
         lvl = self.settings.hint_level if level is None else level
         p = Proposal(len(d.proposals), text, lvl, "operator", self.settings.operator, self._audit(text, lvl))
+        ev = self._journal_proposals([p], provider="operator")
+        p.event_id = ev["id"]
         d.proposals.append(p)
         return p
+
+    def _journal_proposals(self, proposals: list[Proposal], *, provider: str) -> dict[str, Any]:
+        return self._journal(
+            "comment",
+            reason=f"{len(proposals)} hint(s) proposed by {provider}",
+            data={
+                "event": "add_hints",
+                "hints": [
+                    {"proposal_index": p.index, "text": p.text, "level": p.level, "provider": p.provider, "model": p.model}
+                    for p in proposals
+                ],
+            },
+        )
 
     async def fetch_proposals(self, *, base_url: str | None = None, model: str | None = None, timeout: float = 120.0) -> list[Proposal]:
         """One hint-constructor call per round (as the driver); the response is cached in
@@ -772,9 +843,11 @@ class SupervisedSearch:
         out = []
         for text in reply.hints:
             lvl = self.settings.hint_level
-            p = Proposal(len(d.proposals), text, lvl, "openai_compatible", mdl, self._audit(text, lvl))
-            d.proposals.append(p)
-            out.append(p)
+            out.append(Proposal(len(d.proposals) + len(out), text, lvl, "openai_compatible", mdl, self._audit(text, lvl)))
+        ev = self._journal_proposals(out, provider=mdl)
+        for p in out:
+            p.event_id = ev["id"]
+        d.proposals.extend(out)
         return out
 
     def _proposal(self, index: int) -> Proposal:
@@ -852,20 +925,30 @@ class SupervisedSearch:
             round_index=d.index,
             on_event=on_event,
         )
-        outcome = await runner(job)
+        try:
+            outcome = await runner(job)
+        except asyncio.CancelledError:
+            # the operator cancelled: the round stays at this gate and says so (also after a reopen)
+            d.outcome = ContinuationOutcome(status="cancelled", error="cancelled by the operator", error_type="cancelled")
+            self._last_error_file(d, "cancelled")
+            raise
         d.outcome = outcome
         if outcome.attestation is not None:
             self._replace(d.dir / "live-serving-check.json", pretty_json_bytes(outcome.attestation))
         if not outcome.ok:
-            self._replace(
-                d.dir / "generation-last-error.json",
-                pretty_json_bytes({"hint_index": 0, "retry": d.retries, "error_type": outcome.error_type or "error", "archive": None}),
-            )
-            d.retries += 1
+            self._last_error_file(d, outcome.error_type or ("cancelled" if outcome.status == "cancelled" else "error"))
             return outcome
         self._record_continuation(d, outcome)
         d.stage = "verdict"
         return outcome
+
+    def _last_error_file(self, d: RoundDraft, error_type: str) -> None:
+        """``generation-last-error.json`` as the driver writes it (the error's type only)."""
+        self._replace(
+            d.dir / "generation-last-error.json",
+            pretty_json_bytes({"hint_index": 0, "retry": d.retries, "error_type": error_type, "archive": None}),
+        )
+        d.retries += 1
 
     def _cached_continuation(self, d: RoundDraft) -> dict[str, Any] | None:
         """The round's stored continuation payload, when one was written before (a crash
@@ -1127,10 +1210,43 @@ class SupervisedSearch:
         return ev
 
     def stop(self, note: str = "") -> dict[str, Any]:
-        """The operator stops between rounds (the search stays resumable as ``searching``)."""
+        """The operator stops the search between rounds.
+
+        The search files say so as the driver gate's stop does: status
+        ``paused_execution_error`` with ``execution_error`` ``{round, type:
+        "OperatorStoppedSearch"}`` for the round that was not started. No round
+        starts until :meth:`resume`."""
+        self._require_writable()
         if self.draft is not None and self.draft.stage not in ("closed",):
             raise SearchError(f"{self.draft.name} is open; finish or relocalize it first")
-        return self._journal("comment", reason=note or "operator stopped the search", data={"event": "stop", "status": self.status})
+        if self.stopped_by_operator:
+            raise SearchError("the search is already stopped by the operator")
+        if self.status in TERMINAL_STATUSES:
+            raise SearchError(f"the search has already ended: {self.status}")
+        index = len(self.history)
+        error = {"round": index, "type": OPERATOR_STOPPED}
+        ev = self._journal(
+            "comment", reason=note or "operator stopped the search", round=index, step_index=None,
+            data={"event": "stop", "status": PAUSED_EXECUTION_ERROR, "execution_error": error},
+        )
+        self.state["status"] = PAUSED_EXECUTION_ERROR
+        self.state["execution_error"] = error
+        self._persist()
+        return ev
+
+    def resume(self, note: str = "") -> dict[str, Any]:
+        """Go on after an operator stop: the search is ``searching`` again (the next round
+        still waits for :meth:`begin_round`)."""
+        self._require_writable()
+        if not self.stopped_by_operator:
+            raise SearchError(f"the search was not stopped by the operator (status {self.status})")
+        index = len(self.history)
+        ev = self._journal("comment", reason=note or "operator resumed the search", round=index, step_index=None,
+                           data={"event": "resume", "status": "searching"})
+        self.state["status"] = "searching"
+        self.state["execution_error"] = None
+        self._persist()
+        return ev
 
     @property
     def torn_tail_warning(self) -> str | None:
@@ -1175,30 +1291,81 @@ class SupervisedSearch:
             return
         candidate = cands[-1]
         site = R.site_from_candidate(candidate, self.inputs.trace) or dict(self.inputs.site)
-        accepted = any(
-            isinstance(e.get("data"), dict) and e["data"].get("event") == "accept_site" and (e.get("target") or {}).get("round") == index
-            for e in self.journal.events
-        )
-        d = RoundDraft(index=index, dir=rdir, feedback=fb.payload, site=site, candidate=candidate, config=ri.identity,
-                       stage="hints" if accepted else "site")
-        recs, _ = read_jsonl(rdir / "repair_attempts.jsonl") if (rdir / "repair_attempts.jsonl").is_file() else ([], [])
+        feedback = fb.payload if isinstance(fb.payload, dict) else {}
+        _, needs = self.next_site()
+        round_events = [e for e in self.journal.events if (e.get("target") or {}).get("round") == index]
+        accepted = any(isinstance(e.get("data"), dict) and e["data"].get("event") == "accept_site" for e in round_events)
+        d = RoundDraft(index=index, dir=rdir, feedback=feedback, site=site, candidate=candidate, config=ri.identity,
+                       stage="hints" if accepted else "site", relocalization_requested=needs)
+        d.proposer_called = (rdir / "proposer-response.json").is_file()
+        self.draft = d
+        self._resume_proposals(d, round_events)
         props = read_bound(rdir / "hint-proposals.json") if (rdir / "hint-proposals.json").is_file() else None
         if props is not None and isinstance(props.payload, list) and props.payload:
             row = props.payload[0]
-            p = Proposal(0, row.get("text", ""), row.get("level", 1), row.get("provider", ""), row.get("model", ""),
-                         dict(row.get("audit") or {}, reason=""), status="approved")
-            d.approved = p
+            if d.approved is None:
+                # a journal from before proposals were journaled: only the approved hint is known
+                p = Proposal(0, row.get("text", ""), row.get("level", 1), row.get("provider", ""), row.get("model", ""),
+                             dict(row.get("audit") or {}, reason=""), status="approved")
+                d.approved = p
+                existing, _ = read_json(rdir / "proposer-hint-audits.json")
+                if isinstance(existing, dict):
+                    d.earlier_audit_rows = [r for r in existing.get("proposals") or [] if isinstance(r, dict)]
             d.stage = "continuation"
-            existing, _ = read_json(rdir / "proposer-hint-audits.json")
-            if isinstance(existing, dict):
-                d.earlier_audit_rows = [r for r in existing.get("proposals") or [] if isinstance(r, dict)]
+        elif d.approved is not None and not self.read_only:
+            # the approval was journaled but its files were not written (a crash in between)
+            self._write_audits()
+            self._write_bound(rdir / "hint-proposals.json", d.config, [d.approved.driver_row(d.site["step_id"])])
+            d.stage = "continuation"
+        elif d.approved is not None:
+            d.approved.status = "pending"
+            d.approved = None
+        d.outcome, d.retries = self._resumed_outcome(rdir)
+        recs, _ = read_jsonl(rdir / "repair_attempts.jsonl") if (rdir / "repair_attempts.jsonl").is_file() else ([], [])
         if recs:
             d.record = recs[-1]
             d.site = dict(d.record.get("repair_site") or d.site)
             raw, _ = read_json(rdir / "episodes" / "hint-00-teacher.json")
             d.episode = raw if isinstance(raw, dict) else {}
             d.stage = "verdict"
-        self.draft = d
+            d.outcome = ContinuationOutcome(status="complete")
         self.messages.append(f"resumed {rdir.name} at the {d.stage} gate")
         if d.stage == "verdict" and d.record.get("local_verification"):
             self._close_round()
+
+    def _resume_proposals(self, d: RoundDraft, events: list[dict[str, Any]]) -> None:
+        """The round's proposals, rebuilt from its journal: hints added (typed or fetched),
+        then each rejection and approval by proposal index. Audits are recomputed (the
+        audit is a pure function of the hint, the private context and the feedback)."""
+        for ev in events:
+            data = ev.get("data") if isinstance(ev.get("data"), dict) else {}
+            if ev.get("action") == "comment" and data.get("event") == "add_hints":
+                for h in data.get("hints") or []:
+                    if not isinstance(h, dict) or not isinstance(h.get("text"), str):
+                        continue
+                    level = h.get("level") if type(h.get("level")) is int else self.settings.hint_level
+                    p = Proposal(len(d.proposals), h["text"], level, str(h.get("provider") or ""), str(h.get("model") or ""),
+                                 self._audit_for(d, h["text"], level), event_id=ev.get("id"))
+                    d.proposals.append(p)
+            elif ev.get("action") in ("reject_hint", "approve_hint"):
+                i = data.get("proposal_index")
+                if type(i) is not int or not 0 <= i < len(d.proposals):
+                    continue
+                p = d.proposals[i]
+                p.status = "approved" if ev["action"] == "approve_hint" else "rejected"
+                p.reason, p.event_id = str(ev.get("reason") or ""), ev.get("id")
+                if p.status == "approved":
+                    d.approved = p
+
+    def _audit_for(self, d: RoundDraft, text: str, level: int) -> dict[str, Any]:
+        return audit_hint(text, level=level, private_context=self.inputs.private_context, feedback=d.feedback)
+
+    def _resumed_outcome(self, rdir: Path) -> tuple[ContinuationOutcome | None, int]:
+        """The last failed or cancelled run of this round (``generation-last-error.json``)."""
+        raw, _ = read_json(rdir / "generation-last-error.json") if (rdir / "generation-last-error.json").is_file() else (None, [])
+        if not isinstance(raw, dict):
+            return None, 0
+        error_type = str(raw.get("error_type") or "error")
+        retry = raw.get("retry") if type(raw.get("retry")) is int else 0
+        status = "cancelled" if error_type == "cancelled" else "failed"
+        return ContinuationOutcome(status=status, error_type=error_type), retry + 1
