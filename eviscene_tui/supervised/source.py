@@ -57,6 +57,11 @@ def _load_trace(path: Path) -> dict[str, Any]:
     return raw
 
 
+def load_trace(path: Path) -> dict[str, Any]:
+    """The source trace at ``path`` (:class:`InputError` when unreadable or without steps)."""
+    return _load_trace(path)
+
+
 def _initial_site(trace: dict[str, Any], candidate: dict[str, Any] | None, attempt_site: dict[str, Any] | None, step: int | None) -> dict[str, Any]:
     if step is not None:
         try:

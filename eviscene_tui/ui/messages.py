@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from eviscene_tui.policy.accumulate import StreamAccumulator
     from eviscene_tui.policy.client import ServerStatus
     from eviscene_tui.policy.request import TeacherRequest
-    from eviscene_tui.supervised import SupervisedSearch
+    from eviscene_tui.supervised import ContinuationOutcome, SupervisedSearch
     from eviscene_tui.tokens.capture import CaptureData
     from eviscene_tui.tokens.decode import TokenDecoder
     from eviscene_tui.tokens.layout import CellLayout
@@ -140,9 +140,12 @@ class LabelWritten(Message):
 
 # ---------------------------------------------------------------- stream screen
 class RequestReady(Message):
-    def __init__(self, request: TeacherRequest | None, error: str | None) -> None:
+    """The failure step's request was rebuilt (or ``error`` says why not); ``run_hint`` is
+    the hint the run used at that round, to prefill the editor."""
+
+    def __init__(self, request: TeacherRequest | None, error: str | None, run_hint: str | None = None) -> None:
         super().__init__()
-        self.request, self.error = request, error
+        self.request, self.error, self.run_hint = request, error, run_hint
 
 
 class StreamEnded(Message):
@@ -171,11 +174,13 @@ class SearchOpened(Message):
 
 
 class NeedSite(Message):
-    """The case has no failure site the policy acted at: the operator must pick one."""
+    """The case has no failure site the policy acted at: the operator must pick one
+    (``trace``: step index, is a policy step, one-line summary)."""
 
-    def __init__(self, reason: str) -> None:
+    def __init__(self, reason: str, trace: list[tuple[int, bool, str]]) -> None:
         super().__init__()
         self.reason = reason
+        self.trace = trace
 
 
 class OpDone(Message):
@@ -184,6 +189,15 @@ class OpDone(Message):
     def __init__(self, label: str, *, saved: bool = True, detail: str = "") -> None:
         super().__init__()
         self.label, self.saved, self.detail = label, saved, detail
+
+
+class ContinuationFinished(Message):
+    """The round's continuation ended: its ``outcome``, or ``error`` when it could not run."""
+
+    def __init__(self, outcome: ContinuationOutcome | None, error: str | None) -> None:
+        super().__init__()
+        self.outcome = outcome
+        self.error = error
 
 
 class JournalView(Message):

@@ -197,7 +197,7 @@ async def test_real_sample_case_request_hint_and_stream(tmp_path):
             await _wait(lambda: screen.base_request is not None or screen.request_error is not None)
             await pilot.pause(0.4)
             assert screen.request_error is None
-            hint = screen.query_one("#hint").value
+            hint = screen.query_one("#hint").text
             assert hint  # prefilled with the round's hint
             pane = screen.query_one("#request-pane", TextPane).text
             assert "# source: archive req-" in pane and "<image sha256=" in pane
@@ -360,7 +360,7 @@ async def test_token_inspector_on_the_live_and_last_continuation(tmp_path):
             await _wait(lambda: screen.query_one(StreamView).acc.token_count >= 20)
             hint_input = screen.query_one("#hint")
             hint_input.focus()
-            typed = hint_input.value
+            typed = hint_input.text
             # the priority binding works while the hint input has focus (simulate_key: the same key
             # dispatch as pilot.press, without its wait for an idle CPU, slow while streaming in-process)
             pilot.app.simulate_key("ctrl+o")
@@ -370,7 +370,7 @@ async def test_token_inspector_on_the_live_and_last_continuation(tmp_path):
             assert snap.data.status == "streaming" and 20 <= len(snap.data.ids) - snap.data.completion_start < 20000
             assert any("still streaming" in n for n in snap.data.notes)
             assert screen.streaming  # inspecting does not stop the stream
-            assert hint_input.value == typed
+            assert hint_input.text == typed
             pilot.app.pop_screen()
             screen.action_cancel_stream()
             await _wait(lambda: screen.last_status is not None)
@@ -391,3 +391,34 @@ def test_text_pane_wraps_at_words_and_appending_keeps_earlier_rows() -> None:
     for cut in range(len(text)):
         head = pane._wrap(text[:cut])
         assert head[:-1] + pane._wrap(head[-1] + text[cut:]) == whole
+
+
+async def test_the_hint_box_shows_and_edits_every_line_of_a_multi_line_hint(tmp_path):
+    """A locked hint is followed by a newline and more advice: the box shows both lines,
+    Enter types a newline, and the request sent holds every line."""
+    locked = "Check the photo's date first."
+    with FakeVLLMServer(scenario={"tokens_per_second": None}) as srv:
+        opts = _options(tmp_path, srv)
+        screen = StreamScreen(None, opts, request=simple_request(hint=None), hint_text=locked, config=PolicyConfig(status_interval=0.2))
+        async with Harness(screen).run_test(size=(100, 30)) as pilot:
+            await pilot.pause()
+            box = screen.query_one("#hint")
+            assert screen.focused is box
+            box.move_cursor(box.document.end)
+            await pilot.press("enter", *"Then quote it.")
+            assert box.text == locked + "\nThen quote it."
+            assert screen.session.hint == box.text
+            await _wait(lambda: "Then quote it." in screen.query_one("#request-pane", TextPane).text)
+            pane = screen.query_one("#request-pane", TextPane).text
+            assert locked in pane
+            # both lines are on screen in the box
+            region = box.content_region
+            shown = "\n".join(
+                "".join(seg.text for seg in strip) for strip in pilot.app.screen._compositor.render_strips()
+            )
+            assert locked in shown and "Then quote it." in shown, region
+            await pilot.press("ctrl+s")
+            await _wait(lambda: screen.last_status is not None)
+            assert screen.last_status == "complete"
+    sent = [orjson.loads(p.read_bytes()) for p in list_records(opts.work())][0]
+    assert locked + "\nThen quote it." in orjson.dumps(sent).decode().replace("\\n", "\n")

@@ -66,8 +66,9 @@ async def test_supervised_screen_round_by_keyboard(tmp_path):
         screen.query_one("#card-next").focus()
         await pilot.press("s")
         assert await _until(pilot, lambda: s.draft is not None and s.draft.stage == "site"), screen.last_message
-        # the new gate's card takes the keyboard
-        assert await _until(pilot, lambda: screen.focused is screen.query_one("#card-site"))
+        # the keyboard stays on the card that decided; the message says where the next decision is
+        assert await _until(pilot, lambda: "next: the Site card" in screen.last_message), screen.last_message
+        assert screen.focused is screen.query_one("#card-next")
         # decision keys are scoped: "a" on the next-round card does nothing
         screen.query_one("#card-next").focus()
         await pilot.press("a")

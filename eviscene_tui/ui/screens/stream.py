@@ -3,9 +3,12 @@ attested policy server, watch the continuation live, cancel, see the summary.
 
     StreamScreen(case, options, *, round_index=None, hint_text=None, request=None)
 
-Workers do the I/O (request rebuild, HTTP, record writes) and talk to the
-widgets only through a buffer that a 30 Hz timer flushes (``StreamView``) and
-through typed messages. Every attempt — complete, cancelled or failed (including
+State lives in a :class:`~eviscene_tui.state.stream_session.StreamSession`
+(target, request, hint, the current feed, the last outcome, the message); the
+screen subscribes and renders it. Workers do the I/O (request rebuild, HTTP,
+record writes) and talk to the UI only through the session's ``LiveFeed`` (a
+plain buffer the ``StreamView`` flushes at <= 30 Hz) and typed messages.
+The hint box is a multi-line editor: Enter types a newline, ctrl+s sends. Every attempt — complete, cancelled or failed (including
 a request that could not be rebuilt or an attestation refusal) — is recorded in
 the work directory; the screen keeps working after any fault.
 
@@ -27,7 +30,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.content import Content
 from textual.screen import Screen
-from textual.widgets import Input, Static
+from textual.widgets import Static, TextArea
 from textual.worker import Worker, WorkerState
 
 from eviscene_tui.policy.accumulate import StreamAccumulator
@@ -38,6 +41,8 @@ from eviscene_tui.policy.config import PolicyConfig, policy_config
 from eviscene_tui.policy.profile import NO_POLICY, PolicyTarget, ProfileError, resolve_policy_target
 from eviscene_tui.policy.request import RequestUnavailable, TeacherRequest, chat_body, describe_request, with_hint
 from eviscene_tui.safe_text import safe_text
+from eviscene_tui.state.stream_session import LiveFeed, StreamSession, StreamSnapshot
+from eviscene_tui.storage import WorkDir
 from eviscene_tui.ui.widgets.stream_view import StreamView, TextPane
 from eviscene_tui.ui.messages import LiveCaptureReady, RequestReady, StatusPolled, StreamEnded
 from eviscene_tui.ui.widgets.key_footer import KeyFooter
@@ -84,7 +89,7 @@ class StreamScreen(Screen):
     StreamScreen #stream-policy { height: 1; padding: 0 1; }
     StreamScreen #request-pane { height: 1fr; }
     StreamScreen #request-pane.-hidden { display: none; }
-    StreamScreen #hint { height: 3; }
+    StreamScreen #hint { height: 6; }
     StreamScreen #stream-message { height: auto; max-height: 4; padding: 0 1; }
     StreamScreen StreamView { height: 2fr; }
     """
@@ -103,30 +108,60 @@ class StreamScreen(Screen):
         self.case = case
         self.options = options
         self.round_index = round_index
-        self.initial_hint = hint_text
-        self.base_request = request  # without hint when built here; as given otherwise
-        self._given_request = request is not None
         self.config = config
-        self.target: PolicyTarget | None = None
-        self.target_error: str | None = None
-        self.request_error: str | None = None
+        # the request is without hint when rebuilt here; as given otherwise
+        self.session = StreamSession(hint=hint_text, request=request)
         self.stream_worker: Worker | None = None
-        self.last_status: str | None = None
-        self.last_acc: StreamAccumulator | None = None
         self._preview_timer: Any = None
-        self.sent_request: TeacherRequest | None = None  # the request of the current / last continuation
+        self._shown: StreamSnapshot | None = None
+
+    # the session's fields, as the screen's (tests and the token inspector read them)
+    @property
+    def target(self) -> PolicyTarget | None:
+        return self.session.target
+
+    @property
+    def target_error(self) -> str | None:
+        return self.session.target_error
+
+    @property
+    def base_request(self) -> TeacherRequest | None:
+        return self.session.base_request
+
+    @property
+    def request_error(self) -> str | None:
+        return self.session.request_error
+
+    @property
+    def sent_request(self) -> TeacherRequest | None:
+        return self.session.sent_request
+
+    @property
+    def last_status(self) -> str | None:
+        return self.session.last_status
+
+    @last_status.setter
+    def last_status(self, value: str | None) -> None:
+        self.session.last_status = value
+
+    @property
+    def last_acc(self) -> StreamAccumulator | None:
+        return self.session.last_acc
 
     # ------------------------------------------------------------------ layout
     def compose(self) -> ComposeResult:
         yield Static("", id="stream-title", markup=False)
         yield Static("", id="stream-policy", markup=False)
         yield TextPane("request (images as placeholders)", id="request-pane")
-        yield Input(value=self.initial_hint or "", placeholder="repair hint (Enter or ctrl+s sends)", id="hint")
+        hint = TextArea(self.session.hint, id="hint", soft_wrap=True, tab_behavior="focus")
+        hint.border_title = "repair hint (Enter: new line · ctrl+s sends)"
+        yield hint
         yield Static("", id="stream-message", markup=False)
         yield StreamView(id="stream-view")
         yield KeyFooter()
 
     def on_mount(self) -> None:
+        self.session.subscribe(self._show)
         if self.config is None:
             self.config = policy_config(self.options.settings.policy)
         self._resolve_target()
@@ -138,25 +173,33 @@ class StreamScreen(Screen):
         self._render_policy(None)
         # the stats line was first painted (by StreamView.on_mount) before the target was known
         self.query_one(StreamView).set_badge(self.target.label if self.target else "no policy")
-        if self._given_request:
-            self._request_ready(self.base_request, None)
+        if self.session.given_request:
+            self._request_ready(self.base_request, None, None)
         else:
             self.query_one("#request-pane", TextPane).set_text("rebuilding the failure step's request…")
             self._load_request()
         if self.target is not None:
             self._poll_status()
-        self.query_one("#hint", Input).focus()
+        self.query_one("#hint", TextArea).focus()
+
+    def _show(self, snap: StreamSnapshot) -> None:
+        prev, self._shown = self._shown, snap
+        if prev is None or (snap.message, snap.severity) != (prev.message, prev.severity):
+            style = {"error": "$error", "warning": "$warning", "success": "$success"}.get(snap.severity, "$foreground")
+            self.query_one("#stream-message", Static).update(Content.from_markup(f"[{style}]$t[/]", t=safe_text(snap.message, limit=2000)))
+        hint = self.query_one("#hint", TextArea)
+        if snap.hint != hint.text:
+            hint.text = snap.hint  # a prefill (the run's hint); typing changes the session, not the reverse
 
     # ------------------------------------------------------------------ policy target / status
     def _resolve_target(self) -> None:
         o = self.options
         try:
-            self.target = resolve_policy_target(profile=o.policy_profile, url=o.policy_url, model=o.policy_model)
+            target = resolve_policy_target(profile=o.policy_profile, url=o.policy_url, model=o.policy_model)
         except ProfileError as exc:
-            self.target_error = str(exc)
+            self.session.set_target(None, str(exc))
         else:
-            if self.target is None:
-                self.target_error = NO_POLICY
+            self.session.set_target(target, NO_POLICY if target is None else None)
 
     def _render_policy(self, statuses: list[ServerStatus] | None) -> None:
         w = self.query_one("#stream-policy", Static)
@@ -199,23 +242,18 @@ class StreamScreen(Screen):
             if self.case is None:
                 raise RequestUnavailable("no case loaded")
             req = rebuild_for_case(self.case, round_index=self.round_index, hint=None, placement=placement)
-            if self.initial_hint is None:
-                self.initial_hint = round_hint(self.case, self.round_index)
-            self.post_message(RequestReady(req, None))
+            run_hint = round_hint(self.case, self.round_index) if self.session.initial_hint is None else None
+            self.post_message(RequestReady(req, None, run_hint))
         except RequestUnavailable as exc:
-            self.post_message(RequestReady(None, str(exc)))
+            self.post_message(RequestReady(None, str(exc), None))
         except Exception as exc:  # noqa: BLE001 - a bad case must not crash the screen
-            self.post_message(RequestReady(None, f"{type(exc).__name__}: {exc}"))
+            self.post_message(RequestReady(None, f"{type(exc).__name__}: {exc}", None))
 
     def on_request_ready(self, message: RequestReady) -> None:
-        self._request_ready(message.request, message.error)
+        self._request_ready(message.request, message.error, message.run_hint)
 
-    def _request_ready(self, request: TeacherRequest | None, error: str | None) -> None:
-        self.base_request, self.request_error = request, error
-        hint_input = self.query_one("#hint", Input)
-        prefill = self.initial_hint or (request.hint if request is not None and self._given_request else None)
-        if not hint_input.value and prefill:
-            hint_input.value = prefill
+    def _request_ready(self, request: TeacherRequest | None, error: str | None, run_hint: str | None) -> None:
+        self.session.request_ready(request, error, run_hint=run_hint)
         if error:
             self._message(f"Request unavailable: {error}", "error")
         elif request is not None and request.problems:
@@ -223,12 +261,13 @@ class StreamScreen(Screen):
         self._refresh_preview()
 
     def current_request(self) -> TeacherRequest | None:
-        if self.base_request is None:
+        base = self.session.base_request
+        if base is None:
             return None
-        hint = self.query_one("#hint", Input).value
-        if self._given_request and hint.strip() == (self.base_request.hint or ""):
-            return self.base_request
-        return with_hint(self.base_request, hint, self.config.hint_placement if self.config else None)
+        hint = self.session.hint
+        if self.session.given_request and hint.strip() == (base.hint or ""):
+            return base
+        return with_hint(base, hint, self.config.hint_placement if self.config else None)
 
     def _refresh_preview(self) -> None:
         pane = self.query_one("#request-pane", TextPane)
@@ -243,20 +282,20 @@ class StreamScreen(Screen):
                 f"# hint placement: {req.hint_rule()}\n# hint location: {req.hint_where()}\n")
         pane.set_text(head + describe_request(body, req.images))
 
-    @on(Input.Changed, "#hint")
-    def _hint_changed(self, event: Input.Changed) -> None:
+    @on(TextArea.Changed, "#hint")
+    def _hint_changed(self, event: TextArea.Changed) -> None:
+        self.session.set_hint(event.text_area.text)
         if self._preview_timer is not None:
             self._preview_timer.stop()
         self._preview_timer = self.set_timer(0.25, self._refresh_preview)
-
-    @on(Input.Submitted, "#hint")
-    def _hint_submitted(self, event: Input.Submitted) -> None:
-        self.action_send()
 
     # ------------------------------------------------------------------ streaming
     @property
     def streaming(self) -> bool:
         return self.stream_worker is not None and self.stream_worker.state in (WorkerState.PENDING, WorkerState.RUNNING)
+
+    def _message(self, text: str, severity: str = "info") -> None:
+        self.session.say(text, severity)
 
     def action_send(self) -> None:
         if self.streaming:
@@ -270,21 +309,19 @@ class StreamScreen(Screen):
         if req is None:
             self._record_request_failure(self.request_error or "the failure step's request could not be rebuilt")
             return
-        acc = view.reset()  # the badge keeps the latest attestation result until this call's arrives
-        self.sent_request = req
+        feed = view.attach(self.session.start(req))  # the badge keeps the latest attestation result until this call's arrives
         self._message(f"sending to {self.target.model} ({self.target.label})…", "info")
-        self.stream_worker = self._stream(req, acc)
+        self.stream_worker = self._stream(req, feed, self._work(), self._case_ref())
 
     @work(exclusive=True, group="policy-stream", exit_on_error=False)
-    async def _stream(self, request: TeacherRequest, acc: StreamAccumulator) -> None:
+    async def _stream(self, request: TeacherRequest, feed: LiveFeed, work_dir: WorkDir | None, case_ref: dict[str, Any]) -> None:
+        # only the feed (a plain buffer) is touched here; the view paints it on its timer
         from eviscene_tui.policy.session import run_continuation
 
         assert self.target is not None and self.config is not None
-        view = self.query_one(StreamView)
-        work_dir = self._work()
         async with PolicyClient(self.target, self.config) as client:
-            outcome = await run_continuation(client, request, work=work_dir, case_ref=self._case_ref(), on_event=view.feed, accumulator=acc)
-        self.post_message(StreamEnded(outcome.status, acc))
+            outcome = await run_continuation(client, request, work=work_dir, case_ref=case_ref, on_event=feed.push, accumulator=feed.acc)
+        self.post_message(StreamEnded(outcome.status, feed.acc))
 
     def _work(self) -> Any:
         try:
@@ -301,7 +338,7 @@ class StreamScreen(Screen):
         view = self.query_one(StreamView)
         view.reset(out.accumulator)
         view.finish("failed")
-        self.last_status, self.last_acc = "failed", out.accumulator
+        self.session.ended("failed", out.accumulator)
         self._message(f"Request unavailable: {reason} — recorded as a failed attempt: {out.path or out.save_error}", "error")
 
     def action_cancel_stream(self) -> None:
@@ -317,17 +354,17 @@ class StreamScreen(Screen):
         view = self.query_one(StreamView)
         if event.state == WorkerState.CANCELLED:
             view.finish("cancelled")
-            self.last_status, self.last_acc = "cancelled", view.acc
+            self.session.ended("cancelled")
             self._summary("cancelled", view.acc)
         elif event.state == WorkerState.ERROR:
             view.finish("failed")
-            self.last_status, self.last_acc = "failed", view.acc
+            self.session.ended("failed")
             self._message(f"internal error while streaming: {safe_text(event.worker.error, single_line=True, limit=300)}", "error")
 
     def on_stream_ended(self, message: StreamEnded) -> None:
         view = self.query_one(StreamView)
         view.finish(message.status)
-        self.last_status, self.last_acc = message.status, message.acc
+        self.session.ended(message.status, message.acc)
         self._summary(message.status, message.acc)
 
     def _summary(self, status: str, acc: StreamAccumulator) -> None:
@@ -341,10 +378,6 @@ class StreamScreen(Screen):
             first = f"{status.upper()}: finish {acc.finish_reason or '—'}, {acc.token_count} tokens, ttft {t['ttft_s']} s, {t['tokens_per_s']} tok/s"
             severity = "success" if status == "complete" else "warning"
         self._message(f"{first}\naccounting: {acct['note']}\nrecord: {where}", severity)
-
-    def _message(self, text: str, severity: str = "info") -> None:
-        style = {"error": "$error", "warning": "$warning", "success": "$success"}.get(severity, "$foreground")
-        self.query_one("#stream-message", Static).update(Content.from_markup(f"[{style}]$t[/]", t=safe_text(text, limit=2000)))
 
     # ------------------------------------------------------------------ token inspector
     def action_inspect_tokens(self) -> None:

@@ -2,159 +2,108 @@
 
     SupervisedScreen(case, options, *, runner=None, settings=None, budgets=None)
 
-Cards (left), each focusable; its decision keys work only while it (or a child)
-has focus:
+Cards (left), each focusable. A card's decision keys work only while the card
+(or a child) holds the focus, and the card that holds it is marked (heavy
+border, "▶ keys: …" under it). Focus moves only when the operator moves it
+(tab / shift+tab), never by itself after a decision, so a key pressed twice
+never decides at two gates.
 
-- **Site**: the current failure site. ``a`` accept, ``r`` relocalize (step + note).
-- **Hints**: proposals with their audits (✓ / ✗ code). ``f`` fetch from the hint
-  constructor, ``n`` type a hint (TextArea editor), ``a`` approve the highlighted
-  hint, ``x`` reject it (reason), ``p`` show the exact proposer prompt, ``e`` end the
+- **Site**: the current failure site (between rounds: the site the next round
+  starts from). ``a`` accept, ``r`` relocalize (step + note, with the trace to pick from).
+- **Hints**: proposals with their audits (✓ / ✗ code), every line of each hint.
+  ``f`` fetch from the hint constructor, ``n`` type a hint (multi-line editor,
+  prefilled with the locked hint), ``a`` approve the highlighted hint, ``x`` reject
+  it (the dialog names it), ``p`` show the exact proposer prompt, ``e`` end the
   round without an attempt (note).
-- **Continuation**: ``c`` run the approved hint's teacher continuation (streamed in
-  engineer C's StreamView on the right), ``ctrl+x`` cancel.
-- **Verdict**: ``a`` approve the attempt, ``x`` reject (reason + optional checker
-  values), ``r`` relocalize (step + note).
-- **Next round**: the next round's feedback object (driver rules) is shown on the
-  right; ``s`` start the round, ``t`` stop here.
+- **Continuation**: ``c`` run the approved hint's teacher continuation (streamed on
+  the right), ``ctrl+x`` cancel.
+- **Verdict**: ``a`` approve the attempt, ``x`` reject (reason + checker values),
+  ``r`` relocalize.
+- **Next round**: ``s`` start the round, ``t`` stop the search (written as the
+  driver gate's stop), ``u`` resume a stopped search.
 
 ``j`` (anywhere) shows the decision journal: chain check, every decision with its
 status, and **STALE** where an evidence file changed since the decision.
 
-Workers do every file and network operation (the service writes the supervised
-root and its journal) and post typed messages; the screen says "saved" only
-after the journal append returned (write + fsync). Run data is shown through
-``safe_text`` and ``Content`` markup variables, never f-string markup.
+State lives in a :class:`~eviscene_tui.state.supervised_session.SupervisedSession`;
+the screen subscribes and re-renders the panels whose part of the snapshot
+changed. Workers do every file and network operation and post typed messages
+(``ui.messages``); the handlers hand the result to the session. The screen says
+"saved" only after the journal append returned (write + fsync). Run data is
+shown through ``safe_text`` and ``Content`` markup variables, never f-string markup.
 """
 
 from __future__ import annotations
 
-import asyncio
 import os
-from typing import Any
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-import orjson
-from textual import on, work
+from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.content import Content
-from textual.screen import ModalScreen, Screen
-from textual.widgets import Button, Input, OptionList, Select, Static, TextArea
+from textual.screen import Screen
+from textual.widget import Widget
+from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
+from textual.worker import Worker, WorkerState
 
+from eviscene_tui.journal import fold, stale_paths, verify_chain
+from eviscene_tui.options import AppOptions
+from eviscene_tui.policy.status_line import ProfileError, target_from_options
 from eviscene_tui.safe_text import safe_text
-from eviscene_tui.supervised.feedback import CHECK_NAMES
-from eviscene_tui.ui.messages import JournalView, NeedSite, OpDone, OpFailed, SearchOpened
+from eviscene_tui.state.stream_session import LiveFeed
+from eviscene_tui.state.supervised_session import BETWEEN, SupervisedSession, SupervisedSnapshot, trace_listing
+from eviscene_tui.supervised import InputError, PolicyContinuationRunner, SearchSettings, SupervisedSearch
+from eviscene_tui.supervised.continuation import ContinuationRunner
+from eviscene_tui.supervised.feedback import CHECK_NAMES, Budgets
+from eviscene_tui.supervised.search import Proposal, SearchError
+from eviscene_tui.supervised.source import load_trace
+from eviscene_tui.ui.messages import ContinuationFinished, JournalView, NeedSite, OpDone, OpFailed, SearchOpened
+from eviscene_tui.ui.screens.dialogs import FormScreen
 from eviscene_tui.ui.widgets.key_footer import KeyFooter
+from eviscene_tui.ui.widgets.stream_view import StreamView, TextPane
 
-try:  # engineer C's widgets; the screen still works (text summary) without them
-    from eviscene_tui.ui.widgets.stream_view import StreamView, TextPane
-except Exception:  # pragma: no cover - C's module missing
-    StreamView = None  # type: ignore[assignment]
-    TextPane = None  # type: ignore[assignment]
+if TYPE_CHECKING:
+    from eviscene_tui.artifacts.case import CaseBundle
+
+SEVERITY_STYLES = {"error": "$error", "warning": "$warning", "ok": "$success"}
 
 
 def _s(value: Any, limit: int | None = 200) -> str:
     return safe_text("" if value is None else str(value), single_line=True, limit=limit)
 
 
-# ============================================================================ modal form
-class FormScreen(ModalScreen[dict | None]):
-    """A small form: text fields, an optional multi-line editor and checker selects.
+def _lines(value: str, limit: int = 2000) -> str:
+    """Multi-line run text (a hint keeps its lines), sanitised."""
+    return safe_text(value, limit=limit)
 
-    ``ctrl+s`` submits, ``escape`` cancels; dismisses with the values (or None)."""
 
-    BINDINGS = [
-        Binding("ctrl+s", "submit", "Submit", priority=True),
-        Binding("escape", "cancel", "Cancel"),
-    ]
-    DEFAULT_CSS = """
-    FormScreen { align: center middle; }
-    FormScreen #form { width: 90; height: auto; max-height: 90%; border: round $accent; background: $surface; padding: 0 1; }
-    FormScreen TextArea { height: 8; }
-    FormScreen .checker-row { height: 3; }
-    FormScreen .checker-row Static { width: 28; padding: 1 0; }
-    FormScreen .checker-row Select { width: 20; }
-    FormScreen #form-error { color: $error; height: auto; }
-    """
-
-    def __init__(self, title: str, fields: list[tuple[str, str, str]], *, editor: str | None = None, editor_text: str = "", checker: bool = False) -> None:
-        super().__init__()
-        self.title_text = title
-        self.fields = fields
-        self.editor = editor
-        self.editor_text = editor_text
-        self.checker = checker
-
-    def compose(self) -> ComposeResult:
-        with VerticalScroll(id="form"):
-            yield Static(Content.from_markup("[b]$t[/]  (ctrl+s submit, esc cancel)", t=self.title_text))
-            for name, label, placeholder in self.fields:
-                yield Static(label, markup=False)
-                yield Input(placeholder=placeholder, id=f"f-{name}")
-            if self.editor:
-                yield Static(self.editor, markup=False)
-                yield TextArea(self.editor_text, id="f-editor", soft_wrap=True)
-            if self.checker:
-                yield Static("checker values (unset = not judged)", markup=False)
-                for name in CHECK_NAMES:
-                    with Horizontal(classes="checker-row"):
-                        yield Static(name, markup=False)
-                        yield Select([("unset", "unset"), ("true", "true"), ("false", "false")], value="unset", allow_blank=False, id=f"c-{name}")
-            yield Static("", id="form-error", markup=False)
-            with Horizontal():
-                yield Button("Submit", id="form-ok", variant="primary")
-                yield Button("Cancel", id="form-cancel")
-
-    def on_mount(self) -> None:
-        first = self.query("Input, TextArea").first()
-        if first is not None:
-            first.focus()
-
-    def values(self) -> dict[str, Any]:
-        out: dict[str, Any] = {name: self.query_one(f"#f-{name}", Input).value for name, _, _ in self.fields}
-        if self.editor:
-            out["editor"] = self.query_one("#f-editor", TextArea).text
-        if self.checker:
-            checker = {}
-            for name in CHECK_NAMES:
-                v = self.query_one(f"#c-{name}", Select).value
-                if v in ("true", "false"):
-                    checker[name] = v == "true"
-            out["checker"] = checker
-        return out
-
-    def action_submit(self) -> None:
-        self.dismiss(self.values())
-
-    def action_cancel(self) -> None:
-        self.dismiss(None)
-
-    @on(Button.Pressed, "#form-ok")
-    def _ok(self) -> None:
-        self.action_submit()
-
-    @on(Button.Pressed, "#form-cancel")
-    def _cancel(self) -> None:
-        self.action_cancel()
-
-    @on(Input.Submitted)
-    def _enter(self) -> None:
-        if not self.editor and not self.checker:
-            self.action_submit()
+def _int(raw: Any) -> int | None:
+    try:
+        return int(str(raw).strip())
+    except (TypeError, ValueError):
+        return None
 
 
 # ============================================================================ cards
 class Card(Vertical, can_focus=True):
+    """One gate's card. ``KEYS`` is shown under the card while it holds the focus."""
+
+    KEYS = ""
     DEFAULT_CSS = """
     Card { height: auto; border: round $panel; padding: 0 1; margin-bottom: 1; }
-    Card:focus-within { border: round $accent; }
-    Card.-inactive { opacity: 60%; }
+    Card.-has-keys { border: heavy $accent; background: $accent 10%; }
+    Card.-inactive { color: $text-muted; }
     Card .card-body { height: auto; }
     """
 
     def __init__(self, title: str, *, id: str) -> None:
         super().__init__(id=id)
+        self.title = title
         self.border_title = title
 
     def compose(self) -> ComposeResult:
@@ -163,15 +112,23 @@ class Card(Vertical, can_focus=True):
     def set_body(self, content: Content | str) -> None:
         self.query_one(".card-body", Static).update(content)
 
+    def show_keys(self, has_focus: bool) -> None:
+        self.set_class(has_focus, "-has-keys")
+        self.border_title = ("▶ " + self.title) if has_focus else self.title
+        self.border_subtitle = ("keys: " + self.KEYS) if has_focus and self.KEYS else ""
+
     @property
-    def owner(self) -> "SupervisedScreen":
-        return self.screen  # type: ignore[return-value]
+    def owner(self) -> SupervisedScreen:
+        screen = self.screen
+        assert isinstance(screen, SupervisedScreen)
+        return screen
 
 
 class SiteCard(Card):
+    KEYS = "a accept · r relocalize"
     BINDINGS = [
-        Binding("a", "accept", "Accept site"),
-        Binding("r", "relocalize", "Relocalize"),
+        Binding("a", "accept", "Accept site", id="supervised.site.accept", tooltip="Accept the failure site"),
+        Binding("r", "relocalize", "Relocalize", id="supervised.site.relocalize", tooltip="Pick another step (with a note)"),
     ]
 
     def action_accept(self) -> None:
@@ -182,13 +139,14 @@ class SiteCard(Card):
 
 
 class HintsCard(Card):
+    KEYS = "f fetch · n type · a approve · x reject · p prompt · e end round"
     BINDINGS = [
-        Binding("f", "fetch", "Fetch hints"),
-        Binding("n", "new", "Type hint"),
-        Binding("a", "approve", "Approve hint"),
-        Binding("x", "reject", "Reject hint"),
-        Binding("p", "prompt", "Prompt"),
-        Binding("e", "end", "End round"),
+        Binding("f", "fetch", "Fetch hints", id="supervised.hints.fetch", tooltip="Ask the hint constructor (once per round)"),
+        Binding("n", "new", "Type hint", id="supervised.hints.new", tooltip="Type a hint (multi-line)"),
+        Binding("a", "approve", "Approve hint", id="supervised.hints.approve", tooltip="Approve the highlighted hint to run"),
+        Binding("x", "reject", "Reject hint", id="supervised.hints.reject", tooltip="Reject the highlighted hint (reason)"),
+        Binding("p", "prompt", "Prompt", id="supervised.hints.prompt", tooltip="Show the exact hint-constructor prompt"),
+        Binding("e", "end", "End round", id="supervised.hints.end", tooltip="End the round without an attempt (note)"),
     ]
 
     def compose(self) -> ComposeResult:
@@ -224,9 +182,10 @@ class HintsCard(Card):
 
 
 class ContinuationCard(Card):
+    KEYS = "c run · ctrl+x cancel"
     BINDINGS = [
-        Binding("c", "run", "Run continuation"),
-        Binding("ctrl+x", "cancel", "Cancel stream"),
+        Binding("c", "run", "Run continuation", id="supervised.cont.run", tooltip="Stream the approved hint's teacher continuation"),
+        Binding("ctrl+x", "cancel", "Cancel stream", id="supervised.cont.cancel", tooltip="Cancel the running continuation"),
     ]
 
     def action_run(self) -> None:
@@ -237,10 +196,11 @@ class ContinuationCard(Card):
 
 
 class VerdictCard(Card):
+    KEYS = "a approve · x reject · r relocalize"
     BINDINGS = [
-        Binding("a", "approve", "Approve attempt"),
-        Binding("x", "reject", "Reject attempt"),
-        Binding("r", "relocalize", "Relocalize"),
+        Binding("a", "approve", "Approve attempt", id="supervised.verdict.approve", tooltip="Accept the attempt (the search converges)"),
+        Binding("x", "reject", "Reject attempt", id="supervised.verdict.reject", tooltip="Reject the attempt (reason, checker values)"),
+        Binding("r", "relocalize", "Relocalize", id="supervised.verdict.relocalize", tooltip="The failure is at another step"),
     ]
 
     def action_approve(self) -> None:
@@ -254,9 +214,11 @@ class VerdictCard(Card):
 
 
 class NextCard(Card):
+    KEYS = "s start round · t stop search · u resume"
     BINDINGS = [
-        Binding("s", "start", "Start round"),
-        Binding("t", "stop", "Stop here"),
+        Binding("s", "start", "Start round", id="supervised.next.start", tooltip="Start the next round with the feedback shown"),
+        Binding("t", "stop", "Stop search", id="supervised.next.stop", tooltip="Stop the search (resumable with u)"),
+        Binding("u", "resume", "Resume", id="supervised.next.resume", tooltip="Resume a search the operator stopped"),
     ]
 
     def action_start(self) -> None:
@@ -265,9 +227,15 @@ class NextCard(Card):
     def action_stop(self) -> None:
         self.owner.op_stop()
 
+    def action_resume(self) -> None:
+        self.owner.op_resume()
+
+
+CARD_OF_GATE = {"site": "#card-site", "hints": "#card-hints", "continuation": "#card-cont", "verdict": "#card-verdict", BETWEEN: "#card-next"}
+
 
 # ============================================================================ screen
-class SupervisedScreen(Screen):
+class SupervisedScreen(Screen[None]):
     BINDINGS = [
         Binding("escape", "back", "Back", id="supervised.back"),
         Binding("j", "journal", "Journal", id="supervised.journal", tooltip="Show the decision journal (chain check, stale decisions)"),
@@ -282,22 +250,38 @@ class SupervisedScreen(Screen):
     SupervisedScreen #sup-body { height: 1fr; }
     SupervisedScreen #sup-cards { width: 1fr; }
     SupervisedScreen #sup-right { width: 1fr; }
-    SupervisedScreen #proposals { height: auto; max-height: 10; }
+    SupervisedScreen #proposals { height: auto; max-height: 14; }
     SupervisedScreen #sup-detail { height: 1fr; }
     SupervisedScreen #sup-stream { height: 1fr; }
     """
 
-    def __init__(self, case: Any, options: Any, *, runner: Any = None, settings: Any = None, budgets: Any = None) -> None:
+    def __init__(
+        self,
+        case: CaseBundle,
+        options: AppOptions,
+        *,
+        runner: ContinuationRunner | None = None,
+        settings: SearchSettings | None = None,
+        budgets: Budgets | None = None,
+    ) -> None:
         super().__init__()
         self.case = case
         self.options = options
         self.runner = runner
         self.settings = settings
         self.budgets = budgets
-        self.search: Any = None
-        self.busy = False
-        self.stream_worker: Any = None
-        self.last_message = ""
+        self.session = SupervisedSession()
+        self.stream_worker: Worker[None] | None = None
+        self._shown: SupervisedSnapshot | None = None
+        self._focused_first = False
+
+    @property
+    def search(self) -> SupervisedSearch | None:
+        return self.session.search
+
+    @property
+    def last_message(self) -> str:
+        return self.session.message.text
 
     # ------------------------------------------------------------------ layout
     def compose(self) -> ComposeResult:
@@ -311,25 +295,23 @@ class SupervisedScreen(Screen):
                 yield VerdictCard("Verdict", id="card-verdict")
                 yield NextCard("Next round", id="card-next")
             with Vertical(id="sup-right"):
-                if TextPane is not None:
-                    yield TextPane("feedback / prompt / details", id="sup-detail")
-                else:  # pragma: no cover
-                    yield Static("", id="sup-detail", markup=False)
-                if StreamView is not None:
-                    yield StreamView(id="sup-stream")
+                yield TextPane("feedback / prompt / details", id="sup-detail")
+                yield StreamView(id="sup-stream")
         yield KeyFooter()
 
     def on_mount(self) -> None:
+        self.session.subscribe(self._show)
+        self.watch(self, "focused", self._focus_moved)
         self._open()
         self._show_session_badge()
+
+    def on_unmount(self) -> None:
+        self.workers.cancel_node(self)
+        self.session.close()
 
     def _show_session_badge(self) -> None:
         """The embedded stream view shows the session kind from the start (attested profile
         or an unattested --policy-url/--policy-model pair), before any call is made."""
-        if StreamView is None:
-            return
-        from eviscene_tui.policy.status_line import ProfileError, target_from_options
-
         try:
             target = target_from_options(self.options)
         except (ProfileError, OSError):
@@ -338,50 +320,135 @@ class SupervisedScreen(Screen):
             badge = "no policy" if target is None else target.label
         self.query_one("#sup-stream", StreamView).set_badge(badge)
 
-    # ------------------------------------------------------------------ helpers
-    def message(self, text: str, severity: str = "info") -> None:
-        self.last_message = text
-        style = {"error": "$error", "warning": "$warning", "ok": "$success"}.get(severity)
-        markup = f"[{style}]$m[/]" if style else "$m"  # style from the fixed table above, never run data
-        self.query_one("#sup-message", Static).update(Content.from_markup(markup, m=safe_text(text, limit=600)))
-
-    def detail(self, text: str) -> None:
-        pane = self.query_one("#sup-detail")
-        if hasattr(pane, "set_text"):
-            pane.set_text(text)
-        else:  # pragma: no cover
-            pane.update(safe_text(text))
-
     def _label(self) -> str:
-        root = getattr(self.case, "root", None)
-        base = getattr(self.options, "root", None)
-        if root is not None and base is not None:
-            try:
-                rel = os.path.relpath(os.path.abspath(root), os.path.abspath(base))
-                return rel if not rel.startswith("..") else str(root)
-            except ValueError:
-                pass
-        return str(root or "case")
+        root, base = self.case.root, self.options.root
+        try:
+            rel = os.path.relpath(os.path.abspath(root), os.path.abspath(base))
+        except ValueError:
+            return str(root)
+        return rel if not rel.startswith("..") else str(root)
 
-    def _begin(self, label: str) -> bool:
-        if self.search is None:
-            self.message("the supervised search is not open", "warning")
-            return False
-        if self.search.read_only:
-            self.message(self.search.read_only_reason or "read-only", "warning")
-            return False
-        if self.busy:
-            self.message("busy: wait for the current operation to finish", "warning")
-            return False
-        self.busy = True
-        self.message(f"{label}…")
-        return True
+    def _focus_moved(self, widget: Widget | None) -> None:
+        for card in self.query(Card):
+            card.show_keys(widget is not None and card in widget.ancestors_with_self)
+
+    # ------------------------------------------------------------------ rendering (no I/O)
+    def refresh_view(self) -> None:
+        """Render the session's state now (after a test or a caller changed the search directly)."""
+        self._show(self.session.snapshot())
+
+    def _show(self, snap: SupervisedSnapshot) -> None:
+        prev, self._shown = self._shown, snap
+        if prev is None or snap.message != prev.message:
+            style = SEVERITY_STYLES.get(snap.message.severity)
+            markup = f"[{style}]$m[/]" if style else "$m"  # style from the fixed table above, never run data
+            self.query_one("#sup-message", Static).update(Content.from_markup(markup, m=safe_text(snap.message.text, limit=600)))
+        if not snap.opened or snap.title is None:
+            return
+        if prev is None or snap.title != prev.title:
+            t = snap.title
+            self.query_one("#sup-title", Static).update(
+                Content.from_markup(
+                    "[b]Supervised search[/]  $case  round $round  status [b]$status[/]  gate [b]$gate[/]$ro",
+                    case=_s(t.label, 60), round=str(t.round), status=_s(t.status, 40), gate=t.gate,
+                    ro="  READ-ONLY" if t.read_only else "",
+                )
+            )
+        if prev is None or snap.gate != prev.gate:
+            for gate, card_id in CARD_OF_GATE.items():
+                self.query_one(card_id, Card).set_class(gate != snap.gate, "-inactive")
+            if not self._focused_first and snap.gate is not None:
+                # once, when the search opens: the keyboard starts on the open gate's card;
+                # afterwards focus moves only when the operator moves it
+                self._focused_first = True
+                self.query_one(CARD_OF_GATE[snap.gate], Card).focus()
+        if prev is None or snap.site != prev.site:
+            self._render_site(snap)
+        if prev is None or snap.proposals != prev.proposals:
+            self._render_hints(snap)
+        if prev is None or snap.continuation != prev.continuation:
+            self._render_cont(snap)
+        if prev is None or snap.verdict != prev.verdict:
+            self._render_verdict(snap)
+        if prev is None or snap.next != prev.next:
+            self._render_next(snap)
+        if prev is None or snap.detail != prev.detail:
+            self.query_one("#sup-detail", TextPane).set_text(snap.detail)
+
+    def _render_site(self, snap: SupervisedSnapshot) -> None:
+        site = snap.site
+        assert site is not None
+        self.query_one("#card-site", Card).set_body(
+            Content.from_markup(
+                "$head[b]$idx[/] ($stage)  kind [b]$kind[/]  category $cat\nid $sid\n$preview$flag",
+                head="next round starts at step " if site.upcoming else "step ",
+                idx=_s(site.step_index),
+                stage=_s(site.stage, 40),
+                kind=_s(site.kind, 40),
+                cat=_s(site.category, 60),
+                sid=_s(site.step_id, 80),
+                preview=_s(site.preview, 160),
+                flag="\nrelocalization requested by the feedback" if site.relocalization_requested else "",
+            )
+        )
+
+    def _render_hints(self, snap: SupervisedSnapshot) -> None:
+        card = self.query_one("#card-hints", HintsCard)
+        ol = card.query_one(OptionList)
+        keep = ol.highlighted
+        ol.clear_options()
+        for p in snap.proposals:
+            mark = "✓" if p.passed else "✗ " + ",".join(p.errors)
+            status = {"approved": "APPROVED", "rejected": "rejected"}.get(p.status, "")
+            ol.add_option(
+                Option(
+                    Content.from_markup(
+                        "[b]$mark[/] $status $text\n[dim]$by · $sha[/]",
+                        mark=mark, status=status, text=_lines(p.text, 1200), by=_s(p.provider, 30), sha=p.sha,
+                    )
+                )
+            )
+        if snap.proposals:
+            ol.highlighted = keep if keep is not None and keep < len(snap.proposals) else 0
+            if card.has_focus:
+                ol.focus()  # proposals arrived while the card had the keyboard: arrows pick one
+        card.set_body(Content.from_markup("$n proposal(s)", n=str(len(snap.proposals))))
+
+    def _render_cont(self, snap: SupervisedSnapshot) -> None:
+        c = snap.continuation
+        if c.approved is None:
+            body = Content("no approved hint yet")
+        else:
+            body = Content.from_markup(
+                "approved:\n$hint$last", hint=_lines(c.approved, 1200), last=f"\nlast run: {c.last_run}" if c.last_run else "",
+            )
+        self.query_one("#card-cont", Card).set_body(body)
+
+    def _render_verdict(self, snap: SupervisedSnapshot) -> None:
+        v = snap.verdict
+        if v is None:
+            body = Content("no attempt to judge")
+        else:
+            body = Content.from_markup(
+                "attempt $id\ncompletion ids $n, stop $stop, episode sha $sha",
+                id=_s(v.attempt_id, 40), n=str(v.completion_ids), stop=_s(v.stop_reason, 40), sha=_s(v.episode_sha, 12),
+            )
+        self.query_one("#card-verdict", Card).set_body(body)
+
+    def _render_next(self, snap: SupervisedSnapshot) -> None:
+        n = snap.next
+        assert n is not None
+        if n.kind == "stopped":
+            body = Content.from_markup("[b $warning]stopped by operator[/]\nu resumes the search (then s starts the round)")
+        elif n.kind == "feedback":
+            body = Content.from_markup("$t\n[dim]full object on the right[/]", t=_lines(n.text, 1200))
+        else:
+            body = Content.from_markup("$t", t=_lines(n.text, 600))
+        self.query_one("#card-next", Card).set_body(body)
 
     # ------------------------------------------------------------------ workers
     @work(thread=True, exclusive=True, group="supervised-open", exit_on_error=False)
     def _open(self, step: int | None = None, note: str | None = None) -> None:
-        from eviscene_tui.supervised import InputError, SupervisedSearch
-
         try:
             search = SupervisedSearch.for_case(
                 self.case, self.options, label=self._label(), source_step_index=step, site_note=note,
@@ -389,70 +456,56 @@ class SupervisedScreen(Screen):
             )
         except InputError as exc:
             if step is None and "no failure site" in str(exc):
-                self.post_message(NeedSite(str(exc)))
+                self.post_message(NeedSite(str(exc), self._trace_listing()))
             else:
                 self.post_message(OpFailed("open", f"cannot open a supervised search for this case: {exc}"))
             return
-        except Exception as exc:  # noqa: BLE001 - shown, not fatal
+        except (SearchError, OSError, ValueError) as exc:
             self.post_message(OpFailed("open", f"cannot open a supervised search for this case: {exc}"))
             return
-        note = "; ".join(search.messages)
-        self.post_message(SearchOpened(search, note))
+        self.post_message(SearchOpened(search, "; ".join(search.messages)))
+
+    def _trace_listing(self) -> list[tuple[int, bool, str]]:
+        """The source trace's steps (read in the worker) for the pick-a-step dialog."""
+        path = self.case.source_trace_path
+        if path is None:
+            return []
+        try:
+            return trace_listing(load_trace(Path(path)))
+        except InputError:
+            return []
 
     @work(thread=True, exclusive=True, group="supervised-io", exit_on_error=False)
-    def _run_sync(self, label: str, fn: Any, *args: Any, **kwargs: Any) -> None:
+    def _run_sync(self, label: str, fn: Callable[..., Any], *args: Any, describe: Callable[[Any], str] | None = None, **kwargs: Any) -> None:
         try:
             result = fn(*args, **kwargs)
-        except Exception as exc:  # noqa: BLE001
+        except (SearchError, OSError, ValueError, RuntimeError) as exc:
             self.post_message(OpFailed(label, str(exc) or type(exc).__name__))
             return
-        saved = isinstance(result, dict) and "hash" in result
-        self.post_message(OpDone(label, saved=saved))
+        saved = isinstance(result, dict) and "hash" in result or isinstance(result, Proposal)
+        self.post_message(OpDone(label, saved=saved, detail=describe(result) if describe is not None else ""))
 
     @work(exclusive=True, group="supervised-net", exit_on_error=False)
-    async def _fetch(self) -> None:
+    async def _fetch(self, search: SupervisedSearch) -> None:
         try:
-            props = await self.search.fetch_proposals()
-        except Exception as exc:  # noqa: BLE001
+            props = await search.fetch_proposals()
+        except (SearchError, OSError, ValueError, RuntimeError) as exc:
             self.post_message(OpFailed("fetch hints", str(exc)))
             return
-        self.post_message(OpDone("fetch hints", saved=False, detail=f"{len(props)} proposal(s)"))
+        self.post_message(OpDone("fetch hints", saved=True, detail=f"{len(props)} proposal(s)"))
 
     @work(exclusive=True, group="supervised-stream", exit_on_error=False)
-    async def _stream(self, runner: Any) -> None:
-        view = self.query_one("#sup-stream") if StreamView is not None else None
-        acc = view.reset(badge="policy") if view is not None else None
-
-        def on_event(ev: Any) -> None:
-            if acc is not None:
-                acc.add(ev)
-                view.feed(ev)
-
+    async def _stream(self, search: SupervisedSearch, runner: ContinuationRunner, feed: LiveFeed) -> None:
+        # only the feed (a plain buffer) is touched here; the view paints it on its timer
         try:
-            outcome = await self.search.run_continuation(runner, on_event=on_event)
-        except asyncio.CancelledError:
-            if view is not None:
-                view.finish("cancelled")
-            raise
-        except Exception as exc:  # noqa: BLE001
-            if view is not None:
-                view.finish("failed")
-            self.post_message(OpFailed("continuation", str(exc)))
+            outcome = await search.run_continuation(runner, on_event=feed.push)
+        except (SearchError, OSError, ValueError, RuntimeError) as exc:
+            self.post_message(ContinuationFinished(None, str(exc) or type(exc).__name__))
             return
-        if view is not None:
-            view.finish(outcome.status)
-        if outcome.ok:
-            self.post_message(OpDone("continuation", saved=False, detail="recorded into the round; give your verdict"))
-        else:
-            self.post_message(OpFailed("continuation", f"{outcome.status}: {outcome.error}"))
+        self.post_message(ContinuationFinished(outcome, None))
 
     @work(thread=True, exclusive=True, group="supervised-journal", exit_on_error=False)
-    def _load_journal(self) -> None:
-        from eviscene_tui.journal import fold, stale_paths, verify_chain
-
-        search = self.search
-        if search is None:
-            return
+    def _load_journal(self, search: SupervisedSearch) -> None:
         report = verify_chain(search.journal.path)
         search.journal.reload()
         lines = [
@@ -472,364 +525,322 @@ class SupervisedScreen(Screen):
             )
         self.post_message(JournalView("\n".join(lines)))
 
-    def action_ack_torn(self) -> None:
-        if self.search is None or not self.search.torn_tail_warning:
-            self.message("the journal has no torn tail", "info")
-            return
-        if self._begin("acknowledge torn tail"):
-            self._run_sync("acknowledge torn tail", self.search.acknowledge_torn_tail, "acknowledged in the supervised screen")
-
-    def action_journal(self) -> None:
-        if self.search is not None:
-            self._load_journal()
-
-    def on_journal_view(self, message: "JournalView") -> None:
-        self.detail(message.text)
-
     # ------------------------------------------------------------------ message handlers
     def on_search_opened(self, message: SearchOpened) -> None:
-        self.search = message.search
-        if self.search.read_only:
-            self.message(self.search.read_only_reason or "read-only", "warning")
-        elif self.search.torn_tail_warning:
-            self.message(self.search.torn_tail_warning + " (ctrl+t)", "warning")
+        self.session.opened(message.search, message.note)
+
+    def on_op_done(self, message: OpDone) -> None:
+        self.session.finished(message.label, saved=message.saved, detail=message.detail)
+
+    def on_op_failed(self, message: OpFailed) -> None:
+        self.session.failed(message.label, message.message)
+
+    def on_journal_view(self, message: JournalView) -> None:
+        self.session.show_detail(message.text)
+
+    def on_continuation_finished(self, message: ContinuationFinished) -> None:
+        view = self.query_one("#sup-stream", StreamView)
+        outcome = message.outcome
+        if outcome is None:
+            view.finish("failed")
+            self.session.failed("continuation", message.error or "unknown error")
+        elif outcome.ok:
+            view.finish(outcome.status)
+            self.session.finished("continuation", saved=False, detail="recorded into the round; give your verdict")
         else:
-            self.message(message.note or f"supervised root: {self.search.root}", "ok")
-        self.refresh_view()
+            view.finish(outcome.status)
+            self.session.failed("continuation", f"{outcome.status}: {outcome.error}")
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        if event.worker is not self.stream_worker:
+            return
+        if event.state == WorkerState.CANCELLED:
+            self.query_one("#sup-stream", StreamView).finish("cancelled")
+            self.session.cancelled("continuation")
+        elif event.state == WorkerState.ERROR:
+            self.query_one("#sup-stream", StreamView).finish("failed")
+            self.session.failed("continuation", f"internal error: {event.worker.error}")
 
     def on_need_site(self, message: NeedSite) -> None:
-        self.message(message.reason, "warning")
+        self.session.say(message.reason, "warning")
 
-        def done(values: dict | None) -> None:
-            if not values:
-                self.message("no starting step chosen; the supervised search was not opened", "warning")
-                return
-            try:
-                step = int(values["step"])
-            except (TypeError, ValueError):
-                self.message("the step must be a number", "error")
-                return
+        def validate(values: dict[str, Any]) -> str | None:
+            if _int(values.get("step")) is None:
+                return "the step must be a number (a policy step of the trace above)"
             if not (values.get("note") or "").strip():
-                self.message("a note is required", "error")
+                return "a note is required: say why this step"
+            return None
+
+        def done(values: dict[str, Any] | None) -> None:
+            if not values:
+                self.session.say("no starting step chosen; the supervised search was not opened", "warning")
                 return
-            self._open(step, values["note"])
+            self._open(_int(values["step"]), values["note"])
 
         self.app.push_screen(
             FormScreen(
                 "No recoverable site: pick the step to repair",
                 [("step", "source step index (a policy step)", "e.g. 7"), ("note", "note (why this step)", "required")],
+                trace=message.trace, validate=validate,
             ),
             done,
         )
 
-    def on_op_done(self, message: OpDone) -> None:
-        self.busy = False
-        text = f"{message.label}: saved" if message.saved else f"{message.label}: done"
-        if message.detail:
-            text += f" — {message.detail}"
-        self.message(text, "ok")
-        self.refresh_view()
-
-    def on_op_failed(self, message: OpFailed) -> None:
-        self.busy = False
-        self.message(f"{message.label} failed: {message.message}", "error")
-        self.refresh_view()
-
-    # ------------------------------------------------------------------ rendering (no I/O)
-    def refresh_view(self) -> None:
-        s = self.search
-        if s is None:
-            return
-        d = s.draft
-        stage = d.stage if d is not None else "between rounds"
-        rounds = len(s.history)
-        self.query_one("#sup-title", Static).update(
-            Content.from_markup(
-                "[b]Supervised search[/]  $case  round $round  status [b]$status[/]  gate [b]$gate[/]$ro",
-                case=_s(s.inputs.label, 60),
-                round=str(d.index if d is not None and d.stage != "closed" else rounds),
-                status=_s(s.status, 40),
-                gate=stage if d is None or d.stage != "closed" else "between rounds",
-                ro="  READ-ONLY" if s.read_only else "",
-            )
-        )
-        open_stage = d.stage if d is not None and d.stage != "closed" else None
-        for card_id, active in (
-            ("#card-site", open_stage == "site"),
-            ("#card-hints", open_stage == "hints"),
-            ("#card-cont", open_stage == "continuation"),
-            ("#card-verdict", open_stage == "verdict"),
-            ("#card-next", open_stage is None),
-        ):
-            card = self.query_one(card_id, Card)
-            card.set_class(not active, "-inactive")
-            if active and open_stage != getattr(self, "_focused_gate", "unset"):
-                # a new gate: move the keyboard to its card so its decision keys are live
-                self._focused_gate = open_stage
-                card.focus()
-        self._render_site()
-        self._render_hints()
-        self._render_cont()
-        self._render_verdict()
-        self._render_next()
-
-    def _render_site(self) -> None:
-        s, d = self.search, self.search.draft
-        site = d.site if d is not None and d.stage != "closed" else s.inputs.site
-        step = None
-        try:
-            steps = s.inputs.trace["state"]["all_steps"]
-            step = steps[int(site["source_step_index"])]
-        except (KeyError, IndexError, TypeError, ValueError):
-            pass
-        preview = ""
-        if isinstance(step, dict):
-            preview = step.get("thought") or step.get("output") or step.get("tool_name") or ""
-        flag = "  relocalization requested by the feedback" if d is not None and d.relocalization_requested and d.stage == "site" else ""
-        self.query_one("#card-site", Card).set_body(
-            Content.from_markup(
-                "step [b]$idx[/] ($stage)  kind [b]$kind[/]  category $cat\nid $sid\n$preview$flag\n[dim]a accept · r relocalize[/]",
-                idx=_s(site.get("source_step_index")),
-                stage=_s(site.get("stage"), 40),
-                kind=_s(site.get("localization_kind"), 40),
-                cat=_s(site.get("semantic_category") or "—", 60),
-                sid=_s(site.get("step_id"), 80),
-                preview=_s(preview, 160),
-                flag=flag,
-            )
-        )
-
-    def _render_hints(self) -> None:
-        d = self.search.draft
-        card = self.query_one("#card-hints", HintsCard)
-        ol = card.query_one(OptionList)
-        keep = ol.highlighted
-        ol.clear_options()
-        props = d.proposals if d is not None and d.stage != "closed" else []
-        for p in props:
-            mark = "✓" if p.passed else "✗ " + ",".join(p.audit.get("errors") or [])
-            status = {"approved": "APPROVED", "rejected": "rejected"}.get(p.status, "")
-            ol.add_option(
-                Option(
-                    Content.from_markup(
-                        "[b]$mark[/] $status $text  [dim]$by · $sha[/]",
-                        mark=mark, status=status, text=_s(p.text, 120), by=_s(p.provider, 30), sha=p.hint_sha256[:10],
-                    )
-                )
-            )
-        if props:
-            ol.highlighted = keep if keep is not None and keep < len(props) else 0
-            if card.has_focus:
-                ol.focus()  # proposals arrived while the card had the keyboard: arrows pick one
-        card.set_body(
-            Content.from_markup(
-                "$n proposal(s)\n[dim]f fetch · n type · a approve · x reject · p prompt · e end round[/]", n=str(len(props))
-            )
-        )
-
-    def _render_cont(self) -> None:
-        d = self.search.draft
-        text = "no approved hint yet"
-        if d is not None and d.approved is not None and d.stage != "closed":
-            text = "approved: " + _s(d.approved.text, 160)
-            if d.outcome is not None:
-                text += f"\nlast run: {d.outcome.status}" + (f" — {_s(d.outcome.error, 160)}" if d.outcome.error else "")
-        self.query_one("#card-cont", Card).set_body(Content.from_markup("$t\n[dim]c run · ctrl+x cancel[/]", t=text))
-
-    def _render_verdict(self) -> None:
-        d = self.search.draft
-        text = "no attempt to judge"
-        if d is not None and d.record is not None and d.stage == "verdict":
-            cont = d.record.get("continuation") or {}
-            text = (
-                f"attempt {_s(d.record.get('attempt_id'), 40)}\n"
-                f"completion ids {len(d.record.get('completion_ids') or [])}, stop {_s(cont.get('stop_reason'), 40)}, "
-                f"episode sha {_s(cont.get('hinted_teacher_episode_trace_sha256'), 12)}"
-            )
-        self.query_one("#card-verdict", Card).set_body(Content.from_markup("$t\n[dim]a approve · x reject · r relocalize[/]", t=text))
-
-    def _render_next(self) -> None:
-        s = self.search
-        d = s.draft
-        if d is not None and d.stage != "closed":
-            body = "round in progress"
-        elif s.stopped:
-            body = f"stopped: {s.status}"
-        else:
-            try:
-                fb = s.preview_feedback()
-                anchor = fb.get("anchor_feedback") or {}
-                summary = (
-                    f"needs_relocalization: {str(fb.get('needs_relocalization')).lower()}\n"
-                    f"locked_hint: {_s(fb.get('locked_hint') or '—', 100)}\n"
-                    f"excluded_hints: {len(fb.get('excluded_hints') or [])}  previous_rounds: {len(fb.get('previous_rounds') or [])}\n"
-                    f"anchor_feedback: step {_s(anchor.get('selected_source_step', '—'))}, "
-                    f"earliest error {_s(anchor.get('earliest_error_step', '—'))}, checker {_s(anchor.get('checker', {}), 160)}"
-                )
-                body = summary + "\ns start the round · t stop here (full object on the right)"
-                self.detail("next round feedback (driver rules):\n" + orjson.dumps(fb, option=orjson.OPT_INDENT_2).decode())
-            except Exception as exc:  # noqa: BLE001
-                body = f"cannot compute the feedback: {exc}"
-        self.query_one("#card-next", Card).set_body(Content.from_markup("$t", t=body))
-
     # ------------------------------------------------------------------ operations (called by cards)
+    def _claim(self, label: str) -> SupervisedSearch | None:
+        """The open search when ``label`` may run now (else None and a message)."""
+        if not self.session.begin(label):
+            return None
+        return self.session.search
+
+    def _gate(self) -> str | None:
+        return self.session.snapshot().gate if self.session.search is not None else None
+
     def op_begin_round(self) -> None:
-        if self.search is not None and self.search.draft is not None and self.search.draft.stage != "closed":
-            self.message("a round is already open", "warning")
+        if self._gate() not in (None, BETWEEN):
+            self.session.say("a round is already open", "warning")
             return
-        if self._begin("start round"):
-            self._run_sync("start round", self.search.begin_round)
+        search = self._claim("start round")
+        if search is not None:
+            self._run_sync("start round", search.begin_round)
 
     def op_stop(self) -> None:
-        if self._begin("stop"):
-            self._run_sync("stop", self.search.stop)
+        search = self._claim("stop")
+        if search is not None:
+            self._run_sync("stop", search.stop, describe=lambda _: "stopped by operator (u resumes)")
+
+    def op_resume(self) -> None:
+        search = self._claim("resume")
+        if search is not None:
+            self._run_sync("resume", search.resume, describe=lambda _: "s starts the next round")
 
     def op_accept_site(self) -> None:
-        if self._begin("accept site"):
-            self._run_sync("accept site", self.search.accept_site)
+        search = self._claim("accept site")
+        if search is not None:
+            self._run_sync("accept site", search.accept_site)
 
     def ask_relocalize(self) -> None:
-        if self.search is None:
+        search = self.session.search
+        if search is None:
             return
 
-        def done(values: dict | None) -> None:
+        def parse(values: dict[str, Any]) -> tuple[int | None, str, str | None]:
+            return _int(values.get("step")), values.get("note", ""), (values.get("category") or "").strip() or None
+
+        def validate(values: dict[str, Any]) -> str | None:
+            step, note, category = parse(values)
+            if step is None:
+                return "the step must be a number (pick one from the trace above)"
+            return search.relocalize_problem(step, note, category=category)
+
+        def done(values: dict[str, Any] | None) -> None:
             if not values:
                 return
-            try:
-                step = int(values["step"])
-            except (TypeError, ValueError):
-                self.message("relocalize: the step must be a number", "error")
-                return
-            category = values.get("category") or None
-            if self._begin("relocalize"):
-                self._run_sync("relocalize", self.search.relocalize, step, values.get("note", ""), category=category)
+            step, note, category = parse(values)
+            if self._claim("relocalize") is not None:
+                self._run_sync("relocalize", search.relocalize, step, note, category=category)
 
+        snap = self.session.snapshot()
+        here = f"current site: step {snap.site.step_index} ({snap.site.stage})" if snap.site is not None else None
         self.app.push_screen(
             FormScreen(
                 "Relocalize: pick the step where the failure really is",
                 [("step", "source step index", "e.g. 7"), ("note", "note (why)", "required"), ("category", "semantic category (optional)", "e.g. wrong_search_direction")],
+                context=here, trace=self.session.trace_listing(), validate=validate,
             ),
             done,
         )
 
     def op_fetch(self) -> None:
-        if self._begin("fetch hints"):
-            self._fetch()
+        search = self._claim("fetch hints")
+        if search is not None:
+            self._fetch(search)
 
     def show_prompt(self) -> None:
-        if self.search is None or self.search.draft is None:
+        search = self.session.search
+        if search is None or search.draft is None:
             return
         try:
-            msgs = self.search.proposer_prompt()
-        except Exception as exc:  # noqa: BLE001
-            self.message(str(exc), "warning")
+            msgs = search.proposer_prompt()
+        except SearchError as exc:
+            self.session.say(str(exc), "warning")
             return
         text = "\n\n".join(f"--- {m['role']} ---\n{m['content']}" for m in msgs)
-        self.detail("exact hint-constructor prompt:\n" + text)
+        self.session.show_detail("exact hint-constructor prompt:\n" + text)
 
     def ask_new_hint(self) -> None:
-        if self.search is None:
+        search = self.session.search
+        if search is None:
             return
+        locked = self.session.locked_hint()
 
-        def done(values: dict | None) -> None:
-            if not values or not (values.get("editor") or "").strip():
-                return
-            try:
-                level = int(values.get("level") or 1)
-            except ValueError:
-                level = -1
-            try:
-                p = self.search.add_operator_hint(values["editor"], level=level)  # in memory: audit only, no I/O
-            except Exception as exc:  # noqa: BLE001
-                self.message(str(exc), "error")
-                return
-            verdict = "passes its audit" if p.passed else "fails its audit: " + ", ".join(p.audit.get("errors") or [])
-            self.message(f"hint {p.index} added; it {verdict}", "ok" if p.passed else "warning")
-            self.refresh_view()
+        def validate(values: dict[str, Any]) -> str | None:
+            if not (values.get("editor") or "").strip():
+                return "type the hint's text"
+            if (values.get("level") or "").strip() and _int(values.get("level")) is None:
+                return "the hint level must be a number"
+            return None
 
-        self.app.push_screen(FormScreen("Type a hint", [("level", "hint level", "1")], editor="hint text"), done)
+        def done(values: dict[str, Any] | None) -> None:
+            if not values:
+                return
+            level = _int(values.get("level")) if (values.get("level") or "").strip() else None
+            if self._claim("add hint") is not None:
+                self._run_sync("add hint", search.add_operator_hint, values["editor"], level=level, describe=_hint_verdict)
+
+        self.app.push_screen(
+            FormScreen(
+                "Type a hint",
+                [("level", "hint level", "1")],
+                context=("locked hint (keep it verbatim, then a newline and your advice):\n" + locked) if locked else None,
+                editor="hint text", editor_text=(locked + "\n") if locked else "", validate=validate,
+            ),
+            done,
+        )
 
     def op_approve_hint(self, index: int | None) -> None:
         if index is None:
-            self.message("highlight a proposal first", "warning")
+            self.session.say("highlight a proposal first", "warning")
             return
-        if self._begin("approve hint"):
-            self._run_sync("approve hint", self.search.approve_hint, index)
+        search = self._claim("approve hint")
+        if search is not None:
+            self._run_sync("approve hint", search.approve_hint, index)
 
     def ask_reject_hint(self, index: int | None) -> None:
-        if index is None:
-            self.message("highlight a proposal first", "warning")
+        search = self.session.search
+        if index is None or search is None or search.draft is None or not 0 <= index < len(search.draft.proposals):
+            self.session.say("highlight a proposal first", "warning")
             return
+        proposal = search.draft.proposals[index]
 
-        def done(values: dict | None) -> None:
-            if values and self._begin("reject hint"):
-                self._run_sync("reject hint", self.search.reject_hint, index, values.get("reason", ""))
+        def done(values: dict[str, Any] | None) -> None:
+            if values and self._claim("reject hint") is not None:
+                self._run_sync("reject hint", search.reject_hint, index, values.get("reason", ""))
 
-        self.app.push_screen(FormScreen("Reject this hint", [("reason", "reason", "required")]), done)
+        self.app.push_screen(
+            FormScreen(
+                f"Reject hint {index}", [("reason", "reason", "required")],
+                context=f"hint {index} ({proposal.provider}, {proposal.hint_sha256[:10]}):\n{proposal.text}",
+                validate=_required("reason", "rejecting a hint needs a reason"),
+            ),
+            done,
+        )
 
     def ask_end_round(self) -> None:
-        def done(values: dict | None) -> None:
-            if values and self._begin("end round"):
-                self._run_sync("end round", self.search.finish_round, values.get("note", ""))
+        search = self.session.search
+        if search is None:
+            return
 
-        self.app.push_screen(FormScreen("End the round without an attempt", [("note", "note", "required")]), done)
+        def done(values: dict[str, Any] | None) -> None:
+            if values and self._claim("end round") is not None:
+                self._run_sync("end round", search.finish_round, values.get("note", ""))
 
-    def _runner(self) -> Any:
+        self.app.push_screen(
+            FormScreen("End the round without an attempt", [("note", "note", "required")],
+                       validate=_required("note", "closing a round without an attempt needs a note")),
+            done,
+        )
+
+    def _runner(self) -> ContinuationRunner:
         if self.runner is not None:
             return self.runner
-        from eviscene_tui.supervised import PolicyContinuationRunner
-
         return PolicyContinuationRunner.from_options(self.options)
 
     def op_run_continuation(self) -> None:
-        if self.search is None:
+        if self.session.search is None:
             return
         try:
             runner = self._runner()
-        except Exception as exc:  # noqa: BLE001
-            self.message(f"cannot run a continuation: {exc}", "error")
+        except (ValueError, ProfileError, OSError) as exc:
+            self.session.say(f"cannot run a continuation: {exc}", "error")
             return
-        if self._begin("continuation"):
-            self.stream_worker = self._stream(runner)
+        search = self._claim("continuation")
+        if search is not None:
+            feed = self.query_one("#sup-stream", StreamView).attach(LiveFeed(accumulate=True), badge="policy")
+            self.stream_worker = self._stream(search, runner, feed)
 
     def cancel_stream(self) -> None:
         if self.stream_worker is not None and self.stream_worker.is_running:
             self.stream_worker.cancel()
-            self.busy = False
-            self.message("continuation cancelled", "warning")
+        else:
+            self.session.say("nothing is streaming", "info")
 
     def ask_approve_attempt(self) -> None:
-        def done(values: dict | None) -> None:
-            if values is not None and self._begin("approve attempt"):
-                self._run_sync("approve attempt", self.search.approve_attempt, values.get("reason", ""))
+        search = self.session.search
+        if search is None:
+            return
 
-        self.app.push_screen(FormScreen("Approve the attempt (the search converges)", [("reason", "reason (optional)", "")]), done)
+        def done(values: dict[str, Any] | None) -> None:
+            if values is not None and self._claim("approve attempt") is not None:
+                self._run_sync("approve attempt", search.approve_attempt, values.get("reason", ""))
+
+        verdict = self.session.snapshot().verdict
+        self.app.push_screen(
+            FormScreen(
+                "Approve the attempt (the search converges)", [("reason", "reason (optional)", "")],
+                context=f"attempt {verdict.attempt_id}" if verdict is not None else None,
+            ),
+            done,
+        )
 
     def ask_reject_attempt(self) -> None:
-        def done(values: dict | None) -> None:
+        search = self.session.search
+        if search is None:
+            return
+
+        def validate(values: dict[str, Any]) -> str | None:
+            if not (values.get("reason") or "").strip():
+                return "rejecting an attempt needs a reason"
+            raw = (values.get("earliest") or "").strip()
+            if raw and _int(raw) is None:
+                return "the earliest error step must be a number (or empty)"
+            return None
+
+        def done(values: dict[str, Any] | None) -> None:
             if not values:
                 return
             raw = (values.get("earliest") or "").strip()
-            try:
-                earliest = int(raw) if raw else None
-            except ValueError:
-                self.message("earliest error step must be a number", "error")
-                return
-            if self._begin("reject attempt"):
+            if self._claim("reject attempt") is not None:
                 self._run_sync(
-                    "reject attempt", self.search.reject_attempt, values.get("reason", ""),
-                    checker=values.get("checker") or {}, earliest_error_step=earliest,
+                    "reject attempt", search.reject_attempt, values.get("reason", ""),
+                    checker=values.get("checker") or {}, earliest_error_step=_int(raw) if raw else None,
                 )
 
+        verdict = self.session.snapshot().verdict
         self.app.push_screen(
-            FormScreen("Reject the attempt", [("reason", "reason", "required"), ("earliest", "earliest error step (optional)", "")], checker=True),
+            FormScreen(
+                "Reject the attempt", [("reason", "reason", "required"), ("earliest", "earliest error step (optional)", "")],
+                context=f"attempt {verdict.attempt_id}" if verdict is not None else None,
+                checker=CHECK_NAMES, validate=validate,
+            ),
             done,
         )
+
+    def action_ack_torn(self) -> None:
+        search = self.session.search
+        if search is None or not search.torn_tail_warning:
+            self.session.say("the journal has no torn tail", "info")
+            return
+        if self._claim("acknowledge torn tail") is not None:
+            self._run_sync("acknowledge torn tail", search.acknowledge_torn_tail, "acknowledged in the supervised screen")
+
+    def action_journal(self) -> None:
+        if self.session.search is not None:
+            self._load_journal(self.session.search)
 
     def action_back(self) -> None:
         if self.stream_worker is not None and self.stream_worker.is_running:
             self.stream_worker.cancel()
-        if self.search is not None:
-            search, self.search = self.search, None
-            search.close()
+        self.session.close()
         self.app.pop_screen()
+
+
+def _hint_verdict(p: Proposal) -> str:
+    return f"hint {p.index} " + ("passes its audit" if p.passed else "fails its audit: " + ", ".join(p.audit.get("errors") or []))
+
+
+def _required(field: str, problem: str) -> Callable[[dict[str, Any]], str | None]:
+    def validate(values: dict[str, Any]) -> str | None:
+        return None if (values.get(field) or "").strip() else problem
+
+    return validate

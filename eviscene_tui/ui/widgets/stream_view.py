@@ -3,10 +3,11 @@
 - :class:`TextPane`: a buffer-backed ``ScrollView``. ``append(text)`` only
   extends the buffer and re-wraps the tail line; rendering paints visible rows
   (``render_line``). It follows the bottom while the user is at the bottom.
-- :class:`StreamView`: reasoning / content / tool-call panes plus a stats line.
-  Producers call :meth:`StreamView.feed` (cheap: appends to pending lists); a
-  ``set_interval`` timer flushes at most ``FLUSH_HZ`` times a second. There is
-  never one UI call per token.
+- :class:`StreamView`: reasoning / content / tool-call panes plus a stats line,
+  painting a :class:`~eviscene_tui.state.stream_session.LiveFeed`. Producers push
+  events into the feed (cheap: appends to pending lists; a worker never calls the
+  view); a ``set_interval`` timer flushes at most ``FLUSH_HZ`` times a second.
+  There is never one UI call per token.
 
 All text is sanitised with ``safe_text`` on the way in; nothing is parsed as markup.
 """
@@ -27,8 +28,9 @@ from textual.strip import Strip
 from textual.widget import Widget
 
 from eviscene_tui.policy.accumulate import StreamAccumulator
-from eviscene_tui.policy.events import Attested, Delta, PolicyEvent, ToolCallDelta
+from eviscene_tui.policy.events import PolicyEvent
 from eviscene_tui.safe_text import safe_text
+from eviscene_tui.state.stream_session import LiveFeed
 
 FLUSH_HZ = 24  # <= 30 Hz; the compositor repaint per flush is the dominant UI cost at 5k+ tok/s
 HEAVY_FLUSH_HZ = 8  # flush rate while more than HEAVY_CHARS arrive per flush
@@ -218,12 +220,10 @@ class StreamView(Vertical):
 
     def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
         super().__init__(id=id, classes=classes)
-        self.acc = StreamAccumulator()
-        self._pending: dict[str, list[str]] = {"reasoning": [], "content": []}
-        self._tools_dirty = False
-        self._dirty = False
-        self.badge = "unattested"  # session kind until a call's attestation result arrives (set_badge / Attested)
-        self.state = "idle"  # idle | streaming | complete | cancelled | failed
+        self._feed = LiveFeed()
+        self._feed.dirty = False
+        self._badge = "unattested"  # session kind until a call's attestation result arrives (set_badge / Attested)
+        self._idle = True
         self.flushes = 0
         self._started_at: float | None = None
         self._last_flush = 0.0
@@ -240,64 +240,72 @@ class StreamView(Vertical):
         self.set_interval(1 / FLUSH_HZ, self.flush)
         self._render_stats()
 
-    # ------------------------------------------------------------------ producer side (cheap)
-    def reset(self, acc: StreamAccumulator | None = None, *, badge: str | None = None) -> StreamAccumulator:
-        self.acc = acc or StreamAccumulator()
-        self._pending = {"reasoning": [], "content": []}
-        self._tools_dirty = False
-        self.state = "streaming"
+    # ------------------------------------------------------------------ what is shown
+    @property
+    def acc(self) -> StreamAccumulator:
+        return self._feed.acc
+
+    @property
+    def state(self) -> str:
+        """idle | streaming | complete | cancelled | failed"""
+        return "idle" if self._idle else self._feed.state
+
+    @property
+    def badge(self) -> str:
+        # the latest attestation result replaces the session kind (or the previous result)
+        return self._feed.badge or self._badge
+
+    def attach(self, feed: LiveFeed, *, badge: str | None = None) -> LiveFeed:
+        """Paint ``feed`` from now on (the panes are cleared)."""
+        # the badge keeps the latest attestation result until this call's arrives
+        self._badge = badge or self._feed.badge or self._badge
+        self._feed = feed
+        self._idle = False
         self._started_at = time.monotonic()
-        if badge:
-            self.badge = badge
         for pane in self.query(TextPane):
             pane.clear()
-        self._dirty = True
-        return self.acc
+        feed.dirty = True
+        return feed
+
+    def reset(self, acc: StreamAccumulator | None = None, *, badge: str | None = None) -> StreamAccumulator:
+        """Attach a new feed around ``acc`` (events pushed through :meth:`feed` are buffered only)."""
+        return self.attach(LiveFeed(acc), badge=badge).acc
 
     def set_badge(self, badge: str) -> None:
         """Show ``badge`` (``attested`` / ``unattested`` / ``refused`` / ``no policy``) now."""
-        self.badge = badge
+        self._badge = badge
+        self._feed.badge = None
         if self.is_mounted:
             self._render_stats()
 
     def feed(self, ev: PolicyEvent) -> None:
-        """Called for every event (after the accumulator saw it): buffer only."""
-        if type(ev) is Delta:
-            if ev.text and ev.kind in self._pending:
-                self._pending[ev.kind].append(ev.text)
-        elif isinstance(ev, ToolCallDelta):
-            self._tools_dirty = True
-        elif isinstance(ev, Attested):
-            # the latest attestation result replaces the session kind (or the previous result)
-            self.badge = ev.attestation.status
-        self._dirty = True
+        """Buffer one event into the attached feed (for producers that hold the view)."""
+        self._feed.push(ev)
 
     def finish(self, state: str) -> None:
-        self.state = state
-        self._dirty = True
+        self._idle = False
+        self._feed.finish(state)
         self.flush(force=True)
 
     # ------------------------------------------------------------------ consumer side (timer)
     def flush(self, force: bool = False) -> None:
-        if not self._dirty:
+        feed = self._feed
+        if not feed.dirty:
             return
         now = time.monotonic()
         if not force and now - self._last_flush < self._min_gap:
             return  # keep buffering: the next tick flushes
-        self._dirty = False
         self._last_flush = now
         self.flushes += 1
         appended = 0
+        texts, tools = feed.take()
         with self.app.batch_update():
             for kind in ("reasoning", "content"):
-                pend = self._pending[kind]
-                if pend:
-                    self._pending[kind] = []
-                    text = "".join(pend)
+                text = texts.get(kind)
+                if text:
                     appended += len(text)
                     self.query_one(f"#pane-{kind}", TextPane).append(text)
-            if self._tools_dirty:
-                self._tools_dirty = False
+            if tools:
                 lines = []
                 for tc in self.acc.tool_calls_json():
                     lines.append(f"#{tc['index']} {tc['name'] or '?'}  {tc['arguments']}")

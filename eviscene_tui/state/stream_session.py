@@ -1,0 +1,172 @@
+"""Live continuation state, without Textual.
+
+- :class:`LiveFeed`: the buffer between a stream's producer (a worker's
+  ``on_event``) and the view that paints it. ``push`` is cheap (append to pending
+  lists); the view's timer ``take``s what arrived since its last flush. The
+  worker never touches a widget: it only pushes into this object.
+- :class:`StreamSession`: the stream screen's state — the policy target, the
+  rebuilt request, the hint being edited, the current feed, the last outcome and
+  the message — with ``subscribe`` / ``snapshot`` as the other sessions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from eviscene_tui.policy.accumulate import StreamAccumulator
+from eviscene_tui.policy.events import Attested, Delta, PolicyEvent, ToolCallDelta
+from eviscene_tui.policy.profile import PolicyTarget
+from eviscene_tui.policy.request import TeacherRequest
+
+STREAM_STATES = ("idle", "streaming", "complete", "cancelled", "failed")
+
+
+class LiveFeed:
+    """Events of one continuation: the accumulator plus the text not painted yet.
+
+    ``accumulate``: add each pushed event to :attr:`acc` (when the producer does not
+    keep its own accumulator in this object already)."""
+
+    def __init__(self, acc: StreamAccumulator | None = None, *, accumulate: bool = False, badge: str | None = None) -> None:
+        self.acc = acc if acc is not None else StreamAccumulator()
+        self.accumulate = accumulate
+        self.state = "streaming"
+        self.badge = badge  # the latest attestation result (None: keep the view's session badge)
+        self.pending: dict[str, list[str]] = {"reasoning": [], "content": []}
+        self.tools_dirty = False
+        self.dirty = True
+        self.events = 0
+
+    def push(self, ev: PolicyEvent) -> None:
+        """Called for every event: buffer only (the view flushes at its own rate)."""
+        self.events += 1
+        if self.accumulate:
+            self.acc.add(ev)
+        if type(ev) is Delta:
+            if ev.text and ev.kind in self.pending:
+                self.pending[ev.kind].append(ev.text)
+        elif isinstance(ev, ToolCallDelta):
+            self.tools_dirty = True
+        elif isinstance(ev, Attested):
+            self.badge = ev.attestation.status
+        self.dirty = True
+
+    def take(self) -> tuple[dict[str, str], bool]:
+        """The text that arrived per pane since the last call, and whether tool calls changed."""
+        out = {kind: "".join(parts) for kind, parts in self.pending.items() if parts}
+        self.pending = {"reasoning": [], "content": []}
+        tools, self.tools_dirty = self.tools_dirty, False
+        self.dirty = False
+        return out, tools
+
+    def finish(self, state: str) -> None:
+        self.state = state
+        self.dirty = True
+
+
+@dataclass(frozen=True, slots=True)
+class StreamSnapshot:
+    target_label: str | None  # attested / unattested; None = no policy
+    target_error: str | None
+    request_ready: bool
+    request_error: str | None
+    hint: str
+    state: str  # one of STREAM_STATES
+    last_status: str | None
+    message: str
+    severity: str
+
+
+class StreamSession:
+    """The stream screen's state; the screen subscribes and renders snapshots."""
+
+    def __init__(self, *, hint: str | None = None, request: TeacherRequest | None = None) -> None:
+        self.target: PolicyTarget | None = None
+        self.target_error: str | None = None
+        self.base_request = request
+        self.given_request = request is not None
+        self.request_error: str | None = None
+        self.hint = hint or ""
+        self.initial_hint = hint
+        self.feed: LiveFeed | None = None
+        self.sent_request: TeacherRequest | None = None
+        self.last_status: str | None = None
+        self.last_acc: StreamAccumulator | None = None
+        self.message = ""
+        self.severity = "info"
+        self._subscribers: list[Callable[[StreamSnapshot], None]] = []
+
+    # ------------------------------------------------------------------ subscription
+    def subscribe(self, callback: Callable[[StreamSnapshot], None]) -> Callable[[], None]:
+        self._subscribers.append(callback)
+
+        def unsubscribe() -> None:
+            if callback in self._subscribers:
+                self._subscribers.remove(callback)
+
+        return unsubscribe
+
+    def _changed(self) -> None:
+        snap = self.snapshot()
+        for callback in list(self._subscribers):
+            callback(snap)
+
+    def snapshot(self) -> StreamSnapshot:
+        return StreamSnapshot(
+            target_label=self.target.label if self.target is not None else None,
+            target_error=self.target_error,
+            request_ready=self.base_request is not None,
+            request_error=self.request_error,
+            hint=self.hint,
+            state=self.state,
+            last_status=self.last_status,
+            message=self.message,
+            severity=self.severity,
+        )
+
+    # ------------------------------------------------------------------ state
+    @property
+    def state(self) -> str:
+        return self.feed.state if self.feed is not None else "idle"
+
+    @property
+    def streaming(self) -> bool:
+        return self.feed is not None and self.feed.state == "streaming"
+
+    def say(self, text: str, severity: str = "info") -> None:
+        self.message, self.severity = text, severity
+        self._changed()
+
+    def set_target(self, target: PolicyTarget | None, error: str | None) -> None:
+        self.target, self.target_error = target, error
+        self._changed()
+
+    def request_ready(self, request: TeacherRequest | None, error: str | None, *, run_hint: str | None = None) -> None:
+        """The failure step's request was rebuilt (or not); ``run_hint`` is the hint the run used."""
+        self.base_request, self.request_error = request, error
+        if self.initial_hint is None and run_hint is not None:
+            self.initial_hint = run_hint
+        prefill = self.initial_hint or (request.hint if request is not None and self.given_request else None)
+        if not self.hint and prefill:
+            self.hint = prefill
+        self._changed()
+
+    def set_hint(self, text: str) -> None:
+        if text != self.hint:
+            self.hint = text
+            self._changed()
+
+    def start(self, request: TeacherRequest) -> LiveFeed:
+        """A new continuation of ``request``: a fresh feed (the producer adds to its accumulator itself)."""
+        self.sent_request = request
+        self.feed = LiveFeed()
+        self._changed()
+        return self.feed
+
+    def ended(self, status: str, acc: StreamAccumulator | None = None) -> None:
+        if self.feed is not None:
+            self.feed.finish(status)
+            acc = acc or self.feed.acc
+        self.last_status, self.last_acc = status, acc
+        self._changed()

@@ -1,0 +1,211 @@
+"""Modal forms for operator decisions.
+
+:class:`FormScreen` shows what it acts on (``context``: the hint being rejected,
+the trace to pick a step from), text fields, an optional multi-line editor
+(``TextArea``: Enter types a newline) and checker values (:class:`TriState`:
+true / false / unset in words). ``ctrl+s`` submits: when ``validate`` returns a
+message the form stays open with the message inside it and everything typed
+kept; ``escape`` cancels. It dismisses with the values, or None.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, VerticalScroll
+from textual.content import Content
+from textual.screen import ModalScreen
+from textual.widget import Widget
+from textual.widgets import Button, Input, OptionList, Static, TextArea
+from textual.widgets.option_list import Option
+
+from eviscene_tui.safe_text import safe_text
+
+TRI_VALUES = ("unset", "true", "false")
+Validator = Callable[[dict[str, Any]], "str | None"]
+
+
+class TriState(Widget, can_focus=True):
+    """A checker value: ``unset``, ``true`` or ``false``, always written out.
+
+    space / enter / ← → cycle; ``t``, ``f``, ``u`` set it directly."""
+
+    BINDINGS = [
+        Binding("space,enter,right", "cycle(1)", "Next value", show=False),
+        Binding("left", "cycle(-1)", "Previous value", show=False),
+        Binding("t", "set('true')", "True", show=False),
+        Binding("f", "set('false')", "False", show=False),
+        Binding("u", "set('unset')", "Unset", show=False),
+    ]
+    DEFAULT_CSS = """
+    TriState { width: 20; height: 1; padding: 0 1; background: $boost; }
+    TriState:focus { background: $accent 40%; text-style: bold; }
+    """
+
+    def __init__(self, value: str = "unset", *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self._value = value if value in TRI_VALUES else "unset"
+
+    @property
+    def value(self) -> str:
+        return self._value
+
+    @value.setter
+    def value(self, value: str) -> None:
+        if value not in TRI_VALUES:
+            raise ValueError(f"a checker value is one of {', '.join(TRI_VALUES)}")
+        self._value = value
+        self.refresh()
+
+    def render(self) -> Content:
+        return Content.from_markup("◀ [b]$v[/] ▶", v=self._value)
+
+    def action_cycle(self, step: int) -> None:
+        self.value = TRI_VALUES[(TRI_VALUES.index(self._value) + step) % len(TRI_VALUES)]
+
+    def action_set(self, value: str) -> None:
+        self.value = value
+
+    def on_click(self) -> None:
+        self.action_cycle(1)
+
+
+class FormScreen(ModalScreen["dict[str, Any] | None"]):
+    """A small form; see the module docstring."""
+
+    BINDINGS = [
+        Binding("ctrl+s", "submit", "Submit", priority=True),
+        Binding("escape", "cancel", "Cancel"),
+    ]
+    DEFAULT_CSS = """
+    FormScreen { align: center middle; }
+    FormScreen #form { width: 96; max-width: 100%; height: auto; max-height: 95%; border: round $accent; background: $surface; padding: 0 1; }
+    FormScreen #form-context { height: auto; max-height: 8; color: $text-muted; }
+    FormScreen #form-trace { height: 10; }
+    FormScreen TextArea { height: 8; }
+    FormScreen .checker-row { height: 1; margin-bottom: 1; }
+    FormScreen .checker-row Static { width: 30; }
+    FormScreen #form-error { color: $error; height: auto; }
+    FormScreen #form-buttons { height: 3; }
+    """
+
+    def __init__(
+        self,
+        title: str,
+        fields: Sequence[tuple[str, str, str]],
+        *,
+        context: str | None = None,
+        trace: Sequence[tuple[int, bool, str]] | None = None,
+        editor: str | None = None,
+        editor_text: str = "",
+        checker: Sequence[str] = (),
+        validate: Validator | None = None,
+    ) -> None:
+        super().__init__()
+        self.title_text = title
+        self.fields = list(fields)
+        self.context = context
+        self.trace = list(trace) if trace is not None else None
+        self.editor = editor
+        self.editor_text = editor_text
+        self.checker = list(checker)
+        self.validate = validate
+        self.error = ""
+
+    def compose(self) -> ComposeResult:
+        with VerticalScroll(id="form"):
+            yield Static(Content.from_markup("[b]$t[/]  (ctrl+s submit, esc cancel)", t=self.title_text))
+            if self.context:
+                yield Static(safe_text(self.context, limit=2000), id="form-context", markup=False)
+            if self.trace is not None:
+                yield Static("source trace (enter on a step picks it; policy steps are marked ●)", markup=False)
+                yield OptionList(
+                    *[
+                        Option(
+                            Content.from_markup(
+                                "$mark $i  $what", mark="●" if policy else " ", i=f"{i:>3}",
+                                what=safe_text(summary, single_line=True, limit=120),
+                            ),
+                            id=f"step-{i}",
+                            disabled=not policy,
+                        )
+                        for i, policy, summary in self.trace
+                    ],
+                    id="form-trace",
+                )
+            for name, label, placeholder in self.fields:
+                yield Static(label, markup=False)
+                yield Input(placeholder=placeholder, id=f"f-{name}")
+            if self.editor:
+                yield Static(self.editor + " (Enter types a new line)", markup=False)
+                yield TextArea(self.editor_text, id="f-editor", soft_wrap=True)
+            if self.checker:
+                yield Static("checker values (unset = not judged)", markup=False)
+                for name in self.checker:
+                    with Horizontal(classes="checker-row"):
+                        yield Static(name, markup=False)
+                        yield TriState(id=f"c-{name}")
+            yield Static("", id="form-error", markup=False)
+            with Horizontal(id="form-buttons"):
+                yield Button("Submit", id="form-ok", variant="primary")
+                yield Button("Cancel", id="form-cancel")
+
+    def on_mount(self) -> None:
+        inputs = self.query("Input, TextArea")
+        if inputs:
+            first = inputs.first()
+            first.focus()
+            if isinstance(first, TextArea):
+                first.move_cursor(first.document.end)
+
+    def values(self) -> dict[str, Any]:
+        out: dict[str, Any] = {name: self.query_one(f"#f-{name}", Input).value for name, _, _ in self.fields}
+        if self.editor:
+            out["editor"] = self.query_one("#f-editor", TextArea).text
+        if self.checker:
+            checker = {}
+            for name in self.checker:
+                v = self.query_one(f"#c-{name}", TriState).value
+                if v in ("true", "false"):
+                    checker[name] = v == "true"
+            out["checker"] = checker
+        return out
+
+    def show_error(self, text: str) -> None:
+        self.error = text
+        self.query_one("#form-error", Static).update(safe_text(text, limit=600))
+
+    def action_submit(self) -> None:
+        values = self.values()
+        if self.validate is not None:
+            problem = self.validate(values)
+            if problem:
+                self.show_error(problem)
+                return
+        self.dismiss(values)
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)
+
+    @on(Button.Pressed, "#form-ok")
+    def _ok(self) -> None:
+        self.action_submit()
+
+    @on(Button.Pressed, "#form-cancel")
+    def _cancel(self) -> None:
+        self.action_cancel()
+
+    @on(Input.Submitted)
+    def _enter(self) -> None:
+        if not self.editor and not self.checker and self.trace is None:
+            self.action_submit()
+
+    @on(OptionList.OptionSelected, "#form-trace")
+    def _pick_step(self, event: OptionList.OptionSelected) -> None:
+        if event.option.id and self.query("#f-step"):
+            self.query_one("#f-step", Input).value = event.option.id.removeprefix("step-")
+            self.query_one("#f-step", Input).focus()
