@@ -14,6 +14,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, VerticalScroll
 from textual.content import Content
+from textual.widget import AwaitMount
 from textual.screen import Screen
 from textual.widgets import Input, OptionList, Static, TabbedContent, TabPane
 from textual.widgets.option_list import Option
@@ -52,6 +53,22 @@ class CompareReady(M.Message):
         super().__init__()
         self.request = request
         self.compare = compare
+
+
+class CaseTabs(TabbedContent):
+    """The case screen's tabs. Which pane is shown is decided by the screen alone
+    (:attr:`shown`, set by ``CaseScreen.action_tab`` and by a click on a tab): a
+    focus that lands in another pane does not switch to it, as TabbedContent would.
+    Focus requests are delivered later than they are made (``Widget.focus`` defers),
+    so the trace view's focus asked for at mount could arrive after a no-site case
+    chose its localization tab and switch the tab back. The refused ``TabPane.Focused``
+    bubbles on to the screen, which moves focus into the shown pane."""
+
+    shown = "trace"
+
+    def on_tab_pane_focused(self, event: TabPane.Focused) -> None:
+        if event.tab_pane.id != self.shown:
+            event.prevent_default()  # skip TabbedContent's handler (it activates that pane)
 
 
 class CaseScreen(Screen):
@@ -94,7 +111,6 @@ class CaseScreen(Screen):
         self._reload_timer: Any = None
         self._repaint_scheduled = False
         self._panels_mounted = False
-        self._want_focus_tab = "trace"
         self.opened_at = time.perf_counter()
         self._trace_search: Any = None  # state.trace_search.TraceSearch, built on the first "/"
         self._search_timer: Any = None
@@ -105,7 +121,7 @@ class CaseScreen(Screen):
     def compose(self) -> ComposeResult:
         yield Static(Content(f"loading {safe_text(self.key, single_line=True, limit=80)}\u2026"), id="case-title", classes="title-bar")
         yield Static(id="privilege-bar", classes="privilege-bar")
-        with TabbedContent(initial="trace", id="case-tabs"):
+        with CaseTabs(initial="trace", id="case-tabs"):
             with TabPane("1 Trace", id="trace"):
                 yield TraceView(id="trace-view")
                 yield SearchBox(placeholder="search the steps (Enter / down: next, up: previous, Esc: close)", id="trace-search", classes="-hidden")
@@ -331,22 +347,37 @@ class CaseScreen(Screen):
             ),
             "integrity": VerticalScroll(Static(Content("checking\u2026"), id="integrity-doc"), classes="panel-scroll", id="integrity-scroll"),
         }
+        mounts = []
         for pane_id, body in bodies.items():
             pane = self.query_one(f"#{pane_id}", TabPane)
             pane.query(".panel-placeholder").remove()
-            pane.mount(body)
-        self.call_after_refresh(self._panels_ready)
+            mounts.append(pane.mount(body))
+        self.call_later(self._panels_ready, mounts)
 
-    def _panels_ready(self) -> None:
+    async def _panels_ready(self, mounts: list[AwaitMount]) -> None:
+        """After the tab bodies are in the DOM: paint them, and focus the shown tab's body
+        when a tab other than the trace was chosen before they existed."""
+        for mount in mounts:
+            await mount
         self._paint_all()
         active = self.query_one(TabbedContent).active
-        if active != "trace" and self._want_focus_tab == active:
+        if active != "trace" and self.query_one(CaseTabs).shown == active:
             self.action_tab(active)
 
     @on(TabbedContent.TabActivated)
     def _tab_activated(self, event: TabbedContent.TabActivated) -> None:
-        if event.pane is not None and event.pane.id != "trace":
+        if event.pane is None or event.pane.id is None:
+            return
+        if event.pane.id != "trace":
             self._mount_panels()
+        if event.pane.id != self.query_one(CaseTabs).shown:
+            self.action_tab(event.pane.id)  # a click on a tab: it becomes the shown one, focus follows
+
+    @on(TabPane.Focused)
+    def _focus_outside_shown_tab(self, event: TabPane.Focused) -> None:
+        """A focus landed in a hidden pane (CaseTabs refused to switch): focus the shown pane."""
+        event.stop()
+        self.action_tab(self.query_one(CaseTabs).shown)
 
     def _lazy_ready(self) -> bool:
         """The tab bodies are mounted lazily (after the trace tab paints)."""
@@ -475,8 +506,10 @@ class CaseScreen(Screen):
         self.app.pop_screen()
 
     def action_tab(self, name: str) -> None:
-        self.query_one(TabbedContent).active = name
-        self._want_focus_tab = name
+        """Show tab ``name`` and move focus into it (THE way the shown tab changes)."""
+        tabs = self.query_one(CaseTabs)
+        tabs.shown = name
+        tabs.active = name
         if name == "trace":
             self.query_one(TraceView).focus()
         elif not self._lazy_ready():
