@@ -302,3 +302,343 @@ async def test_hints_card_gives_arrows_to_the_list_so_any_proposal_can_be_approv
         assert await _until(pilot, lambda: s.draft.stage == "continuation"), screen.last_message
         assert s.draft.approved is not None and "caption" in str(s.draft.proposals[1].text)
         assert s.draft.proposals[1].status == "approved" and s.draft.proposals[0].status != "approved"
+
+
+# ============================================================================ reopen, stop, focus, dialogs
+import asyncio  # noqa: E402
+
+import orjson  # noqa: E402
+
+from eviscene_tui.artifacts.jsonio import read_bound, read_json  # noqa: E402
+from eviscene_tui.supervised.feedback import CHECK_NAMES  # noqa: E402
+from eviscene_tui.ui.screens.dialogs import FormScreen, TriState  # noqa: E402
+from conftest import wait_until  # noqa: E402
+
+LOCK = {"source_error_confirmed": True, "repaired_at_selected_step": True, "procedural_hint": True, "anchor_matches": True}
+
+
+class Runner:
+    """A continuation runner that completes (as ``fake_runner``) or, with ``hang``, waits
+    until it is cancelled."""
+
+    def __init__(self) -> None:
+        self.hang = False
+
+    async def __call__(self, job):
+        if self.hang:
+            await asyncio.Event().wait()
+        return await fake_runner(job)
+
+
+class QuitHarness(Harness):
+    BINDINGS = [("q", "quit", "Quit")]
+
+
+def _screen(tmp_path, runner=None):
+    out = tmp_path / "out"
+    if not out.exists():
+        write_driver_case(out)
+    options = AppOptions(root=out, workdir=tmp_path / "out.eviscene-tui", operator="tester")
+    screen = SupervisedScreen(load_case(out / "repairs" / "0123456789abcdef"), options, runner=runner or fake_runner,
+                              settings=SearchSettings(operator="tester"))
+    return screen, QuitHarness(screen)
+
+
+def _plain(visual) -> str:
+    return str(visual)
+
+
+def rendered_panels(screen) -> dict[str, str]:
+    """What each panel shows, as text."""
+    out = {"title": _plain(screen.query_one("#sup-title").render()), "detail": screen.query_one("#sup-detail").text}
+    for card in ("#card-site", "#card-hints", "#card-cont", "#card-verdict", "#card-next"):
+        out[card] = _plain(screen.query_one(card).query_one(".card-body").render())
+    ol = screen.query_one("#proposals")
+    out["proposals"] = "\n".join(_plain(ol.get_option_at_index(i).prompt) for i in range(ol.option_count))
+    return out
+
+
+async def _opened(pilot, screen):
+    await wait_until(lambda: screen.search is not None and screen._shown is not None and screen._shown.opened, pilot=pilot,
+                     what=f"the search opened ({screen.last_message})")
+    await pilot.pause()
+
+
+async def _reopen_and_compare(tmp_path, pilot, screen, runner=None):
+    """Quit (q), reopen the same case in a new app, and check every panel equals what it showed."""
+    before_snap = screen.session.snapshot().panels()
+    before_text = rendered_panels(screen)
+    await pilot.press("q")
+    return before_snap, before_text
+
+
+async def _check_reopened(tmp_path, before, runner=None):
+    before_snap, before_text = before
+    screen, app = _screen(tmp_path, runner)
+    async with app.run_test(size=(140, 50)) as pilot:
+        await _opened(pilot, screen)
+        assert not screen.search.read_only, screen.last_message
+        assert screen.session.snapshot().panels() == before_snap
+        assert rendered_panels(screen) == before_text
+        await pilot.press("q")
+
+
+async def _press_on(pilot, screen, card, *keys):
+    screen.query_one(card).focus()
+    await pilot.pause()
+    await pilot.press(*keys)
+
+
+async def _form(pilot, app):
+    await wait_until(lambda: isinstance(app.screen, FormScreen), pilot=pilot, what="a dialog")
+    await pilot.pause()
+    return app.screen
+
+
+async def test_every_panel_after_a_reopen_equals_what_it_showed_at_every_gate(tmp_path):
+    runner = Runner()
+
+    async def step(action, until):
+        """Run one step of the round in a fresh app, then quit and compare after a reopen."""
+        screen, app = _screen(tmp_path, runner)
+        async with app.run_test(size=(140, 50)) as pilot:
+            await _opened(pilot, screen)
+            await action(pilot, screen, app)
+            await wait_until(lambda: until(screen.search), pilot=pilot, what=f"the step's gate ({screen.last_message})")
+            await wait_until(lambda: screen.session.busy is None, pilot=pilot)
+            await pilot.pause()
+            before = await _reopen_and_compare(tmp_path, pilot, screen)
+        await _check_reopened(tmp_path, before, runner)
+        return before
+
+    async def nothing(pilot, screen, app):
+        pass
+
+    # between rounds, nothing started yet
+    await step(nothing, lambda s: s.draft is None)
+
+    async def start(pilot, screen, app):
+        await _press_on(pilot, screen, "#card-next", "s")
+
+    await step(start, lambda s: s.draft is not None and s.draft.stage == "site")
+
+    async def accept_and_propose(pilot, screen, app):
+        await _press_on(pilot, screen, "#card-site", "a")
+        await wait_until(lambda: screen.search.draft.stage == "hints", pilot=pilot)
+        for n, text in enumerate(["Compare the dates of the first copies.", "Quote the caption.\nThen search it verbatim."], 1):
+            await _press_on(pilot, screen, "#card-hints", "n")
+            form = await _form(pilot, app)
+            form.query_one("#f-editor").text = text
+            await pilot.press("ctrl+s")
+            await wait_until(lambda n=n: len(screen.search.draft.proposals) == n and screen.session.busy is None, pilot=pilot)
+        await _press_on(pilot, screen, "#proposals", "x")
+        form = await _form(pilot, app)
+        form.query_one("#f-reason").value = "too vague"
+        await pilot.press("ctrl+s")
+
+    before = await step(accept_and_propose, lambda s: s.draft.proposals and s.draft.proposals[0].status == "rejected")
+    assert "2 proposal(s)" in before[1]["#card-hints"] and "Then search it verbatim." in before[1]["proposals"]
+    assert "round-00 feedback" in before[1]["detail"]
+
+    async def approve_run_cancel(pilot, screen, app):
+        ol = screen.query_one("#proposals")
+        ol.focus()
+        ol.highlighted = 1
+        await pilot.press("a")
+        await wait_until(lambda: screen.search.draft.stage == "continuation", pilot=pilot, what=screen.last_message)
+        runner.hang = True
+        await _press_on(pilot, screen, "#card-cont", "c")
+        await wait_until(lambda: screen.stream_worker is not None and screen.stream_worker.is_running, pilot=pilot)
+        await pilot.press("ctrl+x")
+
+    before = await step(approve_run_cancel, lambda s: s.draft.outcome is not None and s.draft.outcome.status == "cancelled")
+    assert "last run: cancelled" in before[1]["#card-cont"] and "Then search it verbatim." in before[1]["#card-cont"]
+    assert "APPROVED" in before[1]["proposals"] and "rejected" in before[1]["proposals"]
+    runner.hang = False
+
+    async def run(pilot, screen, app):
+        await _press_on(pilot, screen, "#card-cont", "c")
+
+    before = await step(run, lambda s: s.draft.stage == "verdict")
+    assert "attempt " in before[1]["#card-verdict"]
+
+    async def reject(pilot, screen, app):
+        await _press_on(pilot, screen, "#card-verdict", "x")
+        form = await _form(pilot, app)
+        form.query_one("#f-reason").value = "wrong step"
+        await pilot.press("ctrl+s")
+
+    before = await step(reject, lambda s: s.draft is not None and s.draft.stage == "closed")
+    assert "needs_relocalization" in before[1]["#card-next"] and "next round feedback" in before[1]["detail"]
+
+    async def stop(pilot, screen, app):
+        await _press_on(pilot, screen, "#card-next", "t")
+
+    before = await step(stop, lambda s: s.stopped_by_operator)
+    assert "stopped by operator" in before[1]["title"] and "stopped by operator" in before[1]["#card-next"]
+
+
+async def test_stop_ends_the_search_in_its_files_and_s_does_not_start_a_round_until_resumed(tmp_path):
+    screen, app = _screen(tmp_path)
+    async with app.run_test(size=(140, 50)) as pilot:
+        await _opened(pilot, screen)
+        s = screen.search
+        await _press_on(pilot, screen, "#card-next", "t")
+        await wait_until(lambda: s.stopped_by_operator and screen.session.busy is None, pilot=pilot, what=screen.last_message)
+        state = read_bound(s.root / "search-state.json").payload
+        manifest, _ = read_json(s.root / "manifest.json")
+        assert state["status"] == manifest["status"] == "paused_execution_error"
+        assert state["execution_error"]["type"] == manifest["execution_error"]["type"] == "OperatorStoppedSearch"
+        events = [orjson.loads(x) for x in supervised_journal_for_root(s.root).read_bytes().splitlines()]
+        assert events[-1]["data"]["event"] == "stop" and events[-1]["data"]["status"] == "paused_execution_error"
+        assert "stopped by operator" in rendered_panels(screen)["title"]
+        await pilot.press("s")
+        await wait_until(lambda: "failed" in screen.last_message, pilot=pilot)
+        assert "stopped by the operator" in screen.last_message and s.draft is None
+        assert not (s.root / "rounds" / "round-00").exists()
+        await pilot.press("u")
+        await wait_until(lambda: s.status == "searching" and screen.session.busy is None, pilot=pilot, what=screen.last_message)
+        await pilot.press("s")
+        await wait_until(lambda: s.draft is not None and s.draft.stage == "site", pilot=pilot, what=screen.last_message)
+
+
+async def test_after_a_relocalize_the_site_panel_shows_the_new_step_at_once(tmp_path):
+    screen, app = _screen(tmp_path)
+    async with app.run_test(size=(140, 50)) as pilot:
+        await _opened(pilot, screen)
+        await _press_on(pilot, screen, "#card-next", "s")
+        await wait_until(lambda: screen.search.draft is not None, pilot=pilot)
+        assert "step 3 " in rendered_panels(screen)["#card-site"]
+        await _press_on(pilot, screen, "#card-site", "r")
+        form = await _form(pilot, app)
+        form.query_one("#f-step").value = "1"
+        form.query_one("#f-note").value = "the first search went wrong"
+        await pilot.press("ctrl+s")
+        await wait_until(lambda: screen.search.draft.stage == "closed" and screen.session.busy is None, pilot=pilot)
+        await pilot.pause()
+        site = rendered_panels(screen)["#card-site"]
+        assert "next round starts at step 1 " in site and "operator" in site, site
+
+
+async def test_dialogs_keep_what_was_typed_and_show_what_they_act_on(tmp_path):
+    screen, app = _screen(tmp_path)
+    async with app.run_test(size=(140, 50)) as pilot:
+        await _opened(pilot, screen)
+        await _press_on(pilot, screen, "#card-next", "s")
+        await wait_until(lambda: screen.search.draft is not None, pilot=pilot)
+        await _press_on(pilot, screen, "#card-site", "r")
+        form = await _form(pilot, app)
+        # the trace to pick from: every step, the policy steps selectable
+        trace = form.query_one("#form-trace")
+        assert trace.option_count == len(screen.search.inputs.trace["state"]["all_steps"])
+        assert [trace.get_option_at_index(i).disabled for i in (1, 2, 3)] == [False, True, False]
+        form.query_one("#f-step").focus()
+        await pilot.press("3", "ctrl+s")
+        await pilot.pause()
+        assert app.screen is form, "the dialog closed on a validation error"
+        assert "needs a note" in form.error
+        assert "needs a note" in str(form.query_one("#form-error").render())
+        assert form.query_one("#f-step").value == "3"
+        # picking a step from the trace fills the field
+        trace.focus()
+        trace.highlighted = 1
+        await pilot.press("enter")
+        assert form.query_one("#f-step").value == "1"
+        await pilot.press("escape")
+        await wait_until(lambda: app.screen is screen, pilot=pilot)
+        # the reject-hint dialog names the hint
+        await _press_on(pilot, screen, "#card-site", "a")
+        await wait_until(lambda: screen.search.draft.stage == "hints", pilot=pilot)
+        screen.search.add_operator_hint("Compare the dates of the first copies.")
+        screen.refresh_view()
+        await _press_on(pilot, screen, "#proposals", "x")
+        form = await _form(pilot, app)
+        assert "Compare the dates of the first copies." in str(form.query_one("#form-context").render())
+        await pilot.press("ctrl+s")
+        await pilot.pause()
+        assert app.screen is form and "needs a reason" in form.error
+
+
+async def test_checker_values_read_true_false_unset_in_words(tmp_path):
+    for width in (80, 120):
+        screen, app = _screen(tmp_path / str(width))
+        async with app.run_test(size=(width, 60)) as pilot:
+            await _opened(pilot, screen)
+            s = screen.search
+            s.begin_round()
+            s.accept_site()
+            s.approve_hint(s.add_operator_hint("Search the caption text in quotes.").index)
+            assert (await s.run_continuation(fake_runner)).ok
+            screen.refresh_view()
+            await _press_on(pilot, screen, "#card-verdict", "x")
+            form = await _form(pilot, app)
+            rows = {name: str(form.query_one(f"#c-{name}").render()) for name in CHECK_NAMES}
+            assert all("unset" in text for text in rows.values()), rows
+            assert all(form.query_one(f"#c-{name}").content_region.width >= len("◀ unset ▶") for name in CHECK_NAMES)
+            form.query_one("#c-anchor_matches").focus()
+            await pilot.press("f")
+            assert "false" in str(form.query_one("#c-anchor_matches").render())
+            await pilot.press("space")
+            assert "unset" in str(form.query_one("#c-anchor_matches").render())
+            await pilot.press("t")
+            form.query_one("#f-reason").value = "wrong"
+            await pilot.press("ctrl+s")
+            await wait_until(lambda: s.draft.stage == "closed", pilot=pilot, what=screen.last_message)
+            events = [orjson.loads(x) for x in supervised_journal_for_root(s.root).read_bytes().splitlines()]
+            assert events[-1]["action"] == "reject_attempt" and events[-1]["data"]["checker"] == {"anchor_matches": True}
+
+
+async def test_decision_keys_act_only_on_the_card_that_visibly_holds_the_focus(tmp_path):
+    screen, app = _screen(tmp_path)
+    async with app.run_test(size=(140, 50)) as pilot:
+        await _opened(pilot, screen)
+        s = screen.search
+        site, hints = screen.query_one("#card-site"), screen.query_one("#card-hints")
+        await _press_on(pilot, screen, "#card-next", "s")
+        await wait_until(lambda: s.draft is not None and screen.session.busy is None, pilot=pilot)
+        # the round is at the site gate, but the keys stay on the Next card until the operator moves them
+        assert screen.query_one("#card-next").has_class("-has-keys")
+        await _press_on(pilot, screen, "#card-site", "a")
+        await wait_until(lambda: s.draft.stage == "hints" and screen.session.busy is None, pilot=pilot)
+        await pilot.pause()
+        # the marked card is the one with the keys
+        assert site.has_class("-has-keys") and site.border_title.startswith("▶") and "a accept" in site.border_subtitle
+        assert not hints.has_class("-has-keys") and not hints.border_title.startswith("▶")
+        s.add_operator_hint("Compare the dates of the first copies.")
+        screen.refresh_view()
+        await pilot.press("a")  # still on the Site card: it must not approve the first hint
+        await wait_until(lambda: "failed" in screen.last_message, pilot=pilot)
+        assert s.draft.stage == "hints" and s.draft.proposals[0].status == "pending"
+        events = [orjson.loads(x) for x in supervised_journal_for_root(s.root).read_bytes().splitlines()]
+        assert not any(e["action"] == "approve_hint" for e in events)
+        # tab moves the keys to the Hints card (its list), visibly
+        await pilot.press("tab")
+        await pilot.pause()
+        assert hints.has_class("-has-keys") and not site.has_class("-has-keys")
+
+
+async def test_hints_keep_every_line_and_the_editor_starts_with_the_locked_hint(tmp_path):
+    screen, app = _screen(tmp_path)
+    async with app.run_test(size=(140, 50)) as pilot:
+        await _opened(pilot, screen)
+        s = screen.search
+        s.begin_round()
+        s.accept_site()
+        s.approve_hint(s.add_operator_hint("Check the caption.").index)
+        assert (await s.run_continuation(fake_runner)).ok
+        s.reject_attempt("not yet", checker=dict(LOCK))
+        s.begin_round()
+        s.accept_site()
+        screen.refresh_view()
+        await _press_on(pilot, screen, "#card-hints", "n")
+        form = await _form(pilot, app)
+        editor = form.query_one("#f-editor")
+        assert editor.text == "Check the caption.\n"
+        await pilot.press(*"Then quote it.", "enter", *"And date it.")
+        assert editor.text == "Check the caption.\nThen quote it.\nAnd date it."
+        await pilot.press("ctrl+s")
+        await wait_until(lambda: s.draft.proposals and screen.session.busy is None, pilot=pilot, what=screen.last_message)
+        assert s.draft.proposals[0].passed, s.draft.proposals[0].audit
+        await pilot.pause()
+        shown = rendered_panels(screen)["proposals"]
+        assert "Then quote it.\nAnd date it." in shown

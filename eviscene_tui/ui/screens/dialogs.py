@@ -155,7 +155,8 @@ class FormScreen(ModalScreen["dict[str, Any] | None"]):
                 yield Button("Cancel", id="form-cancel")
 
     def on_mount(self) -> None:
-        inputs = self.query("Input, TextArea")
+        # the editor is the form's main field when there is one; otherwise the first input
+        inputs = self.query("TextArea") or self.query("Input")
         if inputs:
             first = inputs.first()
             first.focus()
