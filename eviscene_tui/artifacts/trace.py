@@ -1,7 +1,17 @@
 """Source traces and teacher episodes (psd-run-format §3), loaded fast and lazily.
 
-``load_trace(path)`` reads the file once and parses it once with orjson. Nothing is
-validated up front: :class:`SourceTrace` keeps the raw dict and builds a
+``load_trace(path)`` of a small trace reads the file once and parses it once with
+orjson. A big one (``LAZY_MIN_BYTES`` and up) is *indexed* instead
+(:mod:`~eviscene_tui.artifacts.step_index`): one scan of the bytes records each step's
+byte range, and a step is parsed from its range when it is asked for (a few are kept);
+its :class:`StepBrief` (the light projection list views show) is kept, the step's heavy
+fields (token ids, top-k, page text) are not. A gzip trace is indexed while it is
+decompressed once into a temporary file (in ``spool_dir``, the app's work directory;
+never beside the evidence). Anything the index cannot handle exactly goes to the
+whole-file parse, which reports problems precisely; so does a trace whose range later
+fails to parse as one object (:attr:`SourceTrace.broken` says so).
+
+Nothing is validated up front: :class:`SourceTrace` builds a
 :class:`~eviscene_tui.artifacts.models.TraceStep` (pydantic) only when a step is asked
 for (LRU-cached), and a :class:`StepBrief` (plain slotted object, for list views) on
 demand (cached). Hashes are lazy too.
@@ -16,18 +26,24 @@ No Textual import here (architecture rule).
 from __future__ import annotations
 
 import gzip
+import hashlib
 import io
-import zlib
 import os
 import stat
+import tempfile
+import threading
+import time
+import zlib
 from collections import OrderedDict
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO, Callable
 
 import orjson
 
-from eviscene_tui.artifacts.chunked_trace import parse_trace_chunked
-from eviscene_tui.artifacts.jsonio import canonical_sha256, sha256_file
+from eviscene_tui.artifacts.chunked_trace import _sentinel, parse_trace_chunked
+from eviscene_tui.artifacts.jsonio import canonical_json_bytes, canonical_sha256, sha256_file
+from eviscene_tui.artifacts.step_index import StepIndex, index_steps, read_range
 from eviscene_tui.artifacts.models import (
     PROTOCOL_REJECTION_ACTIONS,
     StoreDescriptor,
@@ -42,6 +58,94 @@ _STEP_CACHE_SIZE = 512
 MAX_GZIP_TRACE_BYTES = 1 << 31
 CHUNKED_MIN_BYTES = 16 << 20  # plain traces this big are parsed in chunks of steps
 CHUNKED_MIN_GZ_BYTES = 2 << 20  # and gzip traces this big (compressed)
+LAZY_MIN_BYTES = 16 << 20  # plain traces this big are indexed, their steps parsed on demand
+LAZY_MIN_GZ_BYTES = 2 << 20  # and gzip traces this big (compressed)
+_LAZY_STEP_CACHE = 8  # parsed steps (and TraceStep models) kept by an indexed trace
+
+
+class LazySteps(Sequence):
+    """The steps of an indexed trace as a read-only sequence: ``steps[i]`` parses step
+    ``i`` from its byte range (the last few are kept). A range that is not one JSON
+    object gives ``None`` and is recorded in :attr:`bad` (the trace is then ``broken``).
+    Thread-safe (a background worker and the UI thread read ranges at once)."""
+
+    def __init__(self, index: StepIndex, path: Path, *, spool: BinaryIO | None = None, cache_size: int = _LAZY_STEP_CACHE) -> None:
+        self.index = index
+        self.path = path
+        self._spool = spool  # a temporary decompressed copy (gzip); the ranges refer to it
+        self._fd: int | None = None
+        self._lock = threading.Lock()
+        self._cache: OrderedDict[int, Any] = OrderedDict()
+        self._cache_size = cache_size
+        self.bad: dict[int, str] = {}
+
+    def __len__(self) -> int:
+        return len(self.index)
+
+    def _fileno(self) -> int:
+        if self._spool is not None:
+            return self._spool.fileno()
+        with self._lock:
+            if self._fd is None:
+                self._fd = os.open(self.path, os.O_RDONLY)
+                if os.fstat(self._fd).st_size != self.index.size:
+                    os.close(self._fd)
+                    self._fd = None
+                    raise OSError("the trace file changed since it was indexed")
+            return self._fd
+
+    def step_bytes(self, index: int) -> bytes:
+        """The JSON bytes of step ``index`` (read again each time; raises ``OSError``)."""
+        start, end = self.index.span(index)
+        return read_range(self._fileno(), start, end)
+
+    def parse(self, index: int) -> Any:
+        if index < 0:
+            index += len(self.index)
+        if not 0 <= index < len(self.index):
+            raise IndexError(index)
+        with self._lock:
+            if index in self._cache:
+                self._cache.move_to_end(index)
+                return self._cache[index]
+        start, end = self.index.span(index)
+        try:
+            value = orjson.loads(self.step_bytes(index))
+        except orjson.JSONDecodeError as exc:
+            value = None
+            self.bad.setdefault(index, f"step {index} (bytes {start}-{end}) is not one JSON object: {exc}")
+        except OSError as exc:
+            value = None
+            self.bad.setdefault(index, f"step {index} cannot be read: {exc}")
+        else:
+            if not isinstance(value, dict):
+                self.bad.setdefault(index, f"step {index} (bytes {start}-{end}) is not a JSON object")
+                value = None
+        with self._lock:
+            self._cache[index] = value
+            while len(self._cache) > self._cache_size:
+                self._cache.popitem(last=False)
+        return value
+
+    def __getitem__(self, index: Any) -> Any:
+        if isinstance(index, slice):
+            return [self.parse(i) for i in range(*index.indices(len(self.index)))]
+        return self.parse(index)
+
+    def close(self) -> None:
+        with self._lock:
+            if self._fd is not None:
+                os.close(self._fd)
+                self._fd = None
+            if self._spool is not None:
+                self._spool.close()
+                self._spool = None
+
+    def __del__(self) -> None:  # pragma: no cover - interpreter shutdown order varies
+        try:
+            self.close()
+        except (OSError, AttributeError):
+            pass
 
 
 class StepBrief:
@@ -125,18 +229,36 @@ def pretty_json_text(value: Any) -> str:
 class SourceTrace:
     """A parsed trace (source trace or teacher episode) with lazy per-step access."""
 
-    def __init__(self, raw: dict[str, Any], path: Path | None = None, *, size_bytes: int | None = None) -> None:
+    def __init__(
+        self,
+        raw: dict[str, Any],
+        path: Path | None = None,
+        *,
+        size_bytes: int | None = None,
+        steps: LazySteps | None = None,
+        gzip: bool = False,
+        index_seconds: float | None = None,
+    ) -> None:
         self.raw = raw
         self.path = path
         self.size_bytes = size_bytes
+        self.gzip = gzip  # read from a gzip file (its first open decompresses it)
+        self.index_seconds = index_seconds  # how long the byte scan took (indexed traces)
         state = raw.get("state")
         self._state: dict[str, Any] = state if isinstance(state, dict) else {}
-        steps = self._state.get("all_steps")
-        if not isinstance(steps, list):
-            steps = raw.get("all_steps") if isinstance(raw.get("all_steps"), list) else []
-        self._steps: list[Any] = steps
+        if steps is None:
+            found = self._state.get("all_steps")
+            if not isinstance(found, list):
+                found = raw.get("all_steps") if isinstance(raw.get("all_steps"), list) else []
+            steps_seq: Sequence[Any] = found
+        else:
+            steps_seq = steps
+        self._steps: Sequence[Any] = steps_seq
+        self._lazy = steps
+        self._cache_size = _LAZY_STEP_CACHE if steps is not None else _STEP_CACHE_SIZE
+        self._brief_lock = threading.Lock()
         self._step_cache: OrderedDict[int, TraceStep] = OrderedDict()
-        self._briefs: list[StepBrief | None] = [None] * len(steps)
+        self._briefs: list[StepBrief | None] = [None] * len(steps_seq)
         self._policy_indices: list[int] | None = None
         self._canonical: str | None = None
         self._file_sha: str | None = None
@@ -147,8 +269,39 @@ class SourceTrace:
         return self._state
 
     @property
-    def raw_steps(self) -> list[Any]:
+    def raw_steps(self) -> Sequence[Any]:
+        """The raw steps: a list, or for an indexed trace a :class:`LazySteps` (each
+        item parsed from its byte range when it is read)."""
         return self._steps
+
+    @property
+    def lazy(self) -> bool:
+        """Whether the steps are parsed on demand from an index of their byte ranges."""
+        return self._lazy is not None
+
+    @property
+    def broken(self) -> Problem | None:
+        """For an indexed trace: a problem when a step's range did not parse as one
+        object (the index is not trustworthy: load the trace with ``lazy=False``)."""
+        if self._lazy is None or not self._lazy.bad:
+            return None
+        first = min(self._lazy.bad)
+        return Problem(code=ProblemCode.JSON_INVALID, path=str(self.path), message="trace: " + self._lazy.bad[first])
+
+    def step_bytes(self, index: int) -> bytes | None:
+        """The JSON bytes of one step of an indexed trace (re-read from the file), or
+        ``None`` for a trace held in memory or an unreadable range."""
+        if self._lazy is None:
+            return None
+        try:
+            return self._lazy.step_bytes(index)
+        except OSError:
+            return None
+
+    def briefs_known(self) -> int:
+        """How many steps have their brief built (all of them for an in-memory trace
+        once asked for)."""
+        return sum(1 for b in self._briefs if b is not None)
 
     @property
     def step_count(self) -> int:
@@ -193,10 +346,32 @@ class SourceTrace:
 
     # ---------------------------------------------------------------- hashes
     def canonical_sha256(self) -> str:
-        """Canonical JSON sha of the whole trace (§6); computed once."""
+        """Canonical JSON sha of the whole trace (§6); computed once. An indexed trace is
+        hashed step by step (one parsed step alive at a time), not as one object."""
         if self._canonical is None:
-            self._canonical = canonical_sha256(self.raw)
+            self._canonical = canonical_sha256(self.raw) if self._lazy is None else self._streamed_canonical_sha256()
         return self._canonical
+
+    def _streamed_canonical_sha256(self) -> str:
+        assert self._lazy is not None
+        sentinel, _ = _sentinel()
+        doc = dict(self.raw)
+        if self._lazy.index.steps_at == "state":
+            doc["state"] = {**self._state, "all_steps": sentinel}
+        else:
+            doc["all_steps"] = sentinel
+        skeleton = canonical_json_bytes(doc)
+        marker = canonical_json_bytes(sentinel)
+        head, tail = skeleton.split(marker, 1)
+        h = hashlib.sha256(head)
+        h.update(b"[")
+        for i in range(len(self._lazy)):
+            if i:
+                h.update(b",")
+            h.update(canonical_json_bytes(self._lazy.parse(i), floats_likely=True))
+        h.update(b"]")
+        h.update(tail)
+        return h.hexdigest()
 
     def file_sha256(self) -> str | None:
         """sha256 of the file bytes (re-read lazily; None if unreadable)."""
@@ -217,17 +392,19 @@ class SourceTrace:
             index += len(self._steps)
         if not 0 <= index < len(self._steps):
             raise IndexError(index)
-        cached = self._step_cache.get(index)
-        if cached is not None:
-            self._step_cache.move_to_end(index)
-            return cached
+        with self._brief_lock:
+            cached = self._step_cache.get(index)
+            if cached is not None:
+                self._step_cache.move_to_end(index)
+                return cached
         raw = self._steps[index]
         model, _ = parse_model(TraceStep, raw)
         if model is None:
             model = TraceStep()
-        self._step_cache[index] = model
-        if len(self._step_cache) > _STEP_CACHE_SIZE:
-            self._step_cache.popitem(last=False)
+        with self._brief_lock:
+            self._step_cache[index] = model
+            while len(self._step_cache) > self._cache_size:
+                self._step_cache.popitem(last=False)
         return model
 
     def brief(self, index: int) -> StepBrief:
@@ -237,12 +414,22 @@ class SourceTrace:
             raise IndexError(index)
         cached = self._briefs[index]
         if cached is None:
-            cached = _make_brief(index, self._steps[index])
+            raw = self._steps[index]
+            cached = _make_brief(index, raw)
+            if self._lazy is not None and raw is None and index in self._lazy.bad:
+                cached.is_object = False
+                cached.text_preview = "(this step's bytes are not one JSON object)"
             self._briefs[index] = cached
         return cached
 
+    def brief_if_known(self, index: int) -> StepBrief | None:
+        """The brief of step ``index`` if it was built already (never parses)."""
+        return self._briefs[index] if 0 <= index < len(self._briefs) else None
+
     def policy_step_indices(self) -> list[int]:
         """Indices of steps whose ``metadata.policy_input`` and ``policy_action`` are both objects."""
+        if self._policy_indices is None and self._lazy is not None:
+            self._policy_indices = [i for i in range(len(self._steps)) if self.brief(i).is_policy_step]
         if self._policy_indices is None:
             out = []
             for i, raw in enumerate(self._steps):
@@ -275,7 +462,11 @@ class SourceTrace:
         if not isinstance(step_id, str) or ":" not in step_id:
             return None
         tail = step_id.rsplit(":", 1)[1]
-        for i, raw in enumerate(self._steps):
+        if self._lazy is not None:
+            for i in range(len(self._steps)):
+                if self.brief(i).interaction_id == tail:
+                    return i
+        for i, raw in enumerate(self._steps if self._lazy is None else ()):
             if isinstance(raw, dict):
                 md = raw.get("metadata")
                 if isinstance(md, dict) and md.get("interaction_id") == tail:
@@ -431,10 +622,52 @@ def _parse_in_chunks(path: Path, *, gz: bool) -> tuple[dict[str, Any], int] | No
     return (raw, size) if isinstance(raw, dict) else None
 
 
-def load_trace(path: str | os.PathLike[str]) -> tuple[SourceTrace | None, list[Problem]]:
-    """Read and parse a trace once. Never raises. ``.gz`` files are decompressed; big
-    files are parsed in chunks of steps (same result, about a third of the peak memory,
-    see ``chunked_trace``)."""
+def _index_trace(path: Path, *, gz: bool, spool_dir: Path | None) -> SourceTrace | None:
+    """A big trace indexed (its steps parsed on demand), or ``None`` for anything the
+    index does not handle exactly (the chunked / whole-file parse then reports)."""
+    started = time.perf_counter()
+    spool: BinaryIO | None = None
+    try:
+        with open(path, "rb") as fh:
+            if (fh.read(2) == b"\x1f\x8b") != gz:
+                return None
+            fh.seek(0)
+            if not gz:
+                index = index_steps(fh)
+            else:
+                if spool_dir is not None:
+                    spool_dir.mkdir(parents=True, exist_ok=True)
+                # unnamed where the OS allows (O_TMPFILE): nothing is left behind
+                spool = tempfile.TemporaryFile(dir=spool_dir, prefix="eviscene-trace-", suffix=".json")
+                with gzip.GzipFile(fileobj=fh) as src:
+                    index = index_steps(src, sink=spool, max_bytes=MAX_GZIP_TRACE_BYTES)  # type: ignore[arg-type]
+                spool.flush()
+    except (OSError, EOFError, zlib.error, ValueError, RecursionError, MemoryError):
+        index = None
+    if index is None:
+        if spool is not None:
+            spool.close()
+        return None
+    steps = LazySteps(index, path, spool=spool)
+    raw = index.skeleton
+    if index.steps_at == "state":
+        raw["state"]["all_steps"] = steps
+    else:
+        raw["all_steps"] = steps
+    return SourceTrace(raw, path, size_bytes=index.size, steps=steps, gzip=gz, index_seconds=time.perf_counter() - started)
+
+
+def load_trace(
+    path: str | os.PathLike[str], *, lazy: bool | None = None, spool_dir: str | os.PathLike[str] | None = None
+) -> tuple[SourceTrace | None, list[Problem]]:
+    """Read and parse a trace once. Never raises. ``.gz`` files are decompressed.
+
+    Big files (``LAZY_MIN_BYTES``, or ``lazy=True``) are indexed: one scan of the bytes,
+    steps parsed on demand (``step_index``); a gzip one is decompressed once into an
+    unnamed temporary file in ``spool_dir`` (the app's work directory; the system's
+    temporary directory when ``None``). ``lazy=False``, or a file the index declines,
+    takes the whole-file path: big files parsed in chunks of steps (same result, about a
+    third of the peak memory, see ``chunked_trace``), others with one ``orjson.loads``."""
     p = Path(path)
     where = str(p)
     try:
@@ -448,6 +681,10 @@ def load_trace(path: str | os.PathLike[str]) -> tuple[SourceTrace | None, list[P
     if not stat.S_ISREG(st.st_mode):
         return None, [Problem(code=ProblemCode.JSON_INVALID, path=where, message="trace: not a regular file")]
     gz = where.endswith(".gz")
+    if lazy or (lazy is None and st.st_size >= (LAZY_MIN_GZ_BYTES if gz else LAZY_MIN_BYTES)):
+        indexed = _index_trace(p, gz=gz, spool_dir=Path(spool_dir) if spool_dir is not None else None)
+        if indexed is not None:
+            return indexed, []
     if st.st_size >= (CHUNKED_MIN_GZ_BYTES if gz else CHUNKED_MIN_BYTES):
         parsed = _parse_in_chunks(p, gz=gz)
         if parsed is not None:
@@ -472,6 +709,7 @@ def load_trace(path: str | os.PathLike[str]) -> tuple[SourceTrace | None, list[P
 
 
 __all__ = [
+    "LazySteps",
     "SourceTrace",
     "StepBrief",
     "load_trace",

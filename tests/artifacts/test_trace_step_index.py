@@ -1,0 +1,262 @@
+"""The step index gives exactly ``orjson.loads``'s steps, or declines (None), or - for a
+range it took without parsing - the range fails to parse as one object when it is read
+(and the trace says it is broken), never a different document.
+
+Tiny block sizes force reads that split boundaries; nested objects start with the steps'
+first key, strings look like boundaries or hold unbalanced brackets.
+"""
+
+from __future__ import annotations
+
+import gzip
+import io
+import json
+import os
+from pathlib import Path
+
+import orjson
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from eviscene_tui.artifacts.jsonio import canonical_sha256
+from eviscene_tui.artifacts.problems import ProblemCode
+from eviscene_tui.artifacts.step_index import index_steps
+from eviscene_tui.artifacts.trace import LazySteps, load_trace
+
+TRICKY_TEXT = st.sampled_from(
+    ['},{"round":', '}, {"round": 1}', "]}", "[[", "]", "\\", '"', "\u202e", "ü€😀", "", "x" * 40, '"round"', "{", "İK"]
+)
+LEAF = st.one_of(st.none(), st.booleans(), st.integers(-(2**40), 2**40), st.floats(allow_nan=False, allow_infinity=False),
+                 st.text(max_size=12), TRICKY_TEXT)
+VALUE = st.recursive(
+    LEAF,
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=4),
+        st.dictionaries(st.sampled_from(["round", "stage", "a", "b", "all_steps", '},{"round":']), inner, max_size=4),
+    ),
+    max_leaves=12,
+)
+
+
+def _step(extra: dict) -> dict:
+    # every step starts with the same key, as the driver's serializer writes them;
+    # nested objects may start with it too (the index must not cut between those)
+    return {"round": 1, **extra}
+
+
+STEP = st.dictionaries(st.sampled_from(["stage", "thought", "tool_args", "metadata", "round2", "nested"]), VALUE, max_size=4).map(_step)
+
+
+def _dump(doc: object, style: int) -> bytes:
+    if style == 0:
+        return orjson.dumps(doc)
+    if style == 1:
+        return json.dumps(doc, ensure_ascii=False).encode("utf-8")
+    if style == 2:
+        return json.dumps(doc, indent=1).encode("utf-8")
+    return json.dumps(doc, separators=(" ,  ", " :\t")).encode("utf-8")
+
+
+def _indexed(data: bytes, block: int):
+    index = index_steps(io.BytesIO(data), block_bytes=block)
+    if index is None:
+        return None
+    ranges = [orjson.loads(data[s:e]) if _parses(data[s:e]) else ValueError for s, e in zip(index.starts, index.ends)]
+    return index, ranges
+
+
+def _parses(data: bytes) -> bool:
+    try:
+        return isinstance(orjson.loads(data), dict)
+    except orjson.JSONDecodeError:
+        return False
+
+
+def _check(data: bytes, block: int) -> object:
+    """The steps the index finds, compared with orjson; returns the index (or None)."""
+    got = _indexed(data, block)
+    if got is None:
+        return None
+    index, ranges = got
+    expected = orjson.loads(data)
+    where = expected["state"] if index.steps_at == "state" else expected
+    steps = where["all_steps"]
+    if ValueError in ranges:
+        # a range taken without parsing that is not one object: the reader reports it
+        bad = ranges.index(ValueError)
+        assert index.verified[bad] == 0
+        assert ranges[:bad] == steps[:bad]
+        return index
+    assert ranges == steps
+    skeleton = json.loads(json.dumps(expected))
+    (skeleton["state"] if index.steps_at == "state" else skeleton)["all_steps"] = []
+    assert index.skeleton == skeleton
+    assert index.size == len(data)
+    return index
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    steps=st.lists(STEP, max_size=12),
+    head=st.dictionaries(st.sampled_from(["image_id", "case_id", "verdict", "meta"]), VALUE, max_size=3),
+    tail=st.dictionaries(st.sampled_from(["errors", "termination", "after"]), VALUE, max_size=3),
+    style=st.integers(0, 3),
+    block=st.integers(1, 97),
+)
+def test_same_steps_as_orjson(steps: list, head: dict, tail: dict, style: int, block: int) -> None:
+    doc = {**head, "state": {"runtime_case": {"x": 1}, "all_steps": steps, **tail}, **tail}
+    data = _dump(doc, style)
+    if _check(data, block) is None and "all_steps" not in json.dumps(head) and steps:
+        pytest.fail("declined a plain trace")
+
+
+def test_nested_objects_with_the_step_key_are_not_cut() -> None:
+    steps = [
+        {"round": i, "policy_input": {"tools": [{"round": 0, "t": "x"}, {"round": 1}]}, "thought": '},{"round": [[', "x": [[{"round": 2}, {"round": 3}]]}
+        for i in range(60)
+    ]
+    doc = {"image_id": "e", "state": {"all_steps": steps, "errors": []}, "verdict": "real"}
+    for style in range(4):
+        data = _dump(doc, style)
+        for block in (1, 7, 64, 1 << 20):
+            index = _check(data, block)
+            assert index is not None and len(index) == 60
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.binary(max_size=400), st.integers(1, 32))
+def test_random_bytes_never_raise_and_never_invent(data: bytes, block: int) -> None:
+    try:
+        expected = orjson.loads(data)
+    except orjson.JSONDecodeError:
+        expected = None
+    got = _indexed(data, block)
+    if got is not None and expected is not None and ValueError not in got[1]:
+        index, ranges = got
+        where = expected["state"] if index.steps_at == "state" else expected
+        assert ranges == where["all_steps"]
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        b'{"state": {"all_steps": [{"round": 1}, {"round": 2}',  # truncated
+        b'{"state": {"all_steps": [{"round": 1}, {"round": 2}]}',  # truncated after the array
+        b'{"state": {"all_steps": [{"round": 1}, ]}}',  # trailing comma
+        b'{"state": {"all_steps": [1, 2]}}',  # not objects
+        b'{"state": {"all_steps": "nope"}}',
+        b'{"meta": {"all_steps": []}, "state": {"all_steps": [{"round": 1}]}}',  # first match elsewhere
+        b'{"state": {"all_steps": [{"round": 1}], "all_steps": [{"round": 2}]}}',  # duplicate key, last wins
+        b'[{"state": {"all_steps": []}}]',
+    ],
+)
+def test_declines_what_it_cannot_index_exactly(data: bytes) -> None:
+    for block in (1, 3, 1 << 20):
+        assert index_steps(io.BytesIO(data), block_bytes=block) is None
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        b'{"state": {"all_steps": [{"round": 1},, {"round": 2}]}}',  # invalid between steps
+        b'{"state": {"all_steps": [{"round": 1}, 5, {"round": 2}]}}',  # a non-object in the middle
+        b'{"state": {"all_steps": [{"round": 1}, {"round": "\xff"}]}}',  # invalid UTF-8 in a step
+        b'{"state": {"all_steps": [{"round": 1 2}, {"round": 2}]}}',  # invalid inside a step
+    ],
+)
+def test_bad_steps_are_declined_or_reported_when_read(tmp_path: Path, data: bytes) -> None:
+    path = tmp_path / "trace.json"
+    path.write_bytes(data)
+    trace, problems = load_trace(path, lazy=True)
+    if trace is not None and trace.lazy:
+        # taken without parsing: reading every step finds the bad range, and says so
+        for i in range(trace.step_count):
+            trace.brief(i)
+        assert trace.broken is not None and trace.broken.code == ProblemCode.JSON_INVALID
+        whole, whole_problems = load_trace(path, lazy=False)
+        assert whole is None or whole_problems or any(not isinstance(s, dict) for s in whole.raw_steps)
+    else:
+        # declined: the whole-file path reads it as before (and reports invalid JSON)
+        try:
+            expected = orjson.loads(data)
+        except orjson.JSONDecodeError:
+            assert trace is None and problems and problems[0].code == ProblemCode.JSON_INVALID
+        else:
+            assert trace is not None and not trace.lazy and list(trace.raw_steps) == expected["state"]["all_steps"]
+
+
+def _doc(n: int = 40) -> dict:
+    steps = [
+        {"round": i, "stage": "unified_react", "action_type": "tool_call", "tool_name": "web_search", "tool_args": {"q": f"find {i}"},
+         "tool_result": f"page {i} " + "ü" * 50, "thought": f"thinking {i}",
+         "metadata": {"policy_input": {"a": 1}, "policy_action": {"b": 2}, "interaction_id": f"ia-{i}",
+                      "policy_token_capture": {"status": "complete", "prompt_token_ids": list(range(50)), "completion_token_ids": [1, 2],
+                                               "completion_logprobs": [-0.5, -0.25], "completion_topk_by_position": [], "topk": 0, "missing": []}}}
+        for i in range(n)
+    ]
+    return {"image_id": "ep-1", "case_id": "c-1", "verdict": "real", "state": {"image_id": "ep-1", "all_steps": steps, "errors": []}}
+
+
+def test_lazy_trace_matches_the_whole_file_trace(tmp_path: Path) -> None:
+    doc = _doc()
+    path = tmp_path / "trace.json"
+    path.write_bytes(orjson.dumps(doc))
+    lazy, problems = load_trace(path, lazy=True)
+    whole, _ = load_trace(path, lazy=False)
+    assert lazy is not None and lazy.lazy and not problems and whole is not None and not whole.lazy
+    assert isinstance(lazy.raw_steps, LazySteps)
+    assert lazy.step_count == whole.step_count == 40
+    assert list(lazy.raw_steps) == whole.raw_steps == doc["state"]["all_steps"]
+    for i in (0, 17, 39):
+        assert lazy.brief(i).to_dict() == whole.brief(i).to_dict()
+        assert lazy.step_detail(i) == whole.step_detail(i)
+        assert lazy.step_bytes(i) is not None and orjson.loads(lazy.step_bytes(i)) == doc["state"]["all_steps"][i]
+    assert lazy.policy_step_indices() == whole.policy_step_indices()
+    assert lazy.index_for_step_id("ep-1:react:ia-12") == whole.index_for_step_id("ep-1:react:ia-12") == 12
+    assert lazy.episode_id == "ep-1" and lazy.case_id == "c-1"
+    assert lazy.canonical_sha256() == whole.canonical_sha256() == canonical_sha256(doc)
+    assert lazy.broken is None
+
+
+def test_gzip_trace_is_indexed_into_an_unnamed_spool_in_the_given_dir(tmp_path: Path) -> None:
+    doc = _doc(30)
+    evidence = tmp_path / "evidence"
+    evidence.mkdir()
+    path = evidence / "trace.json.gz"
+    path.write_bytes(gzip.compress(orjson.dumps(doc)))
+    spool = tmp_path / "work" / "spool"
+    before = sorted(os.listdir(evidence))
+    trace, problems = load_trace(path, lazy=True, spool_dir=spool)
+    assert trace is not None and trace.lazy and trace.gzip and not problems
+    assert list(trace.raw_steps) == doc["state"]["all_steps"]
+    assert trace.size_bytes == len(orjson.dumps(doc))
+    assert sorted(os.listdir(evidence)) == before  # nothing written beside the evidence
+    assert spool.is_dir()
+    assert trace.canonical_sha256() == canonical_sha256(doc)
+
+
+def test_truncated_gzip_goes_to_the_precise_path(tmp_path: Path) -> None:
+    data = gzip.compress(orjson.dumps(_doc(30)))
+    path = tmp_path / "trace.json.gz"
+    path.write_bytes(data[: len(data) // 2])
+    trace, problems = load_trace(path, lazy=True, spool_dir=tmp_path / "spool")
+    assert trace is None and problems and problems[0].code == ProblemCode.JSON_INVALID
+
+
+def test_truncated_plain_trace_goes_to_the_precise_path(tmp_path: Path) -> None:
+    data = orjson.dumps(_doc(30))
+    path = tmp_path / "trace.json"
+    path.write_bytes(data[: len(data) - 5])
+    trace, problems = load_trace(path, lazy=True)
+    assert trace is None and problems and "truncated" in problems[0].message
+
+
+def test_a_trace_changed_after_indexing_is_reported_not_misread(tmp_path: Path) -> None:
+    path = tmp_path / "trace.json"
+    path.write_bytes(orjson.dumps(_doc(10)))
+    trace, _ = load_trace(path, lazy=True)
+    assert trace is not None and trace.lazy
+    path.write_bytes(orjson.dumps(_doc(12)))
+    assert trace.raw_steps[3] is None
+    assert trace.broken is not None and "changed" in trace.broken.message
