@@ -861,15 +861,17 @@ class CaseBundle(_Loader):
                 self._add(prob)
         return None
 
-    def trace(self) -> tuple[SourceTrace | None, list[Problem]]:
-        """The source trace, loaded once (lazy)."""
+    def trace(self, *, spool_dir: str | os.PathLike[str] | None = None) -> tuple[SourceTrace | None, list[Problem]]:
+        """The source trace, loaded once (lazy; a big one is indexed, see
+        ``artifacts.trace.load_trace``; ``spool_dir`` takes a gzip trace's decompressed
+        copy: the app's work directory, never the case)."""
         if self._trace is None:
             path = self.source_trace_path
             if path is None:
                 self._trace = (None, [])
             else:
                 try:
-                    trace, problems = load_trace(path)
+                    trace, problems = load_trace(path, spool_dir=spool_dir)
                 except Exception as exc:  # noqa: BLE001
                     trace, problems = None, [Problem(code=ProblemCode.JSON_INVALID, path=str(path), message=f"trace: {type(exc).__name__}")]
                 self._extend(problems)

@@ -108,6 +108,23 @@ class TraceRows:
     path: str = ""
     size_bytes: int = 0
     problems: list[str] = field(default_factory=list)
+    lazy: bool = False  # the steps are parsed from an index of byte ranges, rows filled as they are
+    gzip: bool = False  # the trace is gzip: its first open decompressed it (slower)
+    index_seconds: float | None = None  # how long the byte scan of an indexed trace took
+
+    def filled(self) -> int:
+        """How many rows are built."""
+        return len(self.rows) - self.rows.count(None)
+
+    def missing_between(self, start: int, end: int) -> list[int]:
+        """The indices in ``start..end`` whose rows are not built yet."""
+        rows = self.rows
+        return [i for i in range(max(0, start), min(end, len(rows))) if rows[i] is None]
+
+    def refresh_policy_indices(self) -> None:
+        """Policy indices from the rows built so far (an indexed trace learns them as its
+        rows are filled)."""
+        self.policy_indices = [i for i, row in enumerate(self.rows) if row is not None and row.is_policy]
 
     def next_policy(self, current: int, direction: int) -> int | None:
         """The next (direction=1) or previous (-1) policy step after ``current``."""

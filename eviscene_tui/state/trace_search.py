@@ -11,12 +11,26 @@ matches. No index and no text is kept: each new query scans the steps' fields (l
 copies of one field at a time, about 0.25 s for 190 MB of tool results), a query that
 extends an earlier one scans only that one's matches, and a scan stops early when the
 caller says it was cancelled (a newer query).
+
+An indexed trace (steps parsed on demand) is searched through each step's JSON bytes
+first: a step is parsed, and its fields matched as above, only when its lowercased bytes
+hold every run of the query that JSON writes literally (ASCII printable characters other
+than space, double quote, slash and backslash), or when the bytes hold something that
+decodes to such a character differently (a backslash-u escape of ASCII) or lowercases to one (U+0130 and
+U+212A, the only non-ASCII characters whose lowercase holds ASCII). So the answer is the
+same as a parse of every step. A byte scan reads the whole step (token captures too),
+about five times the text a parse-free search looks at; so the viewer, which parses every
+step once in the background to build its rows, also hands each step to a
+:class:`SearchCorpus`: the step's searchable text, lowercased, as UTF-8 (what a search of
+an in-memory trace lowercases on every query; about a fifth of a realistic trace), which
+later queries scan instead of the bytes.
 """
 
 from __future__ import annotations
 
 import bisect
 import re
+import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -25,6 +39,27 @@ import orjson
 
 _FIELDS = ("stage", "stage_name", "action_type", "tool_name", "tool_args", "tool_result", "thought", "output")
 _WS = re.compile(r"\s+")
+_LITERAL_RUN = re.compile(r"[!#-.0-\[\]-~]+")  # ASCII printable but space, '"', '/', '\\'
+LOWERS_TO_ASCII = ("\u0130", "\u212a")  # the non-ASCII characters whose lower() holds ASCII
+_LOWERS_TO_ASCII_UTF8 = tuple(c.encode("utf-8") for c in LOWERS_TO_ASCII)
+_ESCAPE_GUARD = re.compile(rb"\\u(?:00[0-7][0-9a-fA-F]|0130|212[aA])")
+
+
+def literal_parts(needle: str) -> list[bytes]:
+    """The runs of a (normalised) query that a step's JSON bytes must hold literally."""
+    return [part.encode("ascii") for part in _LITERAL_RUN.findall(needle)]
+
+
+def bytes_may_hold(data: bytes, parts: list[bytes]) -> bool:
+    """Whether a step whose JSON bytes are ``data`` may hold the query (False: it cannot)."""
+    if not parts:
+        return True
+    low = data.lower()
+    if all(part in low for part in parts):
+        return True
+    if b"\\u" in data and _ESCAPE_GUARD.search(data) is not None:
+        return True
+    return any(marker in data for marker in _LOWERS_TO_ASCII_UTF8)
 
 
 def _field_texts(raw: Any) -> Iterator[str]:
@@ -41,6 +76,46 @@ def _field_texts(raw: Any) -> Iterator[str]:
             except (TypeError, orjson.JSONEncodeError):
                 value = str(value)
         yield value.lower()
+
+
+_SEP = "\x00"  # between one step's field texts in the corpus (a query holding it is not served from it)
+
+
+class SearchCorpus:
+    """The searchable text of the steps handed to it, lowercased, one UTF-8 block per
+    step (thread-safe: the background fill adds while a search reads)."""
+
+    def __init__(self) -> None:
+        self._texts: dict[int, bytes] = {}
+        self._lock = threading.Lock()
+        self.stored_bytes = 0
+
+    def add(self, index: int, raw: Any) -> None:
+        if raw is None:
+            return  # a range that did not parse: searched the slow way
+        block = _SEP.join(_field_texts(raw)).encode("utf-8", "surrogatepass")
+        with self._lock:
+            if index not in self._texts:
+                self._texts[index] = block
+                self.stored_bytes += len(block)
+
+    def __contains__(self, index: int) -> bool:
+        return index in self._texts
+
+    def __len__(self) -> int:
+        return len(self._texts)
+
+    def holds(self, index: int, needle: str, match: Callable[[str], bool]) -> bool | None:
+        """Whether step ``index``'s text matches (None: the step is not in the corpus). A
+        query without whitespace is looked for in the UTF-8 bytes (a substring of the
+        text is exactly a substring of its UTF-8); one with whitespace, whose runs match
+        any whitespace, in the decoded text."""
+        block = self._texts.get(index)
+        if block is None:
+            return None
+        if " " not in needle:
+            return needle.encode("utf-8", "surrogatepass") in block
+        return any(match(text) for text in block.decode("utf-8", "surrogatepass").split(_SEP))
 
 
 def normalise_query(query: str) -> str:
@@ -84,8 +159,9 @@ class TraceSearch:
 
     KEEP = 8
 
-    def __init__(self, trace: Any) -> None:
+    def __init__(self, trace: Any, corpus: SearchCorpus | None = None) -> None:
         self.trace = trace
+        self.corpus = corpus
         self._found: dict[str, list[int]] = {}
 
     def matches(self, query: str, *, cancelled: Callable[[], bool] | None = None) -> list[int] | None:
@@ -103,9 +179,31 @@ class TraceSearch:
                 candidates = found  # every step holding the longer query holds this one
         match = _matcher(needle)
         out: list[int] = []
+        step_bytes = self.trace.step_bytes if getattr(self.trace, "lazy", False) else None
+        parts = literal_parts(needle)
+        corpus = self.corpus if _SEP not in needle else None
         for n, i in enumerate(candidates):
             if cancelled is not None and n % 32 == 0 and cancelled():
                 return None
+            if corpus is not None:
+                held = corpus.holds(i, needle, match)
+                if held is not None:
+                    if held:
+                        out.append(i)
+                    continue
+            if step_bytes is not None:
+                data = step_bytes(i)
+                if data is not None:
+                    if not bytes_may_hold(data, parts):
+                        continue
+                    try:
+                        raw = orjson.loads(data)
+                    except orjson.JSONDecodeError:
+                        raw = None  # not one object: searched as the trace shows it
+                    if raw is not None:
+                        if _holds(raw, match):
+                            out.append(i)
+                        continue
             if _holds(steps[i], match):
                 out.append(i)
         if len(self._found) >= self.KEEP:
@@ -132,4 +230,4 @@ class TraceSearch:
         return SearchHit(found[k], k + 1, tuple(found), query)
 
 
-__all__ = ["SearchHit", "TraceSearch", "normalise_query", "step_matches"]
+__all__ = ["SearchCorpus", "SearchHit", "TraceSearch", "bytes_may_hold", "literal_parts", "normalise_query", "step_matches"]

@@ -31,6 +31,7 @@ from eviscene_tui.state.case_view import (
     step_detail_doc,
 )
 from eviscene_tui.state.trace_rows import TraceRows, row_from_brief
+from eviscene_tui.state.trace_search import SearchCorpus
 from eviscene_tui.ui import messages as M
 from eviscene_tui.ui.widgets.doc import doc_content
 from eviscene_tui.ui.widgets.trace_view import TraceView
@@ -38,7 +39,9 @@ from eviscene_tui.ui.widgets.key_footer import KeyFooter
 from eviscene_tui.ui.widgets.search_box import SearchBox
 
 WINDOW = 150  # rows built around the failure step before the first paint
+WINDOW_LAZY = 40  # the same for an indexed trace, whose rows each parse a step: about a screenful
 TABS = ("trace", "localization", "rounds", "compare", "integrity")
+RELOAD_DELAY = 0.15  # seconds from a change in the open case to its reload
 
 
 class IntegrityReady(M.Message):
@@ -72,6 +75,7 @@ class CaseTabs(TabbedContent):
 
 
 class CaseScreen(Screen):
+    AUTO_FOCUS = "#trace-view"
     BINDINGS = [
         Binding("escape", "back", "Back", id="case.back", tooltip="Back to the runs screen"),
         Binding("f", "goto_failure", "Failure", id="case.failure", tooltip="Go to the localized failure step"),
@@ -107,12 +111,17 @@ class CaseScreen(Screen):
         self.integrity: list[tuple[str, str, str]] | None = None
         self.compare: CompareView | None = None
         self._request = 0
+        self._trace_request = -1  # the load that published the trace rows shown
         self._trace_failed = False
         self._reload_timer: Any = None
+        self._loading = False  # a load of the case is running
+        self._reload_again = False  # files changed during that load
+        self.updated_at: float | None = None  # perf_counter of the last case view painted (benchmarks)
         self._repaint_scheduled = False
         self._panels_mounted = False
         self.opened_at = time.perf_counter()
         self._trace_search: Any = None  # state.trace_search.TraceSearch, built on the first "/"
+        self._corpus = SearchCorpus()  # an indexed trace's searchable text, built by the background fill
         self._search_timer: Any = None
         self._search_status: str | None = None
         self.failure_shown_at: float | None = None
@@ -134,24 +143,25 @@ class CaseScreen(Screen):
         yield KeyFooter()
 
     def on_mount(self) -> None:
+        # the trace view has the focus from compose (AUTO_FOCUS); focusing it again here
+        # would arrive late and switch a no-site case back from its localization tab
         self._paint_privilege_bar()
-        self.query_one(TraceView).focus()
         self.load()
         self.set_timer(3.0, self._mount_panels)  # whatever happens with the trace
 
     # -- loading -----------------------------------------------------------------------------
     def load(self) -> None:
         self._request += 1
+        self._loading = True
         self._load_case(self._request, self.trace)
 
     @work(thread=True, exclusive=True, group="case-load", exit_on_error=False)
     def _load_case(self, request: int, known_trace: Any) -> None:
-        """Open the case; on first open parse the source trace *first* (the failure step
-        is what the operator waits for), then build the panels, then fill the rest of
-        the trace rows and the side-by-side comparison."""
+        """Open the case; on first open read the source trace *first* (the failure step
+        is what the operator waits for; a big trace is only indexed), then build the
+        panels and the side-by-side comparison, then fill the rest of the trace rows."""
         from eviscene_tui.artifacts.case import load_case
 
-        worker = get_current_worker()
         try:
             bundle = load_case(self.case_path)
         except Exception as exc:  # noqa: BLE001 - shown, never crashes the app
@@ -170,25 +180,85 @@ class CaseScreen(Screen):
         self.post_message(M.CaseLoaded(request, bundle, view))
         if fill is not None:
             trace, data, pending = fill
-            rows = data.rows
-            chunk = 2000
-            for start in range(0, len(pending), chunk):
-                if worker.is_cancelled:
-                    return
-                part = pending[start : start + chunk]
-                for i in part:
-                    rows[i] = row_from_brief(trace.brief(i))
-                self.post_message(M.TraceRowsFilled(request, min(part), max(part) + 1))
+            # the comparison needs only the failure step: before the rest of the rows
             self._compare_now(request, bundle, trace, view.failure_index)
+            self._background_fill(request, bundle, trace, data, pending)
         elif known_trace is not None:
             self._compare_now(request, bundle, known_trace, view.failure_index)
 
+    @work(thread=True, exclusive=True, group="trace-fill", exit_on_error=False)
+    def _background_fill(self, request: int, bundle: Any, trace: Any, data: TraceRows, pending: list[int]) -> None:
+        """The rest of the rows (a reload of the case after a live update does not stop
+        this: the rows belong to the trace, which a reload keeps)."""
+        worker = get_current_worker()
+        if not self._fill_rows(request, trace, data, pending, worker):
+            return
+        broken = trace.broken if getattr(trace, "lazy", False) else None
+        if broken is not None:
+            self._reload_trace_whole(request, bundle, broken)
+
+    def _fill_rows(self, request: int, trace: Any, data: TraceRows, pending: list[int], worker: Any) -> bool:
+        """Build the rows not built yet, posting progress about four times a second (an
+        indexed trace parses each step here, once); False when cancelled."""
+        rows = data.rows
+        posted = time.perf_counter()
+        lo = hi = None
+        corpus = self._corpus if trace.lazy else None
+        if corpus is not None:
+            # the window's steps, parsed before the paint, go to the search corpus too
+            for i, row in enumerate(rows):
+                if row is not None and i not in corpus:
+                    corpus.add(i, trace.raw_steps[i])
+        for n, i in enumerate(pending):
+            if n % 16 == 0 and worker.is_cancelled:
+                return False
+            if rows[i] is None:
+                rows[i] = row_from_brief(trace.brief(i))
+            if corpus is not None and i not in corpus:
+                corpus.add(i, trace.raw_steps[i])
+            lo = i if lo is None else min(lo, i)
+            hi = i if hi is None else max(hi, i)
+            now = time.perf_counter()
+            if now - posted >= 0.25:
+                data.refresh_policy_indices()
+                self.post_message(M.TraceRowsFilled(request, lo, hi + 1))
+                posted, lo, hi = now, None, None
+        data.refresh_policy_indices()
+        self.post_message(M.TraceRowsFilled(request, lo if lo is not None else 0, (hi + 1) if hi is not None else 0))
+        return True
+
+    def _reload_trace_whole(self, request: int, bundle: Any, broken: Any) -> None:
+        """An indexed trace whose range did not parse as one object: read it the whole-file
+        way (which reports problems precisely) and show that instead."""
+        from eviscene_tui.artifacts.trace import load_trace
+
+        trace, problems = load_trace(broken.path, lazy=False)
+        if trace is None:
+            why = "; ".join(safe_text(p.message, single_line=True, limit=200) for p in problems) or "unreadable"
+            self.post_message(M.TraceFailed(request, why))
+            return
+        bundle.adopt_trace(trace, problems)
+        self._publish_trace(request, trace, problems, self.view.failure_index if self.view else None, window=None)
+
+    @work(thread=True, exclusive=True, group="trace-demand", exit_on_error=False)
+    def _rows_on_demand(self, request: int, start: int, end: int) -> None:
+        """Rows on screen that the background fill has not reached yet."""
+        data, trace = self.trace_rows, self.trace
+        if data is None or trace is None:
+            return
+        missing = data.missing_between(start, end)
+        for i in missing:
+            if data.rows[i] is None:
+                data.rows[i] = row_from_brief(trace.brief(i))
+        self.post_message(M.TraceRowsFilled(request, start, end))
+
     def _trace_window(self, request: int, bundle: Any) -> tuple[Any, TraceRows, list[int]] | None:
-        """Parse the trace, build the rows around the failure step, post TraceReady."""
+        """Load the trace (a big one is only indexed), build the rows around the failure
+        step, post TraceReady; the rows still to build, nearest first."""
         from eviscene_tui.state.case_view import failure_index_for
 
         try:
-            trace, problems = bundle.trace()
+            trace, problems = bundle.trace(spool_dir=self.options.workdir / "spool")
             failure_index = failure_index_for(bundle)
         except Exception as exc:  # noqa: BLE001
             self.post_message(M.TraceFailed(request, f"{type(exc).__name__}: {exc}"))
@@ -197,22 +267,31 @@ class CaseScreen(Screen):
             why = "; ".join(safe_text(p.message, single_line=True, limit=200) for p in problems) or "no source trace is referenced by this case"
             self.post_message(M.TraceFailed(request, why))
             return None
+        return self._publish_trace(request, trace, problems, failure_index, window=WINDOW_LAZY if trace.lazy else WINDOW)
+
+    def _publish_trace(self, request: int, trace: Any, problems: list[Any], failure_index: int | None, *, window: int | None) -> tuple[Any, TraceRows, list[int]]:
         count = trace.step_count
         rows: list[Any] = [None] * count
         valid = failure_index if failure_index is not None and 0 <= failure_index < count else None
         centre = valid if valid is not None else 0
-        lo, hi = max(0, centre - WINDOW), min(count, centre + WINDOW)
+        span = count if window is None else window
+        lo, hi = max(0, centre - span), min(count, centre + span)
         for i in range(lo, hi):
             rows[i] = row_from_brief(trace.brief(i))
         data = TraceRows(
             step_count=count,
             rows=rows,
-            policy_indices=trace.policy_step_indices(),
+            policy_indices=[] if trace.lazy else trace.policy_step_indices(),
             failure_index=valid,
             path=safe_text(str(trace.path), single_line=True),
             size_bytes=trace.size_bytes or 0,
             problems=[safe_text(p.message, single_line=True, limit=200) for p in problems],
+            lazy=trace.lazy,
+            gzip=bool(getattr(trace, "gzip", False)),
+            index_seconds=getattr(trace, "index_seconds", None),
         )
+        if trace.lazy:
+            data.refresh_policy_indices()
         self.post_message(M.TraceReady(request, data, trace))
         time.sleep(0.03)  # let the UI thread take the GIL and paint the failure step first
         pending = list(range(hi, count)) + list(range(lo - 1, -1, -1))
@@ -220,6 +299,8 @@ class CaseScreen(Screen):
 
     @on(M.CaseLoadFailed)
     def _on_load_failed(self, message: M.CaseLoadFailed) -> None:
+        if message.request == self._request:
+            self._load_settled()
         self.query_one("#case-title", Static).update(Content("could not open the case: " + safe_text(message.message, single_line=True, limit=300)))
 
     @on(M.CaseLoaded)
@@ -231,6 +312,8 @@ class CaseScreen(Screen):
         self.bundle = message.bundle
         self.view = message.view
         self._paint_case()
+        self.updated_at = time.perf_counter()
+        self._load_settled()
         if first and self.view.no_site:
             # a no-recoverable-site case opens on its explanation (why no site was found)
             self.call_after_refresh(self.action_tab, "localization")
@@ -257,8 +340,9 @@ class CaseScreen(Screen):
 
     @on(M.TraceReady)
     def _on_trace_ready(self, message: M.TraceReady) -> None:
-        if message.request != self._request:
+        if message.request not in (self._request, self._trace_request):
             return
+        self._trace_request = message.request
         self.trace = message.trace
         self.trace_rows = message.data
         tv = self.query_one(TraceView)
@@ -274,8 +358,16 @@ class CaseScreen(Screen):
 
     @on(M.TraceRowsFilled)
     def _on_rows_filled(self, message: M.TraceRowsFilled) -> None:
-        if self.trace_rows is not None:
+        if self.trace_rows is not None and message.request == self._trace_request:
             self.query_one(TraceView).rows_updated(message.start, message.end)
+            if self.trace_rows.lazy:
+                self._paint_trace_status()
+
+    @on(TraceView.RowsWanted)
+    def _on_rows_wanted(self, message: TraceView.RowsWanted) -> None:
+        message.stop()
+        if self.trace_rows is not None and self.trace_rows.missing_between(message.start, message.end):
+            self._rows_on_demand(self._trace_request, message.start, message.end)
 
     @on(M.TraceFailed)
     def _on_trace_failed(self, message: M.TraceFailed) -> None:
@@ -442,6 +534,12 @@ class CaseScreen(Screen):
         parts.append(f"{len(data.policy_indices)} policy steps")
         if data.size_bytes:
             parts.append(f"{data.size_bytes / 1e6:.1f} MB")
+        if data.gzip:
+            parts.append("gzip (its first open decompresses it, slower)")
+        if data.lazy:
+            filled = data.filled()
+            if filled < data.step_count:
+                parts.append(f"reading steps {filled}/{data.step_count}\u2026")
         if data.problems:
             parts.append("problems: " + "; ".join(data.problems[:2]))
         if self._search_status:
@@ -494,12 +592,29 @@ class CaseScreen(Screen):
 
     # -- live updates (called by the app) ----------------------------------------------------
     def case_files_changed(self, paths: set[str]) -> None:
+        """Files of this case changed (the app's watcher, already debounced). A burst is
+        coalesced: one reload at most RELOAD_DELAY after the first change of the burst
+        (a restarted timer would wait for the driver to pause, which at full speed it
+        does not), and never two loads at once - a change during a load reloads once
+        more when it ends."""
         root = os.path.abspath(self.case_path)
         if not any(p == root or p.startswith(root + os.sep) for p in paths):
             return
-        if self._reload_timer is not None:
-            self._reload_timer.stop()
-        self._reload_timer = self.set_timer(0.15, self.load)
+        if self._reload_timer is None:
+            self._reload_timer = self.set_timer(RELOAD_DELAY, self._reload_now)
+
+    def _reload_now(self) -> None:
+        self._reload_timer = None
+        if self._loading:
+            self._reload_again = True
+            return
+        self.load()
+
+    def _load_settled(self) -> None:
+        self._loading = False
+        if self._reload_again:
+            self._reload_again = False
+            self.load()
 
     # -- actions -----------------------------------------------------------------------------
     def action_back(self) -> None:
@@ -606,7 +721,7 @@ class CaseScreen(Screen):
         if self._trace_search is None or self._trace_search.trace is not self.trace:
             from eviscene_tui.state.trace_search import TraceSearch
 
-            self._trace_search = TraceSearch(self.trace)
+            self._trace_search = TraceSearch(self.trace, self._corpus if getattr(self.trace, "lazy", False) else None)
             self._search_status = "searching the steps\u2026"
             self._paint_trace_status()
         self._run_search(self._trace_search, query, self.query_one(TraceView).cursor, direction, include_start)

@@ -77,12 +77,22 @@ class TraceView(ScrollView, can_focus=True):
             super().__init__()
             self.index = index
 
+    class RowsWanted(Message):
+        """Rows ``start..end`` are on screen but not built yet (an indexed trace whose
+        background fill has not reached them): the screen builds them on demand."""
+
+        def __init__(self, start: int, end: int) -> None:
+            super().__init__()
+            self.start = start
+            self.end = end
+
     def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
         super().__init__(id=id, classes=classes)
         self.data: TraceRows | None = None
         self.failure_painted_at: float | None = None  # perf_counter of the first paint of the failure step (benchmarks)
         self.marks: frozenset[int] = frozenset()  # steps matching the current search (a marker in the gutter)
         self._cache: LRUCache[tuple, Strip] = LRUCache(4096)
+        self._wanted: tuple[int, int] | None = None  # the last RowsWanted range posted
 
     # -- data --------------------------------------------------------------------------
     def set_trace(self, data: TraceRows, *, focus_step: int | None = None) -> None:
@@ -104,7 +114,19 @@ class TraceView(ScrollView, can_focus=True):
     def rows_updated(self, start: int, end: int) -> None:
         """Rows ``start..end`` were filled in by the worker."""
         self._cache.clear()
+        if self._wanted is not None and start <= self._wanted[0] and self._wanted[1] <= end:
+            self._wanted = None
         self.refresh()
+
+    def _want(self, index: int) -> None:
+        """Ask (once per screenful) for the unbuilt rows around ``index``."""
+        height = max(1, self.scrollable_content_region.height // LINES_PER_STEP)
+        top = self.scroll_offset.y // LINES_PER_STEP
+        span = (max(0, top - height), top + 2 * height + 1)
+        if self._wanted is not None and self._wanted[0] <= index < self._wanted[1]:
+            return
+        self._wanted = span
+        self.post_message(self.RowsWanted(*span))
 
     @property
     def step_count(self) -> int:
@@ -181,6 +203,8 @@ class TraceView(ScrollView, can_focus=True):
         if cached is not None:
             return cached
         row = self.data.rows[index] if index < len(self.data.rows) else None  # None: still being built by the worker
+        if row is None:
+            self._want(index)
         strip = self._build(index, part, row, is_failure)
         if is_failure:
             strip = strip.apply_style(self.get_component_rich_style("trace--failure"))

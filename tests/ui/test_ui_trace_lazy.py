@@ -1,0 +1,196 @@
+"""The whole app on a case whose source trace is indexed (steps parsed on demand): the
+failure step is painted from the index, rows are filled in the background, rows scrolled
+to before the fill reaches them are built on demand, search and step detail read the
+steps' byte ranges; and an open case follows files written into it during a burst.
+
+The trace lies OUTSIDE the case root and the run records its absolute path, as the
+driver does. The lazy threshold is lowered so a small trace takes the indexed path.
+"""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import orjson
+import pytest
+from textual.widgets import TabbedContent
+from ui_helpers import make_app, screen_text, wait_for, wait_scan
+
+from eviscene_tui.artifacts import trace as trace_module
+from eviscene_tui.artifacts.jsonio import encode_bound, pretty_json_bytes
+from eviscene_tui.ui.screens.case import CaseScreen
+from eviscene_tui.ui.widgets.runs_table import RunsTable
+from eviscene_tui.ui.widgets.trace_view import TraceView
+
+STEPS = 400
+FAILURE = 150
+
+
+def _step(i: int) -> dict:
+    return {
+        "round": i + 1, "stage": "unified_react", "action_type": "tool_call", "tool_name": "web_search",
+        "tool_args": {"query": f"archive query {i}"}, "tool_result": f"RESULT-{i} page text " + "word " * 30,
+        "thought": f"THOUGHT-{i} compare the dates", "output": None,
+        "tokens": {"prompt": 40, "completion": 3, "thought": 0},
+        "metadata": {"policy_input": {"system_instruction": "s", "input_payload": [], "tools": [], "response_format": None},
+                     "policy_action": {"type": "tool_call"}, "context_request_id": f"req-{i + 1:06d}", "interaction_id": f"ia-{i}",
+                     "policy_token_capture": {"schema_version": "ifv-policy-token-capture-v1", "status": "complete",
+                                              "prompt_token_ids": list(range(40)), "completion_token_ids": [1, 2, 3],
+                                              "completion_logprobs": [-0.5, -0.25, -0.125], "completion_topk_by_position": [],
+                                              "topk": 0, "missing": []}},
+    }
+
+
+def write_case(base: Path, name: str = "lazy-case") -> Path:
+    """The run ``base/runs/<name>`` and its trace, recorded by absolute path."""
+    case = base / "runs" / name
+    trace = case / "source" / "trace.json"
+    trace.parent.mkdir(parents=True)
+    doc = {"image_id": "ep-lazy", "case_id": name, "verdict": "real",
+           "state": {"image_id": "ep-lazy", "runtime_case": {"case_id": name}, "all_steps": [_step(i) for i in range(STEPS)], "errors": []}}
+    trace.write_bytes(orjson.dumps(doc))
+    config = {"trace": {"path": str(trace.resolve()), "sha256": "0" * 64}, "output_dir": str(case.resolve()), "search_mode": "single",
+              "policy_model": "ifv-qwen3.5-9b", "hint_count": 1}
+    for fname, data in encode_bound(Path("run-inputs.json"), config, {"status": "initialized"}).items():
+        (case / fname).write_bytes(data)
+    (case / "semantic-localization.json").write_bytes(pretty_json_bytes({
+        "schema_version": "ifv-psd-semantic-localization-v1", "passed": True, "source_trace_canonical_sha256": None,
+        "candidates": [{"source_step_index": FAILURE, "recoverable": True, "selected": True, "category": "wrong_search_direction",
+                        "verifier": {"kind": "task", "name": "gemini-psd-repair", "version": "psd-task-review-v1", "model": "gemini"},
+                        "observed_basis": [{"trace": "source", "step_index": FAILURE, "quote": f"THOUGHT-{FAILURE}"}],
+                        "explanation": "searched again"}],
+        "explanation": "one site",
+    }))
+    (case / "repair_candidates.jsonl").write_bytes(b"")
+    (case / "repair_attempts.jsonl").write_bytes(b"")
+    (case / "manifest.json").write_bytes(pretty_json_bytes({
+        "schema_version": "ifv-psd-repair-driver-result-v1", "status": "no_admissible_hints", "trace": str(trace.resolve()),
+        "runtime_archive": None, "candidate_count": 0, "accepted_count": 0, "pending_hinted_episode_count": 0,
+    }))
+    return case
+
+
+@pytest.fixture
+def indexed(monkeypatch):
+    monkeypatch.setattr(trace_module, "LAZY_MIN_BYTES", 0)
+
+
+async def _open(pilot, app, key: str) -> CaseScreen:
+    await wait_scan(pilot, app)
+    assert app.screen.query_one(RunsTable).select_key(key)
+    await pilot.press("enter")
+    assert await wait_for(pilot, lambda: isinstance(app.screen, CaseScreen) and app.screen.trace_rows is not None, 20)
+    return app.screen
+
+
+async def test_indexed_trace_opens_on_the_failure_step_fills_rows_and_searches(tmp_path: Path, indexed) -> None:
+    write_case(tmp_path)
+    app = make_app(tmp_path / "runs")
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = await _open(pilot, app, "lazy-case")
+        assert screen.trace.lazy and screen.trace_rows.lazy
+        tv = screen.query_one(TraceView)
+        assert tv.cursor == FAILURE
+        assert await wait_for(pilot, lambda: f"RESULT-{FAILURE} page" in screen_text(app), 10)
+        # the background fill builds every row, and the policy steps become known
+        assert await wait_for(pilot, lambda: screen.trace_rows.filled() == STEPS, 20)
+        assert await wait_for(pilot, lambda: len(screen.trace_rows.policy_indices) == STEPS, 5)
+        assert "reading steps" not in str(screen.query_one("#trace-status").content)
+        # search over the byte ranges / the corpus: a tool result far from the window
+        await pilot.press("slash")
+        await pilot.press(*"result-393")
+        assert await wait_for(pilot, lambda: tv.cursor == 393, 10)
+        assert "match 1 of 1" in str(screen.query_one("#trace-status").content)
+        await pilot.press("escape")
+        # step detail of a far step, read from its range
+        tv.goto(7)
+        await pilot.press("enter")
+        assert await wait_for(pilot, lambda: type(app.screen).__name__ == "StepDetailScreen", 10)
+        assert await wait_for(pilot, lambda: "RESULT-7 page text" in screen_text(app), 5)
+
+
+async def test_scrolling_past_the_filled_rows_parses_them_on_demand(tmp_path: Path, indexed, monkeypatch) -> None:
+    # no background fill: only the window and what the view asks for get built
+    monkeypatch.setattr(CaseScreen, "_background_fill", lambda self, *a, **k: None)
+    write_case(tmp_path)
+    app = make_app(tmp_path / "runs")
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = await _open(pilot, app, "lazy-case")
+        data = screen.trace_rows
+        assert data.rows[STEPS - 1] is None and data.rows[FAILURE] is not None
+        await pilot.press("end")
+        assert await wait_for(pilot, lambda: data.rows[STEPS - 1] is not None, 10)
+        assert await wait_for(pilot, lambda: f"RESULT-{STEPS - 1} page" in screen_text(app), 5)
+        assert any(row is None for row in data.rows)  # only what was on screen was built
+        assert "reading steps" in str(screen.query_one("#trace-status").content)
+
+
+async def test_gzip_trace_says_so_and_spools_in_the_work_dir(tmp_path: Path, indexed, monkeypatch) -> None:
+    import gzip
+    import os
+
+    monkeypatch.setattr(trace_module, "LAZY_MIN_GZ_BYTES", 0)
+    case = write_case(tmp_path)
+    plain = case / "source" / "trace.json"
+    gz = plain.with_name("trace.json.gz")
+    gz.write_bytes(gzip.compress(plain.read_bytes()))
+    plain.unlink()
+    for name in ("run-inputs.json", "manifest.json"):
+        (case / name).write_bytes((case / name).read_bytes().replace(str(plain.resolve()).encode(), str(gz.resolve()).encode()))
+    before = sorted(os.listdir(gz.parent))
+    app = make_app(tmp_path / "runs")
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = await _open(pilot, app, "lazy-case")
+        assert screen.trace.lazy and screen.trace.gzip
+        assert "gzip" in str(screen.query_one("#trace-status").content)
+        assert await wait_for(pilot, lambda: f"RESULT-{FAILURE} page" in screen_text(app), 10)
+        assert (app.options.workdir / "spool").is_dir()
+    assert sorted(os.listdir(gz.parent)) == before
+
+
+@pytest.mark.parametrize("poll", [False, True], ids=["inotify", "poll"])
+async def test_open_case_follows_a_burst_of_writes(tmp_path: Path, indexed, poll: bool) -> None:
+    """A driver appending to the open case without pausing: the case view is reloaded
+    during the burst (not only after it), and the app keeps answering keys."""
+    case = write_case(tmp_path)
+    app = make_app(tmp_path / "runs", watch=True, poll=poll)
+    stop = threading.Event()
+    written: list[int] = []
+
+    def driver() -> None:
+        n = 0
+        while not stop.is_set():
+            n += 1
+            with open(case / "manifest.json", "wb") as fh:
+                fh.write(pretty_json_bytes({
+                    "schema_version": "ifv-psd-repair-driver-result-v1", "status": f"generating-{n}", "trace": None,
+                    "runtime_archive": None, "candidate_count": 0, "accepted_count": 0, "pending_hinted_episode_count": 0,
+                }))
+            with open(case / "events.jsonl", "ab") as fh:
+                fh.write(b'{"event": "tick", "n": %d}\n{"event": "torn' % n)
+            written.append(n)
+            stop.wait(0.04)
+
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = await _open(pilot, app, "lazy-case")
+        assert await wait_for(pilot, app.watch_ready.is_set, 5)
+        loaded_before = screen.updated_at
+        thread = threading.Thread(target=driver, daemon=True)
+        thread.start()
+        try:
+            # updated while the driver is still writing
+            assert await wait_for(pilot, lambda: screen.updated_at != loaded_before and "generating-" in str(screen.query_one("#case-title").content), 10)
+            seen = str(screen.query_one("#case-title").content)
+            assert await wait_for(pilot, lambda: str(screen.query_one("#case-title").content) != seen, 10)
+            assert not stop.is_set()
+            # keys are answered during the burst
+            tv = screen.query_one(TraceView)
+            start = tv.cursor
+            await pilot.press("down")
+            assert await wait_for(pilot, lambda: tv.cursor == start + 1, 5)
+        finally:
+            stop.set()
+            thread.join(5)
+        assert screen.query_one(TabbedContent).active == "trace"
+        assert len(written) > 3
