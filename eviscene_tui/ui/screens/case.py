@@ -75,7 +75,6 @@ class CaseTabs(TabbedContent):
 
 
 class CaseScreen(Screen):
-    AUTO_FOCUS = "#trace-view"
     BINDINGS = [
         Binding("escape", "back", "Back", id="case.back", tooltip="Back to the runs screen"),
         Binding("f", "goto_failure", "Failure", id="case.failure", tooltip="Go to the localized failure step"),
@@ -143,9 +142,8 @@ class CaseScreen(Screen):
         yield KeyFooter()
 
     def on_mount(self) -> None:
-        # the trace view has the focus from compose (AUTO_FOCUS); focusing it again here
-        # would arrive late and switch a no-site case back from its localization tab
         self._paint_privilege_bar()
+        self.query_one(TraceView).focus()
         self.load()
         self.set_timer(3.0, self._mount_panels)  # whatever happens with the trace
 
