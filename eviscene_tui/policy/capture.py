@@ -19,6 +19,8 @@ from typing import Any
 
 from eviscene_tui.policy.accumulate import StreamAccumulator
 from eviscene_tui.policy.events import TokenLogprob
+from eviscene_tui.policy.profile import PolicyConfig
+from eviscene_tui.policy.request import TeacherRequest, chat_body
 from eviscene_tui.tokens.capture import Check, CaptureData, from_stream
 from eviscene_tui.tokens.diff import prompt_diff
 
@@ -68,8 +70,14 @@ def live_capture(
     student_prompt_ids: list[int] | None = None,
     student_source: str = "the source step's policy_token_capture",
     label: str | None = None,
+    request: TeacherRequest | None = None,
+    config: PolicyConfig | None = None,
 ) -> CaptureData:
-    """The inspector's capture for ``snap`` (teacher prompt ids, then completion ids)."""
+    """The inspector's capture for ``snap`` (teacher prompt ids, then completion ids).
+
+    With the ``request`` that was sent (and the ``config`` it was sent with), the capture
+    knows its hint (the inspector finds the hint's span from its text) and whether
+    logprobs were asked for."""
     lps = [lp.to_json() for lp in snap.logprobs] if snap.logprobs else None
     teacher = list(snap.prompt_token_ids) if snap.prompt_token_ids is not None else None
     with_diff = teacher is not None and student_prompt_ids is not None
@@ -89,17 +97,25 @@ def live_capture(
         data.notes.append(f"attestation: {snap.attestation}" + (f" ({snap.model} at {snap.base_url})" if snap.model else ""))
     if teacher is None:
         data.notes.append("the server sent no prompt_token_ids: the teacher prompt is unknown")
+    if request is not None:
+        data.round_index = request.round_index
+        body = chat_body(request, config or PolicyConfig(), model="")
+        data.logprobs_requested = body.get("logprobs") is True
+        if request.hint and teacher is not None:
+            data.hint_text = request.hint
+            data.hint_prompt_len = len(teacher)
     if with_diff:
         assert teacher is not None and student_prompt_ids is not None
         data.student_ids = list(student_prompt_ids)
         data.teacher_ids = teacher
         data.prompt_diff = d = prompt_diff(student_prompt_ids, teacher)
-        data.highlight = d.inserted if d.inserted[1] > d.inserted[0] else None
+        if data.hint_text is None:
+            data.highlight = d.inserted if d.inserted[1] > d.inserted[0] else None
         if d.identical:
             data.checks.append(Check("warn", f"teacher prompt ids = student prompt ids ({student_source}): the hint changed nothing"))
         else:
             a, b = d.inserted
-            data.checks.append(Check("info", f"hint: teacher prompt ids {a:,}–{b - 1:,} differ from the student prompt ({student_source})"
+            data.checks.append(Check("info", f"teacher prompt ids {a:,}–{b - 1:,} differ from the student prompt ({student_source})"
                                      if b > a else f"teacher prompt differs from the student prompt ({student_source})"))
     elif teacher is not None:
         data.notes.append("student prompt unknown (no source step capture): no student/teacher diff")

@@ -366,7 +366,8 @@ def chat_body(req: TeacherRequest, config: PolicyConfig, *, model: str) -> dict[
     """The ``/v1/chat/completions`` body (streaming, with token ids and usage).
 
     ``temperature`` always comes from the config (default 0.7, as the driver);
-    other archived generation settings are forwarded."""
+    other archived generation settings are forwarded, ``logprobs`` / ``top_logprobs``
+    included when the config does not ask for them itself."""
     body: dict[str, Any] = {"model": model, "messages": req.messages}
     if req.tools:
         body["tools"] = req.tools
@@ -382,10 +383,15 @@ def chat_body(req: TeacherRequest, config: PolicyConfig, *, model: str) -> dict[
     body["stream"] = True
     body["return_token_ids"] = True
     body["stream_options"] = {"include_usage": True}
-    if config.logprobs or config.top_logprobs:
+    # logprobs as the config asks, else as the failure step's archived generation config did
+    gen = req.generation or {}
+    archived_top = gen.get("top_logprobs")
+    archived_top = archived_top if isinstance(archived_top, int) and not isinstance(archived_top, bool) and archived_top > 0 else 0
+    top = int(config.top_logprobs) or archived_top
+    if config.logprobs or top or gen.get("logprobs") is True:
         body["logprobs"] = True
-        if config.top_logprobs:
-            body["top_logprobs"] = int(config.top_logprobs)
+        if top:
+            body["top_logprobs"] = top
         if config.return_tokens_as_token_ids:
             body["return_tokens_as_token_ids"] = True
     return body

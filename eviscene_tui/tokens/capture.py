@@ -92,6 +92,18 @@ class CaptureData:
     # a span to highlight (e.g. the hint insertion in a teacher prompt), id offsets, end exclusive
     highlight: tuple[int, int] | None = None
     notes: list[str] = field(default_factory=list)
+    # a teacher prompt's hint: its span is found from this text (tokens/hintspan.py), once
+    # the decoder is known; ids [0, hint_prompt_len) are the hinted prompt
+    hint_text: str | None = None
+    hint_prompt_len: int | None = None
+    round_index: int | None = None
+    # were logprobs asked for? (None: not known, e.g. an archived capture)
+    logprobs_requested: bool | None = None
+
+    @property
+    def hinted_prompt(self) -> bool:
+        """Is this capture a hinted (teacher) prompt whose hint span should be located?"""
+        return self.hint_prompt_len is not None
 
     def completion_index(self, offset: int) -> int | None:
         if self.completion_start is None or offset < self.completion_start:

@@ -104,6 +104,22 @@ class TokenDecoder:
     def _piece(self, token_id: int) -> str | None:
         return f"#{token_id}"
 
+    def piece_bytes(self, token_id: int) -> bytes | None:
+        """The raw bytes one id stands for (not display-escaped), to look text up across
+        token boundaries; special tokens as their content. None when this source cannot
+        say (raw ids, or a remote piece not fetched yet)."""
+        sp = self.specials.get(token_id)
+        if sp is not None:
+            return sp.content.encode("utf-8")
+        if self.vision is not None:
+            name = self.vision.name_of(token_id)
+            if name is not None:
+                return name.encode("utf-8")
+        return self._piece_bytes(token_id)
+
+    def _piece_bytes(self, token_id: int) -> bytes | None:
+        return None
+
     def pending(self, ids: Iterable[int]) -> list[int]:
         """Ids whose piece needs a fetch (remote sources only)."""
         return []
@@ -159,6 +175,7 @@ class LocalTokenizerDecoder(TokenDecoder):
                 added[row["id"]] = row["content"]
         self.vision = vision.from_added_tokens(added, "tokenizer.json added tokens")
         self.vocab_size = self._tok.get_vocab_size(with_added_tokens=True)
+        self._bytes: dict[int, bytes] = {}
 
     @classmethod
     def from_path(cls, path: str | os.PathLike[str]) -> "LocalTokenizerDecoder":
@@ -185,6 +202,24 @@ class LocalTokenizerDecoder(TokenDecoder):
             return safe_text(self._tok.decode([token_id], skip_special_tokens=False))
         except Exception:
             return f"⟨unknown id {token_id}⟩"
+
+    def _piece_bytes(self, token_id: int) -> bytes | None:
+        got = self._bytes.get(token_id)
+        if got is not None:
+            return got
+        if token_id < 0:
+            return None
+        if self._byte_level:
+            tok = self._tok.id_to_token(token_id)
+            got = byte_level_to_bytes(tok) if tok is not None else None
+        else:
+            try:
+                got = self._tok.decode([token_id], skip_special_tokens=False).encode("utf-8")
+            except Exception:
+                got = None
+        if got is not None:
+            self._bytes[token_id] = got
+        return got
 
     def decode_span(self, ids: Sequence[int]) -> str | None:
         try:
@@ -241,6 +276,7 @@ class ServerDecoder(TokenDecoder):
         self._own_client = client is None
         self._sem = asyncio.Semaphore(concurrency)
         self._failed: set[int] = set()
+        self._raw: dict[int, str] = {}  # server text per id, before display escaping
         self.info: dict[str, Any] | None = None
         self.errors: list[str] = []
         self.requests = 0
@@ -324,12 +360,17 @@ class ServerDecoder(TokenDecoder):
                 self._cache[tid] = f"#{tid}"
             else:
                 # the server decodes with errors="replace" already; a partial byte shows as U+FFFD
+                self._raw[tid] = text
                 self._cache[tid] = safe_text(text)
             added += 1
         return added
 
     def _piece(self, token_id: int) -> str | None:
         return None  # not cached yet: fetch first
+
+    def _piece_bytes(self, token_id: int) -> bytes | None:
+        text = self._raw.get(token_id)
+        return text.encode("utf-8") if text is not None else None
 
     async def decode_span_async(self, ids: Sequence[int]) -> str:
         text = await self._detok(list(ids))

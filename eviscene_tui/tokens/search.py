@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from eviscene_tui.tokens.decode import TokenDecoder
@@ -82,10 +82,13 @@ def find_text(
     forward: bool = True,
     wrap: bool = True,
     chunk: int = 8192,
+    progress: Callable[[int, int], bool] | None = None,
 ) -> tuple[int, int] | None:
     """Next (or previous) occurrence of ``needle`` in the decoded pieces, across token
     boundaries, case-insensitive. Returns the (first, end-exclusive) token offsets of the
-    match, whose first token is after (before) ``start``. Pieces are decoded chunk by chunk."""
+    match, whose first token is after (before) ``start``. Pieces are decoded chunk by chunk;
+    after each chunk ``progress(ids scanned, ids in all)`` is called, and a False answer
+    stops the search (None is returned)."""
     from bisect import bisect_right
     from itertools import accumulate
 
@@ -116,6 +119,13 @@ def find_text(
             return None
         return hits[0] if forward else hits[-1]
 
+    scanned = 0
+
+    def go_on(size: int) -> bool:
+        nonlocal scanned
+        scanned += size
+        return progress is None or progress(min(scanned, n), n)
+
     if forward:
         spans = [(start + 1, n)] + ([(0, min(start + 1, n))] if wrap else [])
         for lo, hi in spans:
@@ -124,6 +134,8 @@ def find_text(
                 got = scan(a, min(hi, a + chunk))
                 if got is not None:
                     return got
+                if not go_on(min(hi, a + chunk) - a):
+                    return None
                 a += chunk
         return None
     spans = [(0, max(0, start))] + ([(start, n)] if wrap else [])
@@ -134,5 +146,7 @@ def find_text(
             got = scan(a, b)
             if got is not None:
                 return got
+            if not go_on(b - a):
+                return None
             b = a
     return None

@@ -36,7 +36,9 @@ from eviscene_tui.tokens.capture import (
     normalise_topk,
     usage_from_step_tokens,
 )
+from eviscene_tui.tokens.decode import DecodeSource, TokenDecoder
 from eviscene_tui.tokens.diff import align, prompt_diff
+from eviscene_tui.tokens.hintspan import HintSpan, hint_span
 
 ATTEMPT_FIELDS = ("student_prompt_ids", "teacher_prompt_ids", "completion_ids", "repair_rollout_token_capture")
 FIELD_LABELS = {
@@ -289,6 +291,7 @@ def load_capture(case: Any, key: str, *, workdir: str | os.PathLike[str] | None 
         data.kind = "continuation"
         if data.topk is not None:
             data.topk_semantics = "top logprobs as returned by the server (probability = exp(logprob))"
+        _recorded_request(case, doc, data, prompt)
         return data
 
     m = _KEY_RE.match(key)
@@ -357,11 +360,19 @@ def load_capture(case: Any, key: str, *, workdir: str | os.PathLike[str] | None 
         data.student_ids = student
         data.teacher_ids = teacher
         data.prompt_diff = prompt_diff(student, teacher)
-        if field == "teacher_prompt_ids":
-            data.highlight = data.prompt_diff.inserted
-        elif field == "student_prompt_ids":
+        if field == "student_prompt_ids":
             a, b = data.prompt_diff.removed
             data.highlight = (a, b) if b > a else None
+    # a hinted prompt: its hint span is located from the hint text (see locate_hint)
+    data.round_index = rnd
+    if field == "teacher_prompt_ids":
+        data.hint_prompt_len = len(data.ids)
+    elif field == "repair_rollout_token_capture":
+        rp = _int(field_of(value, "prompt_token_ids"))
+        data.hint_prompt_len = len(rp) if rp is not None else None
+    if data.hint_prompt_len is not None:
+        text = field_of(field_of(att, "hint_record"), "text")
+        data.hint_text = text if isinstance(text, str) else None
     # teacher completion vs source step completion
     if completion is not None and src_cap is not None:
         src_completion = _int(src_cap.get("completion_token_ids"))
@@ -381,6 +392,69 @@ def load_capture(case: Any, key: str, *, workdir: str | os.PathLike[str] | None 
                 record_path=str(run_dir / "repair_attempts.jsonl"),
             )
     return data
+
+
+def _recorded_request(case: Any, doc: Mapping[str, Any], data: CaptureData, prompt: list[int] | None) -> None:
+    """What a recorded continuation's request says: its hint (the prompt is a hinted
+    prompt), whether it asked for logprobs, and its source step (the student prompt)."""
+    req = doc.get("request")
+    if not isinstance(req, Mapping):
+        return
+    body = req.get("body")
+    if isinstance(body, Mapping):
+        data.logprobs_requested = body.get("logprobs") is True
+    origin = req.get("origin") if isinstance(req.get("origin"), Mapping) else {}
+    rnd = origin.get("round_index")
+    data.round_index = rnd if isinstance(rnd, int) and not isinstance(rnd, bool) else None
+    hint = req.get("hint")
+    if prompt is None or not isinstance(hint, str) or not hint.strip():
+        return
+    data.hint_text = hint
+    data.hint_prompt_len = len(prompt)
+    student = source_step_prompt_ids(case, origin.get("source_step_index"))
+    if student is not None:
+        data.student_ids = student
+        data.teacher_ids = prompt
+        data.prompt_diff = prompt_diff(student, prompt)
+
+
+def archived_hinted_prompt(case: Any, hint: str | None, round_index: int | None = None) -> tuple[list[int], str] | None:
+    """An archived attempt's ``teacher_prompt_ids`` for the same hint text: the prompt the
+    driver built with this hint (of ``round_index`` when it has one, else the latest round)."""
+    if case is None or not hint or not hint.strip():
+        return None
+    want = hint.strip()
+    found: list[tuple[bool, int, list[int]]] = []
+    for rnd, _dir, atts in _attempt_groups(case):
+        for att in atts:
+            text = field_of(field_of(att, "hint_record"), "text")
+            ids = _int(field_of(att, "teacher_prompt_ids"))
+            if isinstance(text, str) and text.strip() == want and ids:
+                found.append((rnd == round_index, rnd, ids))
+    if not found:
+        return None
+    _, rnd, ids = max(found, key=lambda f: (f[0], f[1]))
+    return ids, f"the archived hinted prompt of round {rnd}"
+
+
+def locate_hint(case: Any, data: CaptureData, decoder: TokenDecoder) -> HintSpan | None:
+    """The hint span of a hinted-prompt capture (None for any other capture). A rebuilt
+    prompt (a continuation) is also compared with the archived prompt of the same hint."""
+    if not data.hinted_prompt:
+        return None
+    prompt = data.ids[: data.hint_prompt_len]
+    archived = archived_hinted_prompt(case, data.hint_text, data.round_index) if data.kind == "continuation" else None
+    piece_bytes = decoder.piece_bytes if decoder.source != DecodeSource.RAW else None
+    return hint_span(
+        prompt,
+        piece_bytes,
+        data.hint_text,
+        student=data.student_ids,
+        archived_hinted=archived[0] if archived else None,
+        archived_label=archived[1] if archived else "",
+        prompt_label="the live prompt" if data.kind == "continuation" else "the teacher prompt",
+        decoder_label=decoder.label,
+    )
 
 
 def _int(value: Any) -> list[int] | None:

@@ -19,7 +19,8 @@ from typing import Any
 
 from eviscene_tui.tokens import tiny
 
-HINT_TEXT = "\nHint: search the caption text before judging the photo."
+HINT = "search the caption text before judging the photo."
+HINT_TEXT = "\nHint: " + HINT  # what the teacher prompt holds (framing + the hint)
 
 
 @dataclass
@@ -110,6 +111,7 @@ def synthetic_case(run_dir: Path, *, family: str = "qwen3_5", pads: int = 64, se
     attempt = _attempt({
         "schema_version": "ifv-psd-repair-attempt-v1",
         "repair_site": {"source_step_index": 1, "step_index": 1},
+        "hint_record": {"text": HINT},
         "student_prompt_ids": student, "teacher_prompt_ids": teacher, "completion_ids": completion,
         "repair_rollout_token_capture": capture(teacher, completion),
         "psd_media": {

@@ -12,7 +12,6 @@ from textual.message import Message
 
 from eviscene_tui.state.rows import CaseRow
 from eviscene_tui.state.trace_rows import TraceRows
-
 if TYPE_CHECKING:
     from eviscene_tui.policy.accumulate import StreamAccumulator
     from eviscene_tui.policy.client import ServerStatus
@@ -20,6 +19,7 @@ if TYPE_CHECKING:
     from eviscene_tui.supervised import ContinuationOutcome, SupervisedSearch
     from eviscene_tui.tokens.capture import CaptureData
     from eviscene_tui.tokens.decode import TokenDecoder
+    from eviscene_tui.tokens.hintspan import HintSpan
     from eviscene_tui.tokens.layout import CellLayout
     from eviscene_tui.tokens.sources import CaptureRef
     from eviscene_tui.tokens.vision import VisionIds
@@ -272,10 +272,33 @@ class ImageReady(Message):
         self.info = info
 
 
-class RemoteSearchReady(Message):
-    """The pieces a text search needs were fetched from the tokenizer server: search now."""
+class HintLocated(Message):
+    """The hint span of a hinted-prompt capture (``tokens.hintspan``), with display texts."""
 
-    def __init__(self, query: str, forward: bool) -> None:
+    def __init__(self, key: str, span: HintSpan) -> None:
+        super().__init__()
+        self.key = key
+        self.span = span
+
+
+class TokenSearchProgress(Message):
+    """A text search over a capture has scanned ``done`` of ``total`` ids."""
+
+    def __init__(self, query: str, done: int, total: int, what: str = "searching") -> None:
         super().__init__()
         self.query = query
-        self.forward = forward
+        self.done = done
+        self.total = total
+        self.what = what
+
+
+class TokenSearchDone(Message):
+    """A text search's answer: the match span (None: no match) and the ids whose own piece
+    holds the text (None when not computed)."""
+
+    def __init__(self, query: str, span: tuple[int, int] | None, members: set[int] | None, target: str = "main") -> None:
+        super().__init__()
+        self.query = query
+        self.span = span
+        self.members = members
+        self.target = target

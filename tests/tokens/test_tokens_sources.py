@@ -8,8 +8,9 @@ import orjson
 import pytest
 
 from eviscene_tui.tokens import tiny
-from eviscene_tui.tokens.sources import CaptureError, enumerate_captures, load_capture
-from eviscene_tui.tokens.synthetic import HINT_TEXT, synthetic_case
+from eviscene_tui.tokens.decode import LocalTokenizerDecoder
+from eviscene_tui.tokens.sources import CaptureError, enumerate_captures, load_capture, locate_hint
+from eviscene_tui.tokens.synthetic import HINT, HINT_TEXT, synthetic_case
 
 
 @pytest.fixture
@@ -39,10 +40,16 @@ def test_enumerate(case, tmp_path: Path):
         load_capture(case, "recorded:../../etc/passwd", workdir=wd)
 
 
-def test_teacher_prompt_highlights_hint(case):
+def test_teacher_prompt_hint_span_from_its_text(case):
     data = load_capture(case, "attempt:0:teacher_prompt_ids")
-    a, b = data.highlight
-    assert tiny.decode(data.ids[a:b]) == HINT_TEXT
+    assert data.hinted_prompt and data.hint_text == HINT and data.hint_prompt_len == len(data.ids)
+    span = locate_hint(case, data, LocalTokenizerDecoder(tiny.tiny_tokenizer_json(), path="t"))
+    a, b = span.range
+    assert tiny.decode(data.ids[a:b]).strip() == HINT and span.basis == "hint text"
+    # the prompt difference holds the hint plus its framing ("\nHint: ")
+    lo, hi = data.prompt_diff.inserted
+    assert tiny.decode(data.ids[lo:hi]) == HINT_TEXT and lo < a and b == hi
+    assert span.same_beyond_hint is True and span.difference is None
     assert data.prompt_diff.pure_insertion
     assert all(c.level == "ok" for c in data.checks), data.checks
     rep = data.media_report

@@ -11,7 +11,7 @@ from textual.app import App
 
 from eviscene_tui.tokens import tiny
 from eviscene_tui.tokens.decode import LocalTokenizerDecoder, RawDecoder
-from eviscene_tui.tokens.synthetic import big_case, synthetic_case
+from eviscene_tui.tokens.synthetic import HINT, big_case, synthetic_case
 from eviscene_tui.ui.screens.tokens import TokenScreen
 from eviscene_tui.ui.widgets.image_preview import HalfBlockImage
 from eviscene_tui.ui.widgets.token_view import TokenView
@@ -84,15 +84,15 @@ async def test_million_ids_open_jump_search(million, tmp_path: Path):
         await pilot.press(*"capt")
         app.screen.query_one("#tokens-prompt").value = "caption"
         await pilot.press("enter")
-        await pilot.pause()
+        await _settle(app, pilot)  # the text search runs in a worker
         at = view.cursor_offset
         assert "caption" in dec.piece(view.data.ids[at])
         await pilot.press("n")
-        await pilot.pause()
+        await _settle(app, pilot)
         assert view.cursor_offset > at and "caption" in dec.piece(view.data.ids[view.cursor_offset])
         # text across token boundaries
         assert app.screen.search("caption date") is None
-        await pilot.pause()
+        await _settle(app, pilot)
         span = view._match_span
         assert span is not None and span[1] - span[0] == 2 and view.cursor_offset == span[0]
         assert "match at offsets" in _text(app, "#tokens-status")
@@ -122,12 +122,14 @@ async def test_picker_hint_span_and_media(tmp_path: Path):
         await _settle(app, pilot)
         assert screen.loaded_key == "attempt:0:teacher_prompt_ids"
         diff = _text(app, "#panel-diff")
-        assert "inserted in teacher" in diff and "Hint: search the caption" in diff
+        assert "hint in teacher" in diff and "found from the hint text" in diff and "search the caption" in diff
+        assert "apart from the hint, the prompt equals the student prompt" in diff
         await pilot.press("h")
         await pilot.pause()
         view = screen.query_one("#token-view", TokenView)
         a, b = view.data.highlight
-        assert view.cursor_offset == a
+        assert view.cursor_offset == a and (a, b) == screen.hint.range
+        assert tiny.decode(view.data.ids[a:b]).strip() == HINT
         media = _text(app, "#panel-media")
         assert "sha256 verified" in media and "same images" in media and "/models/Qwen3.5-9B" in media
         assert _text(app, "#media-problems") == ""
@@ -244,7 +246,8 @@ async def test_server_decoding_in_screen(tmp_path: Path):
             first_row = view.render_line(0).text.split("│", 1)[1].split()
             assert first_row[:8] == ["<|im_sta…", "s", "y", "s", "t", "e", "m", "↵"]
             assert "·verify" in grid and "<|image_pad|> ×64 · image #1" in grid
-            assert "Hint: search the caption" in _text(app, "#panel-diff")
+            diff = _text(app, "#panel-diff")
+            assert "search the caption" in diff and "found from the hint text" in diff
             paths = {r["path"] for r in srv.recorder.requests}
             assert "/detokenize" in paths
 

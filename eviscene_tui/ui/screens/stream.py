@@ -408,7 +408,8 @@ class StreamScreen(Screen):
             except Exception as exc:  # noqa: BLE001 - a damaged trace only loses the diff
                 note = f"student prompt unavailable: {type(exc).__name__}: {exc}"
             data = live_capture(snap, student_prompt_ids=student,
-                                student_source=f"source step {step_index} policy_token_capture")
+                                student_source=f"source step {step_index} policy_token_capture",
+                                request=self.sent_request, config=self.config)
             if note:
                 data.notes.append(note)
             self.post_message(LiveCaptureReady(data))

@@ -16,11 +16,13 @@ post the typed messages below; handlers only update widgets.
 
 from __future__ import annotations
 
+import asyncio
 import re
 from pathlib import Path
 from typing import Any, ClassVar
 
 from textual import on, work
+from textual.worker import get_current_worker
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
@@ -33,22 +35,26 @@ from eviscene_tui.safe_text import safe_text
 from eviscene_tui.tokens.capture import CaptureData, logprob_bucket, prob_of
 from eviscene_tui.tokens.decode import DecodeSource, RawDecoder, TokenDecoder, resolve_decoder
 from eviscene_tui.tokens.diff import alignment_summary
+from eviscene_tui.tokens.hintspan import HintSpan
 from eviscene_tui.tokens.layout import CellLayout
-from eviscene_tui.tokens.sources import CaptureError, CaptureRef, enumerate_captures, load_capture
+from eviscene_tui.tokens.search import find_text, matching_ids
+from eviscene_tui.tokens.sources import CaptureError, CaptureRef, enumerate_captures, load_capture, locate_hint
 from eviscene_tui.tokens.vision import VisionIds, guess_from_ids
-from eviscene_tui.ui.widgets.image_preview import ImagePreview, graphics_mode, load_preview_image
-from eviscene_tui.ui.widgets.token_view import TokenView, display_piece, run_label
 from eviscene_tui.ui.messages import (
     CaptureFailed,
     CaptureLoaded,
     CapturesListed,
     DecoderReady,
+    HintLocated,
     ImageReady,
     LayoutReady,
     PiecesFetched,
-    RemoteSearchReady,
     SpanDecoded,
+    TokenSearchDone,
+    TokenSearchProgress,
 )
+from eviscene_tui.ui.widgets.image_preview import ImagePreview, graphics_mode, load_preview_image
+from eviscene_tui.ui.widgets.token_view import TokenView, display_piece, run_label
 from eviscene_tui.ui.widgets.key_footer import KeyFooter
 
 LEVEL_MARK = {"ok": ("✓", "$success"), "warn": ("!", "$warning"), "fail": ("✗", "$error"), "info": ("·", "$foreground-muted")}
@@ -124,6 +130,7 @@ class TokenScreen(Screen[None]):
             ("tokens: next image", "Next image-pad run", self.action_next_image),
             ("tokens: side by side", "Student vs teacher prompt (or teacher vs source completion)", self.action_toggle_pair),
             ("tokens: toggle logprob colours", "Colour completion tokens by logprob", lambda: view().action_toggle_overlay()),
+            ("tokens: flowing text / grid", "Show the tokens as wrapped decoded text, or one cell per token", lambda: view().action_toggle_mode()),
         ]
 
     def __init__(
@@ -153,6 +160,8 @@ class TokenScreen(Screen[None]):
         self._images: dict[int, tuple[Any, dict[str, Any]]] = {}
         self._preview_index: int | None = None
         self._spans: dict[str, str] = {}
+        self.hint: HintSpan | None = None  # the located hint span of a hinted prompt (one answer for panel and `h`)
+        self._hint_pending = False
         self.loaded_key: str | None = None
         self._given_capture = capture
         self._initial_source = source
@@ -313,18 +322,63 @@ class TokenScreen(Screen[None]):
         text = await dec.decode_span_async(ids)
         self.post_message(SpanDecoded(key, which, text))
 
-    @work(exclusive=False, group="tokens-search", exit_on_error=False)
-    async def _search_remote(self, query: str, forward: bool, todo: list[int]) -> None:
-        """Fetch the pieces a text search needs from the server; the handler then searches."""
+    @work(exclusive=True, group="tokens-search", exit_on_error=False)
+    async def _search_text(self, query: str, text: str, ids: list[int], start: int, forward: bool, members_needed: bool) -> None:
+        """Find ``text`` over the whole capture without blocking the UI: a remote decoder's
+        missing pieces are fetched first (in batches, with progress), then the pieces are
+        scanned in a thread, chunk by chunk, with progress; a newer search cancels this one."""
         dec = self.decoder
-        if dec is not None and todo:
-            await dec.fetch(todo)
-        self.post_message(RemoteSearchReady(query, forward))
+        if dec is None:
+            return
+        worker = get_current_worker()
+        if dec.source == DecodeSource.SERVER:
+            todo = dec.pending(set(ids))
+            for i in range(0, len(todo), 2048):
+                if worker.is_cancelled:
+                    return
+                self.post_message(TokenSearchProgress(query, i, len(todo), "fetching pieces from the server"))
+                await dec.fetch(todo[i:i + 2048])
+            if todo:
+                self.post_message(PiecesFetched(len(todo)))
 
-    def on_remote_search_ready(self, message: RemoteSearchReady) -> None:
-        view = self.query_one("#token-view", TokenView)
-        view.pieces_updated()
-        view.find(message.query, forward=message.forward)
+        def progress(done: int, total: int) -> bool:
+            if worker.is_cancelled:
+                return False
+            self.post_message(TokenSearchProgress(query, done, total))
+            return True
+
+        def scan() -> tuple[tuple[int, int] | None, set[int] | None]:
+            members = matching_ids(set(ids), dec, text) if members_needed else None
+            if worker.is_cancelled:
+                return None, members
+            return find_text(ids, dec, text, start, forward=forward, chunk=65536, progress=progress), members
+
+        span, members = await asyncio.to_thread(scan)
+        if not worker.is_cancelled:
+            self.post_message(TokenSearchDone(query, span, members))
+
+    @work(exclusive=True, group="tokens-hint", exit_on_error=False)
+    async def _locate_hint(self, data: CaptureData, decoder: TokenDecoder) -> None:
+        """Find the hint's span from its text (pieces of a remote decoder fetched first),
+        then decode what the panel shows: the span, and the first difference beyond it."""
+        prompt = data.ids[: data.hint_prompt_len or 0]
+        if decoder.source == DecodeSource.SERVER:
+            await decoder.fetch(set(prompt))
+            self.post_message(PiecesFetched(0))
+        try:
+            span = await asyncio.to_thread(locate_hint, self.case, data, decoder)
+        except Exception as exc:  # noqa: BLE001 - a broken case only loses the span
+            span = HintSpan(None, None, "none", f"hint span unknown: {type(exc).__name__}: {exc}")
+        if span is None:
+            return
+        if span.found:
+            a, b = span.range  # type: ignore[misc]
+            span.texts["hint"] = await decoder.decode_span_async(prompt[a:b][:4096])
+        if span.difference is not None:
+            d = span.difference
+            span.texts["prompt"] = await decoder.decode_span_async(list(d.prompt_ids))
+            span.texts["reference"] = await decoder.decode_span_async(list(d.ref_ids))
+        self.post_message(HintLocated(data.key, span))
 
     @work(thread=True, exclusive=True, group="tokens-image", exit_on_error=False)
     def _load_image(self, key: str, index: int, path: str) -> None:
@@ -338,6 +392,8 @@ class TokenScreen(Screen[None]):
         self.data = None
         self._images.clear()
         self._spans.clear()
+        self.hint = None
+        self._hint_pending = False
         self._preview_index = None
         self._status(f"loading {key}…")
         self._load_capture(key)
@@ -368,6 +424,11 @@ class TokenScreen(Screen[None]):
             size = f"{ref.size:,} ids" if ref.size is not None else ""
             prompt = _c((safe_text(ref.label, single_line=True), ""), ("  " + size, "$foreground-muted"))
             picker.add_option(Option(prompt, id=ref.key))
+        # open with a row highlighted: the capture on screen, else the first one
+        keys = [o.id for o in picker._options]
+        want = self.data.key if self.data is not None and self.data.key in keys else next((r.key for r in message.refs), None)
+        if want is not None:
+            picker.highlighted = keys.index(want)
         picker.focus()
 
     @on(OptionList.OptionSelected, "#tokens-picker")
@@ -403,8 +464,9 @@ class TokenScreen(Screen[None]):
         if message.target == "pair":
             if self.decoder is not None and self.has_class("-paired"):
                 pair = self.query_one("#token-pair", TokenView)
+                pair.mode = self.query_one("#token-view", TokenView).mode
                 pair.load(message.data, self.decoder, message.cells, vision=message.vision)
-                self._sync_pair()
+                self.call_after_refresh(self._sync_pair)  # once the pane has its size
             return
         if self.data is None or message.data is not self.data or self.decoder is None:
             return
@@ -418,7 +480,11 @@ class TokenScreen(Screen[None]):
         self._render_diff()
         self._render_alignment()
         self._render_media()
-        self._request_spans()
+        if self.data.hinted_prompt:
+            self._hint_pending = True
+            self._locate_hint(self.data, self.decoder)
+        else:
+            self._request_spans()
         if self.data.media_report is not None and self.data.media_report.images:
             self._show_image(0)
 
@@ -427,6 +493,49 @@ class TokenScreen(Screen[None]):
             view.pieces_updated()
         self._render_selected()
         self._render_alignment()
+
+    def on_hint_located(self, message: HintLocated) -> None:
+        if self.data is None or message.key != self.data.key:
+            return
+        self.hint = message.span
+        self._hint_pending = False
+        self.query_one("#token-view", TokenView).set_highlight(message.span.range)
+        self._render_diff()
+
+    def on_token_search_progress(self, message: TokenSearchProgress) -> None:
+        view = self.query_one("#token-view", TokenView)
+        if message.query != view.query or not message.total:
+            return
+        pct = 100 * message.done // message.total
+        self._status(f"{message.what} for {message.query!r}: {message.done:,} of {message.total:,} ids ({pct}%)…")
+
+    def on_token_search_done(self, message: TokenSearchDone) -> None:
+        self.query_one("#token-view", TokenView).show_text_match(message.query, message.span, message.members)
+
+    @on(TokenView.TextSearchRequested, "#token-view")
+    def _text_search(self, event: TokenView.TextSearchRequested) -> None:
+        view = event.view
+        if view.data is None:
+            return
+        self._status(f"searching for {event.query!r}…")
+        self._search_text(event.query, event.text, view.data.ids, event.start, event.forward, view._match_ids is None)
+
+    @on(TokenView.OverlayToggled, "#token-view")
+    def _overlay_toggled(self, event: TokenView.OverlayToggled) -> None:
+        data = self.data
+        if data is None:
+            return
+        if data.logprobs is None:
+            self._status(self._no_logprobs_reason())
+        else:
+            self._status("logprob colours " + ("on" if event.on else "off"))
+
+    @on(TokenView.ModeChanged, "#token-view")
+    def _mode_changed(self, event: TokenView.ModeChanged) -> None:
+        pair = self.query_one("#token-pair", TokenView)
+        if pair.mode != event.mode:
+            pair.mode = event.mode
+        self._status("flowing text (f: one cell per token)" if event.mode == "flow" else "token grid (f: flowing text)")
 
     def on_span_decoded(self, message: SpanDecoded) -> None:
         if self.data is None or message.key != self.data.key:
@@ -514,25 +623,28 @@ class TokenScreen(Screen[None]):
         return True
 
     def search(self, value: str, *, forward: bool = True) -> None:
-        view = self.query_one("#token-view", TokenView)
+        """Search by id (answered at once) or by text (a worker scans the whole capture)."""
         if not value.strip():
             return
-        from eviscene_tui.tokens.search import parse_query
-
-        q = parse_query(value)
-        if q is not None and q.kind == "text" and self.decoder is not None and self.decoder.source == DecodeSource.SERVER:
-            todo = list(self.decoder.pending(view.unique_ids()))
-            self._status(f"fetching {len(todo):,} pieces from the server to search…")
-            self._search_remote(value, forward, todo)
-            return
-        view.find(value, forward=forward)
+        self.query_one("#token-view", TokenView).find(value, forward=forward)
 
     def action_jump_highlight(self) -> None:
-        if self.data is not None and self.data.highlight is not None:
-            start, end = self.data.highlight
+        data = self.data
+        view = self.query_one("#token-view", TokenView)
+        if data is not None and data.hinted_prompt:
+            # the located hint span: the same answer the side panel shows
+            if self._hint_pending or self.hint is None:
+                self._status("locating the hint span…")
+                return
+            if self.hint.range is not None:
+                view.jump_to_offset(self.hint.range[0], screen_row=2)
+            self._status(self.hint.message)
+            return
+        if data is not None and data.highlight is not None:
+            start, end = data.highlight
             if end > start:
-                self.query_one("#token-view", TokenView).jump_to_offset(start)
-                self._status(f"hint span: ids {start:,}–{end - 1:,}")
+                view.jump_to_offset(start, screen_row=2)
+                self._status(f"replaced span: ids {start:,}–{end - 1:,}")
                 return
         self._status("no inserted span in this capture")
 
@@ -571,20 +683,25 @@ class TokenScreen(Screen[None]):
         )
         self._build_pair_layout(pair, self.vision)
 
+    PAIR_ROW = 2  # both panes show the aligned token this many rows below their top
+
     def _sync_pair(self) -> None:
-        """Both views to the first differing token (the hint point), or the same offset."""
+        """Both panes on the end of the common prefix (the first differing token), on the
+        same screen row; for completions, on the first differing alignment op."""
         data = self.data
         main = self.query_one("#token-view", TokenView)
         pair = self.query_one("#token-pair", TokenView)
-        if data is not None and data.prompt_diff is not None:
-            main.jump_to_offset(min(data.prompt_diff.prefix, max(0, len(data.ids) - 1)))
-            pair.jump_to_offset(min(data.prompt_diff.prefix, max(0, len(pair.data.ids) - 1)) if pair.data else 0)
-        elif data is not None and data.alignment:
+        if data is None or pair.data is None or not pair.data.ids or not data.ids:
+            return
+        if data.prompt_diff is not None:
+            at = data.prompt_diff.prefix
+            main.jump_to_offset(min(at, len(data.ids) - 1), screen_row=self.PAIR_ROW)
+            pair.jump_to_offset(min(at, len(pair.data.ids) - 1), screen_row=self.PAIR_ROW)
+        elif data.alignment:
             first = next((op for op in data.alignment if op.tag != "equal"), None)
             if first is not None:
-                main.jump_to_offset(min(first.b_start, max(0, len(data.ids) - 1)))
-                if pair.data is not None and pair.data.ids:
-                    pair.jump_to_offset(min(first.a_start, len(pair.data.ids) - 1))
+                main.jump_to_offset(min(first.b_start, len(data.ids) - 1), screen_row=self.PAIR_ROW)
+                pair.jump_to_offset(min(first.a_start, len(pair.data.ids) - 1), screen_row=self.PAIR_ROW)
 
     def action_next_image(self) -> None:
         view = self.query_one("#token-view", TokenView)
@@ -697,8 +814,24 @@ class TokenScreen(Screen[None]):
                 tok = self._piece_for(e.token_id) if e.token_id is not None else safe_text(e.token or "?", single_line=True)
                 rows.append(_c((mark, "$accent"), (ptxt, ""), "  ", (str(e.token_id if e.token_id is not None else "?").rjust(7), "$foreground-muted"), "  ", display_piece(safe_text(tok, single_line=True, limit=40))))
         elif ci is not None and data.topk is None:
-            rows.append(Content.styled("no top-k captured", "$foreground-muted"))
+            rows.append(Content.styled(self._no_logprobs_reason() if data.logprobs is None else self._no_topk_reason(), "$foreground-muted"))
         panel.update(_lines(*rows))
+
+    def _no_logprobs_reason(self) -> str:
+        data = self.data
+        if data is None or data.completion_start is None:
+            return "no completion in this capture: nothing to colour by logprob"
+        if data.logprobs_requested is False:
+            return "no logprobs or top-k: the request did not ask for logprobs"
+        if data.logprobs_requested is True:
+            return "no logprobs or top-k: they were requested, but the server returned none"
+        return "no logprobs or top-k in this capture"
+
+    def _no_topk_reason(self) -> str:
+        data = self.data
+        if data is not None and data.logprobs_requested is True:
+            return "no top-k captured: logprobs were requested without top_logprobs alternatives"
+        return "no top-k captured in this capture"
 
     def _render_checks(self) -> None:
         data = self.data
@@ -744,16 +877,19 @@ class TokenScreen(Screen[None]):
     def _render_diff(self) -> None:
         data = self.data
         panel = self.query_one("#panel-diff", Static)
-        if data is None or data.prompt_diff is None:
+        if data is None or (data.prompt_diff is None and not data.hinted_prompt):
             panel.update("")
             return
         d = data.prompt_diff
-        rows = [Content.styled("Student vs teacher prompt", "bold $accent")]
-        rows.append(_c(("student ", "$foreground-muted"), f"{d.student_len:,}", ("  teacher ", "$foreground-muted"), f"{d.teacher_len:,}",
-                       ("  common prefix ", "$foreground-muted"), f"{d.prefix:,}", ("  suffix ", "$foreground-muted"), f"{d.suffix:,}"))
-        if d.identical:
+        rows = [Content.styled("Student vs teacher prompt" if d is not None else "Hinted prompt", "bold $accent")]
+        if d is not None:
+            rows.append(_c(("student ", "$foreground-muted"), f"{d.student_len:,}", ("  teacher ", "$foreground-muted"), f"{d.teacher_len:,}",
+                           ("  common prefix ", "$foreground-muted"), f"{d.prefix:,}", ("  suffix ", "$foreground-muted"), f"{d.suffix:,}"))
+        if data.hinted_prompt:
+            rows.extend(self._hint_rows())
+        elif d is not None and d.identical:
             rows.append(Content.styled("identical: no hint was inserted", "$warning bold"))
-        else:
+        elif d is not None:
             a, b = d.inserted
             rows.append(_c(("inserted in teacher ", "$foreground-muted"), (f"ids {a:,}–{b - 1:,} ({b - a:,} tokens)" if b > a else "nothing", "$success bold")))
             text = self._spans.get("inserted")
@@ -766,6 +902,42 @@ class TokenScreen(Screen[None]):
                 rows.append(_c(("  “", "$foreground-muted"), (safe_text(text, limit=300) if text is not None else "decoding…", "$warning"), ("”", "$foreground-muted")))
             rows.append(Content.styled("press h to jump to the span", "$foreground-muted"))
         panel.update(_lines(*rows))
+
+    def _hint_rows(self) -> list[Content]:
+        """The located hint span (:attr:`hint`): where it is, how it was found, and whether
+        the prompt differs from its reference beyond the hint."""
+        hint = self.hint
+        if hint is None:
+            return [Content.styled("locating the hint span…" if self._hint_pending else "hint span not located yet", "$foreground-muted")]
+        rows: list[Content] = []
+        if hint.range is not None:
+            a, b = hint.range
+            how = "found from the hint text" if hint.basis == "hint text" else "where the prompts differ (hint text not located)"
+            rows.append(_c(("hint in teacher ", "$foreground-muted"), (f"ids {a:,}–{b - 1:,} ({b - a:,} tokens)", "$success bold"),
+                           ("  " + how, "$foreground-muted" if hint.basis == "hint text" else "$warning")))
+            text = hint.texts.get("hint")
+            rows.append(_c(("  “", "$foreground-muted"), (safe_text(text, limit=600) if text is not None else "…", "$success"), ("”", "$foreground-muted")))
+        else:
+            rows.append(Content.styled(safe_text(hint.message, single_line=True), "$warning bold"))
+        for note in hint.notes:
+            rows.append(Content.styled(safe_text(note, single_line=True, limit=200), "$foreground-muted"))
+        if hint.reference is not None:
+            ref = safe_text(hint.reference, single_line=True)
+            if hint.same_beyond_hint:
+                rows.append(_c(("✓ ", "$success bold"), "apart from the hint, the prompt equals ", (ref, "")))
+            elif hint.difference is not None:
+                diff = hint.difference
+                before = hint.range is not None and diff.offset < hint.range[0]
+                where = "before the hint" if before else "after the hint"
+                rows.append(_c(("✗ ", "$error bold"), ("differs from ", "$error"), (ref, "$error"), (" beyond the hint: ", "$error"),
+                               (f"first difference at id {diff.offset:,} ({where}; id {diff.ref_offset:,} there)", "$error bold")))
+                mine = hint.texts.get("prompt")
+                theirs = hint.texts.get("reference")
+                rows.append(_c(("  this prompt “", "$foreground-muted"), (display_piece(safe_text(mine or "…", single_line=True, limit=80)), "$warning"), ("”", "$foreground-muted")))
+                rows.append(_c(("  reference   “", "$foreground-muted"), (display_piece(safe_text(theirs or "…", single_line=True, limit=80)), ""), ("”", "$foreground-muted")))
+        if hint.range is not None:
+            rows.append(Content.styled("press h to jump to the span", "$foreground-muted"))
+        return rows
 
     def _render_alignment(self) -> None:
         data = self.data

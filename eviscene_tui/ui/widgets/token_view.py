@@ -1,4 +1,12 @@
-"""A Line-API token grid: one row shows N cells; never a widget per token.
+"""A Line-API token view in two modes: a grid (N cells a row) or flowing text; never a
+widget per token.
+
+Flowing mode (``f`` toggles): the decoded text wrapped as text
+(:class:`~eviscene_tui.tokens.flow.FlowLayout`, wrapped lazily segment by segment), token
+boundaries shown by alternating backgrounds, special tokens as labelled chips, image-pad
+runs collapsed into one chip, and the same logprob colours, cursor, search and highlight.
+
+Grid mode:
 
 - rows are computed lazily from :class:`~eviscene_tui.tokens.layout.RowLayout`
   (O(log segments) per row), so 1,000,000 ids cost nothing until a row is visible;
@@ -6,8 +14,9 @@
   between the ``<|vision_start|>`` / ``<|vision_end|>`` cells;
 - a gutter (index ruler) shows the id offset of each row and ``P``/``C`` for prompt /
   completion; cells alternate two backgrounds so token boundaries are visible;
-- cursor (left/right/up/down/page/home/end), jump to offset, search by id or text
-  (next/previous match), optional logprob overlay on completion tokens;
+- cursor (left/right/up/down/page/home/end), jump to offset, search by id (here, C-speed)
+  or by text (the view posts :class:`TokenView.TextSearchRequested`; the screen scans the
+  whole capture in a worker and hands the match back), optional logprob overlay;
 - rendered rows go through an LRU Strip cache cleared on style change;
 - every colour comes from component classes (theme variables), pieces are already
   ``safe_text``'ed by the decoder, and no markup is ever built from token text.
@@ -32,9 +41,12 @@ from textual.strip import Strip
 
 from eviscene_tui.tokens.capture import CaptureData, logprob_bucket
 from eviscene_tui.tokens.decode import RawDecoder, TokenDecoder
+from eviscene_tui.tokens.flow import FlowLayout, Frag, id_positions
 from eviscene_tui.tokens.layout import CellLayout, PadRun, RowLayout
-from eviscene_tui.tokens.search import find_offset, find_text, matching_ids, parse_query
+from eviscene_tui.tokens.search import find_offset, parse_query
 from eviscene_tui.tokens.vision import VisionIds
+
+MODES = ("grid", "flow")
 
 _VISIBLE_WS = str.maketrans({" ": "·", "\n": "↵", "\t": "→", "\r": "␍"})
 
@@ -50,7 +62,7 @@ def run_label(run: PadRun, pad_name: str | None) -> str:
 
 
 class TokenView(ScrollView, can_focus=True):
-    """Virtualized grid of tokens for one :class:`CaptureData`."""
+    """Virtualized view of the tokens of one :class:`CaptureData` (grid or flowing text)."""
 
     COMPONENT_CLASSES: ClassVar[set[str]] = {
         "token-view--gutter",
@@ -60,6 +72,7 @@ class TokenView(ScrollView, can_focus=True):
         "token-view--special",
         "token-view--image",
         "token-view--pending",
+        "token-view--newline",
         "token-view--cursor",
         "token-view--match",
         "token-view--highlight",
@@ -80,6 +93,7 @@ class TokenView(ScrollView, can_focus=True):
         & > .token-view--special { color: $warning; text-style: bold; }
         & > .token-view--image { color: $secondary; text-style: bold; }
         & > .token-view--pending { color: $foreground-muted; }
+        & > .token-view--newline { color: $foreground-muted; }
         & > .token-view--cursor { background: $primary; color: $text; text-style: bold; }
         & > .token-view--match { background: $warning-muted; }
         & > .token-view--highlight { background: $success-muted; }
@@ -103,6 +117,7 @@ class TokenView(ScrollView, can_focus=True):
         Binding("n", "next_match", "Next match", id="token_view.next_match"),
         Binding("N", "previous_match", "Prev match", show=False, id="token_view.previous_match"),
         Binding("l", "toggle_overlay", "Logprobs", id="token_view.logprobs"),
+        Binding("f", "toggle_mode", "Flow/grid", id="token_view.mode"),
         Binding("plus,equals_sign", "cell_width(2)", "Wider", show=False),
         Binding("minus", "cell_width(-2)", "Narrower", show=False),
     ]
@@ -110,6 +125,7 @@ class TokenView(ScrollView, can_focus=True):
     cursor: var[int] = var(0, init=False)
     overlay: var[bool] = var(True, init=False)
     cell_width: var[int] = var(10, init=False)
+    mode: var[str] = var("grid", init=False)
 
     class CursorMoved(Message):
         """The selected cell changed."""
@@ -141,6 +157,41 @@ class TokenView(ScrollView, can_focus=True):
             self.offset = offset
             self.message = message
 
+    class TextSearchRequested(Message):
+        """Find ``text`` after (``forward``) or before offset ``start``: the screen scans in a worker."""
+
+        def __init__(self, view: "TokenView", query: str, text: str, start: int, forward: bool) -> None:
+            super().__init__()
+            self.view = view
+            self.query = query
+            self.text = text
+            self.start = start
+            self.forward = forward
+
+        @property
+        def control(self) -> "TokenView":
+            return self.view
+
+    class OverlayToggled(Message):
+        def __init__(self, view: "TokenView", on: bool) -> None:
+            super().__init__()
+            self.view = view
+            self.on = on
+
+        @property
+        def control(self) -> "TokenView":
+            return self.view
+
+    class ModeChanged(Message):
+        def __init__(self, view: "TokenView", mode: str) -> None:
+            super().__init__()
+            self.view = view
+            self.mode = mode
+
+        @property
+        def control(self) -> "TokenView":
+            return self.view
+
     def __init__(self, *, name: str | None = None, id: str | None = None, classes: str | None = None) -> None:
         super().__init__(name=name, id=id, classes=classes)
         self.data: CaptureData | None = None
@@ -148,6 +199,7 @@ class TokenView(ScrollView, can_focus=True):
         self.vision: VisionIds | None = None
         self.cells: CellLayout | None = None
         self.rows: RowLayout | None = None
+        self.flow: FlowLayout | None = None
         self._strip_cache: LRUCache[tuple, Strip] = LRUCache(2048)
         self._styles: dict[str, Style] = {}
         self._pieces_gen = 0
@@ -159,6 +211,7 @@ class TokenView(ScrollView, can_focus=True):
         self._query: str = ""
         self._requested: set[int] = set()
         self._unique: set[int] | None = None
+        self._line_starts: list[int] | None = None  # cells where a chat message starts (flow segments)
 
     # ------------------------------------------------------------------ data
     def load(
@@ -178,19 +231,36 @@ class TokenView(ScrollView, can_focus=True):
         self._unique = None
         self._match_ids = None
         self._match_id = None
+        self._match_text = None
+        self._match_span = None
         self._query = ""
         self._requested.clear()
         self._strip_cache.clear()
+        self._line_starts = None
+        self.rows = None
+        self.flow = None
         self._relayout()
         self.set_reactive(TokenView.cursor, 0)
         self.scroll_to(0, 0, animate=False)
         self._post_cursor()
         self.refresh()
 
+    def set_highlight(self, span: tuple[int, int] | None) -> None:
+        """Highlight ``span`` (id offsets, end exclusive), e.g. the hint once it is located."""
+        if self.data is None:
+            return
+        self.data.highlight = span
+        self.rows = None  # rows break at the highlight's ends
+        self._relayout()
+        self._scroll_cursor_visible()
+        self.refresh()
+
     def pieces_updated(self) -> None:
         """The decoder cache grew: re-render."""
         self._pieces_gen += 1
         self._strip_cache.clear()
+        if self.flow is not None:
+            self.flow.invalidate()
         self.refresh()
 
     @property
@@ -202,22 +272,52 @@ class TokenView(ScrollView, can_focus=True):
         n = len(self.data.ids) if self.data is not None else 0
         return len(f"{n:,}") + 4  # "P " + number + " │"
 
+    def _text_width(self) -> int:
+        width = max(1, self.scrollable_content_region.width or self.size.width or 80)
+        return max(8, width - self.gutter_width - 1)
+
     def _relayout(self) -> None:
         if self.cells is None or self.data is None:
             self.rows = None
+            self.flow = None
             self.virtual_size = Size(0, 0)
             return
-        width = max(1, self.scrollable_content_region.width or self.size.width or 80)
-        per_row = max(1, (width - self.gutter_width - 1) // max(2, self.cell_width))
         breaks = []
         if self.data.completion_start:
             breaks.append(self.data.completion_start)
         if self.data.highlight:
             breaks.extend(x for x in self.data.highlight)
-        if self.rows is None or self.rows.per_row != per_row or self.rows.cells is not self.cells:
-            self.rows = RowLayout(self.cells, per_row, break_offsets=breaks)
-        self.virtual_size = Size(self.gutter_width + per_row * self.cell_width, len(self.rows))
+        if self.mode == "flow":
+            width = self._text_width()
+            if self.flow is None or self.flow.width != width or self.flow.cells is not self.cells:
+                cells = self.cells
+                comp = self.data.completion_start
+                self.flow = FlowLayout(
+                    cells, width, self._flow_text,
+                    line_starts=self._message_starts(),
+                    break_cells=[cells.cell_of_offset(comp)] if comp is not None and 0 < comp < len(self.data.ids) else [],
+                )
+            self.virtual_size = Size(self.gutter_width + 1 + width, len(self.flow))
+        else:
+            width = max(1, self.scrollable_content_region.width or self.size.width or 80)
+            per_row = max(1, (width - self.gutter_width - 1) // max(2, self.cell_width))
+            if self.rows is None or self.rows.per_row != per_row or self.rows.cells is not self.cells:
+                self.rows = RowLayout(self.cells, per_row, break_offsets=breaks)
+            self.virtual_size = Size(self.gutter_width + per_row * self.cell_width, len(self.rows))
         self._strip_cache.clear()
+
+    def _message_starts(self) -> list[int]:
+        """Cells holding ``<|im_start|>`` (found from the ids: the decoder's or the family's id)."""
+        if self._line_starts is None:
+            assert self.data is not None and self.cells is not None
+            im_start = next((sp.id for sp in self.decoder.specials.values() if sp.content == "<|im_start|>"), None)
+            if im_start is None and self.vision is not None and self.vision.family is not None:
+                from eviscene_tui.tokens.vision import FAMILY_SPECIALS
+
+                im_start = next((i for i, n in FAMILY_SPECIALS.get(self.vision.family, {}).items() if n == "<|im_start|>"), None)
+            offsets = id_positions(self.data.ids, im_start) if im_start is not None else []
+            self._line_starts = [self.cells.cell_of_offset(o) for o in offsets]
+        return self._line_starts
 
     def on_resize(self) -> None:
         if self.cells is not None:
@@ -276,12 +376,65 @@ class TokenView(ScrollView, can_focus=True):
             return f"#{tid}", "pending", offset, 1, None
         return display_piece(piece), None, offset, 1, None
 
+    def _flow_text(self, cell: int) -> tuple[str, str | None]:
+        """What ``cell`` shows in flowing mode: its decoded text, or a chip."""
+        offset, length, run = self.cells.cell(cell)  # type: ignore[union-attr]
+        if run is not None:
+            return f"[{run_label(run, self._pad_name(run))}]", "image"
+        tid = self.data.ids[offset]  # type: ignore[union-attr]
+        name = self.token_label(tid)
+        if name is not None:
+            return name, "special"
+        piece = self.decoder.piece(tid)
+        if piece is None:
+            if tid not in self._requested:
+                self._requested.add(tid)
+                self.post_message(self.PiecesNeeded(self, [tid]))
+            return f"#{tid}", "pending"
+        if piece == "":
+            return "∅", "pending"
+        return piece, None
+
     # ------------------------------------------------------------------ rendering
+    def render_lines(self, crop: Region) -> list[Strip]:
+        if self.mode == "flow" and self.flow is not None:
+            self._settle_flow()
+        return super().render_lines(crop)
+
+    def _settle_flow(self) -> None:
+        """Wrap every segment the viewport shows before painting it (so a frame is laid out
+        with exact line counts), and follow the new total line count."""
+        flow = self.flow
+        assert flow is not None
+        top = self.scroll_offset.y
+        height = max(1, self.scrollable_content_region.height)
+        for _ in range(4):
+            gen = flow.generation
+            y = top
+            while y < top + height and y < len(flow):
+                seg = flow.lines.find(y)
+                flow.wrap(seg)
+                y = flow.lines.prefix(seg) + flow.lines.values[seg]
+            if gen == flow.generation:
+                break
+        self._sync_flow_size()
+
+    def _sync_flow_size(self) -> None:
+        flow = self.flow
+        if flow is None:
+            return
+        want = Size(self.gutter_width + 1 + flow.width, len(flow))
+        if self.virtual_size != want:
+            self.virtual_size = want
+
     def render_line(self, y: int) -> Strip:
         scroll_x, scroll_y = self.scroll_offset
         row_index = scroll_y + y
         width = self.scrollable_content_region.width
         base = self.rich_style
+        if self.mode == "flow" and self.flow is not None:
+            strip = self._flow_strip(row_index, base)
+            return strip.crop_extend(scroll_x, scroll_x + width, base).apply_offsets(scroll_x, row_index)
         if self.rows is None or row_index >= len(self.rows):
             return Strip.blank(width, base)
         row = self.rows.row(row_index)
@@ -293,40 +446,86 @@ class TokenView(ScrollView, can_focus=True):
             self._strip_cache[key] = strip
         return strip.crop_extend(scroll_x, scroll_x + width, base).apply_offsets(scroll_x, row_index)
 
-    def _render_row(self, row_index: int, start: int, end: int, kind: str, cursor_col: int, base: Style) -> Strip:
+    def _gutter(self, first_offset: int, base: Style) -> list[Segment]:
         data = self.data
-        assert data is not None and self.cells is not None
-        first_offset = self.cells.cell(start)[0]
+        assert data is not None
         in_completion = data.completion_start is not None and first_offset >= data.completion_start
         gutter_style = base + self._style("gutter-completion" if in_completion else "gutter")
         mark = "C" if in_completion else ("P" if data.completion_start is not None else " ")
         digits = self.gutter_width - 4
-        segments = [Segment(f"{mark} {first_offset:>{digits},} │", gutter_style), Segment(" ", base)]
+        return [Segment(f"{mark} {first_offset:>{digits},} │", gutter_style), Segment(" ", base)]
+
+    def _cell_style(self, cell: int, offset: int, run: PadRun | None, kind_style: str | None, base: Style, *, cursor: bool) -> Style:
+        data = self.data
+        assert data is not None
+        style = base + self._style("odd" if cell % 2 else "even")
+        if kind_style:
+            style += self._style(kind_style)
+        hl = data.highlight
+        if hl is not None and hl[0] <= offset < hl[1]:
+            style += self._style("highlight")
+        if self.overlay and run is None and data.logprobs is not None:
+            bucket = logprob_bucket(data.logprob_at(offset))
+            if bucket:
+                style += self._style(f"lp-{bucket}")
+        span = self._match_span
+        if span is not None and span[0] <= offset < span[1]:
+            style += self._style("match")
+        elif self._match_ids is not None and run is None and data.ids[offset] in self._match_ids:
+            style += self._style("match")
+        elif self._match_id is not None and run is None and data.ids[offset] == self._match_id:
+            style += self._style("match")
+        if cursor:
+            style += self._style("cursor")
+        return style
+
+    def _flow_strip(self, y: int, base: Style) -> Strip:
+        flow = self.flow
+        assert flow is not None and self.cells is not None
+        if y >= len(flow):
+            return Strip.blank(self.gutter_width + 1 + flow.width, base)
+        frags = flow.line(y)
+        on_line = bool(frags) and frags[0].cell <= self.cursor <= frags[-1].cell
+        key = ("flow", y, flow.generation, self.cursor if on_line else -1, self.overlay, self._search_gen, self._pieces_gen)
+        strip = self._strip_cache.get(key)
+        if strip is None:
+            strip = self._render_flow_line(frags, base)
+            self._strip_cache[key] = strip
+        return strip
+
+    def _render_flow_line(self, frags: list[Frag], base: Style) -> Strip:
+        cells = self.cells
+        assert cells is not None
+        if not frags:
+            return Strip([Segment(" " * (self.gutter_width + 1), base)])
+        first_offset = cells.cell(frags[0].cell)[0]
+        segments = self._gutter(first_offset, base)
+        last_cell = -1
+        style = base
+        for frag in frags:
+            if frag.cell != last_cell:
+                offset, _length, run = cells.cell(frag.cell)
+                kind = frag.kind if frag.kind not in (None, "nl") else None
+                style = self._cell_style(frag.cell, offset, run, kind, base, cursor=frag.cell == self.cursor)
+                last_cell = frag.cell
+            if frag.kind == "nl":
+                segments.append(Segment(frag.text, style + self._style("newline")))
+            else:
+                segments.append(Segment(frag.text, style))
+        return Strip(segments)
+
+    def _render_row(self, row_index: int, start: int, end: int, kind: str, cursor_col: int, base: Style) -> Strip:
+        data = self.data
+        assert data is not None and self.cells is not None
+        first_offset = self.cells.cell(start)[0]
+        segments = self._gutter(first_offset, base)
         w = self.cell_width
         missing: list[int] = []
         for col, cell in enumerate(range(start, end)):
             text, kind_style, offset, length, run = self._cell_text(cell)
             if kind_style == "pending":
                 missing.append(data.ids[offset])
-            style = base + self._style("odd" if cell % 2 else "even")
-            if kind_style:
-                style += self._style(kind_style)
-            hl = data.highlight
-            if hl is not None and hl[0] <= offset < hl[1]:
-                style += self._style("highlight")
-            if self.overlay and run is None and data.logprobs is not None:
-                bucket = logprob_bucket(data.logprob_at(offset))
-                if bucket:
-                    style += self._style(f"lp-{bucket}")
-            span = self._match_span
-            if span is not None and span[0] <= offset < span[1]:
-                style += self._style("match")
-            elif self._match_ids is not None and run is None and data.ids[offset] in self._match_ids:
-                style += self._style("match")
-            elif self._match_id is not None and run is None and data.ids[offset] == self._match_id:
-                style += self._style("match")
-            if col == cursor_col:
-                style += self._style("cursor")
+            style = self._cell_style(cell, offset, run, kind_style, base, cursor=col == cursor_col)
             if kind == "run":
                 label = f"{text}  (ids {offset:,}–{offset + length - 1:,})"
                 segments.append(Segment(label, style))
@@ -349,8 +548,18 @@ class TokenView(ScrollView, can_focus=True):
         offset, length, _ = self.cells.cell(self.cursor)
         self.post_message(self.CursorMoved(self, self.cursor, offset, length))
 
+    def row_of_cell(self, cell: int) -> int:
+        """The view row (grid row or wrapped line) where ``cell`` is shown."""
+        if self.mode == "flow" and self.flow is not None:
+            row = self.flow.line_of_cell(cell)
+            self._sync_flow_size()
+            return row
+        return self.rows.row_of_cell(cell) if self.rows is not None else 0
+
     def watch_cursor(self, old: int, new: int) -> None:
-        if self.rows is not None:
+        if self.mode == "flow":
+            self.refresh()
+        elif self.rows is not None:
             for c in {old, new}:
                 if 0 <= c < (self.cells.n_cells if self.cells else 0):
                     r = self.rows.row_of_cell(c)
@@ -361,11 +570,27 @@ class TokenView(ScrollView, can_focus=True):
     def watch_overlay(self) -> None:
         self._strip_cache.clear()
         self.refresh()
+        self.post_message(self.OverlayToggled(self, self.overlay))
 
     def watch_cell_width(self) -> None:
         self._relayout()
         self._scroll_cursor_visible()
         self.refresh()
+
+    def watch_mode(self, old: str, new: str) -> None:
+        """Switch grid <-> flowing text, keeping the cursor's token at the same screen row."""
+        before = 0
+        if self.cells is not None and self.cells.n_cells:
+            if old == "flow" and self.flow is not None:
+                before = self.flow.line_of_cell(self.cursor) - self.scroll_offset.y
+            elif old == "grid" and self.rows is not None:
+                before = self.rows.row_of_cell(self.cursor) - self.scroll_offset.y
+        self._relayout()
+        if self.cells is not None and self.cells.n_cells:
+            self.scroll_row_to(self.row_of_cell(self.cursor), before)
+        self._strip_cache.clear()
+        self.refresh()
+        self.post_message(self.ModeChanged(self, new))
 
     def validate_cursor(self, value: int) -> int:
         n = self.cells.n_cells if self.cells is not None else 0
@@ -374,16 +599,37 @@ class TokenView(ScrollView, can_focus=True):
     def validate_cell_width(self, value: int) -> int:
         return max(4, min(value, 40))
 
+    def validate_mode(self, value: str) -> str:
+        return value if value in MODES else "grid"
+
     def _scroll_cursor_visible(self) -> None:
-        if self.rows is None or self.cells is None or self.cells.n_cells == 0:
+        if self.cells is None or self.cells.n_cells == 0:
             return
-        r = self.rows.row_of_cell(self.cursor)
+        if (self.mode == "grid" and self.rows is None) or (self.mode == "flow" and self.flow is None):
+            return
+        r = self.row_of_cell(self.cursor)
         self.scroll_to_region(Region(0, r, 1, 1), animate=False, immediate=True)
+
+    def scroll_row_to(self, row: int, screen_row: int) -> None:
+        """Scroll so that view row ``row`` is shown ``screen_row`` rows below the top."""
+        self.scroll_to(y=max(0, row - max(0, screen_row)), animate=False, immediate=True)
 
     def action_cursor(self, delta: int) -> None:
         self.cursor = self.cursor + int(delta)
 
     def action_cursor_row(self, delta: int) -> None:
+        if self.cells is None or self.cells.n_cells == 0:
+            return
+        if self.mode == "flow" and self.flow is not None:
+            flow = self.flow
+            y = flow.line_of_cell(self.cursor)
+            col = flow.column_of_cell(y, self.cursor)
+            target = max(0, min(len(flow) - 1, y + int(delta)))
+            cell = flow.cell_at(target, col)
+            self._sync_flow_size()
+            if cell is not None:
+                self.cursor = cell
+            return
         if self.rows is None or len(self.rows) == 0:
             return
         r = self.rows.row_of_cell(self.cursor)
@@ -405,15 +651,21 @@ class TokenView(ScrollView, can_focus=True):
     def action_toggle_overlay(self) -> None:
         self.overlay = not self.overlay
 
+    def action_toggle_mode(self) -> None:
+        self.mode = "flow" if self.mode == "grid" else "grid"
+
     def action_cell_width(self, delta: int) -> None:
         self.cell_width = self.cell_width + int(delta)
 
     # ------------------------------------------------------------------ navigation API
-    def jump_to_offset(self, offset: int) -> bool:
-        """Put the cursor on the cell holding id ``offset``. False when out of range."""
+    def jump_to_offset(self, offset: int, *, screen_row: int | None = None) -> bool:
+        """Put the cursor on the cell holding id ``offset``. False when out of range.
+        With ``screen_row``, the cursor's row is scrolled to that many rows below the top."""
         if self.cells is None or self.data is None or not 0 <= offset < len(self.data.ids):
             return False
         self.cursor = self.cells.cell_of_offset(offset)
+        if screen_row is not None:
+            self.scroll_row_to(self.row_of_cell(self.cursor), screen_row)
         return True
 
     def unique_ids(self) -> set[int]:
@@ -433,13 +685,17 @@ class TokenView(ScrollView, can_focus=True):
                 self._match_id = q.token_id
             else:
                 self._match_text = q.text
-                self._match_ids = matching_ids(self.unique_ids(), self.decoder, q.text)
         self._search_gen += 1
         self._strip_cache.clear()
         self.refresh()
 
+    @property
+    def query(self) -> str:
+        return self._query
+
     def find(self, raw: str | None = None, *, forward: bool = True) -> int | None:
-        """Search (or continue searching) from the cursor; moves the cursor to the match."""
+        """Search (or continue searching) from the cursor. An id is found here and the cursor
+        moves to it; a text search is handed to the screen (:class:`TextSearchRequested`)."""
         if raw is not None and raw != self._query:
             self.set_query(raw)
         if self.data is None or self.cells is None:
@@ -449,24 +705,36 @@ class TokenView(ScrollView, can_focus=True):
             _, length, _ = self.cells.cell(self.cursor)
             start = start + length - 1
         if self._match_text is not None:
-            span = find_text(self.data.ids, self.decoder, self._match_text, start, forward=forward)
-            found = span[0] if span is not None else None
-            self._match_span = span
-            self._search_gen += 1
-            self._strip_cache.clear()
-            self.refresh()
-        else:
-            found = find_offset(self.data.ids, start, target=self._match_id, forward=forward)
+            self.post_message(self.TextSearchRequested(self, self._query, self._match_text, start, forward))
+            return None
+        found = find_offset(self.data.ids, start, target=self._match_id, forward=forward)
         if found is None:
             msg = f"no match for {self._query!r}" if self._query else "no search"
         else:
             self.jump_to_offset(found)
-            if self._match_span is not None and self._match_span[1] - self._match_span[0] > 1:
-                msg = f"match at offsets {self._match_span[0]:,}–{self._match_span[1] - 1:,}"
-            else:
-                msg = f"match at offset {found:,}"
+            msg = f"match at offset {found:,}"
         self.post_message(self.SearchResult(self, self._query, found, msg))
         return found
+
+    def show_text_match(self, query: str, span: tuple[int, int] | None, members: set[int] | None) -> None:
+        """The screen's worker found ``span`` for ``query`` (None: no match); ``members``
+        are the ids whose own piece holds the text (marked everywhere)."""
+        if query != self._query:
+            return  # a newer search started meanwhile
+        self._match_span = span
+        if members is not None:
+            self._match_ids = members
+        self._search_gen += 1
+        self._strip_cache.clear()
+        self.refresh()
+        if span is None:
+            msg = f"no match for {self._query!r}"
+            found = None
+        else:
+            found = span[0]
+            self.jump_to_offset(found)
+            msg = f"match at offsets {span[0]:,}–{span[1] - 1:,}" if span[1] - span[0] > 1 else f"match at offset {found:,}"
+        self.post_message(self.SearchResult(self, self._query, found, msg))
 
     def action_next_match(self) -> None:
         self.find(forward=True)
