@@ -90,14 +90,14 @@ class _Fenwick:
 
 
 def _split_cells(text: str, room: int) -> tuple[str, str]:
-    """``text`` cut after at most ``room`` terminal cells (at least one character)."""
+    """``text`` cut after at most ``room`` terminal cells."""
     if text.isascii():
         return text[:room], text[room:]
     used = 0
     for i, ch in enumerate(text):
         w = get_character_cell_size(ch)
-        if used + w > room and i > 0:
-            return text[:i], text[i:]
+        if used + w > room:
+            return text[:i], text[i:]  # may be "" (a wide character at the end of a line)
         used += w
     return text, ""
 
@@ -113,7 +113,7 @@ class FlowLayout:
         *,
         line_starts: Sequence[int] = (),
         break_cells: Sequence[int] = (),
-        chunk: int = 2048,
+        chunk: int = 512,
         cache_segments: int = 512,
     ) -> None:
         self.cells = cells
@@ -202,7 +202,14 @@ class FlowLayout:
                         lines.append(cur)
                         cur, col = [], 0
                         room = width
-                    take, part = _split_cells(part, room)
+                    take, rest = _split_cells(part, room)
+                    if not take:
+                        if col:
+                            lines.append(cur)
+                            cur, col = [], 0
+                            continue
+                        take, rest = part[0], part[1:]  # wider than a line: shown anyway
+                    part = rest
                     cur.append(Frag(c, take, None))
                     col += cell_len(take) if not take.isascii() else len(take)
         if cur or not lines:

@@ -24,9 +24,9 @@ from itertools import accumulate
 
 from eviscene_tui.tokens.diff import prompt_diff
 
-# a pure insertion may carry this many ids around the hint (the chat framing a driver puts
+# a pure insertion may carry this many ids around the hint (the framing a driver puts
 # around a hint: "<|im_start|>user\nHint: " ... "<|im_end|>\n") and still be "only the hint"
-FRAMING_IDS = 12
+FRAMING_IDS = 48
 
 PieceBytes = Callable[[int], "bytes | None"]
 
@@ -151,9 +151,10 @@ def compare_beyond(
 
     ``reference_hinted``: the reference holds the same hint (an archived hinted prompt), so
     the two must be equal id for id. Otherwise the reference is the unhinted prompt: where
-    the two differ is aligned (longest-match), and every change that is not the hint
-    (its ids plus at most :data:`FRAMING_IDS` ids of framing on each side, with at most as
-    many reference ids replaced) is a difference beyond the hint; the first one is returned."""
+    the two differ is aligned (longest-match), and every change other than the one holding
+    the hint (with at most :data:`FRAMING_IDS` ids of framing on each side and as many
+    reference ids replaced; small insertions of framing next to it are allowed) is a
+    difference beyond the hint; the first one is returned."""
     d = prompt_diff(reference, prompt)
     if d.identical:
         return True, None
@@ -173,9 +174,15 @@ def compare_beyond(
         if tag == "equal":
             continue
         j1, j2, i1, i2 = j1 + lo, j2 + lo, i1 + rlo, i2 + rlo
-        is_hint = j1 >= a - FRAMING_IDS and j2 <= b + FRAMING_IDS and i2 - i1 <= FRAMING_IDS
-        if not is_hint:
-            return False, at(j1, i1)
+        if j1 < b and j2 > a:  # the change that holds the hint
+            if a - j1 > FRAMING_IDS:
+                return False, at(j1, i1)
+            if j2 - b > FRAMING_IDS or i2 - i1 > FRAMING_IDS:
+                return False, at(b, min(i2, i1 + max(0, b - j1)))
+            continue
+        if tag == "insert" and j2 - j1 <= FRAMING_IDS and j1 >= a - FRAMING_IDS and j2 <= b + FRAMING_IDS:
+            continue  # a piece of the hint's framing, split off by the alignment
+        return False, at(j1, i1)
     return True, None
 
 

@@ -339,8 +339,14 @@ async def test_token_inspector_on_the_live_and_last_continuation(tmp_path):
             assert data.usage["completion_tokens"] == n and data.usage["prompt_tokens"] == len(teacher)
             # where the hint went: the teacher prompt minus the student prompt is the hint block
             assert data.student_ids == student and data.teacher_ids == teacher
+            # the hint's span is located from its text: the same span highlighted and reported
+            await _wait(lambda: tokens.hint is not None)
             a, b = data.highlight
-            assert b > a and hint in tiny.decode(teacher[a:b])
+            assert (a, b) == tokens.hint.range and tokens.hint.basis == "hint text"
+            assert tiny.decode(teacher[a:b]).strip() == hint
+            lo, hi = data.prompt_diff.inserted
+            assert lo < a and b < hi  # the difference also holds the placement's framing
+            assert tokens.hint.same_beyond_hint is True
             assert data.prompt_diff.pure_insertion
             await pilot.pause(0.3)
             checks = str(tokens.query_one("#panel-checks").render())

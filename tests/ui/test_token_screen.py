@@ -135,6 +135,8 @@ async def test_picker_hint_span_and_media(tmp_path: Path):
         assert _text(app, "#media-problems") == ""
         assert screen.query(HalfBlockImage)  # the preview was drawn
         # special tokens are labelled in the grid
+        await pilot.press("home")
+        await pilot.pause()
         grid = "".join(view.render_line(y).text for y in range(view.size.height))
         assert "<|im_sta" in grid and "<|image_pad|> ×64 · image #1" in grid
         # side by side: the student prompt next to the teacher, both at the hint point
@@ -289,3 +291,189 @@ async def test_live_capture_and_empty_capture(tmp_path: Path):
         assert not app.screen.jump_to("5")
         await pilot.pause()
         assert "offset must be a number" in _text(app, "#tokens-status")
+
+
+# --------------------------------------------------------------------------- hint span, logprobs, pair, flow
+S = tiny.special_id
+
+
+def _chat(system: str, user: str, hint: str | None = None) -> list[int]:
+    ids = [S("<|im_start|>")] + tiny.encode("system\n" + system) + [S("<|im_end|>")] + tiny.encode("\n")
+    ids += [S("<|im_start|>")] + tiny.encode("user\n" + user) + [S("<|im_end|>")] + tiny.encode("\n")
+    if hint is not None:
+        ids += [S("<|im_start|>")] + tiny.encode("user\nHint: " + hint) + [S("<|im_end|>")] + tiny.encode("\n")
+    return ids + [S("<|im_start|>")] + tiny.encode("assistant\n")
+
+
+TOOLS_LIST = "You check photos.\n# Tools\n- reverse_image_search(image_id): Find earlier copies.\n- web_search(query): Search."
+TOOLS_JSON = 'You check photos.\n# Tools\n{"function":{"name":"reverse_image_search"}}\n{"function":{"name":"web_search"}}'
+LIVE_HINT = "Open the oldest reverse-image match first.\nQuote its date."
+
+
+def _rebuilt_case():
+    """A case whose round 0 archived the hinted prompt with the tools as a list, while the live
+    server renders them as JSON (as the fake vLLM server does in the demo)."""
+    from eviscene_tui.artifacts.models import AttemptRecord
+    from eviscene_tui.tokens.synthetic import SyntheticCase, SyntheticRound, _trace
+
+    student = _chat(TOOLS_LIST, "Claim: a flooded street.")
+    archived = _chat(TOOLS_LIST, "Claim: a flooded street.", LIVE_HINT)
+    live = _chat(TOOLS_JSON, "Claim: a flooded street.", LIVE_HINT)
+    steps = [{"stage": "unified_react", "metadata": {"policy_token_capture": {
+        "status": "complete", "prompt_token_ids": student, "completion_token_ids": tiny.encode("search"), "missing": []}}}]
+    att = AttemptRecord.model_validate({
+        "schema_version": "ifv-psd-repair-attempt-v1", "repair_site": {"source_step_index": 0, "step_index": 0},
+        "hint_record": {"text": LIVE_HINT}, "student_prompt_ids": student, "teacher_prompt_ids": archived,
+    })
+    return SyntheticCase(_trace(steps), [SyntheticRound(0, Path("/nonexistent"), [att])]), student, archived, live
+
+
+def _live(student, live, *, logprobs: bool):
+    from eviscene_tui.policy.capture import LiveSnapshot, live_capture
+    from eviscene_tui.policy.events import TokenLogprob
+    from eviscene_tui.policy.profile import PolicyConfig
+    from eviscene_tui.policy.request import TeacherRequest
+
+    comp = tiny.encode("I will open it.")
+    lps = tuple(TokenLogprob(token="x", logprob=-0.1, token_id=t) for t in comp) if logprobs else ()
+    snap = LiveSnapshot(prompt_token_ids=tuple(live), completion_token_ids=tuple(comp), logprobs=lps, usage=None, status="complete")
+    req = TeacherRequest(messages=[{"role": "user", "content": "x"}], hint=LIVE_HINT, round_index=0, step_index=0)
+    return live_capture(snap, student_prompt_ids=student, request=req, config=PolicyConfig(logprobs=logprobs))
+
+
+async def test_live_rebuilt_prompt_hint_span_from_its_text_and_first_difference(tmp_path: Path):
+    """The live prompt renders the tools differently: the span is the hint's own text (not
+    the student/teacher difference, which starts in the tool schema), the panel says the
+    prompt differs from the archived hinted prompt beyond the hint and where, and `h`
+    jumps to the same span the panel shows."""
+    case, student, archived, live = _rebuilt_case()
+    data = _live(student, live, logprobs=False)
+    diff_start = data.prompt_diff.prefix
+    dec = LocalTokenizerDecoder(tiny.tiny_tokenizer_json(), path="t")
+    app = Harness(lambda: TokenScreen(case, _options(tmp_path), capture=data, decoder=dec))
+    async with app.run_test(size=(160, 50)) as pilot:
+        await _settle(app, pilot)
+        screen = app.screen
+        a, b = screen.hint.range
+        assert tiny.decode(live[a:b]).strip() == LIVE_HINT and diff_start < a - 20
+        diff = _text(app, "#panel-diff")
+        assert f"hint in teacher ids {a:,}–{b - 1:,}" in diff and "found from the hint text" in diff
+        assert f"differs from the archived hinted prompt of round 0 ({len(archived):,} ids) beyond the hint" in diff
+        assert f"first difference at id {diff_start:,} (before the hint" in diff
+        assert '{"function"' in diff and "-·reverse_image" in diff
+        await pilot.press("h")
+        await pilot.pause()
+        view = screen.query_one("#token-view", TokenView)
+        assert view.cursor_offset == a and view.data.highlight == (a, b)
+        assert f"hint span: ids {a:,}–{b - 1:,}" in _text(app, "#tokens-status")
+        # logprobs were not requested: said on the token and when l is pressed
+        view.jump_to_offset(len(live) + 1)
+        await pilot.pause()
+        assert "the request did not ask for logprobs" in _text(app, "#panel-selected")
+        await pilot.press("l")
+        await pilot.pause()
+        assert "the request did not ask for logprobs" in _text(app, "#tokens-status")
+
+
+async def test_rollout_capture_panel_and_h_give_one_answer(tmp_path: Path):
+    """The teacher rollout capture holds the hinted prompt: the side panel and `h` report the
+    same located span (`h` used to say there was none)."""
+    case = synthetic_case(tmp_path / "run")
+    dec = LocalTokenizerDecoder(tiny.tiny_tokenizer_json(), path="t")
+    app = Harness(lambda: TokenScreen(case, _options(tmp_path), source="attempt:0:repair_rollout_token_capture", decoder=dec))
+    async with app.run_test(size=(150, 50)) as pilot:
+        await _settle(app, pilot)
+        screen = app.screen
+        a, b = screen.hint.range
+        assert f"hint in teacher ids {a:,}–{b - 1:,}" in _text(app, "#panel-diff")
+        await pilot.press("h")
+        await pilot.pause()
+        assert screen.query_one("#token-view", TokenView).cursor_offset == a
+        assert f"hint span: ids {a:,}–{b - 1:,}" in _text(app, "#tokens-status")
+        assert tiny.decode(screen.data.ids[a:b]).strip() == HINT
+
+
+async def test_captures_list_opens_with_a_row_highlighted_and_pair_is_aligned(tmp_path: Path):
+    case = synthetic_case(tmp_path / "run")
+    dec = LocalTokenizerDecoder(tiny.tiny_tokenizer_json(), path="t")
+    app = Harness(lambda: TokenScreen(case, _options(tmp_path), decoder=dec))
+    async with app.run_test(size=(150, 30)) as pilot:
+        await _settle(app, pilot)
+        screen = app.screen
+        picker = screen.query_one("#tokens-picker")
+        assert picker.highlighted is not None and picker.highlighted_option.id == "step:1"
+        await pilot.press("down", "down", "enter")  # student prompt, then teacher prompt
+        await _settle(app, pilot)
+        assert screen.loaded_key == "attempt:0:teacher_prompt_ids"
+        await pilot.press("c")
+        await _settle(app, pilot)
+        assert picker.highlighted_option.id == "attempt:0:teacher_prompt_ids"  # the capture on screen
+        await pilot.press("escape")
+        await pilot.press("minus", "minus", "minus")  # narrow cells: the prefix end is several rows down
+        await pilot.press("s")
+        await _settle(app, pilot)
+        main = screen.query_one("#token-view", TokenView)
+        pair = screen.query_one("#token-pair", TokenView)
+        prefix = main.data.prompt_diff.prefix
+        assert main.cursor_offset == pair.cursor_offset == prefix
+        rows = [v.row_of_cell(v.cursor) - v.scroll_offset.y for v in (main, pair)]
+        assert rows[0] == rows[1] == screen.PAIR_ROW
+        assert main.row_of_cell(main.cursor) > screen.PAIR_ROW  # the left pane did scroll
+
+
+async def test_flowing_view_wraps_text_labels_specials_and_collapses_images(tmp_path: Path):
+    case = synthetic_case(tmp_path / "run")
+    dec = LocalTokenizerDecoder(tiny.tiny_tokenizer_json(), path="t")
+    app = Harness(lambda: TokenScreen(case, _options(tmp_path), source="attempt:0:teacher_prompt_ids", decoder=dec))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await _settle(app, pilot)
+        view = app.screen.query_one("#token-view", TokenView)
+        view.jump_to_offset(40)
+        await pilot.press("f")
+        await pilot.pause()
+        assert view.mode == "flow" and "flowing text" in _text(app, "#tokens-status")
+        lines = [view.render_line(y).text for y in range(view.size.height)]
+        text = "\n".join(lines)
+        assert "<|im_start|>system↵" in text and "You verify whether a photo is real.<|im_end|>" in text
+        assert "[<|image_pad|> ×64 · image #1]" in text  # the image run is one chip
+        assert "Hint: search the caption text before judging the photo.<|im_end|>" in text
+        assert view.cursor_offset == view.cells.run_at(40).start  # the cursor stayed on its token
+        # token boundaries: neighbouring tokens have different backgrounds
+        strip = view.render_line(1)
+        segs = [seg for seg in strip if seg.text.strip() and "│" not in seg.text]
+        bgs = {seg.style.bgcolor for seg in segs}
+        assert len(bgs) >= 2
+        # the cursor moves by lines, and back to the grid on the same token
+        before = view.cursor
+        await pilot.press("down")
+        assert view.cursor > before
+        at = view.cursor_offset
+        await pilot.press("f")
+        await pilot.pause()
+        assert view.mode == "grid" and view.cursor_offset == at
+
+
+async def test_million_ids_flowing_view_and_search_progress(million, tmp_path: Path):
+    dec = LocalTokenizerDecoder(tiny.tiny_tokenizer_json(), path="tiny-test")
+    app = Harness(lambda: TokenScreen(million, _options(tmp_path), source="step:0", decoder=dec))
+    async with app.run_test(size=(140, 40)) as pilot:
+        await _settle(app, pilot)
+        screen = app.screen
+        view = screen.query_one("#token-view", TokenView)
+        await pilot.press("f")
+        await pilot.press("end")
+        await pilot.pause()
+        assert view.cursor_offset == 999_999
+        tail = "\n".join(view.render_line(y).text for y in range(view.size.height))
+        assert "C   999," in tail
+        assert sum(view.flow.exact) < len(view.flow.exact) / 10  # only what was shown got wrapped
+        await pilot.press("pageup", "pageup")
+        assert view.cursor_offset < 999_999
+        # a text search that finds nothing scans all 1,000,000 ids in a worker, with progress
+        seen: list[str] = []
+        real = screen._status
+        screen._status = lambda text: (seen.append(text), real(text))
+        screen.search("no such words anywhere")
+        await _settle(app, pilot)
+        assert any("of 1,000,000 ids" in t for t in seen)
+        assert "no match for 'no such words anywhere'" in _text(app, "#tokens-status")

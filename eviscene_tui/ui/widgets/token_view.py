@@ -212,6 +212,10 @@ class TokenView(ScrollView, can_focus=True):
         self._requested: set[int] = set()
         self._unique: set[int] | None = None
         self._line_starts: list[int] | None = None  # cells where a chat message starts (flow segments)
+        self._labels: dict[int, str | None] = {}  # token id -> special-token label (or None)
+        self._combos: dict[tuple, Style] = {}  # combined cell styles
+        self._base: Style | None = None  # the widget's rich style, cached per style update
+        self._extra_rows = 0  # blank rows after the end, so a row near the end can be scrolled to the top
 
     # ------------------------------------------------------------------ data
     def load(
@@ -237,6 +241,8 @@ class TokenView(ScrollView, can_focus=True):
         self._requested.clear()
         self._strip_cache.clear()
         self._line_starts = None
+        self._extra_rows = 0
+        self._labels.clear()
         self.rows = None
         self.flow = None
         self._relayout()
@@ -297,13 +303,13 @@ class TokenView(ScrollView, can_focus=True):
                     line_starts=self._message_starts(),
                     break_cells=[cells.cell_of_offset(comp)] if comp is not None and 0 < comp < len(self.data.ids) else [],
                 )
-            self.virtual_size = Size(self.gutter_width + 1 + width, len(self.flow))
+            self.virtual_size = Size(self.gutter_width + 1 + width, len(self.flow) + self._extra_rows)
         else:
             width = max(1, self.scrollable_content_region.width or self.size.width or 80)
             per_row = max(1, (width - self.gutter_width - 1) // max(2, self.cell_width))
             if self.rows is None or self.rows.per_row != per_row or self.rows.cells is not self.cells:
                 self.rows = RowLayout(self.cells, per_row, break_offsets=breaks)
-            self.virtual_size = Size(self.gutter_width + per_row * self.cell_width, len(self.rows))
+            self.virtual_size = Size(self.gutter_width + per_row * self.cell_width, len(self.rows) + self._extra_rows)
         self._strip_cache.clear()
 
     def _message_starts(self) -> list[int]:
@@ -320,13 +326,27 @@ class TokenView(ScrollView, can_focus=True):
         return self._line_starts
 
     def on_resize(self) -> None:
-        if self.cells is not None:
-            self._relayout()
-            self._scroll_cursor_visible()
+        """Lay out again for the new width, keeping the cursor's token on the same screen row."""
+        if self.cells is None or self.cells.n_cells == 0:
+            return
+        before = self._cursor_screen_row()
+        self._relayout()
+        height = max(1, self.scrollable_content_region.height)
+        self.scroll_row_to(self.row_of_cell(self.cursor), min(max(0, before), height - 1))
+
+    def _cursor_screen_row(self) -> int:
+        """Where the cursor's row is on screen in the current layout (before a relayout)."""
+        if self.mode == "flow" and self.flow is not None:
+            return self.flow.line_of_cell(self.cursor) - self.scroll_offset.y
+        if self.mode == "grid" and self.rows is not None:
+            return self.rows.row_of_cell(self.cursor) - self.scroll_offset.y
+        return 0
 
     def notify_style_update(self) -> None:
         super().notify_style_update()
         self._styles.clear()
+        self._combos.clear()
+        self._base = None
         self._strip_cache.clear()
 
     # ------------------------------------------------------------------ helpers
@@ -349,6 +369,15 @@ class TokenView(ScrollView, can_focus=True):
 
     def token_label(self, token_id: int) -> str | None:
         """Special-token name of ``token_id`` (tokenizer / server / vision table), else None."""
+        try:
+            return self._labels[token_id]
+        except KeyError:
+            pass
+        name = self._token_label(token_id)
+        self._labels[token_id] = name
+        return name
+
+    def _token_label(self, token_id: int) -> str | None:
         name = self.decoder.special_name(token_id)
         if name is None and self.vision is not None:
             # with a tokenizer or server the vocabulary is authoritative; without one
@@ -423,18 +452,25 @@ class TokenView(ScrollView, can_focus=True):
         flow = self.flow
         if flow is None:
             return
-        want = Size(self.gutter_width + 1 + flow.width, len(flow))
+        want = Size(self.gutter_width + 1 + flow.width, len(flow) + self._extra_rows)
         if self.virtual_size != want:
             self.virtual_size = want
 
+    @property
+    def _base_style(self) -> Style:
+        if self._base is None:
+            self._base = self.rich_style
+        return self._base
+
     def render_line(self, y: int) -> Strip:
+        # no apply_offsets: nothing here reads mouse offsets, and it costs ~1 ms a line
         scroll_x, scroll_y = self.scroll_offset
         row_index = scroll_y + y
         width = self.scrollable_content_region.width
-        base = self.rich_style
+        base = self._base_style
         if self.mode == "flow" and self.flow is not None:
             strip = self._flow_strip(row_index, base)
-            return strip.crop_extend(scroll_x, scroll_x + width, base).apply_offsets(scroll_x, row_index)
+            return strip.crop_extend(scroll_x, scroll_x + width, base)
         if self.rows is None or row_index >= len(self.rows):
             return Strip.blank(width, base)
         row = self.rows.row(row_index)
@@ -444,7 +480,7 @@ class TokenView(ScrollView, can_focus=True):
         if strip is None:
             strip = self._render_row(row_index, row.cell_start, row.cell_end, row.kind, cursor_col, base)
             self._strip_cache[key] = strip
-        return strip.crop_extend(scroll_x, scroll_x + width, base).apply_offsets(scroll_x, row_index)
+        return strip.crop_extend(scroll_x, scroll_x + width, base)
 
     def _gutter(self, first_offset: int, base: Style) -> list[Segment]:
         data = self.data
@@ -458,25 +494,32 @@ class TokenView(ScrollView, can_focus=True):
     def _cell_style(self, cell: int, offset: int, run: PadRun | None, kind_style: str | None, base: Style, *, cursor: bool) -> Style:
         data = self.data
         assert data is not None
-        style = base + self._style("odd" if cell % 2 else "even")
-        if kind_style:
-            style += self._style(kind_style)
         hl = data.highlight
-        if hl is not None and hl[0] <= offset < hl[1]:
-            style += self._style("highlight")
+        in_hl = hl is not None and hl[0] <= offset < hl[1]
+        bucket = None
         if self.overlay and run is None and data.logprobs is not None:
             bucket = logprob_bucket(data.logprob_at(offset))
+        span = self._match_span
+        matched = (
+            (span is not None and span[0] <= offset < span[1])
+            or (self._match_ids is not None and run is None and data.ids[offset] in self._match_ids)
+            or (self._match_id is not None and run is None and data.ids[offset] == self._match_id)
+        )
+        key = (cell % 2, kind_style, in_hl, bucket, matched, cursor)
+        style = self._combos.get(key)
+        if style is None:
+            style = base + self._style("odd" if cell % 2 else "even")
+            if kind_style:
+                style += self._style(kind_style)
+            if in_hl:
+                style += self._style("highlight")
             if bucket:
                 style += self._style(f"lp-{bucket}")
-        span = self._match_span
-        if span is not None and span[0] <= offset < span[1]:
-            style += self._style("match")
-        elif self._match_ids is not None and run is None and data.ids[offset] in self._match_ids:
-            style += self._style("match")
-        elif self._match_id is not None and run is None and data.ids[offset] == self._match_id:
-            style += self._style("match")
-        if cursor:
-            style += self._style("cursor")
+            if matched:
+                style += self._style("match")
+            if cursor:
+                style += self._style("cursor")
+            self._combos[key] = style
         return style
 
     def _flow_strip(self, y: int, base: Style) -> Strip:
@@ -585,6 +628,8 @@ class TokenView(ScrollView, can_focus=True):
                 before = self.flow.line_of_cell(self.cursor) - self.scroll_offset.y
             elif old == "grid" and self.rows is not None:
                 before = self.rows.row_of_cell(self.cursor) - self.scroll_offset.y
+        if new == "flow":
+            self.flow = None  # wrapped afresh for the current width and pieces
         self._relayout()
         if self.cells is not None and self.cells.n_cells:
             self.scroll_row_to(self.row_of_cell(self.cursor), before)
@@ -611,8 +656,18 @@ class TokenView(ScrollView, can_focus=True):
         self.scroll_to_region(Region(0, r, 1, 1), animate=False, immediate=True)
 
     def scroll_row_to(self, row: int, screen_row: int) -> None:
-        """Scroll so that view row ``row`` is shown ``screen_row`` rows below the top."""
-        self.scroll_to(y=max(0, row - max(0, screen_row)), animate=False, immediate=True)
+        """Scroll so that view row ``row`` is shown ``screen_row`` rows below the top (blank
+        rows are added after the end when the content is too short to scroll that far)."""
+        target = max(0, row - max(0, screen_row))
+        height = max(1, self.scrollable_content_region.height)
+        rows = self.virtual_size.height - self._extra_rows
+        extra = max(0, target + height - rows)
+        if extra != self._extra_rows:
+            self._extra_rows = extra
+            self.virtual_size = Size(self.virtual_size.width, rows + extra)
+            # the new height reaches the scrollbars on the next refresh: scroll once it has
+            self.call_after_refresh(self.scroll_to, y=target, animate=False, immediate=True)
+        self.scroll_to(y=target, animate=False, immediate=True)
 
     def action_cursor(self, delta: int) -> None:
         self.cursor = self.cursor + int(delta)

@@ -1,0 +1,84 @@
+"""The flowing-text layout: lazy wrapping, estimates replaced by exact counts, mappings."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from rich.cells import cell_len
+
+from eviscene_tui.tokens.flow import NEWLINE_MARK, TAB_MARK, FlowLayout, _Fenwick, id_positions
+from eviscene_tui.tokens.layout import CellLayout
+
+piece = st.one_of(
+    st.text(alphabet=st.characters(blacklist_categories=("Cs",)), min_size=0, max_size=12),
+    st.sampled_from(["\n", " ", "\t", "a\nb", "漢字", "\n\n"]),
+)
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    texts=st.lists(
+        st.one_of(st.tuples(piece, st.none()), st.tuples(st.sampled_from(["<|im_start|>", "[<|image_pad|> ×1024 · image #1]"]), st.just("special"))),
+        min_size=1, max_size=300,
+    ),
+    width=st.integers(min_value=8, max_value=60),
+    chunk=st.integers(min_value=16, max_value=64),
+    starts=st.lists(st.integers(min_value=0, max_value=299), max_size=5),
+)
+def test_wrapping_keeps_every_character_within_the_width(texts, width, chunk, starts):
+    ids = list(range(len(texts)))
+    cells = CellLayout(ids, None)
+    layout = FlowLayout(cells, width, lambda c: texts[c], line_starts=starts, chunk=chunk)
+    seen: dict[int, list[str]] = {}
+    y = 0
+    while y < len(layout):  # walking the lines wraps each segment (the total may change on the way)
+        frags = layout.line(y)
+        assert sum(cell_len(f.text) for f in frags) <= width
+        for f in frags:
+            seen.setdefault(f.cell, []).append(f.text)
+        y += 1
+    assert all(layout.exact)
+    assert layout.lines.total == sum(len(layout.wrap(s)) for s in range(len(layout.seg_starts)))
+    for c, (text, kind) in enumerate(texts):
+        got = "".join(seen.get(c, []))
+        if kind is None:
+            assert got == text.replace("\n", NEWLINE_MARK).replace("\t", TAB_MARK)
+        else:
+            assert got  # a chip is always shown, at worst cut with an ellipsis
+        # the cursor's line holds the cell's first fragment
+        if c in seen:
+            assert any(f.cell == c for f in layout.line(layout.line_of_cell(c)))
+
+
+def test_lazy_estimates_become_exact_only_where_shown():
+    texts = [("word ", None)] * 10_000
+    cells = CellLayout(list(range(10_000)), None)
+    calls: list[int] = []
+
+    def text_of(c):
+        calls.append(c)
+        return texts[c]
+
+    layout = FlowLayout(cells, 40, text_of, chunk=500)
+    sampled = len(calls)
+    assert sampled <= 300  # the width estimate samples, it does not decode everything
+    assert not any(layout.exact)
+    y = layout.line_of_cell(9_990)
+    assert layout.exact[-1] and sum(layout.exact) == 1
+    assert 9_990 in {f.cell for f in layout.line(y)}
+    assert len(calls) - sampled <= 500  # one segment wrapped
+    # a newline always ends a line; a chip never splits
+    cells = CellLayout(list(range(3)), None)
+    layout = FlowLayout(cells, 10, lambda c: [("ab\ncd", None), ("<|im_start|>", "special"), ("x", None)][c])
+    layout.wrap(0)
+    lines = [[f.text for f in layout.line(y)] for y in range(len(layout))]
+    assert lines[0] == ["ab", NEWLINE_MARK] and lines[1] == ["cd"] and lines[2][0].endswith("…")
+
+
+def test_fenwick_and_positions():
+    f = _Fenwick([3, 1, 4, 1, 5])
+    assert [f.prefix(i) for i in range(6)] == [0, 3, 4, 8, 9, 14]
+    assert [f.find(y) for y in range(14)] == [0, 0, 0, 1, 2, 2, 2, 2, 3, 4, 4, 4, 4, 4]
+    assert f.set(1, 6) == 5 and f.total == 19 and f.find(8) == 1 and f.find(9) == 2
+    assert id_positions([1, 2, 1, 3, 1], 1) == [0, 2, 4] and id_positions([1, 2], 9) == []
+    assert id_positions((5, 1, 5), 5) == [0, 2]
