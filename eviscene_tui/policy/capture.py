@@ -19,7 +19,7 @@ from typing import Any
 
 from eviscene_tui.policy.accumulate import StreamAccumulator
 from eviscene_tui.policy.events import TokenLogprob
-from eviscene_tui.policy.profile import PolicyConfig
+from eviscene_tui.policy.config import PolicyConfig
 from eviscene_tui.policy.request import TeacherRequest, chat_body
 from eviscene_tui.tokens.capture import Check, CaptureData, from_stream
 from eviscene_tui.tokens.diff import prompt_diff

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from eviscene_tui.policy.profile import PolicyConfig
+from eviscene_tui.policy.config import PolicyConfig
 from eviscene_tui.policy.request import TeacherRequest, chat_body
 
 

@@ -331,7 +331,7 @@ def _rebuilt_case():
 def _live(student, live, *, logprobs: bool):
     from eviscene_tui.policy.capture import LiveSnapshot, live_capture
     from eviscene_tui.policy.events import TokenLogprob
-    from eviscene_tui.policy.profile import PolicyConfig
+    from eviscene_tui.policy.config import PolicyConfig
     from eviscene_tui.policy.request import TeacherRequest
 
     comp = tiny.encode("I will open it.")
