@@ -79,6 +79,10 @@ class VerdictPart:
     completion_ids: int
     stop_reason: str
     episode_sha: str
+    # what the teacher did at the site, read from the recorded episode (what is judged)
+    action: str
+    thought: str
+    output: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -311,11 +315,21 @@ class SupervisedSession:
             return None
         rec = d.record
         cont = rec.get("continuation") if isinstance(rec.get("continuation"), dict) else {}
+        step = _teacher_step(d.episode)
+        action = ""
+        if step.get("tool_name"):
+            args = step.get("tool_args")
+            action = f"{step['tool_name']} {orjson.dumps(args).decode() if args is not None else ''}".strip()
+        elif step:
+            action = _text(step.get("action_type"))
         return VerdictPart(
             attempt_id=_text(rec.get("attempt_id")),
             completion_ids=len(rec.get("completion_ids") or []),
             stop_reason=_text(cont.get("stop_reason")),
             episode_sha=_text(cont.get("hinted_teacher_episode_trace_sha256"))[:12],
+            action=action,
+            thought=_text(step.get("thought")),
+            output=_text(step.get("output")),
         )
 
     @staticmethod
@@ -366,6 +380,15 @@ class SupervisedSession:
             return None
         locked = d.feedback.get("locked_hint") if isinstance(d.feedback, dict) else None
         return locked if isinstance(locked, str) and locked else None
+
+
+def _teacher_step(episode: Any) -> dict[str, Any]:
+    """The first teacher step of a recorded episode (the continuation at the site), or {}."""
+    for step in R.trace_steps_of(episode if isinstance(episode, dict) else {}):
+        meta = step.get("metadata") if isinstance(step, dict) else None
+        if isinstance(meta, dict) and meta.get("psd_role") == "teacher":
+            return step
+    return {}
 
 
 def trace_listing(trace: Any, limit: int = 2000) -> list[tuple[int, bool, str]]:

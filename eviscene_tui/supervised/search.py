@@ -325,8 +325,8 @@ class SupervisedSearch:
                 try:
                     os.unlink(self.work.guard(Path(dirpath) / name))
                     removed += 1
-                except OSError:
-                    pass
+                except OSError as exc:
+                    self.messages.append(f"cannot remove the leftover temporary file {name}: {exc.strerror or exc}")
         if removed:
             self.messages.append(f"removed {removed} temporary file(s) left by an interrupted write")
 

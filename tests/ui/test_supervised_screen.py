@@ -150,8 +150,16 @@ async def test_supervised_screen_no_recoverable_site_asks_for_a_step(tmp_path):
     app = Harness(screen)
     async with app.run_test(size=(120, 40)) as pilot:
         assert await _until(pilot, lambda: app.screen.query("#f-step")), screen.last_message
-        app.screen.query_one("#f-step").value = "3"
-        app.screen.query_one("#f-note").value = "the repeated search"
+        form = app.screen
+        # the trace is there to pick from; a tool step is refused inside the dialog, keeping the note
+        assert form.query_one("#form-trace").option_count == 6
+        form.query_one("#f-step").value = "2"
+        form.query_one("#f-note").value = "the repeated search"
+        await pilot.press("ctrl+s")
+        await pilot.pause()
+        assert app.screen is form and "not a policy step" in form.error
+        assert form.query_one("#f-note").value == "the repeated search"
+        form.query_one("#f-step").value = "3"
         await pilot.press("ctrl+s")
         assert await _until(pilot, lambda: screen.search is not None), screen.last_message
         s = screen.search
@@ -460,7 +468,7 @@ async def test_every_panel_after_a_reopen_equals_what_it_showed_at_every_gate(tm
         await _press_on(pilot, screen, "#card-cont", "c")
 
     before = await step(run, lambda s: s.draft.stage == "verdict")
-    assert "attempt " in before[1]["#card-verdict"]
+    assert "attempt " in before[1]["#card-verdict"] and "teacher: web_search" in before[1]["#card-verdict"]
 
     async def reject(pilot, screen, app):
         await _press_on(pilot, screen, "#card-verdict", "x")
@@ -572,6 +580,7 @@ async def test_checker_values_read_true_false_unset_in_words(tmp_path):
             screen.refresh_view()
             await _press_on(pilot, screen, "#card-verdict", "x")
             form = await _form(pilot, app)
+            assert all(isinstance(form.query_one(f"#c-{name}"), TriState) for name in CHECK_NAMES)
             rows = {name: str(form.query_one(f"#c-{name}").render()) for name in CHECK_NAMES}
             assert all("unset" in text for text in rows.values()), rows
             assert all(form.query_one(f"#c-{name}").content_region.width >= len("◀ unset ▶") for name in CHECK_NAMES)

@@ -430,8 +430,11 @@ class SupervisedScreen(Screen[None]):
             body = Content("no attempt to judge")
         else:
             body = Content.from_markup(
-                "attempt $id\ncompletion ids $n, stop $stop, episode sha $sha",
+                "attempt $id\ncompletion ids $n, stop $stop, episode sha $sha\nteacher: [b]$action[/]$thought$output",
                 id=_s(v.attempt_id, 40), n=str(v.completion_ids), stop=_s(v.stop_reason, 40), sha=_s(v.episode_sha, 12),
+                action=_s(v.action or "—", 160),
+                thought=("\nthought: " + _lines(v.thought, 600)) if v.thought else "",
+                output=("\noutput: " + _lines(v.output, 600)) if v.output else "",
             )
         self.query_one("#card-verdict", Card).set_body(body)
 
@@ -564,9 +567,14 @@ class SupervisedScreen(Screen[None]):
     def on_need_site(self, message: NeedSite) -> None:
         self.session.say(message.reason, "warning")
 
+        policy_steps = {i for i, policy, _ in message.trace if policy}
+
         def validate(values: dict[str, Any]) -> str | None:
-            if _int(values.get("step")) is None:
+            step = _int(values.get("step"))
+            if step is None:
                 return "the step must be a number (a policy step of the trace above)"
+            if message.trace and step not in policy_steps:
+                return f"step {step} is not a policy step (pick one marked ●)"
             if not (values.get("note") or "").strip():
                 return "a note is required: say why this step"
             return None
@@ -735,8 +743,14 @@ class SupervisedScreen(Screen[None]):
             if values and self._claim("end round") is not None:
                 self._run_sync("end round", search.finish_round, values.get("note", ""))
 
+        d = search.draft
+        pending = [p for p in d.proposals if p.status == "pending" and p.passed] if d is not None else []
+        context = (
+            f"{d.name}: {len(d.proposals)} proposal(s); {len(pending)} pending hint(s) that pass their audit "
+            "are closed as rejected with this note"
+        ) if d is not None else None
         self.app.push_screen(
-            FormScreen("End the round without an attempt", [("note", "note", "required")],
+            FormScreen("End the round without an attempt", [("note", "note", "required")], context=context,
                        validate=_required("note", "closing a round without an attempt needs a note")),
             done,
         )
