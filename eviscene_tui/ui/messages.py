@@ -13,9 +13,11 @@ from textual.message import Message
 from eviscene_tui.state.rows import CaseRow
 from eviscene_tui.state.trace_rows import TraceRows
 if TYPE_CHECKING:
+    from eviscene_tui.gate.decide import DecideResult
     from eviscene_tui.policy.accumulate import StreamAccumulator
     from eviscene_tui.policy.client import ServerStatus
     from eviscene_tui.policy.request import TeacherRequest
+    from eviscene_tui.state.gate import GateSnapshot
     from eviscene_tui.supervised import ContinuationOutcome, SupervisedSearch
     from eviscene_tui.tokens.capture import CaptureData
     from eviscene_tui.tokens.decode import TokenDecoder
@@ -302,3 +304,36 @@ class TokenSearchDone(Message):
         self.span = span
         self.members = members
         self.target = target
+# ---------------------------------------------------------------------- operator gate (ui/screens/gate.py)
+class GateSnapshotLoaded(Message):
+    """A worker read the gate sidecar and the running round's files."""
+
+    def __init__(self, snapshot: "GateSnapshot") -> None:
+        super().__init__()
+        self.snapshot = snapshot
+
+
+class GateDecisionDone(Message):
+    """A worker took (or was refused) a gate decision."""
+
+    def __init__(self, result: "DecideResult") -> None:
+        super().__init__()
+        self.result = result
+
+
+class GateDecisionRequested(Message):
+    """The focused gate card asks for a decision (approve-round, relocalize, stop, approve-hint, reject-hint)."""
+
+    def __init__(self, action: str) -> None:
+        super().__init__()
+        self.action = action
+
+
+class GateResumed(Message):
+    """A worker started the gated driver again with --resume (or could not)."""
+
+    def __init__(self, message: str, ok: bool) -> None:
+        super().__init__()
+        self.message = message
+        self.ok = ok
+

@@ -1,0 +1,320 @@
+"""The operator gate of one driver search, for the app (Textual-free).
+
+- :func:`load_snapshot` does the file reading (run it in a worker thread): the
+  sidecar status, the card (the first pending gate), what changed in the
+  feedback since the previous round's request, the source trace's steps (for
+  relocalize), and the live progress of the round the driver is running, read
+  from the files as the driver writes them (localization, proposal, audit rows,
+  the runtime ``events.jsonl`` growing, with a torn last line being normal, and
+  the verdict).
+- :class:`GateSession` holds the latest :class:`GateSnapshot`, notifies
+  subscribers when its fingerprint changes, and takes decisions through
+  :func:`eviscene_tui.gate.decide.decide` (also file I/O: call it from a worker).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from eviscene_tui.artifacts.jsonio import jsonl_lines, read_bound, read_json
+from eviscene_tui.gate import inproc as proto
+from eviscene_tui.gate.decide import DecideResult, decide
+from eviscene_tui.gate.sidecar import GateRequest, GateStatus, gate_request, read_status
+from eviscene_tui.safe_text import safe_text
+
+
+@dataclass(frozen=True)
+class TraceStep:
+    index: int
+    stage: str
+    label: str  # one line: tool / action and the start of the thought
+
+
+@dataclass(frozen=True)
+class RoundProgress:
+    """What the driver has written so far for the round it runs."""
+
+    round: int
+    directory: Path
+    localization_step: int | None = None
+    proposals: tuple[str, ...] = ()
+    audits: tuple[str, ...] = ()  # "passed" or the rejection reason, per audit row
+    events: int = 0  # complete lines in the round's hint runtime events.jsonl files
+    last_event: str = ""
+    torn_tail: bool = False  # a partly written last line (normal while the driver writes)
+    status: str = ""  # the round manifest's status
+    verdict: str = ""  # accepted / not accepted / pending verification / ""
+    problems: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class GateSnapshot:
+    status: GateStatus
+    card: GateRequest | None
+    changes: tuple[str, ...] = ()
+    steps: tuple[TraceStep, ...] = ()
+    progress: RoundProgress | None = None
+    search_status: str = ""
+    message: str = ""  # the last decision's outcome, for the screen
+    history: tuple[dict[str, Any], ...] = ()  # the latest round gate's history summary
+
+    @property
+    def fingerprint(self) -> tuple:
+        st = self.status
+        return (
+            st.driver.alive, st.driver.state, st.driver.waiting, st.driver.exit_code,
+            tuple(p.name + p.sha256 for p in st.pending), tuple(d.decision_id for d in st.decisions), st.problems,
+            self.progress, self.search_status, self.message, len(self.steps),
+        )
+
+
+# ---------------------------------------------------------------------- reading
+def feedback_changes(previous: dict[str, Any] | None, current: dict[str, Any]) -> list[str]:
+    """What changed in the feedback since the previous round's request (plain lines)."""
+    if previous is None:
+        return ["first round: no earlier feedback"]
+    out: list[str] = []
+    if previous.get("needs_relocalization") != current.get("needs_relocalization"):
+        out.append(f"needs_relocalization: {previous.get('needs_relocalization')} -> {current.get('needs_relocalization')}")
+    if (previous.get("locked_hint") or "") != (current.get("locked_hint") or ""):
+        out.append("locked hint: " + (repr(current.get("locked_hint")) if current.get("locked_hint") else "released"))
+    before = set(previous.get("excluded_hints") or [])
+    for hint in current.get("excluded_hints") or []:
+        if hint not in before:
+            out.append(f"newly excluded hint: {hint!r}")
+    if (previous.get("anchor_feedback") or {}) != (current.get("anchor_feedback") or {}):
+        anchor = current.get("anchor_feedback") or {}
+        out.append(
+            f"anchor: selected step {anchor.get('selected_source_step')}, earliest error step {anchor.get('earliest_error_step')}, "
+            f"checker {anchor.get('checker') or {}}"
+        )
+    rounds = current.get("previous_rounds") or []
+    if rounds:
+        last = rounds[-1] if isinstance(rounds[-1], dict) else {}
+        reasons = last.get("rejected_proposal_reasons") or []
+        attempts = last.get("attempts") or []
+        out.append(
+            f"last round: {last.get('status') or '?'}, {len(attempts)} attempt(s)"
+            + (f", rejected proposals: {', '.join(str(r) for r in reasons)}" if reasons else "")
+        )
+    return out or ["no change"]
+
+
+def _trace_path(root: Path) -> Path | None:
+    state = read_bound(root / "search-state.json", verify=False)
+    identity = state.identity if isinstance(state.identity, dict) else {}
+    inputs = identity.get("inputs") if isinstance(identity.get("inputs"), dict) else {}
+    trace = inputs.get("trace") if isinstance(inputs.get("trace"), dict) else {}
+    path = trace.get("path")
+    return Path(path) if isinstance(path, str) else None
+
+
+_STEPS_CACHE: dict[tuple[str, float], tuple[TraceStep, ...]] = {}
+
+
+def trace_steps(path: Path | None) -> tuple[TraceStep, ...]:
+    """One light row per source trace step (cached by path and mtime)."""
+    if path is None:
+        return ()
+    try:
+        key = (str(path), path.stat().st_mtime)
+    except OSError:
+        return ()
+    if key in _STEPS_CACHE:
+        return _STEPS_CACHE[key]
+    doc, problems = read_json(path)
+    steps = ((doc or {}).get("state") or {}).get("all_steps") if isinstance(doc, dict) and not problems else None
+    out = []
+    for index, step in enumerate(steps if isinstance(steps, list) else []):
+        if not isinstance(step, dict):
+            continue
+        stage = str(step.get("stage") or step.get("stage_name") or "")
+        what = step.get("tool_name") or step.get("action_type") or ""
+        thought = str(step.get("thought") or step.get("output") or "")
+        out.append(TraceStep(index, safe_text(stage, single_line=True), safe_text(f"{what}: {thought}", single_line=True, limit=100)))
+    _STEPS_CACHE.clear()
+    _STEPS_CACHE[key] = tuple(out)
+    return _STEPS_CACHE[key]
+
+
+def _events(run_dir: Path) -> tuple[int, str, bool]:
+    count, last, torn = 0, "", False
+    runtime = run_dir / "runtime"
+    if not runtime.is_dir():
+        return 0, "", False
+    for events in sorted(runtime.glob("*/hint-*/events.jsonl"), key=lambda p: p.stat().st_mtime if p.exists() else 0):
+        try:
+            data = events.read_bytes()
+        except OSError:
+            continue
+        for _number, row, error, at_tail in jsonl_lines(data):
+            if error is None:
+                count += 1
+                if isinstance(row, dict):
+                    last = str(row.get("event_type") or "")
+            elif at_tail:
+                torn = True
+    return count, last, torn
+
+
+def round_progress(root: Path, round_index: int) -> RoundProgress:
+    directory = root / "rounds" / f"round-{round_index:02d}"
+    problems: list[str] = []
+    step = None
+    loc, probs = read_json(directory / "semantic-localization.json")
+    if isinstance(loc, dict):
+        for c in loc.get("candidates") or []:
+            if isinstance(c, dict) and c.get("selected") and type(c.get("source_step_index")) is int:
+                step = c["source_step_index"]
+    proposals: list[str] = []
+    bound = read_bound(directory / "hint-proposals.json", verify=False)
+    if isinstance(bound.payload, list):
+        proposals = [safe_text(str(h.get("text") or ""), single_line=True, limit=160) for h in bound.payload if isinstance(h, dict)]
+    audits: list[str] = []
+    doc, probs = read_json(directory / "proposer-hint-audits.json")
+    if isinstance(doc, dict):
+        for row in doc.get("proposals") or []:
+            if isinstance(row, dict):
+                audits.append("passed" if row.get("passed") is True else safe_text(str(row.get("reason") or "hint_audit_failed"), single_line=True))
+    elif probs and probs[0].code != "missing_artifact":
+        problems.append(f"proposer-hint-audits.json: {probs[0].message}")
+    events, last, torn = _events(directory)
+    manifest, probs = read_json(directory / "manifest.json")
+    status = str(manifest.get("status") or "") if isinstance(manifest, dict) else ""
+    if probs and probs[0].code != "missing_artifact":
+        problems.append(f"manifest.json: {probs[0].message} (the driver may be writing it)")
+    verdict = ""
+    try:
+        raw = (directory / "repair_attempts.jsonl").read_bytes()
+    except OSError:
+        raw = b""
+    for _n, row, error, _tail in jsonl_lines(raw):
+        if error is None and isinstance(row, dict):
+            if not row.get("local_verification"):
+                verdict = "pending verification"
+            else:
+                verdict = "accepted" if row.get("accepted") is True else "not accepted"
+    return RoundProgress(round_index, directory, step, tuple(proposals), tuple(audits), events, safe_text(last, single_line=True),
+                         torn, safe_text(status, single_line=True), verdict, tuple(problems))
+
+
+def _latest_round(root: Path) -> int | None:
+    try:
+        names = [p.name for p in (root / "rounds").iterdir() if p.is_dir() and p.name.startswith("round-")]
+    except OSError:
+        return None
+    numbers = [int(n[6:]) for n in names if n[6:].isdigit()]
+    return max(numbers) if numbers else None
+
+
+def _request_payload(root: Path, round_index: int) -> dict[str, Any] | None:
+    bound = read_bound(root / "requests" / f"round-{round_index:02d}.json", verify=False)
+    return bound.payload if isinstance(bound.payload, dict) else None
+
+
+def load_snapshot(root: str | os.PathLike[str], gate_dir: str | os.PathLike[str] | None = None, *, message: str = "") -> GateSnapshot:
+    """Read everything the gate screen shows (file I/O; never raises for bad content)."""
+    status = read_status(root, gate_dir)
+    root_path = status.root
+    card = status.pending[0] if status.pending else None
+    changes: tuple[str, ...] = ()
+    if card is not None:
+        previous = _request_payload(root_path, card.round - 1) if card.round > 0 else None
+        changes = tuple(safe_text(c, single_line=True, limit=200) for c in feedback_changes(previous, card.feedback))
+    history: tuple[dict[str, Any], ...] = ()
+    rounds = sorted(d.round for d in status.decisions if d.kind == "round") + ([card.round] if card is not None else [])
+    if rounds:
+        request = gate_request(status.gate_dir, proto.gate_name(max(rounds)))
+        rows = request.doc.get("history") if request is not None else None
+        history = tuple(r for r in rows if isinstance(r, dict)) if isinstance(rows, list) else ()
+    latest = _latest_round(root_path)
+    progress = round_progress(root_path, latest) if latest is not None else None
+    manifest, _ = read_json(root_path / "manifest.json")
+    search_status = str(manifest.get("status") or "") if isinstance(manifest, dict) else ""
+    return GateSnapshot(status, card, changes, trace_steps(_trace_path(root_path)), progress,
+                        safe_text(search_status, single_line=True), message, history)
+
+
+# ---------------------------------------------------------------------- session
+class GateSession:
+    """One gated search as the app sees it."""
+
+    def __init__(self, root: str | os.PathLike[str], gate_dir: str | os.PathLike[str] | None = None, *, operator: str = "operator") -> None:
+        self.root = Path(os.path.abspath(os.fspath(root)))
+        self.gate_dir = Path(gate_dir) if gate_dir else None
+        self.operator = operator
+        self._snapshot: GateSnapshot | None = None
+        self._subscribers: list[Callable[[GateSnapshot], None]] = []
+        self._message = ""
+
+    def subscribe(self, callback: Callable[[GateSnapshot], None]) -> Callable[[], None]:
+        self._subscribers.append(callback)
+
+        def unsubscribe() -> None:
+            if callback in self._subscribers:
+                self._subscribers.remove(callback)
+
+        return unsubscribe
+
+    def snapshot(self) -> GateSnapshot | None:
+        return self._snapshot
+
+    def load(self) -> GateSnapshot:
+        """File I/O: build a fresh snapshot (from a worker thread)."""
+        return load_snapshot(self.root, self.gate_dir, message=self._message)
+
+    def apply(self, snapshot: GateSnapshot) -> bool:
+        """Take a snapshot loaded by a worker; notify when it differs. True when changed."""
+        if self._snapshot is not None and self._snapshot.fingerprint == snapshot.fingerprint:
+            return False
+        self._snapshot = snapshot
+        for callback in list(self._subscribers):
+            callback(snapshot)
+        return True
+
+    def decide(self, action: str, *, step: int | None = None, reason: str = "") -> DecideResult:
+        """File I/O: take a decision on the current card (from a worker thread)."""
+        card = self._snapshot.card if self._snapshot else None
+        if card is None:
+            return DecideResult(False, "nothing is pending")
+        result = decide(self.root, action, card.round, step=step, reason=reason, operator=self.operator, gate_dir=self.gate_dir)
+        self._message = result.message if result.taken else f"refused: {result.message}"
+        return result
+
+    def resume_argv(self) -> list[str] | None:
+        """The command that resumes this search under the gate (None while the driver
+        is alive, or when the gate does not know how the driver was started)."""
+        snap = self._snapshot
+        if snap is None or snap.status.driver.alive:
+            return None
+        session = snap.status.session
+        argv = [str(a) for a in session.get("argv") or []]
+        python = session.get("python")
+        if not argv or not isinstance(python, str):
+            return None
+        if "--resume" not in argv:
+            argv.append("--resume")
+        gate_opts = ["--gate-dir", str(snap.status.gate_dir)]
+        if session.get("hint_gate") is False:
+            gate_opts.append("--no-hint-gate")
+        return [python, str(proto.__file__), *gate_opts, "--", *argv]
+
+
+def gate_marker(root: str | os.PathLike[str]) -> str:
+    """The runs-screen marker of a case root: ``awaiting operator``, ``driver gone``,
+    ``gated`` (a gated driver runs), or "" (no gate sidecar, or the gated driver exited)."""
+    gdir = proto.sidecar_for(root)
+    if not (gdir / proto.SESSION_FILE).is_file():
+        return ""
+    status = read_status(root, gdir)
+    if status.pending:
+        return "awaiting operator" if status.driver.alive else "awaiting operator · driver gone"
+    if status.driver.gone:
+        return "driver gone"
+    if status.driver.alive:
+        return "gated"
+    return ""

@@ -1,0 +1,114 @@
+"""Pilot: the gate card drives the stand-in driver (a real subprocess under
+``eviscene-tui gate``): approve round 0 and its hint, relocalize round 1 with a
+step picked from the trace, reject its hint, stop round 2; the decision keys
+work only on the focused card."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+
+from textual.app import App
+
+from eviscene_tui.gate.sidecar import read_status
+from eviscene_tui.state.gate import GateSession
+from eviscene_tui.ui.screens.gate import GateCard, GateScreen, StepPicker
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "gate"))
+from gate_fixtures import finish, make_case, manifest, start_gate  # noqa: E402
+
+
+class GateApp(App[None]):
+    def __init__(self, session: GateSession) -> None:
+        super().__init__()
+        self.session = session
+
+    def on_mount(self) -> None:
+        self.push_screen(GateScreen(self.session))
+
+
+async def _until(pilot, condition, what: str, timeout: float = 60.0):
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        await pilot.pause(0.05)
+
+
+def _waiting(case, kind: str, round_index: int):
+    def check() -> bool:
+        st = read_status(case.root)
+        return any(p.kind == kind and p.round == round_index and st.driver.waiting == p.name for p in st.pending)
+
+    return check
+
+
+def _card(app) -> GateCard:
+    return app.screen.query_one(GateCard) if isinstance(app.screen, GateScreen) else None
+
+
+def _card_shows(app, text: str):
+    return lambda: isinstance(app.screen, GateScreen) and text in str(app.screen.query_one(GateCard).render())
+
+
+async def test_gate_card_steps_the_driver(tmp_path):
+    case = make_case(tmp_path)
+    proc = start_gate(case)
+    app = GateApp(GateSession(case.root, operator="pilot"))
+    try:
+        async with app.run_test(size=(120, 48)) as pilot:
+            await _until(pilot, _waiting(case, "round", 0), "the driver at the round-0 gate")
+            await _until(pilot, _card_shows(app, "ROUND GATE · round 0"), "the round-0 card")
+            # keys are live only on the focused card: with focus elsewhere, "a" decides nothing
+            app.screen.set_focus(None)
+            await pilot.press("a")
+            await pilot.pause()
+            assert read_status(case.root).decisions == ()
+            _card(app).focus()
+            await pilot.press("a")
+            await _until(pilot, _waiting(case, "hint", 0), "the round-0 hint gate")
+            await _until(pilot, _card_shows(app, "HINT GATE · round 0"), "the hint card")
+            assert "admits it" in str(_card(app).render())
+            await pilot.press("a")
+
+            await _until(pilot, _waiting(case, "round", 1), "the round-1 gate")
+            await _until(pilot, _card_shows(app, "ROUND GATE · round 1"), "the round-1 card")
+            assert "newly excluded hint" in str(_card(app).render())
+            await pilot.press("r")
+            await _until(pilot, lambda: isinstance(app.screen, StepPicker), "the step picker")
+            # option 0 is "no step"; the source trace's step K is option K + 1
+            for _ in range(6):
+                await pilot.press("down")
+            await pilot.press("enter")
+            await pilot.press(*"early stop")
+            await pilot.press("enter")
+            await _until(pilot, _waiting(case, "hint", 1), "the round-1 hint gate")
+            public = json.loads((case.root / "round-inputs" / "round-01" / "public.json").read_text(encoding="utf-8"))
+            assert public["repair_search"]["anchor_feedback"]["earliest_error_step"] == 5
+            assert public["repair_search"]["needs_relocalization"] is True
+
+            await _until(pilot, _card_shows(app, "HINT GATE · round 1"), "the round-1 hint card")
+            await pilot.press("x")
+            await pilot.press(*"vague")
+            await pilot.press("enter")
+            await _until(pilot, _waiting(case, "round", 2), "the round-2 gate")
+            await _until(pilot, _card_shows(app, "ROUND GATE · round 2"), "the round-2 card")
+            assert "rejected proposals: operator_rejected" in str(_card(app).render())
+            await pilot.press("s")
+            await pilot.press(*"later")
+            await pilot.press("enter")
+            await _until(pilot, lambda: proc.poll() is not None, "the driver to stop")
+            await _until(pilot, _card_shows(app, "No gate pending"), "the empty card")
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert finish(proc) == 0
+    assert manifest(case)["execution_error"] == {"round": 2, "type": "OperatorStoppedSearch"}
+    decisions = read_status(case.root).decisions
+    assert [(d.action, d.operator) for d in decisions] == [
+        ("approve-round", "pilot"), ("approve-hint", "pilot"), ("relocalize", "pilot"), ("reject-hint", "pilot"), ("stop", "pilot"),
+    ]
+    assert decisions[2].step == 5 and decisions[2].reason == "early stop"
