@@ -27,6 +27,8 @@ class AppOptions:
     config: Path | None = None
     #: the user's settings, resolved and read once (``from_args``); defaults when built directly
     settings: Settings = field(default_factory=Settings)
+    #: gated driver searches to offer on the runs screen (``G``) besides the opened root's (the demo's stand-in)
+    gate_roots: tuple[Path, ...] = ()
 
     @classmethod
     def from_args(cls, root: Path, args: object, *, settings: Settings | None = None) -> AppOptions:
@@ -52,6 +54,7 @@ class AppOptions:
             tokenizer=Path(get("tokenizer")) if get("tokenizer") else None,
             config=Path(get("config")) if get("config") else None,
             settings=settings if settings is not None else load_settings(get("config")),
+            gate_roots=tuple(Path(p) for p in (get("gate_roots") or ())),
         )
 
     def work(self) -> WorkDir:

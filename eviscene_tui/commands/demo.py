@@ -8,7 +8,11 @@
 3. start the scripted demo hint constructor (``supervised.demo_hints``), an
    OpenAI-compatible endpoint answering ``{"hints": [...]}``, so supervised
    rounds can fetch proposals without a model;
-4. open the app (``eviscene_tui.ui.launch.run_app``) with ``policy_profile``
+4. start a gated search: the bundled STAND-IN driver (``eviscene_tui.gate.standin``,
+   not EviScene) under ``eviscene-tui gate`` in the work directory, its teacher
+   step served by the fake vLLM; ``G`` on the runs screen opens its gate (approve,
+   relocalize, reject a hint, stop, ``R`` resume); it is stopped when the app exits;
+5. open the app (``eviscene_tui.ui.launch.run_app``) with ``policy_profile``
    pointing at the copy, so live teacher continuations are attested and stream
    without a GPU. If the app cannot be opened, print the ``check`` report instead.
 """
@@ -78,15 +82,23 @@ def run(args: argparse.Namespace) -> int:
     server = FakeVLLMServer(personality=args.personality, scenario=scenario, profile=profile, replace_scenario=True)
     server.start()
     hints = DemoHintServer().start()
+    gated = None
     try:
         prof = server.profile_dict()
         prof_path = work.write_new(work.sub("demo", unique_name("serving-profile-demo", ".json")), orjson.dumps(prof, option=orjson.OPT_INDENT_2) + b"\n")
         print(f"fake vLLM ({args.personality}) on {server.v1_url}; profile {prof_path}", file=sys.stderr)
         print(f"demo hint constructor on {hints.v1_url}", file=sys.stderr)
+        # a gated search: the bundled STAND-IN driver under `eviscene-tui gate` (G on the runs screen)
+        from eviscene_tui.gate.demo import start_gated_demo
+
+        gated = start_gated_demo(work.sub("demo"), policy_url=server.v1_url, policy_model=str(prof.get("profile_id")),
+                                 operator=args.operator)
+        print(f"gated STAND-IN driver (not EviScene) at {gated.root}: press G on the runs screen; "
+              f"headless: eviscene-tui gate-status {gated.root}", file=sys.stderr)
         app_args = argparse.Namespace(
             path=str(root), theme=args.theme, poll=args.poll, operator=args.operator, workdir=str(workdir),
             policy_profile=str(prof_path), policy_url=None, policy_model=None, hint_url=hints.v1_url, hint_model="demo-hint-constructor",
-            tokenizer=None, config=args.config,
+            tokenizer=None, config=args.config, gate_roots=[str(gated.root)],
         )
         try:
             from eviscene_tui.ui.launch import run_app
@@ -101,5 +113,7 @@ def run(args: argparse.Namespace) -> int:
             return int(check.run(ns) or 0)
         return int(run_app(root, app_args) or 0)
     finally:
+        if gated is not None:
+            gated.stop()
         hints.stop()
         server.stop()

@@ -65,6 +65,7 @@ class CaseRow:
     being_written: bool = False  # a torn line that may still be completed by a writer
     no_site: bool = False  # the current round found no recoverable site
     labels: tuple[str, ...] = ()  # operator triage labels from the review journal
+    gate: str = ""  # operator gate marker (state.gate.gate_marker): awaiting operator / driver gone / gated
     ref: Any = field(default=None, compare=False, repr=False)  # opaque handle to open the case
     _haystack: str = field(default="", compare=False, repr=False)
 
@@ -77,6 +78,7 @@ class CaseRow:
         self.category = safe_text(self.category, single_line=True)
         self.hint_texts = tuple(safe_text(h, single_line=True) for h in self.hint_texts if h)
         self.labels = tuple(safe_text(x, single_line=True, limit=40) for x in self.labels)
+        self.gate = safe_text(self.gate, single_line=True, limit=60)
         parts = [self.key, self.case_id, *self.hint_texts, *self.labels]
         self._haystack = "\n".join(parts).casefold()
 
@@ -86,7 +88,15 @@ class CaseRow:
 
     @property
     def in_triage(self) -> bool:
-        return self.no_site or self.status in NO_SITE_STATUSES or self.status.startswith("paused_") or self.problems > 0
+        return (
+            self.no_site or self.status in NO_SITE_STATUSES or self.status.startswith("paused_") or self.problems > 0
+            or self.awaiting_operator
+        )
+
+    @property
+    def awaiting_operator(self) -> bool:
+        """A gated driver waits for a decision, or a gated driver is gone."""
+        return self.gate.startswith("awaiting operator") or self.gate == "driver gone"
 
     @property
     def in_no_site_queue(self) -> bool:
@@ -143,6 +153,10 @@ def cell_text(row: CaseRow, column: Column) -> str:
         return LAYOUT_SHORT.get(row.layout, row.layout)
     if key == "status":
         text = row.status + (" (being written)" if row.being_written else "")
+        if row.awaiting_operator:
+            text = row.gate + " · " + text  # first: the column is narrow and this needs a person
+        elif row.gate:
+            text += " · " + row.gate
         if row.labels:
             text += " [" + ",".join(row.labels) + "]"
         return text

@@ -50,6 +50,8 @@ class Filter:
             return row.pending > 0
         if name == "labelled":
             return bool(row.labels)
+        if name == "awaiting":
+            return row.awaiting_operator
         return True
 
 
@@ -66,6 +68,7 @@ FILTERS: dict[str, Filter] = {
         Filter("pending", "pending verification", "cases with attempts pending verification"),
         Filter("problems", "with problems", "cases with integrity problems or unreadable manifests"),
         Filter("labelled", "triage-labelled", "cases an operator labelled (needs_relocalization, unrecoverable, data_problem, note)"),
+        Filter("awaiting", "awaiting operator", "gated driver searches waiting for an operator decision, or whose gated driver is gone"),
     )
 }
 

@@ -13,6 +13,7 @@ from typing import Any
 
 from eviscene_tui.artifacts.layout import CaseRef, discover_cases
 from eviscene_tui.artifacts.summary import summarize_case
+from eviscene_tui.state.gate import gate_marker
 from eviscene_tui.state.rows import CaseRow, last_round_status, row_from_summary
 from eviscene_tui.state.transient import TransientProblems
 
@@ -45,7 +46,9 @@ def build_row(ref: CaseRef, root: Path, transient: TransientProblems | None, *, 
         if summary.mtime and time.time() - summary.mtime > transient.grace:
             key = summary.rel_path if summary.rel_path and summary.rel_path != "." else (summary.path.name or str(summary.path))
             transient.seed_old(key, [(str(p.code), str(p.path)) for p in summary.problems])
-    return row_from_summary(summary, transient=transient, last_round=last, ref=ref)
+    row = row_from_summary(summary, transient=transient, last_round=last, ref=ref)
+    row.gate = gate_marker(summary.path)
+    return row
 
 
 def scan_rows(

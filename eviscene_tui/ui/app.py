@@ -337,6 +337,13 @@ class EvisceneApp(App[int]):
         self.theme = name
         self.notify(f"Theme: {name}", markup=False, timeout=2)
 
+    def open_gate(self, root: Any) -> None:
+        """The operator gate screen of a gated driver search (``eviscene-tui gate``)."""
+        from eviscene_tui.state.gate import GateSession
+        from eviscene_tui.ui.screens.gate import GateScreen
+
+        self.push_screen(GateScreen(GateSession(root, operator=self.options.operator)))
+
     def open_case(self, row: Any) -> None:
         from eviscene_tui.ui.screens.case import CaseScreen
 

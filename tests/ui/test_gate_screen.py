@@ -1,7 +1,7 @@
 """Pilot: the gate card drives the stand-in driver (a real subprocess under
 ``eviscene-tui gate``): approve round 0 and its hint, relocalize round 1 with a
-step picked from the trace, reject its hint, stop round 2; the decision keys
-work only on the focused card."""
+step picked from the trace, reject its hint, stop round 2, resume (R) and
+converge; the decision keys work only on the focused card."""
 
 from __future__ import annotations
 
@@ -101,14 +101,35 @@ async def test_gate_card_steps_the_driver(tmp_path):
             await pilot.press("enter")
             await _until(pilot, lambda: proc.poll() is not None, "the driver to stop")
             await _until(pilot, _card_shows(app, "No gate pending"), "the empty card")
+            assert finish(proc) == 0
+            assert manifest(case)["execution_error"] == {"round": 2, "type": "OperatorStoppedSearch"}
+
+            # R resumes the stopped driver under the gate; round 2 is asked again
+            await _until(pilot, lambda: "R resumes" in str(_card(app).render()), "the resume hint")
+            await pilot.press("R")
+            await _until(pilot, _waiting(case, "round", 2), "the resumed driver at the round-2 gate")
+            resumed = read_status(case.root).driver.pid
+            await _until(pilot, _card_shows(app, "ROUND GATE · round 2"), "the round-2 card again")
+            await pilot.press("a")
+            await _until(pilot, _waiting(case, "hint", 2), "the round-2 hint gate")
+            await _until(pilot, _card_shows(app, "HINT GATE · round 2"), "the round-2 hint card")
+            await pilot.press("a")
+            await _until(pilot, lambda: manifest(case)["status"] == "converged", "the search to converge")
+            await _until(pilot, lambda: not read_status(case.root).driver.alive, "the resumed driver to exit")
     finally:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
-    assert finish(proc) == 0
-    assert manifest(case)["execution_error"] == {"round": 2, "type": "OperatorStoppedSearch"}
+        st = read_status(case.root)
+        if st.driver.alive and st.driver.pid and st.driver.pid != proc.pid:  # the driver the app resumed
+            import os
+            import signal
+
+            os.kill(st.driver.pid, signal.SIGKILL)
     decisions = read_status(case.root).decisions
-    assert [(d.action, d.operator) for d in decisions] == [
+    assert [(d.action, d.operator) for d in decisions[:5]] == [
         ("approve-round", "pilot"), ("approve-hint", "pilot"), ("relocalize", "pilot"), ("reject-hint", "pilot"), ("stop", "pilot"),
     ]
     assert decisions[2].step == 5 and decisions[2].reason == "early stop"
+    assert [d.action for d in decisions[5:]] == ["approve-round", "approve-hint"]
+    assert resumed != proc.pid

@@ -30,7 +30,8 @@ FILTER_KEYS: dict[str, str] = {
     "pending": "v",
     "problems": "x",
     "labelled": "L",
-}
+}  # the "awaiting" (operator gate) filter is on "w" and in the palette, not in the bar
+GATE_REFRESH_INTERVAL = 1.0  # gate markers follow the sidecars' heartbeats (state.gate.gate_marker)
 
 
 _POLICY_TEMPLATES = {
@@ -56,6 +57,8 @@ class RunsScreen(Screen):
         Binding("v", "filter('pending')", "Pending", show=False, id="runs.filter.pending"),
         Binding("x", "filter('problems')", "Problems", show=False, id="runs.filter.problems"),
         Binding("L", "filter('labelled')", "Labelled", show=False, id="runs.filter.labelled", tooltip=FILTERS["labelled"].help),
+        Binding("w", "filter('awaiting')", "Awaiting", show=False, id="runs.filter.awaiting", tooltip=FILTERS["awaiting"].help),
+        Binding("G", "open_gate", "Gate", show=False, id="runs.gate", tooltip="Open the operator gate of the highlighted gated search"),
         Binding("s", "sort_next", "Sort", id="runs.sort", tooltip="Sort by the next column"),
         Binding("S", "sort_reverse", "Reverse", id="runs.sort_reverse", tooltip="Reverse the sort order"),
         Binding("ctrl+r", "rescan", "Rescan", show=False, id="runs.rescan", tooltip="Scan the folder again"),
@@ -86,6 +89,7 @@ class RunsScreen(Screen):
         self.watch(self.app, "policy_status", self._policy_status_changed)
         self._repaint()
         self.query_one(RunsTable).focus()
+        self.set_interval(GATE_REFRESH_INTERVAL, self._refresh_gates)
 
     def _policy_status_changed(self, status: tuple[str, str] | None) -> None:
         bar = self.query_one("#policy-status", Static)
@@ -194,6 +198,40 @@ class RunsScreen(Screen):
     @on(RunsTable.Selected)
     def _open(self, event: RunsTable.Selected) -> None:
         self.app.open_case(event.row)  # type: ignore[attr-defined]
+
+    # -- operator gate ---------------------------------------------------------------------
+    def _refresh_gates(self) -> None:
+        gated = [row for row in self.store.rows() if row.gate]
+        if gated:
+            self.run_worker(lambda: self._gate_worker(gated), thread=True, exclusive=True, group="runs-gates", exit_on_error=False)
+
+    def _gate_worker(self, rows: list) -> None:
+        from dataclasses import replace
+
+        from eviscene_tui.state.gate import gate_marker
+        from eviscene_tui.ui.messages import SummariesBatch
+
+        changed = []
+        for row in rows:
+            path = getattr(row.ref, "path", None)
+            marker = gate_marker(path) if path is not None else ""
+            if marker != row.gate:
+                changed.append(replace(row, gate=marker))
+        if changed:
+            self.app.post_message(SummariesBatch(changed, done=len(changed), total=None, initial=False))
+
+    def action_open_gate(self) -> None:
+        from eviscene_tui.gate.inproc import SESSION_FILE, sidecar_for
+
+        row = self.query_one(RunsTable).current_row
+        path = getattr(row.ref, "path", None) if row is not None else None
+        roots = list(getattr(self.app.options, "gate_roots", ()) or ())  # type: ignore[attr-defined]
+        if path is not None and (sidecar_for(path) / SESSION_FILE).is_file():
+            roots.insert(0, path)
+        if not roots:
+            self.notify("the highlighted case has no operator gate (run its driver with eviscene-tui gate)", severity="warning", markup=False)
+            return
+        self.app.open_gate(roots[0])  # type: ignore[attr-defined]
 
     # -- palette ---------------------------------------------------------------------------
     def palette_commands(self):

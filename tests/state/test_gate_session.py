@@ -1,0 +1,59 @@
+"""GateSession without Textual: what changed in the feedback, the live round
+progress read from partly written files, the runs-screen marker, notifications."""
+
+from __future__ import annotations
+
+import json
+
+from eviscene_tui.state.gate import GateSession, feedback_changes, gate_marker, load_snapshot, round_progress
+
+
+def test_feedback_changes_names_what_moved():
+    assert feedback_changes(None, {}) == ["first round: no earlier feedback"]
+    before = {"needs_relocalization": False, "locked_hint": "", "excluded_hints": ["A"], "anchor_feedback": {}, "previous_rounds": []}
+    after = {
+        "needs_relocalization": True, "locked_hint": "", "excluded_hints": ["A", "B"],
+        "anchor_feedback": {"selected_source_step": 3, "earliest_error_step": 5, "checker": {"anchor_matches": False}},
+        "previous_rounds": [{"attempts": [{}], "rejected_proposal_reasons": ["operator_rejected"], "status": "generated"}],
+    }
+    changes = feedback_changes(before, after)
+    assert "needs_relocalization: False -> True" in changes
+    assert "newly excluded hint: 'B'" in changes
+    assert any(c.startswith("anchor: selected step 3, earliest error step 5") for c in changes)
+    assert "last round: generated, 1 attempt(s), rejected proposals: operator_rejected" in changes
+    assert feedback_changes(before, before) == ["no change"]
+
+
+def test_round_progress_reads_partly_written_files(tmp_path):
+    root = tmp_path / "search"
+    run = root / "rounds" / "round-00"
+    events = run / "runtime" / "case" / "hint-00-abc" / "events.jsonl"
+    events.parent.mkdir(parents=True)
+    lines = [json.dumps({"sequence": i, "event_type": t}) for i, t in enumerate(("case_attempt_started", "context_request_started"), 1)]
+    events.write_text("\n".join(lines) + "\n" + '{"sequence": 3, "event_ty', encoding="utf-8")  # torn last line
+    (run / "semantic-localization.json").write_text(json.dumps({"candidates": [{"selected": True, "source_step_index": 5}]}))
+    (run / "proposer-hint-audits.json").write_text(json.dumps({"proposals": [{"passed": True}, {"passed": False, "reason": "operator_rejected"}]}))
+    (run / "manifest.json").write_text('{"status": "generat')  # the driver is rewriting it
+    p = round_progress(root, 0)
+    assert (p.localization_step, p.events, p.last_event, p.torn_tail) == (5, 2, "context_request_started", True)
+    assert p.audits == ("passed", "operator_rejected")
+    assert p.status == "" and any("manifest.json" in x for x in p.problems)
+    (run / "manifest.json").write_text(json.dumps({"status": "generated"}))
+    (run / "repair_attempts.jsonl").write_text(json.dumps({"local_verification": {"passed": True}, "accepted": True}) + "\n")
+    assert round_progress(root, 0).verdict == "accepted"
+
+
+def test_marker_and_session_without_a_gate(tmp_path):
+    root = tmp_path / "plain-search"
+    root.mkdir()
+    assert gate_marker(root) == ""
+    snap = load_snapshot(root)
+    assert snap.card is None and not snap.status.exists and not snap.status.driver.present
+    session = GateSession(root)
+    seen = []
+    session.subscribe(seen.append)
+    assert session.apply(session.load()) is True
+    assert session.apply(session.load()) is False  # same fingerprint: no notification
+    assert len(seen) == 1
+    assert session.decide("approve-round").taken is False
+    assert session.resume_argv() is None  # the gate does not know how a driver was started
