@@ -42,7 +42,7 @@ import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from eviscene_tui.artifacts.jsonio import (
     canonical_jsonl_bytes,
@@ -71,6 +71,10 @@ from eviscene_tui.supervised.feedback import (
 )
 from eviscene_tui.supervised.hints import HintFetchError, build_prompt, fetch_hints, prompt_identity
 from eviscene_tui.supervised.source import SupervisedInputs
+
+if TYPE_CHECKING:
+    from eviscene_tui.artifacts.case import CaseBundle
+    from eviscene_tui.options import AppOptions
 
 SEARCH_VERSION = R.SEARCH_SCHEMA
 OPERATOR_RELOCALIZATION_REASON = "operator_relocalization"
@@ -237,8 +241,8 @@ class SupervisedSearch:
     @classmethod
     def for_case(
         cls,
-        case: Any,
-        options: Any,
+        case: CaseBundle,
+        options: AppOptions,
         *,
         label: str | None = None,
         source_step_index: int | None = None,
@@ -246,7 +250,7 @@ class SupervisedSearch:
         budgets: Budgets | None = None,
         settings: SearchSettings | None = None,
     ) -> "SupervisedSearch":
-        """Start from engineer A1's ``CaseBundle`` and the app's ``AppOptions``.
+        """Start from a ``CaseBundle`` and the app's ``AppOptions``.
 
         ``label`` defaults to the case path relative to ``options.root``; budgets come
         from the ``[supervised]`` table of the config file (driver defaults otherwise)."""
@@ -260,12 +264,14 @@ class SupervisedSearch:
             label = rel if not rel.startswith("..") else str(case.root)
         inputs = inputs_from_case(case, label=label, source_step_index=source_step_index)
         settings = settings or SearchSettings(
-            operator=getattr(options, "operator", None) or "operator",
-            policy_model=getattr(options, "policy_model", None),
-            policy_base_url=getattr(options, "policy_url", None),
-            policy_profile=getattr(options, "policy_profile", None),
-            hint_url=getattr(options, "hint_url", None),
-            hint_model=getattr(options, "hint_model", None),
+            operator=options.operator or "operator",
+            policy_model=options.policy_model,
+            policy_base_url=options.policy_url,
+            policy_profile=options.policy_profile,
+            # the temperature the continuation is sampled at, as the run inputs record it
+            policy_temperature=options.settings.policy.temperature,
+            hint_url=options.hint_url,
+            hint_model=options.hint_model,
         )
         budgets = budgets or budgets_from_settings(options.settings.supervised)
         return cls.start(inputs, options.workdir, settings=settings, budgets=budgets, site_note=site_note)
