@@ -202,7 +202,7 @@ class SupervisedSession:
         gate = self._gate()
         if gate != self._gate_at_begin and gate is not None:
             # the keyboard stays where it is: say where the next decision is taken
-            text += f" · next: the {CARD_TITLES.get(gate, gate)} card (tab moves the keys there)"
+            text += f" · next: the {CARD_TITLES.get(gate, gate)} card (g moves the keys there)"
         self.say(text, "ok")
 
     def failed(self, label: str, message: str) -> None:

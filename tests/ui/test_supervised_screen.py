@@ -620,10 +620,11 @@ async def test_decision_keys_act_only_on_the_card_that_visibly_holds_the_focus(t
         assert s.draft.stage == "hints" and s.draft.proposals[0].status == "pending"
         events = [orjson.loads(x) for x in supervised_journal_for_root(s.root).read_bytes().splitlines()]
         assert not any(e["action"] == "approve_hint" for e in events)
-        # tab moves the keys to the Hints card (its list), visibly
-        await pilot.press("tab")
+        # g moves the keys to the open gate's card (the Hints list), visibly
+        await pilot.press("g")
         await pilot.pause()
         assert hints.has_class("-has-keys") and not site.has_class("-has-keys")
+        assert screen.focused is screen.query_one("#proposals")
 
 
 async def test_hints_keep_every_line_and_the_editor_starts_with_the_locked_hint(tmp_path):
@@ -651,3 +652,44 @@ async def test_hints_keep_every_line_and_the_editor_starts_with_the_locked_hint(
         await pilot.pause()
         shown = rendered_panels(screen)["proposals"]
         assert "Then quote it.\nAnd date it." in shown
+
+
+async def test_in_the_app_g_after_quit_shows_the_same_hints_and_feedback(tmp_path_factory, tmp_path):
+    """The operator's path: open a case, g, start, accept, type a hint, approve it, q;
+    start the app again, open the case, g: the same panels."""
+    from ui_helpers import copy_case, make_app, open_case
+
+    root = tmp_path / "runs"
+    copy_case(tmp_path_factory, "feedback-converged-3-rounds", root)
+
+    async def supervise(app, pilot):
+        await open_case(pilot, app, "feedback-converged-3-rounds")
+        await pilot.press("g")
+        await wait_until(lambda: isinstance(app.screen, SupervisedScreen), pilot=pilot)
+        screen = app.screen
+        await _opened(pilot, screen)
+        return screen
+
+    app = make_app(root)
+    async with app.run_test(size=(140, 50)) as pilot:
+        screen = await supervise(app, pilot)
+        s = screen.search
+        await pilot.press("s")
+        await wait_until(lambda: s.draft is not None and screen.session.busy is None, pilot=pilot, what=screen.last_message)
+        await pilot.press("g", "a")
+        await wait_until(lambda: s.draft.stage == "hints" and screen.session.busy is None, pilot=pilot, what=screen.last_message)
+        await pilot.press("g", "n")
+        await _form(pilot, app)
+        await pilot.press(*"Open the oldest copy first.", "enter", *"Then compare the dates.", "ctrl+s")
+        await wait_until(lambda: s.draft.proposals and screen.session.busy is None, pilot=pilot, what=screen.last_message)
+        await pilot.press("g", "a")
+        await wait_until(lambda: s.draft.stage == "continuation" and screen.session.busy is None, pilot=pilot, what=screen.last_message)
+        before = (screen.session.snapshot().panels(), rendered_panels(screen))
+        assert "Then compare the dates." in before[1]["proposals"] and "feedback (driver rules)" in before[1]["detail"]
+        await pilot.press("q")
+    app = make_app(root)
+    async with app.run_test(size=(140, 50)) as pilot:
+        screen = await supervise(app, pilot)
+        assert "resumed" in screen.last_message and "continuation gate" in screen.last_message
+        assert (screen.session.snapshot().panels(), rendered_panels(screen)) == before
+        await pilot.press("q")

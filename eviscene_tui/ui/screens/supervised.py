@@ -4,9 +4,9 @@
 
 Cards (left), each focusable. A card's decision keys work only while the card
 (or a child) holds the focus, and the card that holds it is marked (heavy
-border, "▶ keys: …" under it). Focus moves only when the operator moves it
-(tab / shift+tab), never by itself after a decision, so a key pressed twice
-never decides at two gates.
+border, "keys: …" under it). Focus moves only when the operator moves it
+(``g`` to the open gate's card, tab / shift+tab), never by itself after a
+decision, so a key pressed twice never decides at two gates.
 
 - **Site**: the current failure site (between rounds: the site the next round
   starts from). ``a`` accept, ``r`` relocalize (step + note, with the trace to pick from).
@@ -238,6 +238,7 @@ CARD_OF_GATE = {"site": "#card-site", "hints": "#card-hints", "continuation": "#
 class SupervisedScreen(Screen[None]):
     BINDINGS = [
         Binding("escape", "back", "Back", id="supervised.back"),
+        Binding("g", "goto_gate", "Go to gate", id="supervised.goto_gate", tooltip="Move the keys to the open gate's card"),
         Binding("j", "journal", "Journal", id="supervised.journal", tooltip="Show the decision journal (chain check, stale decisions)"),
         Binding("ctrl+t", "ack_torn", "Ack torn tail", id="supervised.ack_torn", show=False,
                 tooltip="Acknowledge torn bytes at the end of the journal (they stay in the file)"),
@@ -837,6 +838,11 @@ class SupervisedScreen(Screen[None]):
             return
         if self._claim("acknowledge torn tail") is not None:
             self._run_sync("acknowledge torn tail", search.acknowledge_torn_tail, "acknowledged in the supervised screen")
+
+    def action_goto_gate(self) -> None:
+        gate = self._gate()
+        if gate is not None:
+            self.query_one(CARD_OF_GATE[gate], Card).focus()
 
     def action_journal(self) -> None:
         if self.session.search is not None:
