@@ -10,7 +10,14 @@ Layouts (psd-run-format §1):
 - ``unknown``: nothing recognisable (an ``unsupported_layout`` problem).
 
 A search root inside a multi-case wrapper (``<out>/repairs/<key>/``) also knows its
-``<out>/case-inputs/<key>/`` folder; referenced paths may then resolve anywhere under ``<out>``.
+``<out>/case-inputs/<key>/`` folder; written paths may then resolve anywhere under ``<out>``.
+
+Recorded paths are resolved by the one trust model of :mod:`eviscene_tui.artifacts.paths`
+(``CaseBundle.paths``): bound inputs (the source trace, candidate, contexts, …) and the
+source rollout's runtime archive are read wherever they are — normally OUTSIDE the root —
+while everything the run wrote must resolve inside it. A tree copied elsewhere is
+rebased from the locations the driver recorded about itself; ``input_provenance()``
+says where each input was found and by which rule.
 
 Rules: nothing is read until asked for, and each file is read at most once (cached).
 Reading never writes, locks or touches anything; ``search.lock`` is never opened.
@@ -61,13 +68,22 @@ from eviscene_tui.artifacts.models import (
     VerificationBundle,
     parse_model,
 )
+from eviscene_tui.artifacts.paths import (
+    INPUT_WHAT,
+    RULE_CASE_INPUTS,
+    Found,
+    InputProvenance,
+    PathMap,
+    PathResolver,
+    input_provenance,
+    missing_input_message,
+)
 from eviscene_tui.artifacts.problems import Problem, ProblemCode
 from eviscene_tui.artifacts.runtime_archive import (
     ArchivedRequest,
     RuntimeStore,
     check_regular_file,
     request_from_policy_input,
-    resolve_store_path,
 )
 from eviscene_tui.artifacts.trace import SourceTrace, load_trace
 
@@ -543,9 +559,9 @@ class RoundBundle(_Loader):
 class CaseBundle(_Loader):
     """A case folder (search root or single run). Everything is lazy and cached."""
 
-    def __init__(self, root: Path, *, allow_outside_root: bool = False) -> None:
+    def __init__(self, root: Path, *, path_map: PathMap | None = None) -> None:
         self.root = root
-        self.allow_outside_root = allow_outside_root
+        self.path_map = path_map or PathMap()
         self._problems = []
         self._stores: dict[str, RuntimeStore | None] = {}
         self._feedback: dict[int, FeedbackObject | None] = {}
@@ -603,7 +619,7 @@ class CaseBundle(_Loader):
 
     def reloaded(self) -> "CaseBundle":
         """A fresh bundle of the same folder (this one is a cached snapshot)."""
-        return load_case(self.root, allow_outside_root=self.allow_outside_root)
+        return load_case(self.root, path_map=self.path_map)
 
     @property
     def is_search(self) -> bool:
@@ -788,78 +804,224 @@ class CaseBundle(_Loader):
                 return a.case_id
         return None
 
-    def _input_binding_path(self, name: str) -> str | None:
+    # ---------------------------------------------------------------- paths (artifacts.paths)
+    @functools.cached_property
+    def paths(self) -> PathResolver:
+        """The path resolver of this case, told where the driver wrote the tree (the
+        search / run ``output_dir``, search-state ``rounds[].directory``, manifest
+        ``rounds``, each round's ``output_dir``) so a moved copy resolves like the original."""
+        resolver = PathResolver(str(self.root), boundary=str(self.boundary), path_map=self.path_map)
+        try:
+            self._tell_written_location(resolver)
+        except Exception as exc:  # noqa: BLE001 - loaders never raise
+            self._add(Problem(code=ProblemCode.JSON_INVALID, path=str(self.root), message=f"cannot infer where the tree was written: {type(exc).__name__}"))
+        return resolver
+
+    def _tell_written_location(self, resolver: PathResolver) -> None:
+        root = str(self.root)
+
+        def root_at(recorded: Any) -> None:
+            if not resolver.add_written(recorded, root) or self.wrapper_root is None:
+                return
+            suffix = f"/repairs/{self.root.name}"
+            rec = str(recorded).rstrip("/")
+            if rec.endswith(suffix):
+                resolver.add_written(rec[: -len(suffix)], str(self.wrapper_root))
+
+        ident = self.search_identity
+        if ident is not None and isinstance(ident.inputs, dict):
+            root_at(ident.inputs.get("output_dir"))
+        if self.layout == LAYOUT_FEEDBACK_SEARCH:
+            got = self._search_state_bound
+            payload = got[1] if got else None
+            rows = payload.get("rounds") if isinstance(payload, dict) else None
+            dirs: list[Any] = [r.get("directory") for r in rows if isinstance(r, dict)] if isinstance(rows, list) else []
+            manifest = self.manifest
+            if isinstance(manifest, SearchManifest):
+                dirs.extend(manifest.rounds)
+            for d in dirs:
+                if isinstance(d, str) and d.startswith("/"):
+                    name = d.rstrip("/").rsplit("/", 1)[-1]
+                    if ROUND_DIR_RE.match(name):
+                        resolver.add_written(d, str(self.root / "rounds" / name))
+                        parent = d.rstrip("/").rsplit("/", 1)[0]
+                        if parent.endswith("/rounds"):
+                            root_at(parent[: -len("/rounds")])
+            for r in self.rounds:
+                ri = r.run_inputs
+                if ri is not None:
+                    resolver.add_written(ri.output_dir, str(r.dir))
+        elif self.layout == LAYOUT_SINGLE_RUN:
+            ri = self.rounds[0].run_inputs if self.rounds else None
+            if ri is not None:
+                root_at(ri.output_dir)
+
+    def _input_binding(self, name: str) -> tuple[str | None, str | None, str]:
+        """(recorded path, recorded sha256, the file that binds it) of input ``name``:
+        the search identity ``inputs``, else the first round's / the run's run-inputs."""
         ident = self.search_identity
         if ident is not None and isinstance(ident.inputs, dict):
             value = ident.inputs.get(name)
             if isinstance(value, dict) and isinstance(value.get("path"), str):
-                return value["path"]
+                sha = value.get("sha256")
+                return value["path"], sha if isinstance(sha, str) else None, "search-state.json"
             if isinstance(value, str):
-                return value
-        ri = self.run_inputs
-        if ri is not None:
+                return value, None, "search-state.json"
+        for r in self.rounds:
+            ri = r.run_inputs
+            if ri is None:
+                continue
             b = ri.binding(name)
             if b is not None and b.path:
-                return b.path
-        return None
+                rel = os.path.relpath(r.dir / "run-inputs.json", self.root)
+                sha = b.sha256 if ri.candidate_offset is None or name != "trace" else None
+                return b.path, sha, rel
+            break
+        return None, None, ""
+
+    def _input_binding_path(self, name: str) -> str | None:
+        return self._input_binding(name)[0]
+
+    _CASE_INPUT_FILES: dict[str, tuple[str, ...]] = {
+        "trace": ("trace.json", "source-trace.json"),
+        "candidate": ("candidate.json",),
+        "gold": ("gold.json",),
+        "public_context": ("public.json",),
+        "private_context": ("private.json",),
+    }
+
+    def input_found(self, name: str) -> Found | None:
+        """Where bound input ``name`` is (``paths.PathResolver.bound_input``), else the
+        wrapper's ``case-inputs/<key>/`` copy. None when the case binds no such input."""
+        cache = self.__dict__.setdefault("_input_found", {})
+        if name in cache:
+            return cache[name]
+        recorded, _sha, referrer = self._input_binding(name)
+        found: Found | None = None
+        if recorded and referrer == "search-state.json":
+            found = self.paths.bound_input(recorded, want="file")
+        if (found is None or not found.ok) and self.case_inputs_dir is not None:
+            # the wrapper's copy of the case's own inputs comes before a round's bindings
+            # (a round's public_context is its round-inputs file, with the feedback in it)
+            for fname in self._CASE_INPUT_FILES.get(name, ()):
+                cand = self.case_inputs_dir / fname
+                if cand.is_file():
+                    found = Found(recorded or str(cand), "ok", str(cand), RULE_CASE_INPUTS, "", (str(cand),))
+                    break
+        if found is None and recorded:
+            bases = [str((self.root / referrer).parent)] if referrer else []
+            found = self.paths.bound_input(recorded, bases=bases, want="file")
+        cache[name] = found
+        return found
+
+    def input_path(self, name: str) -> Path | None:
+        """The local path of bound input ``name`` when it was found, else None."""
+        found = self.input_found(name)
+        return Path(found.path) if found is not None and found.ok and found.path else None
 
     def resolve(self, value: str | None, *, bases: list[Path] | None = None, problems: list[Problem] | None = None) -> Path | None:
-        """Resolve a path written by the driver against this case (see ``resolve_store_path``)."""
+        """Where the recorded path of a bound input is (None when not found); see
+        ``paths.PathResolver.bound_input``. A not-found value adds a ``missing_artifact``
+        problem to ``problems`` when given."""
         if not value:
             return None
-        extra: list[Path] = [self.root]
-        extra.extend(r.dir for r in self.rounds)
-        if self.case_inputs_dir is not None:
-            extra.append(self.case_inputs_dir)
-        if bases:
-            extra = list(bases) + extra
-        sink: list[Problem] = []
-        path = resolve_store_path(value, case_root=self.boundary, extra_bases=extra, problems=sink)
-        if path is None and self.allow_outside_root and any(p.code == ProblemCode.PATH_OUTSIDE_ROOT for p in sink):
-            raw = Path(value)
-            for base in [Path(".")] + extra:
-                cand = raw if raw.is_absolute() else base / raw
-                if _exists(cand):
-                    path = cand.resolve()
-                    break
+        found = self.paths.bound_input(value, bases=[str(b) for b in bases or ()], want="file")
+        if found.ok and found.path:
+            return Path(found.path)
         if problems is not None:
-            problems.extend(sink)
-        return path
+            problems.append(
+                Problem(
+                    code=ProblemCode.MISSING_ARTIFACT if found.outcome != "invalid" else ProblemCode.JSON_INVALID,
+                    path=found.looked_at[0] if found.looked_at else str(value)[:300],
+                    message=missing_input_message("input", "the case", found),
+                )
+            )
+        return None
+
+    def _input_readable(self, path: Path) -> bool:
+        """Inputs are read wherever they are: no root check, but never a FIFO or device."""
+        bad = check_regular_file(path)
+        if bad is not None:
+            self._add(bad)
+            return False
+        return True
 
     @_guarded(lambda: None)
     def source_trace_path(self) -> Path | None:
-        """The source trace: run-inputs / search identity ``trace.path``, the manifest
-        ``trace``, the candidate's ``source.source_trace_path`` or the wrapper's case inputs."""
-        values: list[str] = []
-        p = self._input_binding_path("trace")
-        if p:
-            values.append(p)
+        """The source trace: run-inputs / search identity ``trace`` binding, else the
+        manifest ``trace`` (possibly relative to the driver's working directory), else the
+        candidate's ``source.source_trace_path``, else the wrapper's case inputs. A trace
+        that is referenced but found nowhere gives one ``missing_artifact`` problem saying
+        where it was recorded and where it was looked for."""
+        found = self.input_found("trace")
+        if found is not None and found.ok and found.path:
+            return Path(found.path)
+        misses: list[tuple[str, Found]] = []
+        if found is not None:
+            misses.append((self._input_binding("trace")[2] or "run-inputs.json", found))
         for r in self.rounds:
             m = r.manifest
             if m is not None and m.trace_path:
-                values.append(m.trace_path)
+                got = self.paths.bound_input(m.trace_path, bases=[str(r.dir)], want="file")
+                if got.ok and got.path:
+                    self.__dict__.setdefault("_trace_rule", ("manifest.json", got))
+                    return Path(got.path)
+                misses.append((os.path.relpath(r.dir / "manifest.json", self.root), got))
                 break
         for c in self.candidates:
             if c.source is not None and c.source.source_trace_path:
-                values.append(c.source.source_trace_path)
+                got = self.paths.bound_input(c.source.source_trace_path, want="file")
+                if got.ok and got.path:
+                    self.__dict__.setdefault("_trace_rule", ("repair_candidates.jsonl", got))
+                    return Path(got.path)
+                misses.append(("repair_candidates.jsonl", got))
                 break
-        problems: list[Problem] = []
-        for value in values:
-            path = self.resolve(value, problems=problems)
-            if path is not None and path.is_file():
-                return path
-        if self.case_inputs_dir is not None:
-            for name in ("trace.json", "source-trace.json"):
-                cand = self.case_inputs_dir / name
-                if cand.is_file():
-                    return cand
-        # report only the most specific problem for the first value
-        seen = set()
-        for prob in problems:
-            if (prob.code, prob.path) not in seen:
-                seen.add((prob.code, prob.path))
-                self._add(prob)
+        if misses:
+            referrer, miss = misses[0]
+            code = ProblemCode.JSON_INVALID if miss.outcome == "invalid" else ProblemCode.MISSING_ARTIFACT
+            where = miss.looked_at[0] if miss.looked_at else str(self.root)
+            self._add(Problem(code=code, path=where, message=missing_input_message("source trace", referrer, miss)))
         return None
+
+    def input_provenance(self, *, verify: bool = False) -> list[InputProvenance]:
+        """Every bound input of the case and where it was found (for the case screen):
+        what, recorded path, found path, the rule that found it, inside/outside the root,
+        sha status (``verify``: hash each found file against its binding; otherwise a
+        bound one is ``unverified``). The source rollout's runtime archive is listed when
+        the source trace is loaded. Never raises."""
+        out: list[InputProvenance] = []
+        try:
+            names = [n for n in RunInputs.FILE_ARGUMENTS if self._input_binding(n)[0]]
+            if "trace" not in names and self.source_trace_path is not None:
+                names.insert(0, "trace")
+            for name in names:
+                recorded, sha, referrer = self._input_binding(name)
+                found = self.input_found(name)
+                if name == "trace" and (found is None or not found.ok):
+                    alt = self.__dict__.get("_trace_rule")
+                    if alt is not None:
+                        referrer, found = alt
+                status = None
+                if verify and sha and found is not None and found.ok and found.path:
+                    from eviscene_tui.artifacts.jsonio import sha256_file
+
+                    try:
+                        status = "verified" if sha256_file(found.path) == sha.lower() else "mismatch"
+                    except OSError:
+                        status = "unreadable"
+                out.append(input_provenance(name, referrer, recorded, found, resolver=self.paths, sha256=sha, sha_status=status))
+            trace = self._trace[0] if self._trace else None
+            desc = trace.runtime_store if trace is not None else None
+            if desc is not None and desc.runtime_path:
+                near = [str(trace.path.parent)] if trace is not None and trace.path is not None else []
+                found = self.paths.source(desc.runtime_path, near=near)
+                out.append(
+                    input_provenance("source_runtime", "source trace state.runtime_store", desc.runtime_path, found,
+                                     resolver=self.paths, what="source runtime archive", sha_status="unbound" if found.ok else "missing")
+                )
+        except Exception as exc:  # noqa: BLE001 - a view of the inputs never raises
+            self._add(Problem(code=ProblemCode.JSON_INVALID, path=str(self.root), message=f"input provenance: {type(exc).__name__}"))
+        return out
 
     def trace(self, *, spool_dir: str | os.PathLike[str] | None = None) -> tuple[SourceTrace | None, list[Problem]]:
         """The source trace, loaded once (lazy; a big one is indexed, see
@@ -890,12 +1052,8 @@ class CaseBundle(_Loader):
     @_guarded(lambda: None)
     def private_context(self) -> Any:
         """The raw private context (privileged!) if its input file is reachable, else None."""
-        value = self._input_binding_path("private_context")
-        path = self.resolve(value) if value else None
-        if path is None and self.case_inputs_dir is not None:
-            cand = self.case_inputs_dir / "private.json"
-            path = cand if cand.is_file() else None
-        if path is None or not self._readable(path):
+        path = self.input_path("private_context")
+        if path is None or not self._input_readable(path):
             return None
         raw, problems = read_json(path)
         self._extend(problems)
@@ -906,19 +1064,8 @@ class CaseBundle(_Loader):
         """The original public context: the search input, else the wrapper's
         ``case-inputs/<key>/public.json``, else the run's ``public_context`` input (for a
         feedback round that is ``round-inputs/round-00/public.json``, with ``repair_search``)."""
-        path = None
-        ident = self.search_identity
-        if ident is not None and isinstance(ident.inputs, dict):
-            value = ident.inputs.get("public_context")
-            value = value.get("path") if isinstance(value, dict) else value
-            path = self.resolve(value) if isinstance(value, str) else None
-        if path is None and self.case_inputs_dir is not None:
-            cand = self.case_inputs_dir / "public.json"
-            path = cand if cand.is_file() else None
-        if path is None:
-            value = self._input_binding_path("public_context")
-            path = self.resolve(value) if value else None
-        if path is None or not self._readable(path):
+        path = self.input_path("public_context")
+        if path is None or not self._input_readable(path):
             return None
         raw, problems = read_json(path)
         self._extend(problems)
@@ -939,28 +1086,53 @@ class CaseBundle(_Loader):
             return None
 
     # ---------------------------------------------------------------- runtime
-    def runtime_store_for(self, store_path: str | os.PathLike[str] | None, *, trace_dir: Path | None = None) -> RuntimeStore | None:
-        """The runtime store a (possibly relative) ``runtime_path`` names; None (with a problem
-        recorded) when it cannot be found or leaves the case root. Cached per path."""
+    def runtime_store_for(
+        self, store_path: str | os.PathLike[str] | None, *, trace_dir: Path | None = None, source: bool = False
+    ) -> RuntimeStore | None:
+        """The runtime store a (possibly relative) ``runtime_path`` names; None (with a
+        problem recorded) when it cannot be found or, for a store the run wrote, leaves the
+        case root. ``source``: the store belongs to the source rollout (the trace's
+        ``state.runtime_store``, a site's ``runtime_store_path``) and is read where it is;
+        otherwise it is one of the run's own ``runtime/`` dirs and must be inside the
+        root. Cached per (path, kind)."""
         if store_path is None:
             return None
-        key = os.fspath(store_path)
+        key = ("source:" if source else "written:") + os.fspath(store_path)
         if key in self._stores:
             return self._stores[key]
-        bases = [trace_dir] if trace_dir is not None else []
-        tr = self._trace[0] if self._trace else None
-        if tr is not None and tr.path is not None:
-            bases.append(tr.path.parent)
-        problems: list[Problem] = []
-        path = self.resolve(key, bases=bases, problems=problems)
-        self._extend(problems)
-        store = RuntimeStore(path) if path is not None and path.is_dir() else None
+        text = os.fspath(store_path)
+        store: RuntimeStore | None = None
+        if source:
+            near = [str(trace_dir)] if trace_dir is not None else []
+            tr = self._trace[0] if self._trace else None
+            if tr is not None and tr.path is not None:
+                near.append(str(tr.path.parent))
+            found = self.paths.source(text, near=near)
+            if found.ok and found.path:
+                store = RuntimeStore(found.path)
+            else:
+                self._add(
+                    Problem(
+                        code=ProblemCode.JSON_INVALID if found.outcome == "invalid" else ProblemCode.MISSING_ARTIFACT,
+                        path=found.looked_at[0] if found.looked_at else text[:300],
+                        message=missing_input_message("source runtime archive", "the source trace", found),
+                    )
+                )
+        else:
+            found = self.paths.written(text, base=str(trace_dir) if trace_dir is not None else None, cwd=True)
+            if found.outcome in ("outside", "unmapped"):
+                self._add(Problem(code=ProblemCode.PATH_OUTSIDE_ROOT, path=text[:300], message=f"runtime path resolves outside the case root {self.boundary}; not read"))
+            elif found.ok and found.path and os.path.isdir(found.path):
+                store = RuntimeStore(found.path)
+            elif found.ok:
+                self._add(Problem(code=ProblemCode.MISSING_ARTIFACT, path=found.path or text[:300], message=f"runtime store {text[:200]} not found in the case"))
         self._stores[key] = store
         return store
 
     def source_runtime_store(self) -> RuntimeStore | None:
         """The source trace's runtime store (``state.runtime_store.runtime_path``, else the
-        candidate's ``source_runtime_store_path`` / site ``runtime_store_path``)."""
+        candidate's ``source_runtime_store_path`` / site ``runtime_store_path``), read
+        where it is (the source rollout, ``artifacts.paths`` rule 2)."""
         values: list[str] = []
         trace, _ = self.trace()
         if trace is not None:
@@ -973,7 +1145,7 @@ class CaseBundle(_Loader):
             if c.repair_site is not None and c.repair_site.runtime_store_path:
                 values.append(c.repair_site.runtime_store_path)
         for value in values:
-            store = self.runtime_store_for(value)
+            store = self.runtime_store_for(value, source=True)
             if store is not None:
                 return store
         return None
@@ -1110,13 +1282,16 @@ _site_from_attempts = site_from_attempts
 _site_from_candidates = site_from_candidates
 
 
-def load_case(path: str | os.PathLike[str], *, allow_outside_root: bool = False) -> CaseBundle:
-    """Open a case folder. Never raises; never writes; everything is read lazily."""
+def load_case(path: str | os.PathLike[str], *, path_map: PathMap | None = None) -> CaseBundle:
+    """Open a case folder. Never raises; never writes; everything is read lazily.
+
+    ``path_map``: explicit ``OLD=NEW`` mappings for inputs copied elsewhere (``--path-map``,
+    the config file's ``[paths] map``); see :mod:`eviscene_tui.artifacts.paths`."""
     try:
         root = Path(path).resolve()
     except (OSError, RuntimeError, TypeError, ValueError):
         root = Path(str(path))
-    return CaseBundle(root, allow_outside_root=allow_outside_root)
+    return CaseBundle(root, path_map=path_map)
 
 
 __all__ = [

@@ -72,6 +72,14 @@ from eviscene_tui.artifacts.models import (
     SCHEMA_VERIFICATION_BUNDLE,
     RunInputs,
 )
+from eviscene_tui.artifacts.paths import (
+    INPUT_WHAT,
+    InputProvenance,
+    PathMap,
+    PathResolver,
+    input_provenance,
+    missing_input_message,
+)
 from eviscene_tui.artifacts.problems import Problem, ProblemCode
 from eviscene_tui.artifacts.summary import ROUND_DIR_RE
 
@@ -104,14 +112,23 @@ QWEN35_IM_START = 248045
 QWEN25_IM_START = 151644
 
 
-def check_case(ref: CaseRef, *, cache: dict[str, bytes] | None = None) -> list[Problem]:
+def check_case(
+    ref: CaseRef,
+    *,
+    cache: dict[str, bytes] | None = None,
+    path_map: PathMap | None = None,
+    provenance: list[InputProvenance] | None = None,
+) -> list[Problem]:
     """Every problem found in one case (problem paths are absolute).
 
     ``cache``: when given, the bytes of the files ``summarize_case`` reads (manifest and
     ledgers) are left in it, keyed by absolute path, so a report reads them once.
+    ``path_map``: explicit ``OLD=NEW`` mappings for inputs copied elsewhere
+    (``artifacts.paths``). ``provenance``: when given, one :class:`InputProvenance` per
+    bound input checked is appended (where it was found, by which rule, its sha status).
     Never raises: an unexpected internal error becomes one Problem on the case root.
     """
-    checker = _Checker(ref, cache)
+    checker = _Checker(ref, cache, path_map=path_map, provenance=provenance)
     try:
         checker.run()
     except Exception as exc:  # defensive: hostile input must not crash a report
@@ -234,7 +251,14 @@ class _Checker:
     too slow for 10,000 cases); ``self.files`` / ``self.dir_files`` come from one walk,
     so existence checks inside the case cost no system call."""
 
-    def __init__(self, ref: CaseRef, cache: dict[str, bytes] | None = None) -> None:
+    def __init__(
+        self,
+        ref: CaseRef,
+        cache: dict[str, bytes] | None = None,
+        *,
+        path_map: PathMap | None = None,
+        provenance: list[InputProvenance] | None = None,
+    ) -> None:
         self.ref = ref
         # bytes of every small file read in this check, by absolute path: each file is
         # opened once (parse + hash), and summarize_case(cache=...) re-uses them
@@ -260,6 +284,13 @@ class _Checker:
         self._sha_cache: dict[str, str | None] = {}
         self._sha_checked: set[tuple[str, str]] = set()
         self._missing: set[str] = set()
+        # the one path trust model (artifacts.paths): written paths stay in the case,
+        # bound inputs are read wherever the rules find them
+        self.paths = PathResolver(
+            self.root, boundary=self.wrapper or self.root, path_map=path_map or PathMap(), lookup=self._lookup
+        )
+        self.provenance = provenance
+        self._provenance_seen: set[tuple[str, str]] = set()
 
     # ------------------------------------------------------------------ helpers
     def add(self, code: ProblemCode, path: Any, message: str) -> None:
@@ -301,45 +332,27 @@ class _Checker:
             return path in self.fileset or path in self.dir_files
         return os.path.lexists(path)
 
-    def resolve(self, recorded: Any, pairs: list[tuple[str, str]], rel_base: str | None) -> tuple[str, str | None]:
-        """Map a recorded path into the case.
+    def _lookup(self, path: str) -> str | None:
+        """The walk's answer for a path inside the case (None outside it: stat it)."""
+        if not self.in_case(path):
+            return None
+        if path in self.fileset:
+            return "file"
+        if path in self.dir_files:
+            return "dir"
+        return "absent"
+
+    def resolve(self, recorded: Any, rel_base: str | None, *, cwd: bool = False) -> tuple[str, str | None]:
+        """Map a path the run wrote into the case (``paths.PathResolver.written``).
 
         Returns (outcome, local path): ``ok`` (inside the case), ``outside`` (leaves
         the case through ``..`` or a symlink), ``unmapped`` (an absolute path not under
         any recorded base), ``invalid`` (not a path string).
         """
-        if not isinstance(recorded, str) or not recorded or "\x00" in recorded:
-            return "invalid", None
-        if recorded.startswith("/"):
-            for rec, loc in pairs:
-                rec_n = rec.rstrip("/")
-                if not rec_n:
-                    continue
-                if recorded == rec_n or recorded.startswith(rec_n + "/"):
-                    rest = recorded[len(rec_n) :].lstrip("/")
-                    cand = os.path.normpath(_j(loc, rest)) if rest else loc
-                    return self._classify(cand)
-            # the same machine: a recorded path that names the case itself
-            for lex in self.allowed_lex:
-                if recorded == lex or recorded.startswith(lex.rstrip("/") + "/"):
-                    return self._classify(posixpath.normpath(recorded))
-            return "unmapped", None
-        if rel_base is None:
-            return "unmapped", None
-        return self._classify(os.path.normpath(_j(rel_base, recorded)))
-
-    def _classify(self, cand: str) -> tuple[str, str]:
-        if not self._inside(cand, self.allowed_lex):
-            return "outside", cand
-        if not self.has_symlinks and self.in_case(cand):
-            return "ok", cand  # no symlink in the case: lexically inside is really inside
-        try:
-            real = os.path.realpath(cand)
-        except OSError:
-            return "ok", cand
-        if not self._inside(real, self.allowed_real):
-            return "outside", cand
-        return "ok", cand
+        if rel_base is None and not (isinstance(recorded, str) and recorded.startswith("/")) and not cwd:
+            return ("invalid", None) if not isinstance(recorded, str) or not recorded else ("unmapped", None)
+        found = self.paths.written(recorded, base=rel_base, cwd=cwd)
+        return found.outcome, found.path
 
     def file_sha(self, path: str, *, memo: bool = True) -> str | None:
         """sha256 of a file's bytes (once per check). ``memo``: keep small files' bytes
@@ -361,12 +374,12 @@ class _Checker:
         recorded: Any,
         expected_sha: Any,
         *,
-        pairs: list[tuple[str, str]],
         rel_base: str | None,
         referrer: str,
         what: str,
         in_case: bool,
         slice_: tuple[int, int] | None = None,
+        key: str | None = None,
     ) -> str | None:
         """Check one recorded ``{path, sha256}`` reference; returns the local path when found.
 
@@ -375,21 +388,23 @@ class _Checker:
         file is ``missing_artifact``. Otherwise (run input bindings) an unmapped path
         is skipped silently.
         """
-        outcome, local = self.resolve(recorded, pairs, rel_base)
+        if not in_case:
+            return self.check_input(recorded, expected_sha, referrer=referrer, what=what, slice_=slice_, key=key)
+        outcome, local = self.resolve(recorded, rel_base)
         if outcome == "invalid":
-            if recorded is not None and in_case:
+            if recorded is not None:
                 self.add(ProblemCode.JSON_INVALID, referrer, f"{what}: path {recorded!r} is not a path string")
             return None
         if outcome == "unmapped":
-            if in_case and pairs:
+            if self.paths.knows_written_location:
                 self.add(
                     ProblemCode.PATH_OUTSIDE_ROOT,
                     referrer,
-                    f"{what}: path {recorded} is outside the case root (recorded base: {pairs[0][0]})",
+                    f"{what}: path {recorded} is outside the case root (recorded base: {self.paths.written_roots[-1].old})",
                 )
             return None
         if outcome == "outside":
-            self.add(ProblemCode.PATH_OUTSIDE_ROOT, referrer, f"{what}: path {recorded} resolves outside the case root ({local})")
+            self.add(ProblemCode.PATH_OUTSIDE_ROOT, referrer, f"{what}: path {recorded} resolves outside the case root ({self.rel(local or '')})")
             return None
         assert local is not None
         if not self.is_file(local):
@@ -423,6 +438,58 @@ class _Checker:
                 return sha256_bytes(fh.read(length))
         except (OSError, ValueError, OverflowError):
             return None
+
+    def check_input(
+        self,
+        recorded: Any,
+        expected_sha: Any,
+        *,
+        referrer: str,
+        what: str,
+        slice_: tuple[int, int] | None = None,
+        key: str | None = None,
+    ) -> str | None:
+        """A bound input (``paths.PathResolver.bound_input``): read wherever it is found;
+        the recorded sha256 is verified; a missing one is reported once, with where it
+        was looked for."""
+        if not isinstance(recorded, str) or not recorded:
+            return None
+        found = self.paths.bound_input(recorded, bases=[_parent(referrer)], want="file")
+        sha = expected_sha.lower() if isinstance(expected_sha, str) and expected_sha else None
+        status = "unbound"
+        local = found.path if found.ok else None
+        if found.outcome == "invalid":
+            self.add(ProblemCode.JSON_INVALID, referrer, f"{what}: path {recorded!r} is not a usable path")
+            status = "missing"
+        elif local is None:
+            status = "missing"
+            if recorded not in self._missing:
+                self._missing.add(recorded)
+                looked = found.looked_at[0] if found.looked_at else recorded
+                self.add(ProblemCode.MISSING_ARTIFACT, looked, missing_input_message(what, self.rel(referrer), found))
+        elif sha is not None:
+            ck = (local, sha + (f"@{slice_}" if slice_ else ""))
+            actual = self._slice_sha(local, *slice_) if slice_ is not None else self.file_sha(local)
+            if actual is None:
+                status = "unreadable"
+                self.add(ProblemCode.MISSING_ARTIFACT, local, f"{what}: cannot read the file")
+            elif actual != sha:
+                status = "mismatch"
+                if ck not in self._sha_checked:
+                    self.add(
+                        ProblemCode.FILE_HASH_MISMATCH,
+                        local,
+                        f"{what}: {self.rel(referrer)} binds sha256 {_short(expected_sha)}, the file has {_short(actual)}",
+                    )
+            else:
+                status = "verified"
+            self._sha_checked.add(ck)
+        if self.provenance is not None and key is not None and (key, recorded) not in self._provenance_seen:
+            self._provenance_seen.add((key, recorded))
+            self.provenance.append(
+                input_provenance(key, self.rel(referrer), recorded, found, resolver=self.paths, sha256=sha, sha_status=status)
+            )
+        return local
 
     def json_file(self, path: str, *, required: str | None = None, obj: bool = True) -> Any:
         """Parse a JSON file; missing -> None (a problem only when ``required`` names it).
@@ -620,6 +687,7 @@ class _Checker:
     # ------------------------------------------------------------------ run
     def run(self) -> None:
         self.walk()
+        self.paths.no_symlinks = not self.has_symlinks and self.wrapper is None
         layout = self.ref.layout
         if layout == Layout.SLATE:
             self.add(
@@ -632,7 +700,7 @@ class _Checker:
         elif layout == Layout.FEEDBACK_SEARCH:
             self.check_search()
         elif layout == Layout.SINGLE_RUN:
-            self.check_run(self.root, [])
+            self.check_run(self.root)
         else:
             self.add(
                 ProblemCode.MISSING_ARTIFACT,
@@ -643,14 +711,18 @@ class _Checker:
             self.check_case_inputs()
         self.generic()
 
-    def wrapper_pairs(self, recorded_search_root: str | None) -> list[tuple[str, str]]:
-        if self.wrapper is None or not recorded_search_root or not self.ref.key:
-            return []
+    def add_written_root(self, recorded_search_root: str | None, local: str) -> None:
+        """Tell the resolver where the driver wrote ``local`` (and, for a wrapper case
+        ``<out>/repairs/<key>``, where it wrote ``<out>``)."""
+        if not recorded_search_root:
+            return
+        self.paths.add_written(recorded_search_root, local)
+        if self.wrapper is None or not self.ref.key or local != self.root:
+            return
         rec = recorded_search_root.rstrip("/")
         suffix = f"/repairs/{self.ref.key}"
         if rec.endswith(suffix):
-            return [(rec[: -len(suffix)], self.wrapper)]
-        return []
+            self.paths.add_written(rec[: -len(suffix)], self.wrapper)
 
     def check_case_inputs(self) -> None:
         assert self.wrapper is not None and self.ref.key
@@ -683,22 +755,26 @@ class _Checker:
                     if posixpath.basename(parent) == "rounds":
                         rec_root = posixpath.dirname(parent)
                         break
-        pairs: list[tuple[str, str]] = ([(rec_root, root)] if rec_root else []) + self.wrapper_pairs(rec_root)
+        self.add_written_root(rec_root, root)
+        for row in _list(payload.get("rounds")):
+            directory = _dict(row).get("directory")
+            if isinstance(directory, str) and ROUND_DIR_RE.match(posixpath.basename(directory.rstrip("/"))):
+                self.paths.add_written(directory, _j(root, "rounds", posixpath.basename(directory.rstrip("/"))))
 
-        # search inputs bindings (files outside the case are skipped)
+        # search inputs bindings: read wherever they are, sha256 verified
         for key, value in sorted(inputs.items()):
             if key == "output_dir" or not isinstance(value, dict):
                 continue
             if isinstance(value.get("path"), str) and "sha256" in value:
                 self.check_reference(
-                    value.get("path"), value.get("sha256"), pairs=pairs, rel_base=None,
-                    referrer=state_path, what=f"search input {key}", in_case=False,
+                    value.get("path"), value.get("sha256"), rel_base=None,
+                    referrer=state_path, what=f"{INPUT_WHAT.get(key, key)} (search input {key})", in_case=False, key=key,
                 )
 
         # manifest round directories
         for d in _list(_dict(manifest).get("rounds")):
             if isinstance(d, str):
-                outcome, local = self.resolve(d, pairs, root)
+                outcome, local = self.resolve(d, root)
                 if outcome == "ok" and local is not None and not (local in self.dir_files or os.path.isdir(local)):
                     self.add(ProblemCode.MISSING_ARTIFACT, local, "round directory listed in the search manifest is missing")
                 elif outcome == "outside":
@@ -708,24 +784,18 @@ class _Checker:
         for index, row in enumerate(_list(payload.get("rounds"))):
             if not isinstance(row, dict):
                 continue
-            directory = row.get("directory")
-            row_pairs = list(pairs)
-            if isinstance(directory, str) and directory.startswith("/"):
-                name = posixpath.basename(directory.rstrip("/"))
-                if ROUND_DIR_RE.match(name):
-                    row_pairs.insert(0, (directory, _j(root, "rounds", name)))
             for fpath, sha in sorted(_dict(row.get("files")).items()):
                 self.check_reference(
-                    fpath, sha, pairs=row_pairs, rel_base=None, referrer=state_path,
-                    what=f"search-state round {index} snapshot file", in_case=bool(row_pairs),
+                    fpath, sha, rel_base=None, referrer=state_path,
+                    what=f"search-state round {index} snapshot file", in_case=True,
                 )
             for rec in _list(row.get("records")):
                 cont = _dict(_dict(rec).get("continuation"))
                 if cont.get("hinted_teacher_episode_trace") is not None:
                     self.check_reference(
                         cont.get("hinted_teacher_episode_trace"), cont.get("hinted_teacher_episode_trace_sha256"),
-                        pairs=row_pairs, rel_base=None, referrer=state_path,
-                        what=f"search-state round {index} teacher episode", in_case=bool(row_pairs),
+                        rel_base=None, referrer=state_path,
+                        what=f"search-state round {index} teacher episode", in_case=True,
                     )
 
         # requests/round-NN.json
@@ -747,8 +817,8 @@ class _Checker:
             for j, ep in enumerate(_list(_dict(media).get("episodes"))):
                 ep = _dict(ep)
                 self.check_reference(
-                    ep.get("path"), ep.get("sha256"), pairs=pairs, rel_base=root, referrer=media_path,
-                    what=f"round-inputs {_base(rdir)} media episode {j}", in_case=bool(pairs),
+                    ep.get("path"), ep.get("sha256"), rel_base=root, referrer=media_path,
+                    what=f"round-inputs {_base(rdir)} media episode {j}", in_case=True,
                 )
 
         # root ledgers: parse, schemas, episode hashes (the per-round checks do the rest)
@@ -759,8 +829,8 @@ class _Checker:
             if cont.get("hinted_teacher_episode_trace") is not None:
                 self.check_reference(
                     cont.get("hinted_teacher_episode_trace"), cont.get("hinted_teacher_episode_trace_sha256"),
-                    pairs=pairs, rel_base=None, referrer=attempts_path, what=f"attempt row {i + 1} teacher episode",
-                    in_case=bool(pairs),
+                    rel_base=None, referrer=attempts_path, what=f"attempt row {i + 1} teacher episode",
+                    in_case=True,
                 )
         cand_path = _j(root, "repair_candidates.jsonl")
         for i, row in enumerate(self.ledger(cand_path)):
@@ -769,10 +839,10 @@ class _Checker:
         # every round directory is a run directory of this case
         for rdir in self.list_dirs(_j(root, "rounds")):
             if ROUND_DIR_RE.match(_base(rdir)):
-                self.check_run(rdir, pairs, is_round=True)
+                self.check_run(rdir, is_round=True)
 
     # ------------------------------------------------------------------ run directory
-    def check_run(self, run: str, extra_pairs: list[tuple[str, str]], *, is_round: bool = False) -> None:
+    def check_run(self, run: str, *, is_round: bool = False) -> None:
         label = f"round {_base(run)}" if is_round else "run"
         if is_round and not self.dir_files.get(run) and not self.dir_dirs.get(run):
             self.add(
@@ -790,16 +860,14 @@ class _Checker:
         config = inputs.identity if inputs is not None and inputs.form in ("plain", "gzip") else None
         identity = _dict(config)
         rec_out = identity.get("output_dir") if isinstance(identity.get("output_dir"), str) else None
-        pairs: list[tuple[str, str]] = []
         if rec_out and rec_out.startswith("/"):
-            pairs.append((rec_out, run))
             if is_round:
+                self.paths.add_written(rec_out, run)
                 parent = posixpath.dirname(rec_out.rstrip("/"))
                 if posixpath.basename(parent) == "rounds":
-                    pairs.append((posixpath.dirname(parent), self.root))
+                    self.paths.add_written(posixpath.dirname(parent), self.root)
             else:
-                pairs.extend(self.wrapper_pairs(rec_out))
-        pairs.extend(p for p in extra_pairs if p not in pairs)
+                self.add_written_root(rec_out, run)
 
         # {path, sha256} input bindings of the run config
         if identity:
@@ -815,8 +883,9 @@ class _Checker:
                 if type(off) is int and type(length) is int and off >= 0 and length >= 0:
                     slice_ = (off, length)
                 self.check_reference(
-                    value.get("path"), value.get("sha256"), pairs=pairs, rel_base=None,
-                    referrer=inputs_path, what=f"run input {key}", in_case=False, slice_=slice_,
+                    value.get("path"), value.get("sha256"), rel_base=None,
+                    referrer=inputs_path, what=f"{INPUT_WHAT.get(key, key)} (run input {key})", in_case=False, slice_=slice_,
+                    key=key,
                 )
 
         # proposer files
@@ -852,11 +921,11 @@ class _Checker:
         attempts_path = _j(run, "repair_attempts.jsonl")
         attempts = self.ledger(attempts_path)
         for i, row in enumerate(attempts):
-            self.check_attempt(row, i, attempts_path, run, pairs)
+            self.check_attempt(row, i, attempts_path, run)
         self.ledger(_j(run, "repair_attempts.pre-finalize.jsonl"))
 
         # source trace failure step (only when the trace is reachable and small)
-        self.check_source_step(identity, pairs, candidates, attempts)
+        self.check_source_step(identity, candidates, attempts)
 
         # judge artifacts
         bundle_path = _j(run, "gemini-verification-bundle.json")
@@ -866,7 +935,7 @@ class _Checker:
             lv = _dict(att).get("local_verification")
             if isinstance(lv, str):
                 self.check_reference(
-                    lv, None, pairs=pairs, rel_base=run, referrer=bundle_path,
+                    lv, None, rel_base=run, referrer=bundle_path,
                     what=f"verification bundle attempt {j} judge file", in_case=True,
                 )
         judged: dict[str, dict[str, Any]] = {}
@@ -970,7 +1039,7 @@ class _Checker:
             return
         self.add(ProblemCode.TOKEN_CAPTURE_INCOMPLETE, path, f"{label}: token capture {_capture_detail(cap)}")
 
-    def check_attempt(self, row: dict[str, Any], i: int, path: str, run: str, pairs: list[tuple[str, str]]) -> None:
+    def check_attempt(self, row: dict[str, Any], i: int, path: str, run: str) -> None:
         label = f"attempt row {i + 1}"
         self.schema(row, path, label, SCHEMA_ATTEMPT)
         audit = _dict(_dict(row.get("hint_record")).get("audit"))
@@ -982,7 +1051,7 @@ class _Checker:
         episode = cont.get("hinted_teacher_episode_trace")
         if episode is not None:
             self.check_reference(
-                episode, cont.get("hinted_teacher_episode_trace_sha256"), pairs=pairs, rel_base=run,
+                episode, cont.get("hinted_teacher_episode_trace_sha256"), rel_base=run,
                 referrer=path, what=f"{label} teacher episode", in_case=True,
             )
             name = posixpath.basename(episode) if isinstance(episode, str) else ""
@@ -1055,13 +1124,14 @@ class _Checker:
                     f"{label}: {role} prompt has {pad_runs(ids, pad)} image-pad run(s) of {pad} but psd_media lists {len(shas)} image(s)",
                 )
 
-    def check_source_step(self, identity: dict[str, Any], pairs: list[tuple[str, str]],
+    def check_source_step(self, identity: dict[str, Any],
                           candidates: list[dict[str, Any]], attempts: list[dict[str, Any]]) -> None:
         binding = _dict(identity.get("trace"))
         if not isinstance(binding.get("path"), str):
             return
-        outcome, local = self.resolve(binding.get("path"), pairs, None)
-        if outcome != "ok" or local is None or not self.is_file(local):
+        found = self.paths.bound_input(binding.get("path"), want="file")
+        local = found.path if found.ok else None
+        if local is None:
             return
         try:
             if os.stat(local).st_size >= MAX_PARSE_BYTES:

@@ -85,95 +85,14 @@ def check_regular_file(path: str | os.PathLike[str], *, root: str | os.PathLike[
     return None
 
 
-# --------------------------------------------------------------------------- path resolution
+# --------------------------------------------------------------------------- containment
+# (where a recorded store path is looked for is decided by artifacts.paths)
 def _is_within(path: Path, root: Path) -> bool:
     try:
         path.relative_to(root)
         return True
     except ValueError:
         return False
-
-
-def resolve_store_path(
-    value: str | os.PathLike[str] | None,
-    *,
-    case_root: str | os.PathLike[str],
-    trace_dir: str | os.PathLike[str] | None = None,
-    extra_bases: list[str | os.PathLike[str]] | tuple = (),
-    problems: list[Problem] | None = None,
-    must_exist: bool = True,
-) -> Path | None:
-    """Resolve a runtime/trace path written by the driver (possibly relative to its cwd).
-
-    Tries, in order: the absolute path; ``case_root/value``; ``trace_dir/value``; each of
-    ``extra_bases``; then the longest tail of ``value`` that exists under ``case_root``
-    (handles ``out/search/rounds/round-00/runtime/...`` written relative to another cwd,
-    or absolute paths from another machine). Anything resolving (symlinks followed)
-    outside ``case_root`` is refused with a ``path_outside_root`` problem; nothing found
-    gives ``missing_artifact``. Problems are appended to ``problems`` when given.
-    Never raises.
-    """
-    sink = problems if problems is not None else []
-    if value is None:
-        return None
-    try:
-        text = os.fspath(value)
-    except TypeError:
-        return None
-    if not isinstance(text, str) or not text or "\x00" in text:
-        sink.append(Problem(code=ProblemCode.MISSING_ARTIFACT, path=str(text), message="empty or invalid path"))
-        return None
-    try:
-        root = Path(case_root).resolve()
-    except (OSError, RuntimeError):
-        return None
-    raw = Path(text)
-    candidates: list[Path] = []
-    if raw.is_absolute():
-        candidates.append(raw)
-    else:
-        candidates.append(root / raw)
-        if trace_dir is not None:
-            candidates.append(Path(trace_dir) / raw)
-        for base in extra_bases:
-            candidates.append(Path(base) / raw)
-    outside: Path | None = None
-    for cand in candidates:
-        try:
-            resolved = cand.resolve()
-        except (OSError, RuntimeError):
-            continue
-        if not _is_within(resolved, root):
-            if cand.exists() and outside is None:
-                outside = cand
-            continue
-        if not must_exist or resolved.exists():
-            return resolved
-    # tail matching under the case root
-    parts = [p for p in raw.parts if p not in ("/", "")]
-    if raw.is_absolute() and parts and parts[0] == raw.anchor:
-        parts = parts[1:]
-    for k in range(1, len(parts)):
-        tail = parts[k:]
-        if ".." in tail:
-            continue
-        cand = root.joinpath(*tail)
-        try:
-            resolved = cand.resolve()
-        except (OSError, RuntimeError):
-            continue
-        if _is_within(resolved, root) and resolved.exists():
-            return resolved
-    if outside is not None:
-        sink.append(
-            Problem(code=ProblemCode.PATH_OUTSIDE_ROOT, path=text, message=f"path resolves outside the case root {root}")
-        )
-        return None
-    if ".." in raw.parts:
-        sink.append(Problem(code=ProblemCode.PATH_OUTSIDE_ROOT, path=text, message="path leaves the case root"))
-        return None
-    sink.append(Problem(code=ProblemCode.MISSING_ARTIFACT, path=text, message="runtime path not found under the case root"))
-    return None
 
 
 # --------------------------------------------------------------------------- image helpers
@@ -691,6 +610,5 @@ __all__ = [
     "image_ref_sha",
     "image_size",
     "request_from_policy_input",
-    "resolve_store_path",
     "sniff_mime",
 ]

@@ -152,7 +152,7 @@ def rebuild_for_case(case: Any, *, round_index: int | None = None, hint: str | N
     store = None
     store_path = getattr(site, "runtime_store_path", None)
     if store_path:
-        store = case.runtime_store_for(store_path)
+        store = case.runtime_store_for(store_path, source=True)  # the site names the source rollout's store
     if store is None:
         store = case.source_runtime_store()
     archived = None

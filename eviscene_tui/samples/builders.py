@@ -1,23 +1,27 @@
 """Builders that write driver-faithful files into a :class:`Tree`.
 
-Path convention of the samples (every file the app reads is reachable inside the
-case folder):
+Path convention of the samples (as the driver leaves them on a cluster, then copied):
 
 - each case folder ``<case>`` under ``sample_runs/`` has a *fake absolute root*
   ``/data/eviscene/sample_runs/<case>`` (never a path of this machine). Wherever the
   driver writes an absolute path (run-inputs ``{path, sha256}`` bindings, search-state
   ``directory``/``files`` keys, root ``repair_attempts.jsonl`` episode paths,
-  ``psd_media.image_paths``, manifests' ``rounds``/``trace``), the path lies under that
-  root, so a reader maps it back by stripping the recorded ``output_dir`` (search-state
-  identity ``inputs.output_dir`` for a search, run-inputs identity ``output_dir`` for a
-  run) — or, equivalently, the fake case root;
+  ``psd_media.image_paths``, manifests' ``rounds``/``trace``), it lies under
+  ``/data/eviscene/``. None of these exist on this machine: every view reads the tree
+  through the moved-tree rules of ``artifacts.paths`` (``/data/eviscene`` -> the folder
+  holding ``sample_runs/``);
+- the driver's INPUTS live outside the case root, beside it, in
+  ``sample_runs/inputs/<slug>/`` (recorded as ``/data/eviscene/sample_runs/inputs/<slug>/…``):
+  the source rollout (``trace.json`` with its runtime archive ``runtime/`` next to it),
+  candidate, gold, public/private context, audit, semantic verification, serving
+  profile, image, source access policy. Builder code names them ``inputs/<name>`` and
+  ``source/<name>``; :meth:`Case.tp` / :meth:`Case.abs` map them there;
 - runtime store paths (trace ``state.runtime_store.runtime_path``, manifests'
   ``runtime_archive``, ``generation-last-error.archive``, ``source_runtime_store_path``)
-  are RELATIVE TO THE CASE ROOT, e.g. ``source/runtime/<case>/<attempt>`` or
-  ``rounds/round-01/runtime/<case>/hint-00-<hex>``;
-- the source rollout lives in ``<case>/source/`` (trace.json + runtime store); the
-  driver inputs in ``<case>/inputs/`` (candidate, gold, public/private context, audit,
-  semantic verification, serving profile, image, source access policy).
+  are absolute, except in the cases built with ``relative_runtime`` (older runtimes):
+  there the source rollout's store is relative to the rollout's working directory
+  (``/data/eviscene/sample_runs``) and the run's stores to the driver's
+  (``/data/eviscene``).
 """
 
 from __future__ import annotations
@@ -40,6 +44,8 @@ from eviscene_tui.samples.stories import GENERATION_CONFIG, JUDGMENT_FORMAT, SYS
 from eviscene_tui.samples.tree import Tree, make_png
 
 FAKE_BASE = "/data/eviscene/sample_runs"
+FAKE_CWD = "/data/eviscene"  # the driver's working directory (relative runtime paths)
+INPUTS_DIR = "inputs"  # sample_runs/inputs/<slug>/: the driver inputs, beside the case roots
 PROFILE_ID = "ifv-qwen3.5-9b"
 ENGINE_MODEL_PATH = "/models/Qwen3.5-9B"
 BASE_URL = "http://127.0.0.1:8901/v1"
@@ -112,13 +118,18 @@ class RuntimeStore:
         self._event("case_attempt_started", {"stage_count": None})
 
     @property
+    def recorded(self) -> str:
+        """The store path as the runtime records it (``runtime_path``)."""
+        return self.case.recorded_runtime(self.runtime_rel)
+
+    @property
     def descriptor(self) -> dict[str, Any]:
         return {
             "schema_version": "ifv-runtime-events-v1",
             "case_id": self.case_id,
             "attempt_id": self.attempt_id,
-            "runtime_path": self.runtime_rel,
-            "events_path": f"{self.runtime_rel}/events.jsonl",
+            "runtime_path": self.recorded,
+            "events_path": f"{self.recorded}/events.jsonl",
         }
 
     def _event(self, kind: str, payload: dict[str, Any]) -> None:
@@ -397,10 +408,14 @@ def totals(steps: list[dict[str, Any]]) -> dict[str, Any]:
 class Case:
     """One case folder: its inputs, source rollout and the writers scoped to it."""
 
-    def __init__(self, tree: Tree, rel: str, story: Story, case_id: str, *, legacy_stage_name: bool = False) -> None:
+    def __init__(self, tree: Tree, rel: str, story: Story, case_id: str, *, legacy_stage_name: bool = False,
+                 relative_runtime: bool = False) -> None:
         self.tree = tree
         self.rel = rel
         self.fake_root = f"{FAKE_BASE}/{rel}"
+        # the driver inputs of this case: sample_runs/inputs/<slug>/, beside the case roots
+        self.inputs_rel = f"{INPUTS_DIR}/{rel.replace('/repairs/', '-')}"
+        self.relative_runtime = relative_runtime
         self.story = story
         self.case_id = case_id
         self.episode_id = f"{story.key}-{hexid(case_id, n=8)}"
@@ -411,11 +426,36 @@ class Case:
         self.clock = float(int(hexid(case_id, "clock", n=4), 16) % 5000)
 
     # paths and writers ---------------------------------------------------------
+    def _input_rel(self, rel: str) -> str | None:
+        """``inputs/<name>`` and ``source/<name>`` (the driver inputs and the source
+        rollout) live in ``sample_runs/inputs/<slug>/<name>``: outside the case root."""
+        for prefix in ("inputs/", "source/"):
+            if rel.startswith(prefix):
+                return f"{self.inputs_rel}/{rel[len(prefix):]}"
+        return None
+
     def tp(self, rel: str) -> str:
+        """Tree path (relative to ``sample_runs/``) of a case-relative name."""
+        inp = self._input_rel(rel)
+        if inp is not None:
+            return inp
         return f"{self.rel}/{rel}" if rel else self.rel
 
     def abs(self, rel: str) -> str:
+        """The absolute path the driver recorded for a case-relative name."""
+        inp = self._input_rel(rel)
+        if inp is not None:
+            return f"{FAKE_BASE}/{inp}"
         return f"{self.fake_root}/{rel}" if rel else self.fake_root
+
+    def recorded_runtime(self, rel: str) -> str:
+        """A runtime store path as recorded: absolute, or (``relative_runtime``) relative
+        to the working directory of the process that wrote it."""
+        full = self.abs(rel)
+        if not self.relative_runtime:
+            return full
+        cwd = FAKE_BASE if self._input_rel(rel) is not None else FAKE_CWD
+        return full[len(cwd) + 1 :]
 
     def put(self, rel: str, data: bytes) -> bytes:
         return self.tree.put(self.tp(rel), data)
@@ -571,7 +611,7 @@ class Case:
             "source_access_policy_sha256": self.sha("inputs/source-access-policy.json"),
             "source_trace_path": self.abs("source/trace.json"),
             "source_trace_sha256": self.trace_sha,
-            "source_runtime_store_path": self.source_store.runtime_rel,
+            "source_runtime_store_path": self.source_store.recorded,
         }
 
     def write_case_inputs(self) -> None:

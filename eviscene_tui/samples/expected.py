@@ -19,6 +19,11 @@ from typing import Any
 
 MULTI_CONVERGED_KEY = "8301050608582e18"  # sha256(candidate_id)[:16] of case-flood-valencia-0512's seed
 MULTI_BUDGET_KEY = "dfed9aca8c89c222"  # ... of case-rally-tbilisi-0733's seed
+# the bound inputs of ``single-copied-without-inputs`` (none was copied along)
+COPIED_WITHOUT_INPUTS_MISSING = (
+    "trace.json", "candidate.json", "audit.json", "gold.json", "public-context.json", "private-context.json",
+    "image.png", "serving-profile.json", "semantic-verification.json", "source-access-policy.json",
+)
 
 
 def _row(layout: str, status: str, rounds: int, attempts: int, accepted: int, pending: int, problems: set[str] | None = None,
@@ -83,6 +88,12 @@ EXPECTED: dict[str, dict[str, Any]] = {
         {"token_capture_incomplete": ["search-paused-execution-error/rounds/round-00/continuations/hint-00"]},
     ),
     "search-paused-pending-verifier": _row("feedback_search", "paused_pending_verifier", 1, 0, 0, 0),
+    # rsynced without its inputs: one missing_artifact per bound input, named where it
+    # was looked for (beside the root, where the driver left it on the cluster)
+    "single-copied-without-inputs": _row(
+        "single_run", "generated", 1, 1, 1, 0, {"missing_artifact"},
+        {"missing_artifact": [f"inputs/single-copied-without-inputs/{name}" for name in COPIED_WITHOUT_INPUTS_MISSING]},
+    ),
     "single-generating": _row("single_run", "generating", 1, 1, 0, 1),
     "single-no-admissible-hints": _row("single_run", "no_admissible_hints", 1, 0, 0, 0),
 }

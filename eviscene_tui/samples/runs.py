@@ -293,7 +293,7 @@ class RunBuilder:
                 "example_type": kind,
                 "interaction_id": md["interaction_id"],
                 "context_request_id": md["context_request_id"],
-                "runtime_store_path": c.source_store.runtime_rel,
+                "runtime_store_path": c.source_store.recorded,
                 "action_type": step["action_type"],
                 "protocol_rejected": False,
                 "model_visible": {"policy_input": md["policy_input"]},
@@ -314,7 +314,7 @@ class RunBuilder:
             "schema_version": "ifv-psd-repair-driver-result-v1",
             "status": status,
             "trace": c.abs("source/trace.json"),
-            "runtime_archive": self.last_runtime or self.proposer_store_rel,
+            "runtime_archive": self.last_runtime or c.recorded_runtime(self.proposer_store_rel),
             "source_task_review": None,
             "source_audit": c.binding("inputs/audit.json"),
             "train_cases_sha256": None,
@@ -416,7 +416,7 @@ class RunBuilder:
             failed.finish()
             self.case.json(
                 self.r("generation-last-error.json"),
-                {"hint_index": index, "retry": t, "error_type": "ReadTimeout", "archive": failed.runtime_rel},
+                {"hint_index": index, "retry": t, "error_type": "ReadTimeout", "archive": failed.recorded},
             )
         self.live_check()
         store = RuntimeStore(c, self.r("runtime"), f"hint-{index:02d}-{hexid(c.case_id, self.run_rel, index, try_count - 1, 'try')}", clock=c.tick())
@@ -431,7 +431,7 @@ class RunBuilder:
             )
         teacher_steps.append(run.judge(anchor + len(actions), verdict, stage="psd_teacher_judgment", seed=f"{c.case_id}:{self.run_rel}:{index}:tj"))
         store.finish()
-        self.last_runtime = store.runtime_rel
+        self.last_runtime = store.recorded
         episode = self._episode(teacher_steps, store, proposal)
         identity = {"run": self.config_sha, "hint": hint_sha256(hint)}
         payload = {
@@ -502,7 +502,7 @@ class RunBuilder:
                     "repair_step_id": self.site["step_id"],
                     "source_step_index": anchor,
                     "terminal_state_replayed": True,
-                    "source_runtime_store_path": c.source_store.runtime_rel,
+                    "source_runtime_store_path": c.source_store.recorded,
                 },
             }
         )

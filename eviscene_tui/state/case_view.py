@@ -299,15 +299,7 @@ def _localization_doc(bundle: Any, site: Any, view: CaseView) -> list[Line]:
 
 def _gold(bundle: Any) -> Any:
     try:
-        ri = bundle.run_inputs
-        value = None
-        if ri is not None:
-            b = ri.binding("gold")
-            value = b.path if b is not None else None
-        path = bundle.resolve(value) if value else None
-        if path is None and bundle.case_inputs_dir is not None:
-            cand = bundle.case_inputs_dir / "gold.json"
-            path = cand if cand.is_file() else None
+        path = bundle.input_path("gold")  # bound input, or the wrapper's case-inputs copy
         if path is None:
             return None
         from eviscene_tui.artifacts.jsonio import read_json

@@ -121,12 +121,11 @@ def inputs_from_case(case: Any, *, label: str | None = None, source_step_index: 
     bind_pub = None
     bind_priv = None
     try:
-        pv = case._input_binding_path("public_context")  # A1's helper (read-only)
-        bind_pub = _binding(case.resolve(pv)) if pv else None
-        qv = case._input_binding_path("private_context")
-        bind_priv = _binding(case.resolve(qv)) if qv else None
-        cv = case._input_binding_path("candidate")
-        cpath = case.resolve(cv) if cv else None
+        pub_path = case.input_path("public_context")  # bound inputs, found by artifacts.paths
+        bind_pub = _binding(pub_path) if pub_path else None
+        priv_path = case.input_path("private_context")
+        bind_priv = _binding(priv_path) if priv_path else None
+        cpath = case.input_path("candidate")
         if cpath is not None and cpath.is_file():
             candidate_file = cpath
     except Exception:  # noqa: BLE001 - bindings are best effort

@@ -196,17 +196,25 @@ def test_wrapper_case_inputs(tmp_path: Path) -> None:
     assert case.public_context == {"public": 1}
 
 
-def test_trace_path_outside_root_refused(tmp_path: Path) -> None:
+def test_trace_outside_root_is_read_where_it_is(tmp_path: Path) -> None:
+    # the source trace is a bound input: read wherever it is, and said to be outside
     root = build_search(tmp_path / "s")
     outside = tmp_path / "elsewhere.json"
     outside.write_bytes((root / "inputs" / "trace.json").read_bytes())
     (root / "inputs" / "trace.json").unlink()
     (root / "inputs" / "trace.json").symlink_to(outside)
     case = load_case(root)
-    assert case.source_trace_path is None
+    assert case.source_trace_path is not None and case.source_trace_path.resolve() == outside.resolve()
+    trace, _ = case.trace()
+    assert trace is not None and trace.step_count == 6
+    prov = {p.key: p for p in case.input_provenance(verify=True)}
+    assert prov["trace"].inside_root is False and prov["trace"].found is not None
+    assert not any(p.code == ProblemCode.PATH_OUTSIDE_ROOT for p in case.problems)
+    # a store the run wrote may not leave the root, even through a symlink
+    (root / "rounds" / "round-00" / "runtime").mkdir(exist_ok=True)
+    (root / "rounds" / "round-00" / "runtime" / "out").symlink_to(tmp_path)
+    assert case.runtime_store_for("rounds/round-00/runtime/out") is None
     assert any(p.code == ProblemCode.PATH_OUTSIDE_ROOT for p in case.problems)
-    allowed = load_case(root, allow_outside_root=True)
-    assert allowed.source_trace_path is not None
 
 
 def test_torn_tail_and_incomplete_round(tmp_path: Path) -> None:

@@ -200,9 +200,23 @@ def test_wrapper_case_inputs_binding_is_checked(tmp_path: Path) -> None:
     assert Path(hit[0].path) == cand.resolve() or hit[0].path.endswith(f"case-inputs/{key}/candidate.json")
 
 
-def test_unreachable_input_binding_is_skipped_silently(tmp_path: Path) -> None:
-    run = run_dir(tmp_path)  # the fixture binds /elsewhere/traces/source.json with a made-up sha
+def test_input_beside_the_moved_root_is_found_and_verified(tmp_path: Path) -> None:
+    run = run_dir(tmp_path)  # written at /remote/runs/r, its trace at /remote/runs/inputs/source.json
     assert check_run(run) == []
+    trace = tmp_path / "inputs" / "source.json"
+    trace.write_bytes(trace.read_bytes().replace(b"img-1", b"img-2"))
+    hit = only(check_run(run), "file_hash_mismatch")
+    assert hit[0].path == str(trace) and "source trace" in hit[0].message
+
+
+def test_missing_input_is_reported_once_with_where_it_was_looked_for(tmp_path: Path) -> None:
+    run = run_dir(tmp_path)
+    (tmp_path / "inputs" / "source.json").unlink()
+    problems = check_run(run)
+    assert [p.code for p in problems] == ["missing_artifact"]
+    p = problems[0]
+    assert p.path == str(tmp_path / "inputs" / "source.json")
+    assert "/remote/runs/inputs/source.json" in p.message and "source trace" in p.message and "--path-map" in p.message
 
 
 # ----------------------------------------------------------------------------- missing_artifact

@@ -3,7 +3,9 @@
 ``build_search(dest)`` writes a converged one-round feedback search root and
 ``build_run(dest)`` a single run directory, both with real sha bindings, so that
 ``check_case`` finds nothing; tests then damage one thing and expect one code.
-Absolute paths are recorded as on a driver machine (``/remote/runs/...``).
+Absolute paths are recorded as on a driver machine (``/remote/runs/...``), and the
+source trace is an input OUTSIDE the case root, beside it (``<parent>/inputs/``), as
+the driver leaves it: the checker finds it through the moved-tree rebase.
 """
 
 from __future__ import annotations
@@ -115,17 +117,29 @@ def attempt_row(
     }
 
 
+def write_source_trace(local_dir: Path, recorded_dir: str) -> dict[str, str]:
+    """A small source trace at ``local_dir/inputs/source.json`` (step 3 is the policy step
+    the fixtures' site points at, with a complete capture); returns its binding as the
+    driver recorded it (under ``recorded_dir``)."""
+    steps: list[dict[str, Any]] = [{"stage": "unified_react", "action_type": "tool_call"} for _ in range(3)]
+    steps.append({"stage": "unified_react", "action_type": "tool_call", "metadata": {"policy_token_capture": dict(CAPTURE)}})
+    data = write_json(local_dir / "inputs" / "source.json", {"image_id": "img-1", "state": {"all_steps": steps}})
+    return {"path": f"{recorded_dir.rstrip('/')}/inputs/source.json", "sha256": sha(data)}
+
+
 def build_run(run: Path, recorded: str, *, search_root_recorded: str | None = None, case_id: str = "case-001",
-              accepted: bool = True) -> dict[str, Any]:
+              accepted: bool = True, trace_binding: dict[str, str] | None = None) -> dict[str, Any]:
     """A complete run directory (single run, or one feedback round). Returns what it wrote."""
     run.mkdir(parents=True, exist_ok=True)
+    if trace_binding is None:
+        trace_binding = write_source_trace(run.parent, recorded.rstrip("/").rsplit("/", 1)[0] or "/")
     config: dict[str, Any] = {
         "output_dir": recorded,
         "search_mode": "single",
         "hint_count": 1,
         "candidate_offset": None,
         "continuation_policy_version": "native-contract-and-observed-slate-positions-v6",
-        "trace": {"path": "/elsewhere/traces/source.json", "sha256": "1" * 64},
+        "trace": dict(trace_binding),
         "gold": None,
     }
     if search_root_recorded:
@@ -219,9 +233,13 @@ def build_search(root: Path, recorded: str = "/remote/runs/search-a", *, case_id
     """A converged feedback search root with one round."""
     root.mkdir(parents=True, exist_ok=True)
     (root / "search.lock").write_bytes(b"")
+    beside, rec_beside = root.parent, recorded.rstrip("/").rsplit("/", 1)[0] or "/"
+    if beside.name == "repairs":  # a wrapper case: its inputs sit beside the wrapper's repairs/
+        beside, rec_beside = beside.parent, rec_beside.rsplit("/", 1)[0] or "/"
+    trace_binding = write_source_trace(beside, rec_beside)
     identity = {
         "version": SEARCH_SCHEMA,
-        "inputs": {"output_dir": recorded, "trace": {"path": "/elsewhere/traces/source.json", "sha256": "1" * 64}},
+        "inputs": {"output_dir": recorded, "trace": dict(trace_binding)},
         "max_attempts": 6,
         "max_proposals": 12,
         "max_seconds": 1800,
@@ -232,7 +250,7 @@ def build_search(root: Path, recorded: str = "/remote/runs/search-a", *, case_id
     write_bound(root / "requests" / "round-00.json", {"search": canonical_sha256(identity), "round": 0}, feedback)
     rdir = root / "rounds" / "round-00"
     rec_round = f"{recorded}/rounds/round-00"
-    built = build_run(rdir, rec_round, search_root_recorded=recorded, case_id=case_id)
+    built = build_run(rdir, rec_round, search_root_recorded=recorded, case_id=case_id, trace_binding=trace_binding)
     files = {}
     for name in ("manifest.json", "repair_attempts.jsonl", "repair_candidates.jsonl", "episodes/hint-00-teacher.json",
                  "proposer-hint-audits.json", "hint-proposals.json", "proposer-response.json",

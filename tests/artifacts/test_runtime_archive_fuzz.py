@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_case_builders import build_store
 
-from eviscene_tui.artifacts.runtime_archive import RuntimeStore, resolve_store_path
+from eviscene_tui.artifacts.runtime_archive import RuntimeStore
 
 LEAF = st.one_of(st.none(), st.booleans(), st.integers(), st.text(max_size=70))
 VALUE = st.recursive(LEAF, lambda inner: st.one_of(st.lists(inner, max_size=3), st.dictionaries(st.text(max_size=10), inner, max_size=3)),
@@ -78,10 +78,3 @@ def test_mutated_ledger(template: Path, data: st.DataObject) -> None:
         shutil.rmtree(store_dir.parent, ignore_errors=True)
 
 
-@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(value=st.text(max_size=40))
-def test_resolve_store_path_never_raises(tmp_path: Path, value: str) -> None:
-    problems: list = []
-    out = resolve_store_path(value, case_root=tmp_path, trace_dir=tmp_path, problems=problems)
-    if out is not None:
-        out.relative_to(tmp_path.resolve())

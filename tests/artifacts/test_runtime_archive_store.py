@@ -13,7 +13,6 @@ from eviscene_tui.artifacts.runtime_archive import (
     RuntimeStore,
     image_size,
     request_from_policy_input,
-    resolve_store_path,
     sniff_mime,
 )
 
@@ -137,34 +136,6 @@ def test_request_from_policy_input(tmp_path: Path) -> None:
     assert req.images == [] and req.input_payload == info["payload"]
     req, problems = request_from_policy_input("nope")
     assert req is None and problems
-
-
-def test_resolve_store_path(tmp_path: Path) -> None:
-    root = tmp_path / "case"
-    store = root / "rounds" / "round-00" / "runtime" / "c" / "a"
-    store.mkdir(parents=True)
-    (tmp_path / "outside").mkdir()
-    assert resolve_store_path(str(store), case_root=root) == store.resolve()
-    assert resolve_store_path("rounds/round-00/runtime/c/a", case_root=root) == store.resolve()
-    assert resolve_store_path("runtime/c/a", case_root=root, trace_dir=root / "rounds" / "round-00") == store.resolve()
-    # written relative to another cwd / absolute from another machine: tail matching
-    assert resolve_store_path("out/search/rounds/round-00/runtime/c/a", case_root=root) == store.resolve()
-    assert resolve_store_path("/data/x/rounds/round-00/runtime/c/a", case_root=root) == store.resolve()
-    problems: list = []
-    assert resolve_store_path("../outside", case_root=root, problems=problems) is None
-    assert problems[0].code == ProblemCode.PATH_OUTSIDE_ROOT
-    problems = []
-    assert resolve_store_path(str(tmp_path / "outside"), case_root=root, problems=problems) is None
-    assert problems[0].code == ProblemCode.PATH_OUTSIDE_ROOT
-    os.symlink(tmp_path / "outside", root / "link")
-    problems = []
-    assert resolve_store_path("link", case_root=root, problems=problems) is None
-    assert problems[0].code == ProblemCode.PATH_OUTSIDE_ROOT
-    problems = []
-    assert resolve_store_path("nowhere/at/all", case_root=root, problems=problems) is None
-    assert problems[0].code == ProblemCode.MISSING_ARTIFACT
-    assert resolve_store_path(None, case_root=root) is None
-    assert resolve_store_path("a\x00b", case_root=root) is None
 
 
 def test_image_helpers() -> None:

@@ -18,12 +18,13 @@ from eviscene_tui.artifacts.jsonio import (
     sha256_bytes,
     sha256_file,
 )
-from eviscene_tui.samples.builders import FAKE_BASE
+from eviscene_tui.samples.builders import FAKE_BASE, FAKE_CWD
 from eviscene_tui.tokens.tiny import decode, special_id
 
 REPO = Path(__file__).resolve().parents[2]
 SAMPLES = REPO / "sample_runs"
 DAMAGED = ("damaged/", "damaged-unreadable-manifest/")
+WITHOUT_INPUTS = ("single-copied-without-inputs/",)  # copied without its inputs on purpose
 IMAGE_PAD = special_id("<|image_pad|>")
 
 
@@ -31,6 +32,24 @@ def local(path: str) -> Path:
     """Map one of the samples' fake absolute paths back into sample_runs/."""
     assert path.startswith(FAKE_BASE + "/"), path
     return SAMPLES / path[len(FAKE_BASE) + 1 :]
+
+
+def local_runtime(path: str, *, source: bool) -> Path:
+    """A recorded runtime store path: absolute, or relative to the working directory of
+    its writer (the rollout's for the source store, the driver's for a run's stores)."""
+    if path.startswith("/"):
+        return local(path)
+    cwd = FAKE_BASE if source else FAKE_CWD
+    return local(f"{cwd}/{path}")
+
+
+def inputs_of(case_root: Path) -> Path:
+    """sample_runs/inputs/<slug>/ of a case folder: its inputs, beside the case roots."""
+    return SAMPLES / "inputs" / rel(case_root).replace("/repairs/", "-")
+
+
+def has_inputs(p: Path) -> bool:
+    return not (rel(p) + "/").startswith(WITHOUT_INPUTS)
 
 
 def rel(p: Path) -> str:
@@ -94,8 +113,15 @@ def test_run_inputs_bindings_and_identities() -> None:
         for key, value in ident.items():
             if isinstance(value, dict) and set(value) == {"path", "sha256"}:
                 target = local(value["path"])
+                if not has_inputs(run) and "/inputs/" in value["path"]:
+                    assert not target.exists(), (rel(run), key)
+                    continue
                 assert target.is_file(), (rel(run), key)
                 assert sha256_file(target) == value["sha256"], (rel(run), key)
+                # the researcher's inputs live outside the case root, beside it; only the
+                # files the search itself wrote for a round (round-inputs, an earlier
+                # round's localization) are bound from inside it
+                assert rel(target).startswith("inputs/") or "/round-inputs/" in value["path"] or "/rounds/" in value["path"], (rel(run), key)
         for name in ("hint-proposals.json",):
             if (run / name).exists():
                 hp = read_bound(run / name)
@@ -252,7 +278,7 @@ def _check_run_records(run: Path) -> int:
 def test_attempt_records_episodes_media_and_judges() -> None:
     total = 0
     for run in run_dirs():
-        if clean(run):
+        if clean(run) and has_inputs(run):
             total += _check_run_records(run)
     assert total >= 8
 
@@ -290,10 +316,12 @@ def test_runtime_archives_are_consistent() -> None:
 
 
 def test_trace_steps_point_into_their_archives() -> None:
-    for trace_path in sorted(SAMPLES.rglob("source/trace.json")):
-        case_root = trace_path.parent.parent
+    traces = sorted(SAMPLES.glob("inputs/*/trace.json"))
+    assert len(traces) == 11
+    for trace_path in traces:
         trace = load(trace_path)
-        store = case_root / trace["state"]["runtime_store"]["runtime_path"]
+        store = local_runtime(trace["state"]["runtime_store"]["runtime_path"], source=True)
+        assert store.parent.parent == trace_path.parent / "runtime"  # the rollout's archive sits next to its trace
         assert (store / "events.jsonl").is_file()
         assert trace["state"]["runtime_case"]["image_sha256"] == sha256_file(local(trace["state"]["image_path"]))
         for step in trace["state"]["all_steps"]:
@@ -306,15 +334,19 @@ def test_trace_steps_point_into_their_archives() -> None:
             assert cap["status"] == "complete"
             text = decode(cap["completion_token_ids"])
             assert text.endswith("<|im_end|>")
-    legacy = [p for p in SAMPLES.rglob("source/trace.json") if '"stage_name":"unified_react"' in p.read_text()]
-    assert {rel(p).split("/")[0] for p in legacy} == {"search-paused-execution-error", "single-generating"}
+    legacy = [p for p in traces if '"stage_name":"unified_react"' in p.read_text()]
+    assert {rel(p).split("/")[1] for p in legacy} == {"search-paused-execution-error", "single-generating"}
+    for p in legacy:  # older runtimes: runtime paths relative to the writer's working directory
+        assert not load(p)["state"]["runtime_store"]["runtime_path"].startswith("/")
 
 
 def test_semantic_localizations_bind_their_trace() -> None:
     for p in sorted(SAMPLES.rglob("semantic-localization.json")):
         doc = load(p)
-        case_root = p.parent if (p.parent / "source").is_dir() else p.parent.parent.parent
-        trace = load(case_root / "source/trace.json")
+        case_root = p.parent if p.parent.parent.name != "rounds" else p.parent.parent.parent
+        if not has_inputs(case_root):
+            continue
+        trace = load(inputs_of(case_root) / "trace.json")
         assert doc["source_trace_canonical_sha256"] == canonical_sha256(trace), rel(p)
         for cand in doc["candidates"]:
             for basis in cand["observed_basis"]:
@@ -353,13 +385,15 @@ def test_damaged_hashes_do_not_verify() -> None:
     rows, problems, torn = parse_jsonl_bytes((root / "repair_attempts.jsonl").read_bytes(), "x")
     assert len(rows) == 1 and torn and [p.code for p in problems] == ["jsonl_torn_line"]
     r00 = (root / "rounds/round-00/repair_attempts.jsonl").read_bytes()
-    assert b'"hinted_teacher_episode_trace":"../../../outside/' in r00
+    # the escape: a written path that names an existing privileged input beside the root
+    assert b'"hinted_teacher_episode_trace":"../../../inputs/damaged/private-context.json"' in r00
+    assert (SAMPLES / "inputs/damaged/private-context.json").is_file()
     judge = load(root / "rounds/round-01/judge/hint-00.json")
     assert judge["schema_version"] == "ifv-psd-local-verification-v9"
 
 
 def test_hostile_strings_are_present_raw() -> None:
-    trace = (SAMPLES / "hostile-strings/source/trace.json").read_text(encoding="utf-8")
+    trace = (SAMPLES / "inputs/hostile-strings/trace.json").read_text(encoding="utf-8")
     doc = json.loads(trace)
     texts = json.dumps(doc, ensure_ascii=False)
     assert "[@click=app.quit]x[/]" in texts and "\u202e" in texts
@@ -386,6 +420,8 @@ def test_serving_profile_passes_the_driver_gate() -> None:
     assert profile["schema_version"] == "ifv-qwen-serving-profile-v1" and profile["context_length"] == 131072
     for run in run_dirs():
         ident = read_bound(run / "run-inputs.json").identity
+        if not has_inputs(run):
+            continue
         prof_path = local(ident["policy_serving_profile"]["path"])
         assert prof_path.read_bytes() == (SAMPLES / "serving-profile.json").read_bytes()
         assert ident["policy_model"] == profile["profile_id"]
@@ -406,8 +442,10 @@ def test_manifest_artifact_references_exist() -> None:
             assert (manifest.parent / name).is_file(), (rel(manifest), name)
         runtime = doc.get("runtime_archive")
         if runtime:
-            case_root = manifest.parent if not manifest.parent.name.startswith("round-") else manifest.parent.parent.parent
-            assert (case_root / runtime / "events.jsonl").is_file(), (rel(manifest), runtime)
+            store = local_runtime(runtime, source=False)
+            assert (store / "events.jsonl").is_file(), (rel(manifest), runtime)
+            assert store.is_relative_to(manifest.parent), (rel(manifest), runtime)  # the run's own store
     for err in sorted(SAMPLES.rglob("generation-last-error.json")):
         doc = load(err)
-        assert (err.parent / doc["archive"] / "events.jsonl").is_file()  # single run: case root == run dir
+        store = local_runtime(doc["archive"], source=False)
+        assert (store / "events.jsonl").is_file() and store.is_relative_to(err.parent)

@@ -54,7 +54,8 @@ def test_generation_is_deterministic_across_processes(tmp_path: Path) -> None:
 def test_samples_stay_small_and_machine_free() -> None:
     files, _ = _tree(SAMPLES)
     total = sum(len(v) for v in files.values())
-    assert total < 5_000_000, f"sample_runs holds {total} bytes"
+    # about 0.4 MB each case; 12 cases and their inputs
+    assert total < 5_500_000, f"sample_runs holds {total} bytes"
     home = str(Path.home()).encode()
     repo = str(REPO).encode()
     for name, data in files.items():
