@@ -30,4 +30,21 @@ def generate(dest: Path, *, replace: bool = True) -> int:
     return len(tree.files)
 
 
-__all__ = ["EXPECTED", "build", "generate"]
+def copy_case(samples: Path, case_rel: str, dest: Path, *, name: str | None = None, with_inputs: bool = True) -> Path:
+    """Copy sample case ``case_rel`` to ``dest/<name or case_rel>`` as a researcher would
+    copy a run off the cluster: with its inputs (``dest/inputs/<slug>/``, beside it)
+    unless ``with_inputs`` is false. Returns the copied case root."""
+    import shutil
+
+    from eviscene_tui.samples.builders import inputs_rel
+
+    samples, dest = Path(samples), Path(dest)
+    target = dest / (name or case_rel)
+    shutil.copytree(samples / case_rel, target, symlinks=True)
+    src_inputs = samples / inputs_rel(case_rel)
+    if with_inputs and src_inputs.is_dir():
+        shutil.copytree(src_inputs, dest / inputs_rel(case_rel), symlinks=True, dirs_exist_ok=True)
+    return target
+
+
+__all__ = ["EXPECTED", "build", "copy_case", "generate"]

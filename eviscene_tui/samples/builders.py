@@ -57,6 +57,11 @@ VERIFIER = {"kind": "task", "name": "gemini-psd-repair", "version": "psd-task-re
 T0 = datetime(2026, 11, 20, 9, 0, 0, tzinfo=timezone.utc)
 
 
+def inputs_rel(case_rel: str) -> str:
+    """Where (relative to ``sample_runs/``) the driver inputs of case folder ``case_rel`` are."""
+    return f"{INPUTS_DIR}/{case_rel.replace('/repairs/', '-')}"
+
+
 def compact_json_bytes(value: Any) -> bytes:
     """``json.dumps(x, ensure_ascii=False, separators=(",", ":"))`` + newline (key order kept)."""
     return (json.dumps(value, ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8")
@@ -414,7 +419,7 @@ class Case:
         self.rel = rel
         self.fake_root = f"{FAKE_BASE}/{rel}"
         # the driver inputs of this case: sample_runs/inputs/<slug>/, beside the case roots
-        self.inputs_rel = f"{INPUTS_DIR}/{rel.replace('/repairs/', '-')}"
+        self.inputs_rel = inputs_rel(rel)
         self.relative_runtime = relative_runtime
         self.story = story
         self.case_id = case_id

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from eviscene_tui.artifacts.case import load_case
+from eviscene_tui.artifacts.layout import discover
 from eviscene_tui.artifacts.profile import load_profile
 
 SAMPLES = Path(__file__).resolve().parents[2] / "sample_runs"
@@ -15,21 +16,27 @@ pytestmark = pytest.mark.skipif(not (SAMPLES / "feedback-converged-3-rounds").is
 
 
 def _cases() -> list[Path]:
-    out = []
-    for d in sorted(SAMPLES.iterdir()):
-        if d.is_dir():
-            out.extend(sorted((d / "repairs").iterdir()) if (d / "repairs").is_dir() else [d])
-    return out
+    # the real discovery: sample_runs/inputs/ (the driver inputs beside the roots) is no case
+    refs, problems = discover(SAMPLES)
+    assert problems == []
+    return sorted(Path(r.path) for r in refs)
 
 
 def test_every_sample_loads_without_raising() -> None:
-    for root in _cases():
+    roots = _cases()
+    assert SAMPLES / "inputs" not in roots and not any("inputs" in r.relative_to(SAMPLES).parts for r in roots)
+    for root in roots:
         case = load_case(root)
         assert case.layout in ("feedback_search", "single_run"), root
         case.all_problems()
         case.failure_site()
         trace, _ = case.trace()
+        if root.name == "single-copied-without-inputs":
+            assert trace is None
+            assert any(p.code == "missing_artifact" and "source trace not found" in p.message for p in case.problems)
+            continue
         assert trace is not None and trace.step_count > 0, root
+        assert not trace.path.is_relative_to(root)  # the source trace is an input outside the root
         for i in range(trace.step_count):
             trace.brief(i)
             trace.step_detail(i)

@@ -33,9 +33,9 @@ def _tree_hash(root: Path) -> str:
 
 @pytest.fixture
 def case(tmp_path):
-    dst = tmp_path / "runs" / SAMPLE.name
-    shutil.copytree(SAMPLE, dst)
-    return dst
+    from eviscene_tui.samples import copy_case
+
+    return copy_case(SAMPLE.parent, SAMPLE.name, tmp_path / "runs")
 
 
 def _run(args, env_extra=None, timeout=60):
@@ -122,7 +122,9 @@ def test_ctrl_c_cancels_and_records(tmp_path, case):
 def test_missing_archived_image_is_a_recorded_failure(tmp_path, case, capsys):
     from eviscene_tui.cli import main
 
-    removed = [p for p in case.rglob("artifacts/sha256/*/*") if p.suffix in (".png", ".jpg", ".jpeg", ".webp")]
+    # the failure step's request lives in the source rollout's archive, beside its trace
+    archives = (case, case.parent / "inputs" / case.name)
+    removed = [p for a in archives for p in a.rglob("artifacts/sha256/*/*") if p.suffix in (".png", ".jpg", ".jpeg", ".webp")]
     assert removed
     for p in removed:
         p.unlink()

@@ -185,8 +185,9 @@ async def test_real_sample_case_request_hint_and_stream(tmp_path):
 
     from eviscene_tui.artifacts.case import load_case
 
-    case_dir = tmp_path / "runs" / SAMPLE.name
-    shutil.copytree(SAMPLE, case_dir)
+    from eviscene_tui.samples import copy_case
+
+    case_dir = copy_case(SAMPLE.parent, SAMPLE.name, tmp_path / "runs")
     case = load_case(case_dir)
     with FakeVLLMServer(scenario={"tokens_per_second": None}) as srv:
         prof = tmp_path / "profile.json"

@@ -223,7 +223,9 @@ async def test_triage_label_is_recorded_outside_the_root_and_filterable(tmp_path
     from eviscene_tui.ui.widgets.runs_table import RunsTable
 
     root = tmp_path / "runs"
-    shutil.copytree(sample_root(tmp_path_factory) / "search-no-recoverable-site", root / "search-no-recoverable-site")
+    from eviscene_tui.samples import copy_case as copy_sample
+
+    copy_sample(sample_root(tmp_path_factory), "search-no-recoverable-site", root)
     work = tmp_path / "work"
     options = AppOptions.from_args(root, argparse.Namespace(workdir=str(work), operator="tester", theme=None, poll=False, config=None), settings=Settings())
     app = EvisceneApp(options, watch=False)

@@ -66,7 +66,7 @@ async def test_new_round_attempt_and_status_appear_while_open(tmp_path_factory, 
         assert "LIVE-HINT: reread the caption" in doc
         assert "searching" in str(screen.query_one("#case-title").content)
         # a new case copied into the folder appears too
-        shutil.copytree(sample_root(tmp_path_factory) / "single-generating", root / "single-generating")
+        copy_case(tmp_path_factory, "single-generating", root)
         assert await wait_for(pilot, lambda: app.store.get("single-generating") is not None, 8)
 
 

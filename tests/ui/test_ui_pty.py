@@ -49,7 +49,9 @@ def build_hostile_root(tmp_factory, dest: Path) -> Path:
 
     root = dest / "runs"
     case = root / "hostile"
-    shutil.copytree(sample_root(tmp_factory) / "feedback-converged-3-rounds", case, symlinks=True)
+    from eviscene_tui.samples import copy_case
+
+    copy_case(sample_root(tmp_factory), "feedback-converged-3-rounds", root, name="hostile")
     trace_path = load_case(case).source_trace_path
     assert trace_path is not None
     poison_json(Path(trace_path))

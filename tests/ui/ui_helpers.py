@@ -26,10 +26,10 @@ def sample_root(tmp_factory) -> Path:
 
 
 def copy_case(tmp_factory, name: str, dest: Path) -> Path:
-    src = sample_root(tmp_factory) / name
-    target = dest / name
-    shutil.copytree(src, target, symlinks=True)
-    return target
+    """Copy one sample case into ``dest`` with its inputs beside it (as rsynced off the cluster)."""
+    from eviscene_tui.samples import copy_case as copy_sample
+
+    return copy_sample(sample_root(tmp_factory), name, dest)
 
 
 def make_app(root: Path, *, watch: bool = False, theme: str | None = None, poll: bool = False, settings: Settings | None = None, **kw) -> EvisceneApp:
