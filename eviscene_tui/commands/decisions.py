@@ -84,10 +84,10 @@ def find_journals(path: Path) -> tuple[list[Path], Path | None]:
         return [sidecar], None
     gate = _gate_journals(path)
     found = journals_in_workdir(path)
-    if found or gate:
+    if found:
         return found + gate, None
     work = default_workdir(path)
-    return journals_in_workdir(work), path.resolve()
+    return journals_in_workdir(work) + gate, path.resolve()
 
 
 def _rows(journal: Path, opened_root: Path | None) -> list[dict[str, Any]]:

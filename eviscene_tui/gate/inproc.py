@@ -398,6 +398,8 @@ class Gate:
         self.host = socket.gethostname()
         self.exit_code: int | None = None
         self._lock = threading.Lock()
+        # one heartbeat write at a time, so an older state never lands after a newer one
+        self._write_lock = threading.Lock()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
@@ -424,7 +426,8 @@ class Gate:
         if self.gate_dir is None:
             return
         try:
-            atomic_replace(self.gate_dir / HEARTBEAT_FILE, document_bytes(self.heartbeat_doc()))
+            with self._write_lock:
+                atomic_replace(self.gate_dir / HEARTBEAT_FILE, document_bytes(self.heartbeat_doc()))
         except OSError as exc:  # a full or vanished disk must not kill the driver's search
             sys.stderr.write(f"eviscene-tui gate: cannot write the heartbeat: {exc}\n")
 

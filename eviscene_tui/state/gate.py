@@ -49,6 +49,8 @@ class RoundProgress:
     status: str = ""  # the round manifest's status
     verdict: str = ""  # accepted / not accepted / pending verification / ""
     problems: tuple[str, ...] = ()
+    recent_events: tuple[str, ...] = ()  # the last few runtime events, one line each
+    teacher_steps: tuple[str, ...] = ()  # the hinted teacher episode's steps, once the continuation is stored
 
 
 @dataclass(frozen=True)
@@ -141,7 +143,16 @@ def trace_steps(path: Path | None) -> tuple[TraceStep, ...]:
     return _STEPS_CACHE[key]
 
 
-def _events(run_dir: Path) -> tuple[int, str, bool]:
+RECENT_EVENTS = 6
+
+
+def _event_line(row: dict[str, Any]) -> str:
+    payload = row.get("payload") if isinstance(row.get("payload"), dict) else {}
+    details = " ".join(f"{k}={v}" for k, v in list(payload.items())[:3] if isinstance(v, (str, int, float, bool)))
+    return safe_text(f"#{row.get('sequence')} {row.get('event_type')} {details}".rstrip(), single_line=True, limit=120)
+
+
+def _events(run_dir: Path, recent: list[str] | None = None) -> tuple[int, str, bool]:
     count, last, torn = 0, "", False
     runtime = run_dir / "runtime"
     if not runtime.is_dir():
@@ -156,6 +167,9 @@ def _events(run_dir: Path) -> tuple[int, str, bool]:
                 count += 1
                 if isinstance(row, dict):
                     last = str(row.get("event_type") or "")
+                    if recent is not None:
+                        recent.append(_event_line(row))
+                        del recent[:-RECENT_EVENTS]
             elif at_tail:
                 torn = True
     return count, last, torn
@@ -182,7 +196,16 @@ def round_progress(root: Path, round_index: int) -> RoundProgress:
                 audits.append("passed" if row.get("passed") is True else safe_text(str(row.get("reason") or "hint_audit_failed"), single_line=True))
     elif probs and probs[0].code != "missing_artifact":
         problems.append(f"proposer-hint-audits.json: {probs[0].message}")
-    events, last, torn = _events(directory)
+    recent: list[str] = []
+    events, last, torn = _events(directory, recent)
+    teacher: list[str] = []
+    cont = read_bound(directory / "continuations" / "hint-00.json", verify=False)
+    steps = cont.payload.get("teacher_steps") if isinstance(cont.payload, dict) else None
+    for row in steps if isinstance(steps, list) else []:
+        if isinstance(row, dict):
+            what = row.get("tool_name") or row.get("action_type") or ""
+            said = row.get("thought") or row.get("output") or ""
+            teacher.append(safe_text(f"{row.get('stage_name') or row.get('stage')}: {what}: {said}", single_line=True, limit=140))
     manifest, probs = read_json(directory / "manifest.json")
     status = str(manifest.get("status") or "") if isinstance(manifest, dict) else ""
     if probs and probs[0].code != "missing_artifact":
@@ -199,7 +222,7 @@ def round_progress(root: Path, round_index: int) -> RoundProgress:
             else:
                 verdict = "accepted" if row.get("accepted") is True else "not accepted"
     return RoundProgress(round_index, directory, step, tuple(proposals), tuple(audits), events, safe_text(last, single_line=True),
-                         torn, safe_text(status, single_line=True), verdict, tuple(problems))
+                         torn, safe_text(status, single_line=True), verdict, tuple(problems), tuple(recent), tuple(teacher))
 
 
 def _latest_round(root: Path) -> int | None:

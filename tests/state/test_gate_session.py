@@ -37,6 +37,7 @@ def test_round_progress_reads_partly_written_files(tmp_path):
     p = round_progress(root, 0)
     assert (p.localization_step, p.events, p.last_event, p.torn_tail) == (5, 2, "context_request_started", True)
     assert p.audits == ("passed", "operator_rejected")
+    assert p.recent_events == ("#1 case_attempt_started", "#2 context_request_started")
     assert p.status == "" and any("manifest.json" in x for x in p.problems)
     (run / "manifest.json").write_text(json.dumps({"status": "generated"}))
     (run / "repair_attempts.jsonl").write_text(json.dumps({"local_verification": {"passed": True}, "accepted": True}) + "\n")

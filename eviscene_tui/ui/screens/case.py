@@ -94,7 +94,16 @@ class CaseScreen(Screen):
         Binding("k", "open_tokens", "Tokens", id="case.tokens", tooltip="Token capture inspector for the highlighted step"),
         Binding("l", "triage_label", "Label", id="case.label", tooltip="Record a triage label (review journal, outside the root)"),
         Binding("ctrl+r", "reload", "Reload", show=False, id="case.reload", tooltip="Read the case again"),
+        Binding("G", "open_gate", "Gate", show=False, id="case.gate", tooltip="The operator gate of this search's driver (eviscene-tui gate)"),
     ]
+
+    def action_open_gate(self) -> None:
+        from eviscene_tui.gate.inproc import SESSION_FILE, sidecar_for
+
+        if not (sidecar_for(self.case_path) / SESSION_FILE).is_file():
+            self.notify("this search was not run under the operator gate (eviscene-tui gate)", severity="warning", markup=False)
+            return
+        self.app.open_gate(self.case_path)  # type: ignore[attr-defined]
 
     def __init__(self, ref: Any, options: AppOptions, *, key: str | None = None) -> None:
         super().__init__()

@@ -155,6 +155,10 @@ def render_progress(snap: GateSnapshot) -> Text:
     if p.torn_tail:
         text.append(" · a line is being written", style="italic")
     text.append("\n")
+    for line in p.recent_events:
+        text.append(f"    {line}\n", style="dim")
+    for line in p.teacher_steps:
+        text.append(f"  teacher step: {line}\n")
     for problem in p.problems:
         text.append(f"  {problem}\n", style="yellow")
     return text
