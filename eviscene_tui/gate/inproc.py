@@ -378,24 +378,17 @@ def output_dir_of(argv: list[str]) -> str | None:
 _ROUND: contextvars.ContextVar[dict[str, Any] | None] = contextvars.ContextVar("eviscene_gate_round", default=None)
 
 
-class Gate:
-    """State of the gate in this driver process."""
+class SearchGate:
+    """The gate of one search root (its sidecar, heartbeat and waits). A driver
+    process may run several searches (a multi-case wrapper): one each."""
 
-    def __init__(self, *, gate_dir: str | None, operator: str, hint_gate: bool, argv: list[str]) -> None:
-        self.requested_dir = Path(gate_dir).absolute() if gate_dir else None
-        self.gate_dir: Path | None = None
-        self.operator = operator
-        self.hint_gate_enabled = hint_gate
-        self.argv = list(argv)
-        self.root: Path | None = None
-        self.entered = False
-        self.search_module: Any = None
-        self.runtime_patched = False
+    def __init__(self, gate: "Gate", root: Path, gate_dir: Path) -> None:
+        self.gate = gate
+        self.root = root
+        self.gate_dir = gate_dir
         self.state = "starting"
         self.waiting: str | None = None
         self.problems: dict[str, str] = {}
-        self.started_at = utc_now()
-        self.host = socket.gethostname()
         self.exit_code: int | None = None
         self._lock = threading.Lock()
         # one heartbeat write at a time, so an older state never lands after a newer one
@@ -409,11 +402,11 @@ class Gate:
             return {
                 "schema_version": HEARTBEAT_SCHEMA,
                 "pid": os.getpid(),
-                "host": self.host,
-                "argv": self.argv,
+                "host": self.gate.host,
+                "argv": self.gate.argv,
                 "python": sys.executable,
-                "root": str(self.root) if self.root else None,
-                "started_at": self.started_at,
+                "root": str(self.root),
+                "started_at": self.gate.started_at,
                 "last_seen": utc_now(),
                 "last_seen_epoch": time.time(),
                 "state": self.state,
@@ -423,8 +416,6 @@ class Gate:
             }
 
     def beat(self) -> None:
-        if self.gate_dir is None:
-            return
         try:
             with self._write_lock:
                 atomic_replace(self.gate_dir / HEARTBEAT_FILE, document_bytes(self.heartbeat_doc()))
@@ -448,47 +439,31 @@ class Gate:
             self.state, self.waiting, self.exit_code = "exited", None, exit_code
         self.beat()
 
-    # ------------------------------------------------------------ search entry
-    def enter_search(self, root: Any) -> None:
-        if root is None:
-            raise GateError("run_search was called without root=; the gate cannot find the search root")
-        self.root = Path(os.path.abspath(os.fspath(root)))
-        gate_dir = self.requested_dir or sidecar_for(self.root)
-        if gate_dir == self.root or self.root in gate_dir.parents:
-            raise GateError(f"the gate directory {gate_dir} is inside the search root {self.root}; it must be beside it")
-        if self.hint_gate_enabled and not self.runtime_patched:
-            raise GateError(
-                "the driver entered run_search but never imported "
-                + " or ".join(f"{p}.{RUNTIME_MODULE}" for p in PACKAGES)
-                + ", so QwenContinuationAdapter.propose_hints could not be gated (use --no-hint-gate to gate rounds only)"
-            )
+    def start(self) -> None:
         for sub in (GATES_DIR, DECISIONS_DIR, CONSUMED_DIR, APPLIED_DIR):
-            (gate_dir / sub).mkdir(parents=True, exist_ok=True)
-        self.gate_dir = gate_dir
-        self.entered = True
+            (self.gate_dir / sub).mkdir(parents=True, exist_ok=True)
+        g = self.gate
         session = {
             "schema_version": GATE_SCHEMA,
             "root": str(self.root),
-            "gate_dir": str(gate_dir),
-            "argv": self.argv,
+            "gate_dir": str(self.gate_dir),
+            "argv": g.argv,
             "pid": os.getpid(),
-            "host": self.host,
+            "host": g.host,
             "python": sys.executable,
-            "started_at": self.started_at,
-            "started_by": self.operator,
-            "hint_gate": self.hint_gate_enabled,
-            "search_module": getattr(self.search_module, "__name__", None),
+            "started_at": g.started_at,
+            "started_by": g.operator,
+            "hint_gate": g.hint_gate_enabled,
+            "search_module": getattr(g.search_module, "__name__", None),
             "poll_seconds": poll_seconds(),
         }
-        atomic_replace(gate_dir / SESSION_FILE, document_bytes(session))
+        atomic_replace(self.gate_dir / SESSION_FILE, document_bytes(session))
         self.set_state("running")
-        if self._thread is None:
-            self._thread = threading.Thread(target=self._beat_loop, name="eviscene-gate-heartbeat", daemon=True)
-            self._thread.start()
+        self._thread = threading.Thread(target=self._beat_loop, name="eviscene-gate-heartbeat", daemon=True)
+        self._thread.start()
 
     # ------------------------------------------------------------ waiting
     def _publish(self, name: str, doc: dict[str, Any]) -> bytes:
-        assert self.gate_dir is not None
         data = document_bytes(doc)
         path = self.gate_dir / GATES_DIR / f"{name}.json"
         try:
@@ -500,7 +475,6 @@ class Gate:
         return data
 
     def _set_aside(self, path: Path, name: str, why: str) -> None:
-        assert self.gate_dir is not None
         target = self.gate_dir / CONSUMED_DIR / f"{name}.{why}.{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}.{secrets.token_hex(3)}.json"
         try:
             os.replace(path, target)
@@ -515,7 +489,6 @@ class Gate:
         waits for a new one. An unreadable or hand-edited file is reported in the
         heartbeat's ``problems`` and the gate keeps waiting.
         """
-        assert self.gate_dir is not None
         path = self.gate_dir / DECISIONS_DIR / f"{name}.json"
         gate_sha = sha256_bytes(gate_bytes)
         self.set_state("waiting", name)
@@ -543,7 +516,6 @@ class Gate:
             self.set_state("running")
 
     def _applied(self, name: str, decision: dict[str, Any], extra: dict[str, Any]) -> None:
-        assert self.gate_dir is not None
         doc = {
             "decision_id": decision.get("decision_id"),
             "action": decision.get("action"),
@@ -555,7 +527,6 @@ class Gate:
 
     # ------------------------------------------------------------ round gate
     async def round_gate(self, directory: Any, feedback: Any, history: Any) -> dict[str, Any]:
-        assert self.root is not None and self.gate_dir is not None
         directory = Path(os.fspath(directory))
         try:
             round_index = int(directory.name.split("-", 1)[1])
@@ -591,20 +562,14 @@ class Gate:
             )
         effective = effective_feedback(feedback, action, decision.get("step"), site)
         self._applied(name, decision, {"feedback_sha256": sha256_bytes(canonical_bytes(effective))})
-        return {"round": round_index, "directory": directory, "feedback": effective}
+        return {"round": round_index, "directory": directory, "feedback": effective, "search": self}
 
     # ------------------------------------------------------------ hint gate
-    async def hint_gate(self, adapter: Any, proposals: Any) -> Any:
-        ctx = _ROUND.get()
-        if ctx is None:
-            raise GateError("propose_hints was called outside a gated round; refusing to continue ungated")
-        if not isinstance(proposals, list):
-            raise GateError(f"propose_hints returned {type(proposals).__name__}, not a list; cannot gate its hints")
-        assert self.root is not None and self.gate_dir is not None
+    async def hint_gate(self, ctx: dict[str, Any], adapter: Any, proposals: list[Any]) -> list[Any]:
         round_index, directory, feedback = ctx["round"], ctx["directory"], ctx["feedback"]
         cache = getattr(adapter, "proposer_cache_path", None)
         output_dir = Path(os.fspath(cache)).parent if cache else directory
-        rejection = getattr(self.search_module, "revision_rejection", None)
+        rejection = getattr(self.gate.search_module, "revision_rejection", None)
         kept = []
         for index, hint in enumerate(proposals):
             text = str(getattr(hint, "text", "") or "")
@@ -656,7 +621,6 @@ class Gate:
         """Append ``{"passed": false, "reason": "operator_rejected"}`` to the round's
         ``proposer-hint-audits.json`` (written as the driver writes its JSON), once
         per decision even when the round is re-entered on resume."""
-        assert self.gate_dir is not None
         path = output_dir / "proposer-hint-audits.json"
         existing, problem = read_document(path)
         if problem:
@@ -682,10 +646,63 @@ class Gate:
         self._applied(name, decision, {"audit_row_index": position, "audit_file": str(path)})
 
     def _driver_write_json(self) -> Any:
-        package = getattr(self.search_module, "__name__", "").rpartition(".")[0]
+        package = getattr(self.gate.search_module, "__name__", "").rpartition(".")[0]
         module = sys.modules.get(f"{package}.io") if package else None
         writer = getattr(module, "write_json", None)
         return writer if callable(writer) else None
+
+class Gate:
+    """The gate in this driver process: the import-hook wrappers and one
+    :class:`SearchGate` per search root the driver enters."""
+
+    def __init__(self, *, gate_dir: str | None, operator: str, hint_gate: bool, argv: list[str]) -> None:
+        self.requested_dir = Path(gate_dir).absolute() if gate_dir else None
+        self.operator = operator
+        self.hint_gate_enabled = hint_gate
+        self.argv = list(argv)
+        self.search_module: Any = None
+        self.runtime_patched = False
+        self.started_at = utc_now()
+        self.host = socket.gethostname()
+        self.searches: dict[Path, SearchGate] = {}
+
+    @property
+    def entered(self) -> bool:
+        return bool(self.searches)
+
+    def enter_search(self, root: Any) -> SearchGate:
+        if root is None:
+            raise GateError("run_search was called without root=; the gate cannot find the search root")
+        root_path = Path(os.path.abspath(os.fspath(root)))
+        if self.hint_gate_enabled and not self.runtime_patched:
+            raise GateError(
+                "the driver entered run_search but never imported "
+                + " or ".join(f"{p}.{RUNTIME_MODULE}" for p in PACKAGES)
+                + ", so QwenContinuationAdapter.propose_hints could not be gated (use --no-hint-gate to gate rounds only)"
+            )
+        if root_path in self.searches:
+            return self.searches[root_path]
+        if self.requested_dir is not None and self.searches:
+            raise GateError("--gate-dir names one sidecar but this driver runs several searches; omit --gate-dir")
+        gate_dir = self.requested_dir or sidecar_for(root_path)
+        if gate_dir == root_path or root_path in gate_dir.parents:
+            raise GateError(f"the gate directory {gate_dir} is inside the search root {root_path}; it must be beside it")
+        search = SearchGate(self, root_path, gate_dir)
+        search.start()
+        self.searches[root_path] = search
+        return search
+
+    def finish(self, exit_code: int | None) -> None:
+        for search in self.searches.values():
+            search.finish(exit_code)
+
+    async def hint_gate(self, adapter: Any, proposals: Any) -> Any:
+        ctx = _ROUND.get()
+        if ctx is None:
+            raise GateError("propose_hints was called outside a gated round; refusing to continue ungated")
+        if not isinstance(proposals, list):
+            raise GateError(f"propose_hints returned {type(proposals).__name__}, not a list; cannot gate its hints")
+        return await ctx["search"].hint_gate(ctx, adapter, proposals)
 
     # ------------------------------------------------------------ wrapping
     def wrap_search(self, module: Any) -> None:
@@ -713,10 +730,10 @@ class Gate:
             execute_round = bound.arguments.get("execute_round")
             if execute_round is None or not callable(execute_round):
                 raise GateError("run_search was called without execute_round; nothing to gate")
-            gate.enter_search(bound.arguments.get("root"))
+            search = gate.enter_search(bound.arguments.get("root"))
 
             async def gated_execute_round(directory: Any, feedback: Any, history: Any, *rest: Any, **kw: Any) -> Any:
-                ctx = await gate.round_gate(directory, feedback, history)
+                ctx = await search.round_gate(directory, feedback, history)
                 token = _ROUND.set(ctx)
                 try:
                     return await execute_round(directory, ctx["feedback"], history, *rest, **kw)
@@ -774,6 +791,9 @@ class _GatedLoader(importlib.abc.Loader):
 
     def create_module(self, spec: Any) -> Any:
         return self.inner.create_module(spec) if hasattr(self.inner, "create_module") else None
+
+    def __getattr__(self, name: str) -> Any:  # get_data, get_resource_reader, … of the real loader
+        return getattr(self.inner, name)
 
     def exec_module(self, module: Any) -> None:
         self.inner.exec_module(module)

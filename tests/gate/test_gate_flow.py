@@ -145,3 +145,20 @@ def test_sigterm_of_gate_stops_the_driver_as_it_would(tmp_path):
             proc.wait()
     st = wait_until(lambda: (s := status(case)) and not s["driver"]["alive"] and s, "the driver to be reported gone")
     assert st["pending"][0]["round"] == 0  # still pending: a later decision is used on resume
+
+
+def test_sigint_of_gate_interrupts_the_driver_as_it_would(tmp_path):
+    case = make_case(tmp_path)
+    proc = start_gate(case)
+    try:
+        wait_until(pending(case, "round", 0), "the round-0 gate")
+        proc.send_signal(signal.SIGINT)
+        code = finish(proc)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    _out, err = output_of(proc)
+    assert code == -signal.SIGINT and "KeyboardInterrupt" in err  # Python's own reaction, unchanged
+    st = status(case)
+    assert st["driver"]["alive"] is False and st["pending"][0]["round"] == 0
