@@ -69,7 +69,7 @@ from eviscene_tui.supervised.feedback import (
     no_further_hint,
     round_feedback,
 )
-from eviscene_tui.supervised.hints import HintFetchError, build_prompt, fetch_hints, prompt_identity
+from eviscene_tui.supervised.hints import HintFetchError, build_prompt, fetch_hints, parse_hints, prompt_identity
 from eviscene_tui.supervised.source import SupervisedInputs
 
 if TYPE_CHECKING:
@@ -1306,6 +1306,8 @@ class SupervisedSearch:
         d.proposer_called = (rdir / "proposer-response.json").is_file()
         self.draft = d
         self._resume_proposals(d, round_events)
+        if d.proposer_called and not any(p.provider != "operator" for p in d.proposals):
+            self._resume_fetched(d)
         props = read_bound(rdir / "hint-proposals.json") if (rdir / "hint-proposals.json").is_file() else None
         if props is not None and isinstance(props.payload, list) and props.payload:
             row = props.payload[0]
@@ -1362,6 +1364,28 @@ class SupervisedSearch:
                 p.reason, p.event_id = str(ev.get("reason") or ""), ev.get("id")
                 if p.status == "approved":
                     d.approved = p
+
+    def _resume_fetched(self, d: RoundDraft) -> None:
+        """The hint constructor answered (its reply is cached) but the proposals were not
+        journaled (an interruption in between): add them from the cached reply now, as
+        the one proposer call of the round is already spent."""
+        bound = read_bound(d.dir / "proposer-response.json")
+        payload = bound.payload if isinstance(bound.payload, dict) else {}
+        model = str(bound.identity.get("model") or "") if isinstance(bound.identity, dict) else ""
+        try:
+            texts = parse_hints(str(payload.get("text") or ""), limit=self.settings.hint_count)
+        except HintFetchError as exc:
+            self.messages.append(f"the cached hint-constructor reply gives no proposals: {exc}")
+            return
+        if not texts or self.read_only:
+            return
+        lvl = self.settings.hint_level
+        out = [Proposal(len(d.proposals) + i, t, lvl, "openai_compatible", model, self._audit_for(d, t, lvl)) for i, t in enumerate(texts)]
+        ev = self._journal_proposals(out, provider=model or "the hint constructor")
+        for p in out:
+            p.event_id = ev["id"]
+        d.proposals.extend(out)
+        self.messages.append(f"{len(out)} proposal(s) taken from the cached hint-constructor reply")
 
     def _audit_for(self, d: RoundDraft, text: str, level: int) -> dict[str, Any]:
         return audit_hint(text, level=level, private_context=self.inputs.private_context, feedback=d.feedback)

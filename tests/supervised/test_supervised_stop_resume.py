@@ -11,7 +11,7 @@ from eviscene_tui.journal import supervised_journal_for_root
 from eviscene_tui.supervised import ContinuationOutcome, SearchError, SearchSettings, SupervisedSearch, inputs_from_case
 from eviscene_tui.tokens.tiny import encode
 
-from supervised_fixtures import write_driver_case
+from supervised_fixtures import ScriptedHintServer, write_driver_case
 
 
 async def fake_runner(job):
@@ -27,13 +27,13 @@ async def hanging_runner(job):
     await asyncio.Event().wait()
 
 
-def _open(tmp_path):
+def _open(tmp_path, **settings):
     out = tmp_path / "out"
     if not out.exists():
         write_driver_case(out)
     droot = out / "repairs" / "0123456789abcdef"
     inputs = inputs_from_case(load_case(droot), label="case")
-    return SupervisedSearch.start(inputs, tmp_path / "w", settings=SearchSettings(operator="op"))
+    return SupervisedSearch.start(inputs, tmp_path / "w", settings=SearchSettings(operator="op", **settings))
 
 
 def _events(s):
@@ -130,4 +130,31 @@ def test_the_next_site_follows_a_relocalization_at_once(tmp_path):
     s.relocalize(1, "the first search went wrong")
     site, needs = s.next_site()
     assert site["source_step_index"] == 1 and site["localization_kind"] == "operator" and not needs
+    s.close()
+
+
+async def test_fetched_proposals_survive_a_reopen_even_when_the_fetch_was_interrupted(tmp_path):
+    h1, h2 = "Open the oldest copy first.", "Quote the caption, then search it."
+    with ScriptedHintServer([[h1, h2]]) as hints:
+        s = _open(tmp_path, hint_url=hints.url, hint_model="hint-model")
+        s.begin_round()
+        s.accept_site()
+
+        def interrupted(*args, **kwargs):
+            raise OSError("the process died before the proposals were journaled")
+
+        s._journal_proposals = interrupted
+        with pytest.raises(OSError):
+            await s.fetch_proposals()
+        assert (s.draft.dir / "proposer-response.json").is_file()
+        s.close()
+    # the reply is cached: the reopened round has its proposals (the proposer call is spent)
+    s = _open(tmp_path, hint_url="http://127.0.0.1:9/v1", hint_model="hint-model")
+    d = s.draft
+    assert [(p.text, p.provider, p.model) for p in d.proposals] == [(h1, "openai_compatible", "hint-model"), (h2, "openai_compatible", "hint-model")]
+    assert d.proposer_called and any("cached hint-constructor reply" in m for m in s.messages)
+    s.reject_hint(0, "too vague")
+    s.close()
+    s = _open(tmp_path)
+    assert [(p.text, p.status) for p in s.draft.proposals] == [(h1, "rejected"), (h2, "pending")]
     s.close()

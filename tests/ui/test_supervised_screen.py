@@ -481,6 +481,8 @@ async def test_every_panel_after_a_reopen_equals_what_it_showed_at_every_gate(tm
 
     async def stop(pilot, screen, app):
         await _press_on(pilot, screen, "#card-next", "t")
+        await _form(pilot, app)
+        await pilot.press("ctrl+s")
 
     before = await step(stop, lambda s: s.stopped_by_operator)
     assert "stopped by operator" in before[1]["title"] and "stopped by operator" in before[1]["#card-next"]
@@ -492,6 +494,10 @@ async def test_stop_ends_the_search_in_its_files_and_s_does_not_start_a_round_un
         await _opened(pilot, screen)
         s = screen.search
         await _press_on(pilot, screen, "#card-next", "t")
+        form = await _form(pilot, app)
+        assert "before round 0" in str(form.query_one("#form-context").render())
+        form.query_one("#f-note").value = "enough for today"
+        await pilot.press("ctrl+s")
         await wait_until(lambda: s.stopped_by_operator and screen.session.busy is None, pilot=pilot, what=screen.last_message)
         state = read_bound(s.root / "search-state.json").payload
         manifest, _ = read_json(s.root / "manifest.json")
@@ -499,6 +505,7 @@ async def test_stop_ends_the_search_in_its_files_and_s_does_not_start_a_round_un
         assert state["execution_error"]["type"] == manifest["execution_error"]["type"] == "OperatorStoppedSearch"
         events = [orjson.loads(x) for x in supervised_journal_for_root(s.root).read_bytes().splitlines()]
         assert events[-1]["data"]["event"] == "stop" and events[-1]["data"]["status"] == "paused_execution_error"
+        assert events[-1]["reason"] == "enough for today"
         assert "stopped by operator" in rendered_panels(screen)["title"]
         await pilot.press("s")
         await wait_until(lambda: "failed" in screen.last_message, pilot=pilot)

@@ -614,9 +614,27 @@ class SupervisedScreen(Screen[None]):
             self._run_sync("start round", search.begin_round)
 
     def op_stop(self) -> None:
-        search = self._claim("stop")
-        if search is not None:
-            self._run_sync("stop", search.stop, describe=lambda _: "stopped by operator (u resumes)")
+        search = self.session.search
+        if search is None:
+            return
+        if self._gate() != BETWEEN:
+            self.session.say("a round is open: finish or relocalize it before stopping", "warning")
+            return
+
+        def done(values: dict[str, Any] | None) -> None:
+            if values is not None and self._claim("stop") is not None:
+                self._run_sync("stop", search.stop, values.get("note", ""), describe=lambda _: "stopped by operator (u resumes)")
+
+        self.app.push_screen(
+            FormScreen(
+                "Stop the search", [("note", "note (optional)", "why stop here")],
+                context=(
+                    f"before round {len(search.history)}: the search files then read paused_execution_error "
+                    "(OperatorStoppedSearch), as a stop at the driver gate; u resumes it"
+                ),
+            ),
+            done,
+        )
 
     def op_resume(self) -> None:
         search = self._claim("resume")
