@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from eviscene_tui.gate import inproc as proto
-from eviscene_tui.gate.sidecar import GateDecision, GateRequest, consumed_decisions, gate_dir_for, read_decision, read_status
+from eviscene_tui.gate.sidecar import GateDecision, GateRequest, consumed_decisions, gate_dir_for, gate_request, read_decision, read_status
 from eviscene_tui.journal import Journal, JournalError, parse_journal_bytes
 
 JOURNAL_ACTIONS = {
@@ -263,8 +263,6 @@ def reconcile_journal(root: str | os.PathLike[str], gate_dir: str | os.PathLike[
         if decision is not None and decision.decision_id not in have:
             missing.append(decision)
     missing.extend(d for d in consumed_decisions(gdir) if d.decision_id not in have)
-    from eviscene_tui.gate.sidecar import gate_request
-
     added = 0
     for decision in sorted(missing, key=lambda d: d.at):
         request = gate_request(gdir, decision.name)

@@ -227,3 +227,35 @@ def test_inproc_runs_in_an_interpreter_without_this_app(tmp_path):
     assert manifest(case)["status"] == "attempt_budget_exhausted"
     assert DRIVER_PATH.is_file()
     assert "OperatorStoppedSearch" not in (tmp_path / "iso.err").read_text()
+
+
+def test_a_decider_that_died_before_journaling_is_caught_up(tmp_path):
+    """The decision file is the commitment; the next decide journals what is missing."""
+    import uuid
+
+    from eviscene_tui.gate import inproc as proto
+    from eviscene_tui.gate.sidecar import read_status
+    from eviscene_tui.journal import parse_journal_bytes, verify_chain
+
+    case = make_case(tmp_path)
+    proc = start_gate(case)
+    try:
+        wait_until(pending(case, "round", 0), "the round-0 gate")
+        request = read_status(case.root).pending[0]
+        doc = proto.with_digest({
+            "schema_version": proto.DECISION_SCHEMA, "decision_id": uuid.uuid4().hex, "kind": "round", "round": 0,
+            "hint_index": None, "action": "approve-round", "step": None, "reason": "", "operator": "crashed-decider",
+            "host": "elsewhere", "pid": 1, "at": proto.utc_now(), "gate": request.name, "gate_sha256": request.sha256,
+            "request_sha256": request.doc.get("request_sha256"), "proposal_id": None, "hint_sha256": None,
+        })
+        assert proto.create_exclusive(case.gate_dir / "decisions" / "round-00.json", proto.document_bytes(doc))
+        wait_until(pending(case, "hint", 0), "the hint gate (the unjournaled decision was used)")
+        assert decide(case, "approve-hint", 0).returncode == 0
+    finally:
+        _kill(proc)
+    journal = case.gate_dir / "decisions.jsonl"
+    events, _ = parse_journal_bytes(journal.read_bytes())
+    assert verify_chain(journal).ok
+    assert [(e["action"], e["data"].get("reconciled", False)) for e in events] == [("approve_hint", False), ("approve_round", True)]
+    assert events[1]["operator"] == "crashed-decider"
+    assert events[1]["evidence"]["requests/round-00.json"] == request.doc["request_sha256"]
