@@ -27,7 +27,7 @@ from eviscene_tui.artifacts.integrity import check_case, safe_read_bound
 from eviscene_tui.artifacts.jsonio import read_json
 from eviscene_tui.artifacts.layout import CaseRef, discover
 from eviscene_tui.artifacts.problems import Problem, ProblemCode
-from eviscene_tui.artifacts.summary import summarize_case
+from eviscene_tui.artifacts.summary import CaseSummary, summarize_case
 
 PARALLEL_MIN_CASES = 400
 CHUNK = 250
@@ -45,17 +45,42 @@ def _problem_json(p: Problem, base: str) -> dict[str, str]:
     return {"code": str(p.code), "path": _rel(p.path, base), "message": p.message}
 
 
-def case_entry(ref: CaseRef, base: str) -> dict[str, Any]:
-    """One ``cases[]`` entry: cheap summary counts plus the full integrity problems."""
+def checked_case(ref: CaseRef, base: str | os.PathLike[str], *, fingerprint: bool = False) -> tuple[CaseSummary, list[Problem]]:
+    """The cheap summary of one case and its full list of integrity problems.
+
+    This is the one definition of "the problems of a case": ``check`` reports it and the
+    runs screen counts it. Each problem appears once per (code, path); paths are absolute.
+    """
     cache: dict[str, bytes] = {}
-    problems = check_case(ref, cache=cache)
-    summary = summarize_case(ref, base, cache=cache, fingerprint=False)
+    problems = unique_problems(check_case(ref, cache=cache))
+    summary = summarize_case(ref, base, cache=cache, fingerprint=fingerprint)
     # the summary's own problems (unreadable manifest, torn ledger lines) are found again by
     # the full check; keep any the check did not report under the same code and path
     seen = {(str(p.code), os.path.abspath(p.path)) for p in problems}
     for p in summary.problems:
-        if (str(p.code), os.path.abspath(p.path)) not in seen:
+        ident = (str(p.code), os.path.abspath(p.path))
+        if ident not in seen:
+            seen.add(ident)
             problems.append(p)
+    return summary, problems
+
+
+def unique_problems(problems: Iterable[Problem]) -> list[Problem]:
+    """``problems`` with repeats dropped: one entry per (code, absolute path), the first
+    message kept (two checks reaching the same file report the same defect)."""
+    out: list[Problem] = []
+    seen: set[tuple[str, str]] = set()
+    for p in problems:
+        ident = (str(p.code), os.path.abspath(p.path))
+        if ident not in seen:
+            seen.add(ident)
+            out.append(p)
+    return out
+
+
+def case_entry(ref: CaseRef, base: str) -> dict[str, Any]:
+    """One ``cases[]`` entry: cheap summary counts plus the full integrity problems."""
+    summary, problems = checked_case(ref, base)
     entry: dict[str, Any] = {
         "path": _rel(ref.path, base),
         "layout": str(ref.layout),
@@ -145,4 +170,4 @@ def build_check_report(root: Path, given: str | None = None, *, workers: int | N
     }
 
 
-__all__ = ["build_check_report", "case_entry"]
+__all__ = ["build_check_report", "case_entry", "checked_case", "unique_problems"]

@@ -66,6 +66,7 @@ class CaseRow:
     no_site: bool = False  # the current round found no recoverable site
     labels: tuple[str, ...] = ()  # operator triage labels from the review journal
     gate: str = ""  # operator gate marker (state.gate.gate_marker): awaiting operator / driver gone / gated
+    checked: bool = False  # problems come from the full integrity check (as ``check``), not the cheap summary
     ref: Any = field(default=None, compare=False, repr=False)  # opaque handle to open the case
     _haystack: str = field(default="", compare=False, repr=False)
 
@@ -131,7 +132,7 @@ COLUMNS: tuple[Column, ...] = (
     Column("pending", "pnd", 3, "right", help="attempts pending verification"),
     Column("localization_kind", "localization", 14, help="localization kind of the current site"),
     Column("category", "category", 16, help="semantic category of the current site"),
-    Column("problems", "prb", 3, "right", help="integrity problems"),
+    Column("problems", "prb", 3, "right", help="integrity problems (as `eviscene-tui check`; \u2026 until checked)"),
     Column("mtime", "changed", 16, help="last change time"),
 )
 COLUMN_KEYS = tuple(c.key for c in COLUMNS)
@@ -160,6 +161,9 @@ def cell_text(row: CaseRow, column: Column) -> str:
         if row.labels:
             text += " [" + ",".join(row.labels) + "]"
         return text
+    if key == "problems":
+        # until the full check reaches a case its count is the cheap summary's: marked as provisional
+        return str(row.problems) if row.checked else (f"{row.problems}\u2026" if row.problems else "\u2026")
     if key == "key":
         return row.key if not row.case_id or row.case_id == row.key else f"{row.key}  {row.case_id}"
     value = getattr(row, key)
@@ -203,15 +207,37 @@ def last_round_status(case_path: Any) -> str | None:
     return status if isinstance(status, str) else None
 
 
-def row_from_summary(summary: Any, *, transient: Any = None, last_round: str | None = None, ref: Any = None) -> CaseRow:
+def problem_pairs(problems: Any) -> list[tuple[str, str]]:
+    """(code, absolute path) of each problem: how rows and the transient tracker name them."""
+    import os
+
+    return [(str(p.code), os.path.abspath(str(p.path))) for p in problems]
+
+
+def row_key(summary: Any) -> str:
+    """The runs-table key of a summarised case: its path under the opened folder."""
+    return summary.rel_path if summary.rel_path and summary.rel_path != "." else (summary.path.name or str(summary.path))
+
+
+def row_from_summary(
+    summary: Any,
+    *,
+    transient: Any = None,
+    last_round: str | None = None,
+    ref: Any = None,
+    problems: list[Any] | None = None,
+) -> CaseRow:
     """Project an artifact-layer ``CaseSummary`` onto a :class:`CaseRow`.
 
     ``transient`` (a :class:`~eviscene_tui.state.transient.TransientProblems`) turns
     fresh torn lines into "being written" instead of problems. ``last_round`` is the
-    newest round's manifest status (for the no-recoverable-site queue).
+    newest round's manifest status (for the no-recoverable-site queue). ``problems``:
+    the case's full integrity problems (the row is then ``checked``); without them the
+    row counts the summary's own problems until the integrity pass reaches it.
     """
-    key = summary.rel_path if summary.rel_path and summary.rel_path != "." else (summary.path.name or str(summary.path))
-    pairs = [(str(p.code), str(p.path)) for p in summary.problems]
+    key = row_key(summary)
+    source = summary.problems if problems is None else problems
+    pairs = problem_pairs(source)
     fresh: list[tuple[str, str]] = []
     if transient is not None:
         settled, fresh = transient.classify(key, pairs)
@@ -236,5 +262,6 @@ def row_from_summary(summary: Any, *, transient: Any = None, last_round: str | N
         hint_texts=tuple(summary.hint_texts),
         being_written=bool(fresh),
         no_site=no_site,
+        checked=problems is not None,
         ref=ref if ref is not None else summary,
     )

@@ -87,6 +87,9 @@ class RunsStore:
         self.scan_done = 0
         self.scan_total: int | None = None
         self.scanning = False
+        self.check_done = 0  # cases the full integrity pass has checked
+        self.check_total = 0
+        self.checking = False
         self._subscribers: list[Callable[[str], None]] = []
         self._last_search = ""
         self._last_search_result: list[CaseRow] | None = None
@@ -174,6 +177,35 @@ class RunsStore:
         self.scanning = scanning
         for callback in list(self._subscribers):
             callback("progress")
+
+    def set_check_progress(self, done: int, total: int, checking: bool) -> None:
+        """Progress of the background integrity pass (shown in the status line)."""
+        self.check_done = done
+        self.check_total = total
+        self.checking = checking
+        for callback in list(self._subscribers):
+            callback("progress")
+
+    def apply_checks(self, results: Iterable[tuple[str, tuple[tuple[str, str], ...], tuple[tuple[str, str], ...]]]) -> int:
+        """Set the full integrity result of cases: (key, settled, being written) problem
+        pairs. A row already ``checked`` (re-read after a change) is newer and kept."""
+        from dataclasses import replace
+
+        changed = []
+        for key, settled, fresh in results:
+            row = self._rows.get(key)
+            if row is None or row.checked:
+                continue
+            changed.append(
+                replace(
+                    row,
+                    problems=len(settled),
+                    problem_codes=tuple(sorted({code for code, _ in settled})),
+                    being_written=bool(fresh),
+                    checked=True,
+                )
+            )
+        return self.upsert(changed) if changed else 0
 
     # -- filter / sort / search -------------------------------------------------------
     def set_filter(self, name: str) -> None:

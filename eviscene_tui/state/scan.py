@@ -7,14 +7,16 @@ from __future__ import annotations
 import os
 import threading
 import time
+from dataclasses import dataclass
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
 from eviscene_tui.artifacts.layout import CaseRef, discover_cases
+from eviscene_tui.artifacts.report import checked_case
 from eviscene_tui.artifacts.summary import summarize_case
 from eviscene_tui.state.gate import gate_marker
-from eviscene_tui.state.rows import CaseRow, last_round_status, row_from_summary
+from eviscene_tui.state.rows import CaseRow, last_round_status, problem_pairs, row_from_summary, row_key
 from eviscene_tui.state.transient import TransientProblems
 
 
@@ -38,17 +40,97 @@ class LockedTransient(TransientProblems):
             return super().seed_old(case_key, problems)
 
 
-def build_row(ref: CaseRef, root: Path, transient: TransientProblems | None, *, initial: bool = False) -> CaseRow:
-    summary = summarize_case(ref, base=root)
+def build_row(ref: CaseRef, root: Path, transient: TransientProblems | None, *, initial: bool = False, full: bool = False) -> CaseRow:
+    """The row of one case. ``full``: run the whole integrity check (as ``check`` does)
+    so the row's problem count is final; otherwise the cheap summary's problems stand
+    in until the integrity pass reaches the case."""
+    problems = None
+    if full:
+        summary, problems = checked_case(ref, root, fingerprint=True)
+    else:
+        summary = summarize_case(ref, base=root)
     last = last_round_status(summary.path) if summary.status == "no_further_grounded_hint" else None
     if transient is not None and initial:
         # files last written before the grace period are not being written now
         if summary.mtime and time.time() - summary.mtime > transient.grace:
-            key = summary.rel_path if summary.rel_path and summary.rel_path != "." else (summary.path.name or str(summary.path))
-            transient.seed_old(key, [(str(p.code), str(p.path)) for p in summary.problems])
-    row = row_from_summary(summary, transient=transient, last_round=last, ref=ref)
+            transient.seed_old(row_key(summary), problem_pairs(summary.problems if problems is None else problems))
+    row = row_from_summary(summary, transient=transient, last_round=last, ref=ref, problems=problems)
     row.gate = gate_marker(summary.path)
     return row
+
+
+@dataclass(frozen=True, slots=True)
+class CheckResult:
+    """The full integrity problems of one case, as (code, absolute path) pairs."""
+
+    key: str
+    problems: tuple[tuple[str, str], ...]
+
+
+def check_refs(items: list[tuple[str, CaseRef]], base: str) -> list[CheckResult]:
+    """Check each (row key, case) fully. A module-level function so a process pool can run it."""
+    out: list[CheckResult] = []
+    for key, ref in items:
+        _summary, problems = checked_case(ref, base)
+        out.append(CheckResult(key, tuple(problem_pairs(problems))))
+    return out
+
+
+PARALLEL_MIN_CASES = 400  # below this one thread is faster than starting processes
+POOL_CHUNK = 100
+THREAD_CHUNK = 10
+
+
+def integrity_pass(
+    items: list[tuple[str, CaseRef]],
+    base: str,
+    *,
+    cancelled: Callable[[], bool] = lambda: False,
+    workers: int | None = None,
+) -> Iterator[list[CheckResult]]:
+    """Run the full integrity check over ``items``, yielding results in small batches
+    as they complete. Large folders use a process pool (the check hashes files and
+    parses ledgers: CPU-bound work the UI thread must not share a GIL with)."""
+    n_workers = workers if workers is not None else (os.cpu_count() or 1)
+    if n_workers <= 1 or len(items) < PARALLEL_MIN_CASES:
+        for start in range(0, len(items), THREAD_CHUNK):
+            if cancelled():
+                return
+            yield check_refs(items[start : start + THREAD_CHUNK], base)
+            time.sleep(0.002)  # hand the GIL to the UI thread between batches
+        return
+    import multiprocessing
+    from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+
+    # the app runs threads: forking it is unsafe, so the workers are spawned
+    context = multiprocessing.get_context("spawn")
+    chunks = [items[i : i + POOL_CHUNK] for i in range(0, len(items), POOL_CHUNK)]
+    try:
+        pool = ProcessPoolExecutor(max_workers=n_workers, mp_context=context)
+    except (OSError, RuntimeError):  # no semaphores: check in this thread instead
+        yield from integrity_pass(items, base, cancelled=cancelled, workers=1)
+        return
+    from concurrent.futures.process import BrokenProcessPool
+
+    left: list[list[tuple[str, CaseRef]]] = []
+    try:
+        pending = {pool.submit(check_refs, chunk, base): chunk for chunk in chunks}
+        while pending:
+            if cancelled():
+                return
+            done, _ = wait(pending, timeout=0.25, return_when=FIRST_COMPLETED)
+            for future in done:
+                chunk = pending.pop(future)
+                try:
+                    result = future.result()
+                except BrokenProcessPool:  # a worker died (killed, out of memory): finish here
+                    left.append(chunk)
+                    continue
+                yield result
+    finally:
+        pool.shutdown(wait=False, cancel_futures=True)
+    if left:
+        yield from integrity_pass([item for chunk in left for item in chunk], base, cancelled=cancelled, workers=1)
 
 
 def scan_rows(

@@ -25,7 +25,8 @@ from textual.worker import get_current_worker
 from eviscene_tui.options import AppOptions
 from eviscene_tui.safe_text import safe_text
 from eviscene_tui.state.runs import RunsStore
-from eviscene_tui.state.scan import CaseIndex, LockedTransient, batched, build_row, scan_rows
+from eviscene_tui.artifacts.layout import CaseRef
+from eviscene_tui.state.scan import CaseIndex, CheckResult, LockedTransient, batched, build_row, integrity_pass, scan_rows
 from eviscene_tui.ui import messages as M
 from eviscene_tui.ui.themes import DARK, DEFAULT_THEME, LIGHT, app_themes, theme_css_paths
 
@@ -64,6 +65,8 @@ class EvisceneApp(App[int]):
         self.scan_seconds: float | None = None
         self.first_rows_at: float | None = None
         self._scan_started = 0.0
+        self._scan_id = 0  # results of an older scan's integrity pass are dropped
+        self.check_seconds: float | None = None
         self._refresh_queue: queue.Queue[set[str]] = queue.Queue()
         self._stop_watch = asyncio.Event()
         self.watch_ready = asyncio.Event()
@@ -127,6 +130,10 @@ class EvisceneApp(App[int]):
 
     # -- scan ----------------------------------------------------------------------------
     def start_scan(self) -> None:
+        self._scan_id += 1
+        self.workers.cancel_group(self, "integrity")
+        self.check_seconds = None
+        self.store.set_check_progress(0, 0, False)
         self.store.clear()
         self._scan_started = time.perf_counter()
         self.first_rows_at = None
@@ -207,6 +214,69 @@ class EvisceneApp(App[int]):
         self.store.set_progress(message.count, message.count, False)
         for problem in message.problems[:5]:
             self.notify(safe_text(problem, limit=300), title="discovery", severity="warning", markup=False)
+        self.start_integrity_pass()
+
+    # -- full integrity pass (the same result as ``check``) -----------------------------------
+    def start_integrity_pass(self) -> None:
+        """Check every listed case fully, the visible ones first; rows update as results arrive."""
+        store = self.store
+        first = [r for r in store.visible() if not r.checked]
+        seen = {r.key for r in first}
+        rest = [r for r in store.rows() if not r.checked and r.key not in seen]
+        items = [(r.key, r.ref) for r in first + rest if isinstance(r.ref, CaseRef)]
+        store.set_check_progress(0, len(items), bool(items))
+        if items:
+            self.check_integrity(self._scan_id, items)
+        else:
+            self.check_seconds = 0.0
+
+    @work(thread=True, exclusive=True, group="integrity", exit_on_error=False)
+    def check_integrity(self, scan_id: int, items: list[tuple[str, CaseRef]]) -> None:
+        worker = get_current_worker()
+        started = time.perf_counter()
+        base = os.path.abspath(self.options.root)
+        done = 0
+        pending: list[CheckResult] = []
+        last_post = time.monotonic()
+        try:
+            for results in integrity_pass(items, base, cancelled=lambda: worker.is_cancelled):
+                pending.extend(results)
+                if time.monotonic() - last_post >= 0.2:
+                    done += len(pending)
+                    self.post_message(M.IntegrityChecked(scan_id, pending, done=done, total=len(items)))
+                    pending, last_post = [], time.monotonic()
+        except (OSError, RuntimeError, ValueError) as exc:
+            self.post_message(M.IntegrityFinished(scan_id, done, time.perf_counter() - started, f"{type(exc).__name__}: {exc}"))
+            return
+        if worker.is_cancelled:
+            return
+        done += len(pending)
+        if pending:
+            self.post_message(M.IntegrityChecked(scan_id, pending, done=done, total=len(items)))
+        self.post_message(M.IntegrityFinished(scan_id, done, time.perf_counter() - started))
+
+    @on(M.IntegrityChecked)
+    def _on_integrity_checked(self, message: M.IntegrityChecked) -> None:
+        if message.scan != self._scan_id:
+            return
+        applied = []
+        for result in message.results:
+            settled, fresh = self.transient.classify(result.key, result.problems)
+            applied.append((result.key, tuple(settled), tuple(fresh)))
+        self.store.apply_checks(applied)
+        self.store.set_check_progress(message.done, message.total, True)
+        writing = {key for key, _settled, fresh in applied if fresh}
+        if writing:
+            self.set_timer(self.transient.grace + 0.3, lambda: self._recheck(writing))
+
+    @on(M.IntegrityFinished)
+    def _on_integrity_finished(self, message: M.IntegrityFinished) -> None:
+        if message.scan != self._scan_id:
+            return
+        self.check_seconds = message.seconds
+        self.store.set_check_progress(message.count, self.store.check_total, False)
+        if message.error:
+            self.notify("Integrity check stopped: " + safe_text(message.error, single_line=True, limit=300), severity="error", markup=False)
 
     @on(M.CasesRemoved)
     def _on_removed(self, message: M.CasesRemoved) -> None:
@@ -305,12 +375,12 @@ class EvisceneApp(App[int]):
             if not os.path.isdir(ref.path):
                 removed.append(key)
                 continue
-            rows.append(build_row(ref, root, self.transient))
+            rows.append(build_row(ref, root, self.transient, full=True))
         for top in unknown_tops:
             if not os.path.isdir(top):
                 continue
             for ref in discover_cases(Path(top)):
-                row = build_row(ref, root, self.transient)
+                row = build_row(ref, root, self.transient, full=True)
                 if self.store.get(row.key) is None or row.key not in known:
                     rows.append(row)
         if removed:

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from textual.message import Message
 
 from eviscene_tui.state.rows import CaseRow
+from eviscene_tui.state.scan import CheckResult
 from eviscene_tui.state.trace_rows import TraceRows
 if TYPE_CHECKING:
     from eviscene_tui.gate.decide import DecideResult
@@ -44,6 +45,26 @@ class ScanFinished(Message):
         self.count = count
         self.seconds = seconds
         self.problems = problems
+
+
+class IntegrityChecked(Message):
+    """Full integrity results for some cases of scan ``scan``; ``done`` of ``total`` checked so far."""
+
+    def __init__(self, scan: int, results: list[CheckResult], *, done: int, total: int) -> None:
+        super().__init__()
+        self.scan = scan
+        self.results = results
+        self.done = done
+        self.total = total
+
+
+class IntegrityFinished(Message):
+    def __init__(self, scan: int, count: int, seconds: float, error: str | None = None) -> None:
+        super().__init__()
+        self.scan = scan
+        self.count = count
+        self.seconds = seconds
+        self.error = error
 
 
 class CasesRemoved(Message):

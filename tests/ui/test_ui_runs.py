@@ -117,3 +117,51 @@ async def test_empty_folder_says_so(tmp_path) -> None:
         await wait_scan(pilot, app)
         await pilot.pause()
         assert "no PSD cases found" in screen_text(app)
+
+
+async def test_problem_counts_equal_check_json(tmp_path_factory, capsysbinary) -> None:
+    """The problem column and the triage queue show exactly what ``check --json`` reports."""
+    import orjson
+
+    from eviscene_tui.cli import main
+
+    root = sample_root(tmp_path_factory)
+    assert main(["check", "--json", str(root)]) == 1
+    report = orjson.loads(capsysbinary.readouterr().out)
+    expected = {c["path"]: len(c["problems"]) for c in report["cases"]}
+    assert expected["damaged"] > 1 and expected["search-paused-execution-error"] >= 1  # the samples still carry the defects
+    app = make_app(root, transient_grace=0.0)
+    async with app.run_test(size=(160, 40)) as pilot:
+        await wait_scan(pilot, app)
+        assert await wait_for(pilot, lambda: app.check_seconds is not None, 30), "integrity pass did not finish"
+        await pilot.pause()
+        assert {r.key: r.problems for r in app.store.rows()} == expected
+        assert all(r.checked for r in app.store.rows())
+        await pilot.press("x")
+        await pilot.pause()
+        shown = {r.key for r in app.screen.query_one(RunsTable).rows}
+        assert {k for k, n in expected.items() if n} <= shown
+        await pilot.press("t")
+        await pilot.pause()
+        shown = {r.key for r in app.screen.query_one(RunsTable).rows}
+        assert {k for k, n in expected.items() if n} <= shown
+        assert "11" in screen_text(app) or str(expected["damaged"]) in screen_text(app)
+
+
+async def test_changed_case_is_checked_again(tmp_path_factory, tmp_path) -> None:
+    """Tampering with an episode after the first pass raises the case's count (full check on change)."""
+    import shutil
+
+    root = tmp_path / "runs"
+    shutil.copytree(sample_root(tmp_path_factory) / "feedback-converged-3-rounds", root / "feedback-converged-3-rounds", symlinks=True)
+    app = make_app(root, transient_grace=0.0)
+    async with app.run_test(size=(160, 40)) as pilot:
+        await wait_scan(pilot, app)
+        assert await wait_for(pilot, lambda: app.check_seconds is not None, 30)
+        row = app.store.get("feedback-converged-3-rounds")
+        assert row is not None and row.checked and row.problems == 0
+        episode = next((root / "feedback-converged-3-rounds" / "rounds").glob("round-*/episodes/*.json"))
+        episode.write_bytes(episode.read_bytes().replace(b"}", b" }", 1))
+        app.refresh_paths([str(episode)])
+        assert await wait_for(pilot, lambda: app.store.get("feedback-converged-3-rounds").problems > 0, 20)
+        assert app.store.get("feedback-converged-3-rounds").in_triage

@@ -146,6 +146,8 @@ class RunsScreen(Screen):
         progress = ""
         if store.scanning:
             progress = f"\u27f3 scanning\u2026 {store.scan_done:,} cases read \u00b7 "
+        elif store.checking:
+            progress = f"\u27f3 checking integrity\u2026 {store.check_done:,} of {store.check_total:,} cases \u00b7 "
         text = progress + store.describe()
         if not store.scanning and len(store) == 0:
             root = safe_text(str(self.app.options.root), single_line=True, limit=80)  # type: ignore[attr-defined]
