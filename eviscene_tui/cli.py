@@ -4,7 +4,7 @@
     eviscene-tui [PATH] [--theme NAME] [--poll] [--operator NAME] [--workdir DIR] ...
     eviscene-tui check PATH [--json]
     eviscene-tui stream CASE_PATH [...]
-    eviscene-tui decisions PATH [--json | --csv] [--events]
+    eviscene-tui decisions PATH [--workdir DIR] [--json | --csv] [--events]
     eviscene-tui fake-vllm [--port N] [...]
     eviscene-tui demo [PATH]
     eviscene-tui gate [--python PY] [--gate-dir DIR] [--no-hint-gate] -- DRIVER.py ARGS...
@@ -56,14 +56,37 @@ def add_app_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--config", help="config file (default: $EVISCENE_TUI_CONFIG or the XDG config dir)")
 
 
+def commands_epilog() -> str:
+    """The subcommands, one line each (as ``git --help`` lists its commands)."""
+    width = max(len(name) for name in SUBCOMMANDS) + 2
+    lines = ["commands:"]
+    lines.extend(f"  {name:<{width}}{help_}" for name, (_, help_) in SUBCOMMANDS.items())
+    return "\n".join(lines)
+
+
 def _build_app_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="eviscene-tui",
-        description="Terminal workbench for EviScene PSD repair searches. Subcommands: "
-        + "; ".join(f"{name} ({help_})" for name, (_, help_) in SUBCOMMANDS.items()),
+        usage="eviscene-tui [PATH] [options]\n       eviscene-tui COMMAND [args]",
+        description="Terminal workbench for EviScene PSD repair searches.\n\n" + commands_epilog(),
+        epilog="Without a command the app opens PATH. 'eviscene-tui COMMAND --help' shows a command's options.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     add_app_arguments(parser)
     return parser
+
+
+def _quiet_broken_pipe() -> int:
+    """The reader of our output went away (``| head``): exit quietly, as Unix tools do.
+    stdout is pointed at /dev/null so the interpreter's final flush cannot fail again."""
+    import os
+
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):  # stdout is not a real file (captured in tests)
+        pass
+    return 0
 
 
 def resolve_open_path(given: str | None) -> Path:
@@ -83,7 +106,11 @@ def main(argv: list[str] | None = None) -> int:
         module.add_arguments(parser)
         args = parser.parse_args(argv[1:])
         try:
-            return int(module.run(args) or 0)
+            code = int(module.run(args) or 0)
+            sys.stdout.flush()
+            return code
+        except BrokenPipeError:
+            return _quiet_broken_pipe()
         except UsageError as exc:
             print(f"eviscene-tui {name}: error: {exc}", file=sys.stderr)
             return 2

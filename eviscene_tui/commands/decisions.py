@@ -5,7 +5,9 @@ PATH may be:
 - a supervised search root (``<workdir>/supervised/<key>/``; its journal sits beside it);
 - the app's work directory (every journal in it: ``journal/review.jsonl`` and
   ``supervised/*.decisions.jsonl``);
-- an opened run root (its default work directory ``<root>.eviscene-tui`` is used);
+- an opened run root (its work directory: ``--workdir DIR`` when the app was given one,
+  else where the app writes by default, ``<root>.eviscene-tui`` beside the root, or
+  beside the nearest enclosing folder that has one);
 - a gated search root or its gate directory (``<root>.eviscene-gate/decisions.jsonl``).
 
 Default output is the folded decisions (every decision event with its status:
@@ -40,6 +42,7 @@ EVENT_FIELDS = ("journal", "seq", "id", "ts", "operator", "action", "target", "r
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("path", help="journal file, supervised root, work directory, or opened run root")
+    parser.add_argument("--workdir", help="the work directory the app was run with (its --workdir); default: <root>.eviscene-tui")
     fmt = parser.add_mutually_exclusive_group()
     fmt.add_argument("--json", action="store_true", help="JSON output")
     fmt.add_argument("--csv", action="store_true", help="CSV output")
@@ -73,8 +76,11 @@ def _base_for(journal: Path, opened_root: Path | None) -> Path | None:
     return None
 
 
-def find_journals(path: Path) -> tuple[list[Path], Path | None]:
+def find_journals(path: Path, workdir: Path | None = None) -> tuple[list[Path], Path | None]:
     """(journal files, the opened root when PATH was one)."""
+    if workdir is not None:
+        gate = _gate_journals(path) if path.is_dir() else []
+        return journals_in_workdir(workdir) + gate, (path.resolve() if path.is_dir() else None)
     if path.is_file():
         return [path], None
     if not path.is_dir():
@@ -86,8 +92,14 @@ def find_journals(path: Path) -> tuple[list[Path], Path | None]:
     found = journals_in_workdir(path)
     if found:
         return found + gate, None
-    work = default_workdir(path)
-    return journals_in_workdir(work) + gate, path.resolve()
+    # an opened root: the app's default work directory beside it; a case inside an
+    # opened folder: the work directory of the nearest enclosing folder that has one
+    resolved = path.resolve()
+    for candidate in (resolved, *resolved.parents):
+        found = journals_in_workdir(default_workdir(candidate))
+        if found:
+            return found + gate, candidate
+    return gate, resolved
 
 
 def _rows(journal: Path, opened_root: Path | None) -> list[dict[str, Any]]:
@@ -116,9 +128,17 @@ def run(args: argparse.Namespace) -> int:
     path = Path(args.path)
     if not path.exists():
         raise UsageError(f"{args.path} does not exist")
-    journals, opened_root = find_journals(path)
+    workdir = Path(args.workdir) if getattr(args, "workdir", None) else None
+    if workdir is not None and not workdir.is_dir():
+        raise UsageError(f"--workdir {args.workdir} is not a directory")
+    journals, opened_root = find_journals(path, workdir)
     if not journals:
-        print(f"eviscene-tui decisions: no decision journal found for {args.path}", file=sys.stderr)
+        where = str(workdir) if workdir is not None else str(default_workdir(path)) if path.is_dir() else str(path)
+        print(
+            f"eviscene-tui decisions: no decision journal found for {args.path} (looked in {where}; "
+            "pass --workdir DIR if the app ran with one)",
+            file=sys.stderr,
+        )
         return 1
     reports = {j: verify_chain(j) for j in journals}
     broken = [r for r in reports.values() if not r.ok]
@@ -169,11 +189,31 @@ def _emit(args: argparse.Namespace, items: list[dict[str, Any]], fields: tuple[s
             t = e.get("target") or {}
             print(safe_text(f"{e.get('seq'):>4} {e.get('ts')} {e.get('operator')} {e.get('action')} case={t.get('case')} round={t.get('round')} {e.get('reason')}", single_line=True))
     else:
-        print(f"{'seq':>4}  {'ts':24} {'operator':12} {'action':16} {'case':28} {'rnd':>3} {'status':10} reason")
-        for r in items:
-            status = r["status"] + (" STALE" if r.get("stale") else "")
-            line = f"{r['seq']:>4}  {_cell(r['ts']):24} {_cell(r['operator'])[:12]:12} {_cell(r['action']):16} {_cell(r['case'])[:28]:28} {_cell(r['round']):>3} {status:10} {_cell(r['reason'])}"
-            print(safe_text(line, single_line=True, limit=240))
+        print_table(items)
     total = len(items)
     print(f"{total} {'event' if args.events else 'decision'}{'s' if total != 1 else ''} in {len(reports)} journal(s)")
     return 0
+
+
+TABLE_COLUMNS = (("seq", ">"), ("ts", "<"), ("operator", "<"), ("action", "<"), ("case", "<"), ("rnd", ">"), ("label", "<"), ("status", "<"), ("reason", "<"))
+
+
+def print_table(items: list[dict[str, Any]]) -> None:
+    """Folded decisions as an aligned table: every column as wide as its longest value
+    (the case whole, the triage label in its own column), the reason last."""
+    rows = []
+    for r in items:
+        status = _cell(r.get("status")) + (" STALE" if r.get("stale") else "")
+        values = (r.get("seq"), r.get("ts"), r.get("operator"), r.get("action"), r.get("case"), r.get("round"), r.get("label"), status, r.get("reason"))
+        rows.append([safe_text(_cell(v), single_line=True, limit=200) for v in values])
+    titles = [name for name, _ in TABLE_COLUMNS]
+    widths = [max([len(t)] + [len(row[i]) for row in rows]) for i, t in enumerate(titles)]
+    last = len(TABLE_COLUMNS) - 1
+
+    def line(cells: list[str]) -> str:
+        parts = [c if i == last else (c.rjust(widths[i]) if TABLE_COLUMNS[i][1] == ">" else c.ljust(widths[i])) for i, c in enumerate(cells)]
+        return "  ".join(parts).rstrip()
+
+    print(line(titles))
+    for row in rows:
+        print(line(row))

@@ -26,3 +26,17 @@ def test_missing_path_is_usage_error(tmp_path, capsys):
     assert main([str(tmp_path / "missing")]) == 2
     err = capsys.readouterr().err
     assert "does not exist" in err and "Traceback" not in err
+
+
+def test_help_lists_every_subcommand_one_line_each(capsys):
+    import pytest
+
+    from eviscene_tui.cli import SUBCOMMANDS
+
+    with pytest.raises(SystemExit) as exc:
+        main(["--help"])
+    assert exc.value.code == 0
+    out = capsys.readouterr().out
+    lines = out.splitlines()
+    for name, (_module, help_) in SUBCOMMANDS.items():
+        assert any(line.split()[:1] == [name] and help_ in line for line in lines), name

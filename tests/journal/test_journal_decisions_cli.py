@@ -80,3 +80,58 @@ def test_decisions_missing(tmp_path, capsys):
     (tmp_path / "empty").mkdir()
     assert main(["decisions", str(tmp_path / "empty")]) == 1
     assert "no decision journal" in capsys.readouterr().err
+
+
+def test_decisions_with_the_apps_workdir_option(tmp_path, capsys):
+    root, work, _sroot = _setup(tmp_path)
+    elsewhere = tmp_path / "elsewhere-work"
+    work.rename(elsewhere)
+    assert main(["decisions", str(root)]) == 1
+    err = capsys.readouterr().err
+    assert "no decision journal found" in err and "--workdir" in err
+    assert main(["decisions", str(root), "--workdir", str(elsewhere), "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert len(doc["decisions"]) == 4
+
+
+def test_decisions_for_a_case_inside_the_opened_root(tmp_path, capsys):
+    root, _work, _sroot = _setup(tmp_path)
+    assert main(["decisions", str(root / "caseA"), "--json"]) == 0
+    assert len(json.loads(capsys.readouterr().out)["decisions"]) == 4
+
+
+def test_decisions_table_keeps_the_whole_case_and_the_label(tmp_path, capsys):
+    root = tmp_path / "runs"
+    long_case = "multi-case/repairs/8301050608582e18-with-a-long-distinguishing-tail"
+    (root / long_case).mkdir(parents=True)
+    j = Journal(review_journal_path(default_workdir(root)), operator="bob")
+    j.append("triage_label", target={"case": long_case}, data={"label": "needs_relocalization"}, reason="wrong step")
+    j.close()
+    assert main(["decisions", str(root)]) == 0
+    out = capsys.readouterr().out
+    header, row = out.splitlines()[:2]
+    assert "label" in header.split()
+    assert long_case in row and "needs_relocalization" in row
+
+
+def test_decisions_into_a_closed_pipe_exits_quietly(tmp_path):
+    """``decisions … | head -1``: no BrokenPipeError traceback, exit status 0."""
+    import subprocess
+    import sys
+
+    root = tmp_path / "runs"
+    (root / "c").mkdir(parents=True)
+    j = Journal(review_journal_path(default_workdir(root)), operator="bob")
+    for i in range(3000):
+        j.append("comment", target={"case": "c"}, reason=f"note {i} " + "x" * 60)
+    j.close()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "eviscene_tui", "decisions", str(root)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    )
+    first = proc.stdout.readline()
+    proc.stdout.close()  # the reader goes away, as head does after its lines
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=60) == 0, err
+    assert first.startswith(b" seq") or b"seq" in first
+    assert "Traceback" not in err and "BrokenPipe" not in err
