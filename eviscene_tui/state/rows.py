@@ -11,6 +11,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from rich.cells import cell_len
+
 from eviscene_tui.safe_text import safe_text
 
 # Statuses that put a case in the no-recoverable-site queue / the triage queue.
@@ -69,6 +71,7 @@ class CaseRow:
     checked: bool = False  # problems come from the full integrity check (as ``check``), not the cheap summary
     ref: Any = field(default=None, compare=False, repr=False)  # opaque handle to open the case
     _haystack: str = field(default="", compare=False, repr=False)
+    _cells: tuple[str, ...] | None = field(default=None, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         self.key = safe_text(self.key, single_line=True)
@@ -82,6 +85,13 @@ class CaseRow:
         self.gate = safe_text(self.gate, single_line=True, limit=60)
         parts = [self.key, self.case_id, *self.hint_texts, *self.labels]
         self._haystack = "\n".join(parts).casefold()
+        self._cells = None
+
+    def cells(self) -> tuple[str, ...]:
+        """The display text of every column (in ``COLUMNS`` order), computed once."""
+        if self._cells is None:
+            self._cells = tuple(_cell_text(self, c) for c in COLUMNS)
+        return self._cells
 
     @property
     def haystack(self) -> str:
@@ -117,25 +127,98 @@ class CaseRow:
 class Column:
     key: str  # sort key name (CaseRow attribute or "changed")
     title: str
-    width: int  # 0 = flexible
+    min_width: int  # narrower than this the column is dropped instead
+    max_width: int = 0  # the widest it is ever made (0 = as wide as its content)
     align: str = "left"
     help: str = ""
+    drop: int = 0  # drop order on narrow terminals: 1 goes first; 0 = always shown
+    weight: float = 1.0  # share of the spare width relative to other columns
+    comfort: int = 0  # an always-shown column: other columns drop before it gets narrower than this
 
 
 COLUMNS: tuple[Column, ...] = (
-    Column("key", "case", 0, help="case id / path under the opened folder"),
-    Column("layout", "layout", 7, help="feedback search, single run, slate"),
-    Column("status", "status", 25, help="search or run manifest status"),
-    Column("rounds", "rnd", 3, "right", help="feedback rounds"),
-    Column("attempts", "att", 3, "right", help="attempt records"),
-    Column("accepted", "acc", 3, "right", help="accepted attempts"),
-    Column("pending", "pnd", 3, "right", help="attempts pending verification"),
-    Column("localization_kind", "localization", 14, help="localization kind of the current site"),
-    Column("category", "category", 16, help="semantic category of the current site"),
-    Column("problems", "prb", 3, "right", help="integrity problems (as `eviscene-tui check`; \u2026 until checked)"),
-    Column("mtime", "changed", 16, help="last change time"),
+    Column("key", "case", 24, help="case path under the opened folder", weight=3.0, comfort=36),
+    Column("case_id", "case id", 14, 40, help="case id recorded in the run", drop=4, weight=0.5),
+    Column("layout", "layout", 6, 7, help="feedback search, single run, slate", drop=1),
+    Column("status", "status", 12, 48, help="search or run manifest status", weight=1.5, comfort=24),
+    Column("rounds", "rnd", 3, 4, "right", help="feedback rounds", drop=10),
+    Column("attempts", "att", 3, 5, "right", help="attempt records", drop=9),
+    Column("accepted", "acc", 3, 5, "right", help="accepted attempts", drop=8),
+    Column("pending", "pnd", 3, 5, "right", help="attempts pending verification", drop=7),
+    Column("localization_kind", "localization", 8, 24, help="localization kind of the current site", drop=5),
+    Column("category", "category", 8, 32, help="semantic category of the current site", drop=6),
+    Column("problems", "prb", 3, 6, "right", help="integrity problems (as `eviscene-tui check`; \u2026 until checked)"),
+    Column("mtime", "changed", 16, 16, help="last change time", drop=3),
 )
 COLUMN_KEYS = tuple(c.key for c in COLUMNS)
+COLUMN_INDEX = {key: i for i, key in enumerate(COLUMN_KEYS)}
+SEPARATOR = 1  # cells between two columns
+
+
+def column_widths(rows: list["CaseRow"], width: int, *, sort_key: str = "") -> list[tuple[Column, int]]:
+    """Which columns to show and how wide, for a table ``width`` cells wide.
+
+    Columns are dropped in their ``drop`` order until the rest fit at their minimum
+    (case, status and problems always stay). Then the spare cells go, one at a time,
+    to the visible column furthest from its content's natural width (the longest
+    value, capped by ``max_width``), so a long case name and a long category share the
+    room instead of one of them taking it all; what is left goes to the case column.
+    """
+    natural: dict[str, int] = {}
+    for column in COLUMNS:
+        title = cell_len(column.title) + (1 if column.key == sort_key else 0)
+        longest = max((cell_len(cell_text(r, column)) for r in rows), default=0)
+        value = max(title, longest, column.min_width)
+        natural[column.key] = min(value, column.max_width) if column.max_width else value
+    shown = list(COLUMNS)
+    droppable = sorted((c for c in COLUMNS if c.drop), key=lambda c: c.drop)
+
+    def least(c: Column) -> int:
+        return max(c.min_width, min(natural[c.key], c.comfort)) if c.comfort else c.min_width
+
+    def needed(columns: list[Column]) -> int:
+        return sum(least(c) for c in columns) + SEPARATOR * (len(columns) - 1)
+
+    while needed(shown) > width and droppable:
+        gone = droppable.pop(0)
+        shown = [c for c in shown if c is not gone]
+    widths = {c.key: c.min_width for c in shown}
+    weights = {c.key: c.weight for c in shown}
+    spare = width - sum(widths.values()) - SEPARATOR * (len(shown) - 1)
+    while spare > 0:
+        short = [c.key for c in shown if widths[c.key] < natural[c.key]]
+        if not short:
+            break
+        # the next cell goes to the column showing the smallest share of its content
+        key = min(short, key=lambda k: (widths[k] / natural[k] / weights[k], COLUMN_INDEX[k]))
+        widths[key] += 1
+        spare -= 1
+    if spare > 0:
+        widths["key"] += spare
+    return [(c, widths[c.key]) for c in shown]
+
+
+def shorten_middle(text: str, width: int) -> str:
+    """``text`` in at most ``width`` cells, cut in the middle with an ellipsis: names
+    that share a long prefix stay distinguishable by their ends."""
+    if cell_len(text) <= width:
+        return text
+    if width <= 1:
+        return "\u2026"[:width]
+    head_cells = (width - 1) // 3
+    tail_cells = width - 1 - head_cells
+    head = ""
+    for ch in text:
+        if cell_len(head + ch) > head_cells:
+            break
+        head += ch
+    tail = ""
+    for ch in reversed(text):
+        if cell_len(ch + tail) > tail_cells:
+            break
+        tail = ch + tail
+    return head + "\u2026" + tail
+
 
 LAYOUT_SHORT = {
     "feedback_search": "search",
@@ -147,6 +230,10 @@ LAYOUT_SHORT = {
 
 def cell_text(row: CaseRow, column: Column) -> str:
     """The display text of one cell (already safe)."""
+    return row.cells()[COLUMN_INDEX[column.key]]
+
+
+def _cell_text(row: CaseRow, column: Column) -> str:
     key = column.key
     if key == "mtime":
         return row.changed_text()
@@ -164,8 +251,8 @@ def cell_text(row: CaseRow, column: Column) -> str:
     if key == "problems":
         # until the full check reaches a case its count is the cheap summary's: marked as provisional
         return str(row.problems) if row.checked else (f"{row.problems}\u2026" if row.problems else "\u2026")
-    if key == "key":
-        return row.key if not row.case_id or row.case_id == row.key else f"{row.key}  {row.case_id}"
+    if key == "case_id":
+        return "" if row.case_id == row.key else row.case_id
     value = getattr(row, key)
     if isinstance(value, int):
         return str(value)

@@ -135,3 +135,45 @@ def test_counts_follow_upserts_and_removals() -> None:
     assert store.counts()["converged"] == 1
     store.clear()
     assert store.counts()["all"] == 0
+
+
+def _layout_rows() -> list[CaseRow]:
+    prefix = "multi-case/repairs/psd-2026-11-cluster-a-shard-"
+    return [
+        CaseRow(key=prefix + "0001-flood", case_id="case-flood-valencia-0007", status="converged", localization_kind="semantic_task_verifier", category="incomplete_event_verification", problems=11, checked=True),
+        CaseRow(key=prefix + "0002-rally", case_id="case-rally-tbilisi-0999", status="paused_execution_error", localization_kind="semantic_task_verifier", category="wrong_search_direction", checked=True),
+    ]
+
+
+def test_column_widths_fit_and_keep_the_problem_column() -> None:
+    from eviscene_tui.state.rows import column_widths
+
+    for width in (60, 80, 120, 200):
+        layout = column_widths(_layout_rows(), width)
+        keys = [c.key for c, _ in layout]
+        assert {"key", "status", "problems"} <= set(keys), width
+        assert sum(w for _, w in layout) + len(layout) - 1 <= width, width
+    narrow = [c.key for c, _ in column_widths(_layout_rows(), 80)]
+    wide = [c.key for c, _ in column_widths(_layout_rows(), 200)]
+    assert "layout" not in narrow and "mtime" not in narrow  # least useful go first
+    assert wide == [c.key for c in COLUMNS]
+
+
+def test_wide_table_shares_room_by_content() -> None:
+    """At 200 columns the category and localization are whole, not cut at ~15 cells."""
+    from eviscene_tui.state.rows import column_widths
+
+    widths = {c.key: w for c, w in column_widths(_layout_rows(), 200)}
+    assert widths["category"] >= len("incomplete_event_verification")
+    assert widths["localization_kind"] >= len("semantic_task_verifier")
+    assert widths["key"] >= len(_layout_rows()[0].key)
+
+
+def test_long_names_keep_their_distinguishing_end() -> None:
+    from eviscene_tui.state.rows import column_widths, shorten_middle
+
+    rows = _layout_rows()
+    width = dict((c.key, w) for c, w in column_widths(rows, 80))["key"]
+    a, b = (shorten_middle(r.key, width) for r in rows)
+    assert a != b and len(a) <= width and a.endswith("0001-flood") and "\u2026" in a
+    assert shorten_middle("short", 10) == "short"

@@ -68,18 +68,44 @@ async def test_search_matches_loaded_hint_text(tmp_path_factory) -> None:
         assert row.key in [r.key for r in app.screen.query_one(RunsTable).rows]
 
 
-async def test_sort_key_cycles_columns(tmp_path_factory) -> None:
+async def test_sort_by_a_chosen_column_and_reverse(tmp_path_factory) -> None:
+    from eviscene_tui.ui.screens.runs import SortChooser
+
     app = make_app(sample_root(tmp_path_factory))
     async with app.run_test(size=(120, 30)) as pilot:
         await wait_scan(pilot, app)
         await pilot.press("s")
-        await pilot.pause()
-        assert app.store.sort_key == "layout"
+        assert await wait_for(pilot, lambda: isinstance(app.screen, SortChooser))
+        for key in ("down", "down", "down"):  # case, case id, layout, status
+            await pilot.press(key)
+        await pilot.press("enter")
+        assert await wait_for(pilot, lambda: not isinstance(app.screen, SortChooser))
+        assert app.store.sort_key == "status" and not app.store.sort_reverse
+        table = app.screen.query_one(RunsTable)
+        assert [r.status for r in table.rows] == sorted(r.status for r in table.rows)
         await pilot.press("S")
         await pilot.pause()
         assert app.store.sort_reverse
+        assert [r.status for r in table.rows] == sorted((r.status for r in table.rows), reverse=True)
+        await pilot.press("o")  # the next column
+        await pilot.pause()
+        assert app.store.sort_key == "rounds"
+
+
+async def test_search_moves_the_cursor_to_the_first_match(tmp_path_factory) -> None:
+    app = make_app(sample_root(tmp_path_factory))
+    async with app.run_test(size=(120, 30)) as pilot:
+        await wait_scan(pilot, app)
         table = app.screen.query_one(RunsTable)
-        assert [r.layout for r in table.rows] == sorted((r.layout for r in table.rows), reverse=True)
+        table.cursor = len(table.rows) - 1
+        await pilot.press("slash", *"paused-")
+        await pilot.pause()
+        assert table.cursor == 0 and table.current_row.key.startswith("search-paused-")
+        n = len(table.rows)
+        assert f"match 1 of {n}" in screen_text(app)
+        await pilot.press("enter", "down")
+        await pilot.pause()
+        assert f"match 2 of {n}" in screen_text(app)
 
 
 async def test_first_rows_paint_in_batches(tmp_path_factory) -> None:
@@ -101,7 +127,12 @@ async def test_mouse_is_optional_but_works(tmp_path_factory) -> None:
     async with app.run_test(size=(120, 30)) as pilot:
         await wait_scan(pilot, app)
         table = app.screen.query_one(RunsTable)
-        await pilot.click(RunsTable, offset=(30, 0))  # header: the "status" column
+        x = 0
+        for column, width in table.shown_columns:  # header: the "status" column
+            if column.key == "status":
+                break
+            x += width + 1
+        await pilot.click(RunsTable, offset=(x + 2, 0))
         await pilot.pause()
         assert app.store.sort_key == "status"
         await pilot.click(RunsTable, offset=(5, 2))

@@ -33,7 +33,7 @@ def fixed_root(tmp_path_factory, tmp_path: Path, monkeypatch) -> Path:
 
 async def _scanned(pilot) -> None:
     app = pilot.app
-    await wait_for(pilot, lambda: app.scan_seconds is not None, 20)
+    await wait_for(pilot, lambda: app.scan_seconds is not None and app.check_seconds is not None, 30)
     await pilot.pause()
 
 

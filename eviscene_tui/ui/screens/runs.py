@@ -8,8 +8,10 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.content import Content
-from textual.screen import Screen
-from textual.widgets import Input, Static
+from textual.containers import Vertical
+from textual.screen import ModalScreen, Screen
+from textual.widgets import Input, OptionList, Static
+from textual.widgets.option_list import Option
 
 from eviscene_tui.safe_text import safe_text
 from eviscene_tui.state.rows import COLUMNS
@@ -18,6 +20,20 @@ from eviscene_tui.ui.widgets.runs_table import RunsTable
 from eviscene_tui.ui.widgets.key_footer import KeyFooter
 
 REPAINT_INTERVAL = 0.4
+
+# the filter bar's short name of each filter (its full title is in the palette and help)
+FILTER_SHORT: dict[str, str] = {
+    "all": "all",
+    "triage": "triage",
+    "nosite": "no-site",
+    "converged": "converged",
+    "running": "running",
+    "paused": "paused",
+    "ended": "ended",
+    "pending": "pending",
+    "problems": "problems",
+    "labelled": "labelled",
+}
 
 FILTER_KEYS: dict[str, str] = {
     "all": "a",
@@ -41,6 +57,44 @@ _POLICY_TEMPLATES = {
 }
 
 
+class SortChooser(ModalScreen[str | None]):
+    """Pick the column to sort the runs table by (Enter); the current one is highlighted
+    and picking it again reverses the order."""
+
+    BINDINGS = [Binding("escape", "cancel", "Cancel", id="sort.cancel", tooltip="Close without changing the sort")]
+    DEFAULT_CSS = """
+    SortChooser { align: center middle; }
+    SortChooser #sort-box { width: 64; height: auto; max-height: 90%; border: round $accent; background: $surface; padding: 0 1; }
+    SortChooser OptionList { height: auto; max-height: 20; }
+    """
+
+    def __init__(self, current: str, reverse: bool) -> None:
+        super().__init__()
+        self.current = current
+        self.reverse = reverse
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="sort-box"):
+            yield Static(Content("Sort the runs by (Enter picks; the current column again reverses)"))
+            options = []
+            for column in COLUMNS:
+                mark = (" \u25bc" if self.reverse else " \u25b2") if column.key == self.current else ""
+                options.append(Option(Content.assemble((column.title + mark, "bold"), ("  " + column.help, "dim")), id=column.key))
+            yield OptionList(*options, id="sort-options")
+
+    def on_mount(self) -> None:
+        options = self.query_one(OptionList)
+        options.highlighted = next((i for i, c in enumerate(COLUMNS) if c.key == self.current), 0)
+        options.focus()
+
+    @on(OptionList.OptionSelected)
+    def _picked(self, event: OptionList.OptionSelected) -> None:
+        self.dismiss(event.option_id)
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)
+
+
 class RunsScreen(Screen):
     """Home screen. Filters are one key each; ``/`` searches case ids and hint texts."""
 
@@ -59,7 +113,8 @@ class RunsScreen(Screen):
         Binding("L", "filter('labelled')", "Labelled", show=False, id="runs.filter.labelled", tooltip=FILTERS["labelled"].help),
         Binding("w", "filter('awaiting')", "Awaiting", show=False, id="runs.filter.awaiting", tooltip=FILTERS["awaiting"].help),
         Binding("G", "open_gate", "Gate", show=False, id="runs.gate", tooltip="Open the operator gate of the highlighted gated search"),
-        Binding("s", "sort_next", "Sort", id="runs.sort", tooltip="Sort by the next column"),
+        Binding("s", "sort_choose", "Sort by", id="runs.sort", tooltip="Choose the column to sort by"),
+        Binding("o", "sort_next", "Next sort", show=False, id="runs.sort_next", tooltip="Sort by the next column"),
         Binding("S", "sort_reverse", "Reverse", id="runs.sort_reverse", tooltip="Reverse the sort order"),
         Binding("ctrl+r", "rescan", "Rescan", show=False, id="runs.rescan", tooltip="Scan the folder again"),
     ]
@@ -68,6 +123,7 @@ class RunsScreen(Screen):
         super().__init__()
         self._unsubscribe: Callable[[], None] | None = None
         self._refresh_pending = False
+        self._cursor_to_first = False  # the search changed: the cursor goes to its first match
 
     def compose(self) -> ComposeResult:
         yield Static(id="runs-title", classes="title-bar", markup=False)
@@ -126,6 +182,9 @@ class RunsScreen(Screen):
         store = self.store
         table = self.query_one(RunsTable)
         table.set_rows(store.visible(), sort_key=store.sort_key, sort_reverse=store.sort_reverse)
+        if self._cursor_to_first:
+            self._cursor_to_first = False
+            table.cursor = 0
         self._paint_filter_bar()
         self._paint_status()
 
@@ -135,7 +194,7 @@ class RunsScreen(Screen):
         parts: list[Content] = []
         for name, key in FILTER_KEYS.items():
             shown = keymap.get(f"runs.filter.{name}", key)
-            label = Content.from_markup("[b]$k[/b] $t $n", k=shown, t=FILTERS[name].title.split()[0], n=str(counts.get(name, 0)))
+            label = Content.from_markup("[b]$k[/b] $t $n", k=shown, t=FILTER_SHORT[name], n=str(counts.get(name, 0)))
             if name == self.store.filter_name:
                 label = label.stylize("reverse")
             parts.append(label)
@@ -149,6 +208,13 @@ class RunsScreen(Screen):
         elif store.checking:
             progress = f"\u27f3 checking integrity\u2026 {store.check_done:,} of {store.check_total:,} cases \u00b7 "
         text = progress + store.describe()
+        if store.search.strip():
+            table = self.query_one(RunsTable)
+            matches = len(table.rows)
+            text += f" \u00b7 match {table.cursor + 1} of {matches}" if matches else " \u00b7 no match"
+        hidden = self.query_one(RunsTable).hidden_columns
+        if hidden:
+            text += " \u00b7 not shown (narrow terminal): " + ", ".join(c.title for c in hidden)
         if not store.scanning and len(store) == 0:
             root = safe_text(str(self.app.options.root), single_line=True, limit=80)  # type: ignore[attr-defined]
             text = f"no PSD cases found under {root} (feedback search roots, run directories or multi-case wrappers)"
@@ -170,7 +236,13 @@ class RunsScreen(Screen):
 
     @on(Input.Changed, "#search")
     def _search_changed(self, event: Input.Changed) -> None:
+        self._cursor_to_first = True
         self.store.set_search(event.value)
+
+    @on(RunsTable.Highlighted)
+    def _highlighted(self, event: RunsTable.Highlighted) -> None:
+        if self.store.search.strip():
+            self._paint_status()
 
     @on(Input.Submitted, "#search")
     def _search_submitted(self, event: Input.Submitted) -> None:
@@ -183,6 +255,16 @@ class RunsScreen(Screen):
     def action_sort_next(self) -> None:
         key = self.store.cycle_sort(1)
         self.notify(f"Sort by {key}", timeout=1.5, markup=False)
+
+    def action_sort_choose(self) -> None:
+        store = self.store
+
+        def done(key: str | None) -> None:
+            if key is not None:
+                store.set_sort(key)  # the current column again: reversed
+                self.notify(f"Sort by {key}{' (reversed)' if store.sort_reverse else ''}", timeout=1.5, markup=False)
+
+        self.app.push_screen(SortChooser(store.sort_key, store.sort_reverse), done)
 
     def action_sort_reverse(self) -> None:
         self.store.set_sort(self.store.sort_key, reverse=not self.store.sort_reverse)

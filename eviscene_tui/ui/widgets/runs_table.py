@@ -19,7 +19,7 @@ from textual.reactive import reactive
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
-from eviscene_tui.state.rows import COLUMNS, CaseRow, Column, cell_text
+from eviscene_tui.state.rows import COLUMNS, CaseRow, Column, cell_text, column_widths, shorten_middle
 
 SEP = " "
 
@@ -94,7 +94,7 @@ class RunsTable(ScrollView, can_focus=True):
         self.sort_key = "key"
         self.sort_reverse = False
         self._cache: LRUCache[tuple, Strip] = LRUCache(2048)
-        self._widths: list[int] = []
+        self._layout: list[tuple[Column, int]] = []
         self.first_row_painted_at: float | None = None  # perf_counter of the first painted case row (benchmarks)
 
     # -- data --------------------------------------------------------------------------
@@ -130,11 +130,21 @@ class RunsTable(ScrollView, can_focus=True):
     # -- layout ------------------------------------------------------------------------
     def _layout_columns(self) -> None:
         width = max(self.scrollable_content_region.width, 20) if self.is_mounted else 100
-        fixed = sum(c.width for c in COLUMNS if c.width) + len(SEP) * (len(COLUMNS) - 1)
-        flex = max(18, width - fixed)
-        self._widths = [c.width or flex for c in COLUMNS]
-        total = sum(self._widths) + len(SEP) * (len(COLUMNS) - 1)
+        self._layout = column_widths(self.rows, width, sort_key=self.sort_key)
+        total = sum(w for _c, w in self._layout) + len(SEP) * (len(self._layout) - 1)
         self.virtual_size = Size(total, len(self.rows) + 1)
+
+    @property
+    def shown_columns(self) -> list[tuple[Column, int]]:
+        """The columns on screen now, with their widths (narrow terminals drop some)."""
+        if not self._layout:
+            self._layout_columns()
+        return list(self._layout)
+
+    @property
+    def hidden_columns(self) -> list[Column]:
+        shown = {c.key for c, _w in self.shown_columns}
+        return [c for c in COLUMNS if c.key not in shown]
 
     def on_resize(self, event: events.Resize) -> None:
         self._cache.clear()
@@ -148,7 +158,7 @@ class RunsTable(ScrollView, can_focus=True):
     def _header_strip(self) -> Strip:
         style = self.get_component_rich_style("runs-table--header")
         segments: list[Segment] = []
-        for i, (column, width) in enumerate(zip(COLUMNS, self._widths)):
+        for i, (column, width) in enumerate(self._layout):
             title = column.title
             if column.key == self.sort_key:
                 title += "\u25bc" if self.sort_reverse else "\u25b2"
@@ -164,8 +174,11 @@ class RunsTable(ScrollView, can_focus=True):
         dim = self.get_component_rich_style("runs-table--dim")
         writing = self.get_component_rich_style("runs-table--writing")
         segments: list[Segment] = []
-        for i, (column, width) in enumerate(zip(COLUMNS, self._widths)):
-            text = fit(cell_text(row, column), width, column.align)
+        for i, (column, width) in enumerate(self._layout):
+            if column.key in ("key", "case_id"):
+                text = fit(shorten_middle(cell_text(row, column), width), width)
+            else:
+                text = fit(cell_text(row, column), width, column.align)
             style: Style = base
             if column.key == "status":
                 style = writing if row.being_written else tone_style
@@ -184,7 +197,7 @@ class RunsTable(ScrollView, can_focus=True):
     def render_line(self, y: int) -> Strip:
         scroll_x, scroll_y = self.scroll_offset
         width = self.scrollable_content_region.width
-        if not self._widths:
+        if not self._layout:
             self._layout_columns()
         if y == 0:
             key: tuple = ("header", self.sort_key, self.sort_reverse, scroll_x, width)
@@ -248,7 +261,7 @@ class RunsTable(ScrollView, can_focus=True):
     def on_click(self, event: events.Click) -> None:
         if event.y <= 0:
             x = event.x + self.scroll_offset.x
-            for column, width in zip(COLUMNS, self._widths):
+            for column, width in self._layout:
                 if x < width + len(SEP):
                     self.post_message(self.HeaderClicked(column.key))
                     break
