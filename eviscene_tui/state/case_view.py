@@ -92,6 +92,9 @@ class CaseView:
     localization: list[Line] = field(default_factory=list)
     quotes: list[Quote] = field(default_factory=list)
     rounds: list[Line] = field(default_factory=list)
+    # line index in ``rounds`` -> the files (case-relative, "/" separated) the object on
+    # that line is read from; a path ending in "/" stands for everything under it
+    round_anchors: dict[int, tuple[str, ...]] = field(default_factory=dict)
     problems: list[tuple[str, str, str]] = field(default_factory=list)
     round_indices: list[int] = field(default_factory=list)
     latest_round: int | None = None
@@ -218,7 +221,7 @@ def build_case_view(bundle: Any, *, key: str, base: Any = None) -> CaseView:
             break
     view.hint_count = len(attempts)
     view.localization = _localization_doc(bundle, site, view)
-    view.rounds = _rounds_doc(bundle)
+    view.rounds, view.round_anchors = _rounds_doc(bundle)
     view.problems = [(str(p.code), _rel(p.path, base), safe_text(p.message, single_line=True, limit=500)) for p in bundle.problems]
     return view
 
@@ -385,17 +388,21 @@ def attempt_state(attempt: Any) -> str:
     return attempt.state
 
 
-def _rounds_doc(bundle: Any) -> list[Line]:
+def _rounds_doc(bundle: Any) -> tuple[list[Line], dict[int, tuple[str, ...]]]:
     out: list[Line] = []
+    anchors: dict[int, tuple[str, ...]] = {}
     manifest = bundle.manifest
     if bundle.is_search:
         head = [Seg("Search ", "title"), S(bundle.status, "accent")]
         if manifest is not None and getattr(manifest, "execution_error", None) is not None:
             ee = manifest.execution_error
             head.append(S(f"   execution error in round {ee.round}: {ee.type}", "bad"))
+        anchors[len(out)] = SEARCH_FILES
         out.append(tuple(head))
     for r in bundle.rounds:
-        out.extend(_round_doc(bundle, r))
+        lines, local = _round_doc(bundle, r)
+        anchors.update({len(out) + i: paths for i, paths in local.items()})
+        out.extend(lines)
     for index in bundle.pending_round_indices() if bundle.is_search else []:
         out.append(L())
         out.append(L(S(f"Round {index:02d}", "title"), Seg("  inputs written; the round has not started (no rounds/round-NN yet)", "warn")))
@@ -404,7 +411,11 @@ def _rounds_doc(bundle: Any) -> list[Line]:
             out.extend(_feedback_lines(fb))
     if not out:
         out.append(L(Seg("No rounds.", "dim")))
-    return out
+    return out, anchors
+
+
+# files of a search root shown on the "Search" line (the round directories have their own lines)
+SEARCH_FILES = ("manifest.json", "search-state.json", "repair_attempts.jsonl", "repair_candidates.jsonl", "requests/", "case-inputs/", "inputs/", "")
 
 
 def _feedback_lines(fb: Any) -> list[Line]:
@@ -427,8 +438,10 @@ def _feedback_lines(fb: Any) -> list[Line]:
     return out
 
 
-def _round_doc(bundle: Any, r: Any) -> list[Line]:
+def _round_doc(bundle: Any, r: Any) -> tuple[list[Line], dict[int, tuple[str, ...]]]:
     out: list[Line] = [L()]
+    anchors: dict[int, tuple[str, ...]] = {}
+    rd = f"rounds/round-{r.index:02d}/" if r.kind == "search_round" else ""
     label = f"Round {r.index:02d}" if r.kind == "search_round" else "Run"
     status = r.status or "(no manifest yet)"
     tone = "ok" if status == "generated" else ("bad" if status in ("no_recoverable_site", "no_admissible_hints") else "warn")
@@ -453,6 +466,8 @@ def _round_doc(bundle: Any, r: Any) -> list[Line]:
         head += [Seg("  \u00b7 "), S(loc, "accent" if loc == "relocalized" else "dim")]
     if site_step is not None:
         head += [Seg("  \u00b7 site "), S(f"step {site_step}", "accent")]
+    # the round line carries the round's own files (and, for a search round, everything under it)
+    anchors[len(out)] = (rd,) if rd else ("manifest.json", "repair_attempts.jsonl", "repair_candidates.jsonl")
     out.append(tuple(head))
     fb = r.feedback
     if fb is not None:
@@ -484,8 +499,16 @@ def _round_doc(bundle: Any, r: Any) -> list[Line]:
     # attempts
     judge = r.judge or {}
     conts = r.continuations or {}
+    episodes = _episode_paths(r)
     for i, a in enumerate(r.attempts or []):
-        out.extend(_attempt_lines(i, a, judge.get(i), conts.get(i)))
+        episode = episodes.get(i) if episodes is not None else _UNKNOWN
+        lines, local = _attempt_lines(i, a, judge.get(i), conts.get(i), rd=rd, episode=episode)
+        anchors.update({len(out) + j: paths for j, paths in local.items()})
+        out.extend(lines)
+    media = _media_dir(r, rd)
+    if media is not None:
+        anchors[len(out)] = (media,)
+        out.append(L(Seg("  media: ", "key"), S(media, "dim")))
     if r.kind == "search_round" and not (r.attempts or []) and status not in ("no_recoverable_site",):
         out.append(L(Seg("  no attempt in this round", "dim")))
     err = r.generation_last_error
@@ -500,11 +523,33 @@ def _round_doc(bundle: Any, r: Any) -> list[Line]:
     if js is not None:
         for e in js.errors or []:
             out.append(L(Seg("  judge error: ", "key"), S(f"hint {e.hint_index}: {e.error_type}", "bad")))
-    return out
+    return out, anchors
 
 
-def _attempt_lines(i: int, a: Any, lv: Any, cont: Any) -> list[Line]:
+_UNKNOWN = object()  # the episode listing could not be read
+
+
+def _episode_paths(r: Any) -> dict[int, Any] | None:
+    """hint index -> episode file of a round; None when the folder cannot be listed."""
+    try:
+        return dict(r.episode_paths)
+    except (OSError, ValueError):
+        return None
+
+
+def _media_dir(r: Any, rd: str) -> str | None:
+    """The round's media folder when it has one (its files are checked against the attempts)."""
+    try:
+        return f"{rd}media/" if (r.dir / "media").is_dir() else None
+    except OSError:
+        return None
+
+
+def _attempt_lines(i: int, a: Any, lv: Any, cont: Any, *, rd: str = "", episode: Any = _UNKNOWN) -> tuple[list[Line], dict[int, tuple[str, ...]]]:
     out: list[Line] = []
+    anchors: dict[int, tuple[str, ...]] = {}
+    hint = f"hint-{i:02d}"
+    anchors[0] = (f"{rd}judge/{hint}.json", f"{rd}hints/{hint}.json", f"{rd}verification/{hint}.json")
     state = a.state
     tone = {"accepted": "ok", "pending": "warn", "rejected": "bad"}[state]
     label = {"accepted": "ACCEPTED", "pending": "PENDING verification (not rejected)", "rejected": "REJECTED"}[state]
@@ -536,14 +581,23 @@ def _attempt_lines(i: int, a: Any, lv: Any, cont: Any) -> list[Line]:
     c = a.continuation
     stop = c.stop_reason if c is not None else None
     steps = list(cont.teacher_steps) if cont is not None else []
-    out.append(
-        L(
-            Seg("    teacher continuation: ", "key"),
-            S(f"{len(steps) if steps else (c.teacher_step_count if c else 0)} step(s)", "value"),
-            Seg("  stop_reason ", "key"),
-            S(stop or (cont.stop_reason if cont is not None else None) or "-", "value"),
-        )
-    )
+    anchors[len(out)] = (f"{rd}continuations/{hint}.json", f"{rd}episodes/{hint}-teacher.json")
+    recorded = c.teacher_step_count if c is not None else None
+    # what is shown comes from the files that are there: the step count from the
+    # continuation payload when it exists, and whether the episode file exists at all
+    if cont is not None:
+        count = S(f"{len(steps)} step(s)", "value")
+    elif recorded:
+        count = S(f"no continuation file (the attempt row records {recorded} step(s))", "warn")
+    else:
+        count = S("none recorded", "dim")
+    line = [Seg("    teacher continuation: ", "key"), count]
+    if episode is None and (cont is not None or recorded):
+        line += [Seg("  episode ", "key"), Seg("file missing", "bad")]
+    elif episode is not None and episode is not _UNKNOWN:
+        line += [Seg("  episode ", "key"), S(f"episodes/{hint}-teacher.json", "dim")]
+    line += [Seg("  stop_reason ", "key"), S(stop or (cont.stop_reason if cont is not None else None) or "-", "value")]
+    out.append(tuple(line))
     for j, step in enumerate(steps[:50]):
         tool = safe_text(step.tool_name or "", single_line=True, limit=40)
         args = safe_text(_compact(step.tool_args), single_line=True, limit=120)
@@ -562,7 +616,7 @@ def _attempt_lines(i: int, a: Any, lv: Any, cont: Any) -> list[Line]:
         )
     if len(steps) > 50:
         out.append(L(Seg(f"      \u2026 {len(steps) - 50} more", "dim")))
-    return out
+    return out, anchors
 
 
 def _compact(value: Any) -> str:
@@ -735,4 +789,62 @@ def protocol_rejections(trace: Any) -> list[int]:
         b = trace.brief(i)
         if b.is_protocol_rejection:
             out.append(i)
+    return out
+
+
+# ----------------------------------------------------------------------------- problem marks
+@dataclass(frozen=True, slots=True)
+class ProblemMark:
+    """One integrity problem placed on the line of the object it concerns."""
+
+    code: str
+    path: str  # relative to the case root, "/" separated
+    message: str
+    line: int | None  # the line of ``CaseView.rounds`` it is shown on; None: only in the Integrity tab
+
+
+def place_problems(view: CaseView, problems: list[tuple[str, str, str]]) -> list[ProblemMark]:
+    """Put each (code, case-relative path, message) on the most specific line of the
+    Rounds tab whose anchors cover its path: an exact file first, else the deepest
+    folder. Problems no line covers stay in the Integrity tab only."""
+    exact: dict[str, int] = {}
+    folders: list[tuple[str, int]] = []
+    for line, paths in view.round_anchors.items():
+        for anchor in paths:
+            if anchor.endswith("/") or anchor == "":  # "" stands for the whole case
+                folders.append((anchor, line))
+            else:
+                exact.setdefault(anchor, line)
+    folders.sort(key=lambda item: len(item[0]), reverse=True)
+    marks: list[ProblemMark] = []
+    for code, path, message in problems:
+        rel = path.replace(os.sep, "/")
+        line = exact.get(rel)
+        if line is None:
+            line = next((ln for folder, ln in folders if rel.startswith(folder)), None)
+        marks.append(ProblemMark(code, rel, message, line))
+    return marks
+
+
+def marked_rounds(view: CaseView, marks: list[ProblemMark]) -> list[Line]:
+    """The Rounds tab with a warning on every line an integrity problem concerns; an
+    ACCEPTED badge whose evidence has a problem is no longer shown as sound."""
+    by_line: dict[int, list[ProblemMark]] = {}
+    for mark in marks:
+        if mark.line is not None:
+            by_line.setdefault(mark.line, []).append(mark)
+    out: list[Line] = []
+    for i, line in enumerate(view.rounds):
+        found = by_line.get(i)
+        if not found:
+            out.append(line)
+            continue
+        segs = []
+        for seg in line:
+            if seg.style == "ok-badge":
+                seg = Seg(seg.text.rstrip() + " \u26a0 ", "warn-badge", seg.privileged)
+            segs.append(seg)
+        codes = sorted({m.code for m in found})
+        segs.append(Seg(f"  \u26a0 {len(found)} problem{'s' if len(found) != 1 else ''}: {', '.join(codes)} (! shows)", "bad"))
+        out.append(tuple(segs))
     return out

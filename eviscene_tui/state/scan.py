@@ -65,14 +65,29 @@ class CheckResult:
 
     key: str
     problems: tuple[tuple[str, str], ...]
+    settled_before: float = 0.0  # wall-clock time the check started: files older than that are not mid-write
+
+    def old_problems(self, grace: float) -> list[tuple[str, str]]:
+        """The problems in files last written more than ``grace`` seconds before the check
+        (a torn line there is not a writer at work; see :class:`TransientProblems`)."""
+        out = []
+        for code, path in self.problems:
+            try:
+                mtime = os.stat(path).st_mtime
+            except OSError:
+                continue
+            if self.settled_before - mtime > grace:
+                out.append((code, path))
+        return out
 
 
 def check_refs(items: list[tuple[str, CaseRef]], base: str) -> list[CheckResult]:
     """Check each (row key, case) fully. A module-level function so a process pool can run it."""
     out: list[CheckResult] = []
     for key, ref in items:
+        started = time.time()
         _summary, problems = checked_case(ref, base)
-        out.append(CheckResult(key, tuple(problem_pairs(problems))))
+        out.append(CheckResult(key, tuple(problem_pairs(problems)), started))
     return out
 
 

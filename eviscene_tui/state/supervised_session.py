@@ -160,7 +160,7 @@ class SupervisedSession:
         if search.read_only:
             self.message = TrafficLine(search.read_only_reason or "read-only", "warning")
         elif search.torn_tail_warning:
-            self.message = TrafficLine(search.torn_tail_warning + " (ctrl+t)", "warning")
+            self.message = TrafficLine(search.torn_tail_warning + " (ctrl+k)", "warning")
         else:
             self.message = TrafficLine(note or f"supervised root: {search.root}", "ok")
         self.changed()

@@ -11,23 +11,26 @@ import asyncio
 import os
 import queue
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
 from textual import on, work
 from textual.app import App, SystemCommand
 from textual.binding import Binding
+from textual.command import Hit, Hits, Provider
+from textual.content import Content
 from textual.reactive import reactive
 from textual.screen import Screen
 from textual.worker import get_current_worker
 
+from eviscene_tui.artifacts.layout import CaseRef
 from eviscene_tui.options import AppOptions
 from eviscene_tui.safe_text import safe_text
 from eviscene_tui.state.runs import RunsStore
-from eviscene_tui.artifacts.layout import CaseRef
 from eviscene_tui.state.scan import CaseIndex, CheckResult, LockedTransient, batched, build_row, integrity_pass, scan_rows
 from eviscene_tui.ui import messages as M
+from eviscene_tui.ui.actions import BY_ID, bindings, effective_keys
 from eviscene_tui.ui.themes import DARK, DEFAULT_THEME, LIGHT, app_themes, theme_css_paths
 
 APP_CSS = Path(__file__).with_name("app.tcss")
@@ -37,13 +40,9 @@ class EvisceneApp(App[int]):
     TITLE = "eviscene-tui"
     CSS_PATH = [APP_CSS, *theme_css_paths()]
     ENABLE_COMMAND_PALETTE = True
+    COMMANDS = App.COMMANDS | {lambda: CaseCommands}
 
-    BINDINGS = [
-        Binding("question_mark", "help", "Help", id="app.help", tooltip="Keys of every screen"),
-        Binding("f1", "help", "Help", show=False, id="app.help_f1"),
-        Binding("ctrl+t", "toggle_theme", "Theme", id="app.theme", tooltip="Switch between the dark and light theme"),
-        Binding("q", "quit", "Quit", id="app.quit", tooltip="Quit eviscene-tui"),
-    ]
+    BINDINGS = bindings("app")
 
     #: (label, text) of the policy server status, polled every few seconds; None = no policy configured
     policy_status: reactive[tuple[str, str] | None] = reactive(None, always_update=True)
@@ -261,6 +260,9 @@ class EvisceneApp(App[int]):
             return
         applied = []
         for result in message.results:
+            # a torn file the scan did not read (a round's manifest) is only "being written"
+            # when it changed recently, as for the files the scan did read
+            self.transient.seed_old(result.key, result.old_problems(self.transient.grace))
             settled, fresh = self.transient.classify(result.key, result.problems)
             applied.append((result.key, tuple(settled), tuple(fresh)))
         self.store.apply_checks(applied)
@@ -390,12 +392,12 @@ class EvisceneApp(App[int]):
 
     # -- actions -------------------------------------------------------------------------
     def action_help(self) -> None:
-        from eviscene_tui.ui.screens.help import HelpScreen
+        from eviscene_tui.ui.screens.help import HelpScreen, section_for
 
         if isinstance(self.screen, HelpScreen):
             self.pop_screen()
             return
-        self.push_screen(HelpScreen())
+        self.push_screen(HelpScreen(section_for(self.screen)))
 
     def action_toggle_theme(self) -> None:
         self.switch_theme(LIGHT if self.theme == DARK else DARK)
@@ -414,6 +416,18 @@ class EvisceneApp(App[int]):
 
         self.push_screen(GateScreen(GateSession(root, operator=self.options.operator)))
 
+    def open_case_by_key(self, key: str) -> None:
+        """Open a case from anywhere (the palette): back to the runs screen first."""
+        row = self.store.get(key)
+        if row is None:
+            self.notify("That case is no longer listed", severity="warning", markup=False)
+            return
+        from eviscene_tui.ui.screens.runs import RunsScreen
+
+        while len(self.screen_stack) > 2 and not isinstance(self.screen, RunsScreen):
+            self.pop_screen()
+        self.open_case(row)
+
     def open_case(self, row: Any) -> None:
         from eviscene_tui.ui.screens.case import CaseScreen
 
@@ -425,12 +439,63 @@ class EvisceneApp(App[int]):
         yield SystemCommand("theme: switch to dark", "Use the eviscene-dark theme", lambda: self.switch_theme(DARK))
         yield SystemCommand("theme: switch to light", "Use the eviscene-light theme", lambda: self.switch_theme(LIGHT))
         yield SystemCommand("theme: choose any theme", "Pick any registered Textual theme", self.action_change_theme)
-        yield SystemCommand("app: show keys and help", "List every key binding by screen", self.action_help)
-        yield SystemCommand("app: quit", "Quit eviscene-tui", self.action_quit)
         yield SystemCommand(
             "app: save screenshot", "Save an SVG screenshot of the current screen", lambda: self.set_timer(0.1, self.deliver_screenshot)
         )
+        titles: set[str] = set()
+        for title, help_text, callback in registry_commands(screen, self.get_key_display):
+            titles.add(title.split("  (", 1)[0])
+            yield SystemCommand(title, help_text, callback)
         provider = getattr(screen, "palette_commands", None)
         if provider is not None:
             for title, help_text, callback in provider():
-                yield SystemCommand(title, help_text, callback)
+                if title not in titles:  # already offered with its key from the registry
+                    yield SystemCommand(title, help_text, callback)
+
+
+def registry_commands(screen: Screen, display: Callable[[Binding], str]) -> list[tuple[str, str, Callable[[], Any]]]:
+    """Palette commands for every registered binding active on ``screen`` (its focused
+    widget chain, the screen and the app), each titled with the key that runs it."""
+    out: list[tuple[str, str, Callable[[], Any]]] = []
+    seen: set[str] = set()
+    keymap: dict[str, str] = dict(getattr(screen.app, "_keymap", {}) or {})
+    for active in screen.active_bindings.values():
+        action_id = active.binding.id
+        action = BY_ID.get(action_id) if action_id else None
+        if action is None or action.command is None or action.id in seen:
+            continue
+        seen.add(action.id)
+        keys = ", ".join(display(Binding(k, action.action, action.label)) for k in effective_keys(action, keymap))
+        node = active.node
+        out.append((f"{action.command}  ({keys})", action.help, lambda n=node, a=action.action: n.run_action(a)))
+    return out
+
+
+class CaseCommands(Provider):
+    """"open: <case>" for every case in the runs store, matched by path or case id."""
+
+    async def search(self, query: str) -> Hits:
+        app = self.app
+        if not isinstance(app, EvisceneApp):
+            return
+        text = query.strip()
+        for prefix in ("open:", "open"):
+            if text.lower().startswith(prefix):
+                text = text[len(prefix):].strip()
+                break
+        if not text:
+            return
+        matcher = self.matcher(text)
+        for i, row in enumerate(app.store.rows()):
+            if i % 500 == 499:
+                await asyncio.sleep(0)  # keep the palette responsive on 10,000 cases
+            label = row.key if not row.case_id or row.case_id == row.key else f"{row.key}  {row.case_id}"
+            score = matcher.match(label)
+            if score > 0:
+                yield Hit(
+                    score,
+                    Content.assemble("open: ", matcher.highlight(label)),
+                    lambda r=row: app.open_case_by_key(r.key),
+                    text=f"open: {label}",
+                    help=f"open this case ({row.status})",
+                )

@@ -241,7 +241,7 @@ async def test_supervised_screen_torn_journal_tail(tmp_path):
         await pilot.press("a")
         assert await _until(pilot, lambda: "failed" in screen.last_message)
         assert screen.search.draft.stage == "site"
-        await pilot.press("ctrl+t")
+        await pilot.press("ctrl+k")
         assert await _until(pilot, lambda: "acknowledge torn tail: saved" in screen.last_message)
         await pilot.press("a")
         assert await _until(pilot, lambda: screen.search.draft.stage == "hints"), screen.last_message

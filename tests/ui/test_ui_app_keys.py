@@ -41,20 +41,79 @@ async def test_unknown_theme_falls_back_with_a_message(tmp_path_factory) -> None
         assert any("Unknown theme" in str(n.message) for n in app._notifications)
 
 
-async def test_help_lists_bindings_by_screen(tmp_path_factory) -> None:
+async def test_help_lists_every_registered_key_and_opens_at_the_screen(tmp_path_factory) -> None:
+    from eviscene_tui.ui.actions import ACTIONS, SECTIONS
+
     app = make_app(sample_root(tmp_path_factory))
     async with app.run_test(size=(100, 40)) as pilot:
         await wait_scan(pilot, app)
         await pilot.press("question_mark")
         assert await wait_for(pilot, lambda: isinstance(app.screen, HelpScreen))
-        text = str(app.screen.query_one("#help-text").content)
-        for section in ("Everywhere", "Runs screen", "Case screen", "Source trace"):
-            assert section in text
-        for binding_id in ("runs.filter.triage", "case.failure", "case.reveal", "case.goto", "app.theme"):
-            assert binding_id in text
+        text = "\n".join(str(s.content) for s in app.screen.query(".help-section"))
+        for title in SECTIONS.values():
+            assert title in text
+        for action in ACTIONS:  # the supervised card keys and the token view's l / n among them
+            assert action.id in text, action.id
+        assert app.screen.section == "runs"
         await pilot.press("escape")
         await pilot.pause()
         assert not isinstance(app.screen, HelpScreen)
+        await open_case(pilot, app, "feedback-converged-3-rounds")
+        await pilot.press("question_mark")
+        assert await wait_for(pilot, lambda: isinstance(app.screen, HelpScreen))
+        help_screen = app.screen
+        assert help_screen.section == "case"
+        body = help_screen.query_one("#help-body")
+        target = help_screen.query_one("#help-case")
+        assert await wait_for(pilot, lambda: body.scroll_y > 0 and abs(body.scroll_y - (target.virtual_region.y)) <= 1)
+
+
+def test_every_binding_has_a_registered_id() -> None:
+    """Every screen's and widget's BINDINGS come from the registry (an id each)."""
+    import importlib
+
+    from eviscene_tui.ui.actions import BY_ID
+
+    classes = [
+        ("eviscene_tui.ui.app", "EvisceneApp"), ("eviscene_tui.ui.screens.runs", "RunsScreen"), ("eviscene_tui.ui.screens.runs", "SortChooser"),
+        ("eviscene_tui.ui.widgets.runs_table", "RunsTable"), ("eviscene_tui.ui.screens.case", "CaseScreen"),
+        ("eviscene_tui.ui.widgets.trace_view", "TraceView"), ("eviscene_tui.ui.widgets.search_box", "SearchBox"),
+        ("eviscene_tui.ui.screens.step_detail", "StepDetailScreen"), ("eviscene_tui.ui.screens.goto", "GotoStepScreen"),
+        ("eviscene_tui.ui.screens.label", "TriageLabelScreen"), ("eviscene_tui.ui.screens.stream", "StreamScreen"),
+        ("eviscene_tui.ui.screens.supervised", "SupervisedScreen"), ("eviscene_tui.ui.screens.supervised", "SiteCard"),
+        ("eviscene_tui.ui.screens.supervised", "HintsCard"), ("eviscene_tui.ui.screens.supervised", "ContinuationCard"),
+        ("eviscene_tui.ui.screens.supervised", "VerdictCard"), ("eviscene_tui.ui.screens.supervised", "NextCard"),
+        ("eviscene_tui.ui.screens.supervised", "FormScreen"), ("eviscene_tui.ui.screens.tokens", "TokenScreen"),
+        ("eviscene_tui.ui.widgets.token_view", "TokenView"), ("eviscene_tui.ui.screens.help", "HelpScreen"),
+    ]
+    for module, name in classes:
+        cls = getattr(importlib.import_module(module), name)
+        for b in cls.BINDINGS:
+            assert b.id in BY_ID, (name, b)
+            assert BY_ID[b.id].key == b.key and BY_ID[b.id].action == b.action
+
+
+def test_ctrl_t_is_the_theme_everywhere() -> None:
+    from eviscene_tui.ui.actions import ACTIONS
+
+    assert [a.id for a in ACTIONS if "ctrl+t" in a.key.split(",")] == ["app.theme"]
+
+
+async def test_palette_offers_commands_with_their_keys_and_opens_cases_by_name(tmp_path_factory) -> None:
+    from eviscene_tui.ui.screens.case import CaseScreen
+
+    app = make_app(sample_root(tmp_path_factory))
+    async with app.run_test(size=(100, 30)) as pilot:
+        await wait_scan(pilot, app)
+        titles = [c.title for c in app.get_system_commands(app.screen)]
+        assert "runs: search  (/)" in titles
+        assert "runs: filter triage queue  (t)" in titles
+        await pilot.press("ctrl+p")
+        await pilot.pause(0.2)
+        await pilot.press(*"open paused-pending")
+        await pilot.pause(0.5)
+        await pilot.press("enter")
+        assert await wait_for(pilot, lambda: isinstance(app.screen, CaseScreen) and app.screen.key == "search-paused-pending-verifier")
 
 
 async def test_palette_command_runs_case_action(tmp_path_factory) -> None:
@@ -78,7 +137,7 @@ async def test_palette_lists_noun_verb_commands(tmp_path_factory) -> None:
     async with app.run_test(size=(100, 30)) as pilot:
         await wait_scan(pilot, app)
         titles = [c.title for c in app.get_system_commands(app.screen)]
-        assert "runs: filter triage queue" in titles
+        assert any(t.startswith("runs: filter triage queue") for t in titles)
         assert "theme: switch to light" in titles
         assert all(": " in t for t in titles)
         await pilot.press("ctrl+p")

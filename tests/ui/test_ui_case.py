@@ -173,6 +173,7 @@ async def test_keys_open_stream_supervised_and_token_screens(tmp_path_factory) -
     app = make_app(sample_root(tmp_path_factory))
     async with app.run_test(size=(100, 30), notifications=True) as pilot:
         screen = await open_case(pilot, app, "feedback-converged-3-rounds")
+        assert await wait_for(pilot, lambda: screen.integrity is not None, 20)  # a sound case opens them at once
         for key, name in (("t", "StreamScreen"), ("g", "SupervisedScreen"), ("k", "TokenScreen")):
             await pilot.press(key)
             opened = await wait_for(pilot, lambda: type(app.screen).__name__ == name, 5)

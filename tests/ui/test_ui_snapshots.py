@@ -55,8 +55,14 @@ def _open(key: str, *keys: str):
     return run_before
 
 
-def test_snapshot_runs_screen(fixed_root: Path, snap_compare) -> None:
-    assert snap_compare(make_app(fixed_root), terminal_size=(110, 24), run_before=_scanned)
+def test_snapshot_runs_screen_80x24(fixed_root: Path, snap_compare) -> None:
+    """Narrow: the least useful columns are dropped, the problem column stays."""
+    assert snap_compare(make_app(fixed_root), terminal_size=(80, 24), run_before=_scanned)
+
+
+def test_snapshot_runs_screen_200x60(fixed_root: Path, snap_compare) -> None:
+    """Wide: every column, widths shared by content."""
+    assert snap_compare(make_app(fixed_root), terminal_size=(200, 60), run_before=_scanned)
 
 
 def test_snapshot_case_trace_failure_step(fixed_root: Path, snap_compare) -> None:

@@ -11,7 +11,6 @@ from typing import Any
 
 from textual import on, work
 from textual.app import ComposeResult
-from textual.binding import Binding
 from textual.containers import Horizontal, VerticalScroll
 from textual.content import Content
 from textual.widget import AwaitMount
@@ -20,6 +19,7 @@ from textual.widgets import Input, OptionList, Static, TabbedContent, TabPane
 from textual.widgets.option_list import Option
 from textual.worker import get_current_worker
 
+from eviscene_tui.ui.actions import bindings
 from eviscene_tui.options import AppOptions
 from eviscene_tui.safe_text import safe_text
 from eviscene_tui.state.case_view import (
@@ -45,10 +45,14 @@ RELOAD_DELAY = 0.15  # seconds from a change in the open case to its reload
 
 
 class IntegrityReady(M.Message):
-    def __init__(self, request: int, problems: list[tuple[str, str, str]]) -> None:
+    """The full integrity result of the case: (code, path under the opened folder, message)
+    for the Integrity tab and (code, path in the case, message) to place the marks."""
+
+    def __init__(self, request: int, problems: list[tuple[str, str, str]], in_case: list[tuple[str, str, str]] | None = None) -> None:
         super().__init__()
         self.request = request
         self.problems = problems
+        self.in_case = in_case or []
 
 
 class CompareReady(M.Message):
@@ -75,27 +79,7 @@ class CaseTabs(TabbedContent):
 
 
 class CaseScreen(Screen):
-    BINDINGS = [
-        Binding("escape", "back", "Back", id="case.back", tooltip="Back to the runs screen"),
-        Binding("f", "goto_failure", "Failure", id="case.failure", tooltip="Go to the localized failure step"),
-        Binding("n", "policy(1)", "Next policy", id="case.next_policy", tooltip="Next policy step"),
-        Binding("p", "policy(-1)", "Prev policy", id="case.prev_policy", tooltip="Previous policy step"),
-        Binding("colon", "goto_step", "Go to step", id="case.goto", tooltip="Go to step N"),
-        Binding("slash", "search", "Search", id="case.search", tooltip="Search the steps' text (tool args and results, thought, output): Enter / down next, up previous, Esc closes"),
-        Binding("enter", "step_detail", "Detail", id="case.detail", tooltip="Full detail of the highlighted step"),
-        Binding("v", "toggle_reveal", "Reveal privileged", id="case.reveal", tooltip="Show / hide gold, expected verdict, judge and localizer explanations, private context"),
-        Binding("1", "tab('trace')", "Trace tab", show=False, id="case.tab.trace", tooltip="Shown on the tab labels"),
-        Binding("2", "tab('localization')", "Localization tab", show=False, id="case.tab.localization", tooltip="Shown on the tab labels"),
-        Binding("3", "tab('rounds')", "Rounds tab", show=False, id="case.tab.rounds", tooltip="Shown on the tab labels"),
-        Binding("4", "tab('compare')", "Compare tab", show=False, id="case.tab.compare", tooltip="Shown on the tab labels"),
-        Binding("5", "tab('integrity')", "Integrity tab", show=False, id="case.tab.integrity", tooltip="Shown on the tab labels"),
-        Binding("t", "open_stream", "Stream", id="case.stream", tooltip="Stream a hinted teacher continuation"),
-        Binding("g", "open_supervised", "Supervise", id="case.supervised", tooltip="Run an operator-gated supervised search"),
-        Binding("k", "open_tokens", "Tokens", id="case.tokens", tooltip="Token capture inspector for the highlighted step"),
-        Binding("l", "triage_label", "Label", id="case.label", tooltip="Record a triage label (review journal, outside the root)"),
-        Binding("ctrl+r", "reload", "Reload", show=False, id="case.reload", tooltip="Read the case again"),
-        Binding("G", "open_gate", "Gate", show=False, id="case.gate", tooltip="The operator gate of this search's driver (eviscene-tui gate)"),
-    ]
+    BINDINGS = bindings("case")
 
     def action_open_gate(self) -> None:
         from eviscene_tui.gate.inproc import SESSION_FILE, sidecar_for
@@ -118,6 +102,10 @@ class CaseScreen(Screen):
         self.revealed = False
         self.integrity: list[tuple[str, str, str]] | None = None
         self.compare: CompareView | None = None
+        self._integrity_in_case: list[tuple[str, str, str]] = []
+        self.marks: list[Any] = []  # state.case_view.ProblemMark, one per problem in check order
+        self._problem_cursor = -1
+        self._supervised_note = ""  # "supervised search: …" when the app's work dir holds one
         self._request = 0
         self._trace_request = -1  # the load that published the trace rows shown
         self._trace_failed = False
@@ -318,6 +306,7 @@ class CaseScreen(Screen):
         previous_failure = self.view.failure_index if self.view else None
         self.bundle = message.bundle
         self.view = message.view
+        self._place_marks()
         self._paint_case()
         self.updated_at = time.perf_counter()
         self._load_settled()
@@ -394,32 +383,108 @@ class CaseScreen(Screen):
 
     @work(thread=True, exclusive=True, group="case-integrity", exit_on_error=False)
     def _integrity(self, request: int) -> None:
-        from eviscene_tui.artifacts.integrity import check_case
         from eviscene_tui.artifacts.layout import CaseRef, Layout
+        from eviscene_tui.artifacts.report import checked_case
 
-        ref = self.ref if isinstance(self.ref, CaseRef) else CaseRef(path=self.case_path, layout=Layout(self.bundle.layout) if self.bundle.layout in Layout._value2member_map_ else Layout.UNKNOWN)
+        layout = Layout(self.bundle.layout) if self.bundle.layout in Layout._value2member_map_ else Layout.UNKNOWN
+        ref = self.ref if isinstance(self.ref, CaseRef) else CaseRef(path=self.case_path, layout=layout)
         try:
-            problems = check_case(ref)
-        except Exception as exc:  # noqa: BLE001
-            problems = []
-            self.post_message(IntegrityReady(request, [("error", str(self.case_path), f"integrity check failed: {type(exc).__name__}")]))
+            _summary, problems = checked_case(ref, self.options.root)
+        except (OSError, ValueError) as exc:
+            self.post_message(IntegrityReady(request, [("error", str(self.case_path), f"integrity check failed: {type(exc).__name__}: {exc}")]))
             return
-        base = self.options.root
-        rows = []
+        rows, in_case = [], []
         for p in problems:
-            try:
-                rel = os.path.relpath(p.path, base)
-            except ValueError:
-                rel = p.path
-            rows.append((str(p.code), safe_text(rel, single_line=True), safe_text(p.message, single_line=True, limit=500)))
-        self.post_message(IntegrityReady(request, rows))
+            code, message = str(p.code), safe_text(p.message, single_line=True, limit=500)
+            rows.append((code, safe_text(_relpath(p.path, self.options.root), single_line=True), message))
+            in_case.append((code, safe_text(_relpath(p.path, self.case_path), single_line=True), message))
+        self.post_message(IntegrityReady(request, rows, in_case))
 
     @on(IntegrityReady)
     def _on_integrity(self, message: IntegrityReady) -> None:
         if message.request != self._request:
             return
         self.integrity = message.problems
+        self._integrity_in_case = message.in_case
+        self._place_marks()
+        self._paint_problem_badges()
+        self._paint_docs()
         self._paint_integrity()
+
+    # -- problems where they are shown --------------------------------------------------------
+    def _place_marks(self) -> None:
+        from eviscene_tui.state.case_view import place_problems
+
+        if self.view is None or self.integrity is None:
+            self.marks = []
+            return
+        self.marks = place_problems(self.view, self._integrity_in_case)
+
+    def problem_rows(self) -> list[tuple[str, str, str]]:
+        """Every problem of the case once: the full check's, then any the case loader
+        reported that the check did not (same code and path)."""
+        rows = list(self.integrity or [])
+        seen = {(code, path) for code, path, _m in rows}
+        for code, path, message in self.view.problems if self.view is not None else []:
+            if (code, path) not in seen:
+                seen.add((code, path))
+                rows.append((code, path, message))
+        return rows
+
+    def _paint_problem_badges(self) -> None:
+        """The problem count in the header and on the Integrity tab's label."""
+        count = len(self.problem_rows()) if self.integrity is not None else None
+        tabs = self.query_one(TabbedContent)
+        tab = tabs.get_tab("integrity")
+        if count is None:
+            tab.label = Content("5 Integrity \u2026")
+        elif count:
+            tab.label = Content.assemble("5 Integrity ", (f"\u26a0 {count}", "bold $error"))
+        else:
+            tab.label = Content.assemble("5 Integrity ", ("\u2713", "$success"))
+        self._paint_title()
+
+    def _paint_title(self) -> None:
+        if self.view is None:
+            return
+        parts: list[Any] = [self.view.summary_line()]
+        if self.integrity is None:
+            parts.append(("   checking integrity\u2026", "dim"))
+        else:
+            count = len(self.problem_rows())
+            if count:
+                parts.append(("   ", ""))
+                parts.append((f" \u26a0 {count} integrity problem{'s' if count != 1 else ''} ", "bold reverse $error"))
+                parts.append(("  5 lists them \u00b7 ! goes to the next", "dim"))
+            else:
+                parts.append(("   \u2713 no integrity problems", "$success"))
+        supervised = self._supervised_note
+        if supervised:
+            parts.append(("   \u00b7 " + supervised, "bold $accent"))
+        self.query_one("#case-title", Static).update(Content.assemble(*parts))
+
+    def action_next_problem(self) -> None:
+        """Go to where the next problem is shown (its mark in the Rounds tab, else its line
+        in the Integrity tab) and show its message."""
+        if self.integrity is None:
+            self.notify("The integrity check is still running", markup=False)
+            return
+        rows = self.problem_rows()
+        if not rows:
+            self.notify("No integrity problems in this case", markup=False)
+            return
+        self._problem_cursor = (self._problem_cursor + 1) % len(rows)
+        code, path, message = rows[self._problem_cursor]
+        mark = self.marks[self._problem_cursor] if self._problem_cursor < len(self.marks) else None
+        if mark is not None and mark.line is not None:
+            self.action_tab("rounds")
+            if self._lazy_ready():
+                self.query_one("#rounds-scroll", VerticalScroll).scroll_to(y=max(0, mark.line - 2), animate=False)
+        else:
+            self.action_tab("integrity")
+            if self._lazy_ready():
+                self.query_one("#integrity-scroll", VerticalScroll).scroll_to(y=max(0, 2 * self._problem_cursor - 1), animate=False)
+        self.notify(f"{message}", title=f"problem {self._problem_cursor + 1} of {len(rows)}: {code} \u00b7 {path}", timeout=8, markup=False)
 
     # -- painting ----------------------------------------------------------------------------
     def _mount_panels(self) -> None:
@@ -497,7 +562,7 @@ class CaseScreen(Screen):
     def _paint_case(self) -> None:
         view = self.view
         assert view is not None
-        self.query_one("#case-title", Static).update(Content(view.summary_line()))
+        self._paint_title()
         if not self._lazy_ready():
             return
         self._paint_docs()
@@ -517,7 +582,10 @@ class CaseScreen(Screen):
         if self.view is None or not self._lazy_ready():
             return
         self.query_one("#loc-doc", Static).update(doc_content(self.view.localization, self.revealed))
-        self.query_one("#rounds-doc", Static).update(doc_content(self.view.rounds, self.revealed))
+        from eviscene_tui.state.case_view import marked_rounds
+
+        rounds = marked_rounds(self.view, self.marks) if self.marks else self.view.rounds
+        self.query_one("#rounds-doc", Static).update(doc_content(rounds, self.revealed))
 
     def _paint_privilege_bar(self) -> None:
         bar = self.query_one("#privilege-bar", Static)
@@ -533,7 +601,7 @@ class CaseScreen(Screen):
         if data is None:
             return
         tv = self.query_one(TraceView)
-        parts = [f"step {tv.cursor}/{max(0, data.step_count - 1)}"]
+        parts = [f"step {tv.cursor + 1} of {data.step_count}" if data.step_count else "no steps"]
         if data.failure_index is not None:
             parts.append(f"failure at {data.failure_index}")
         elif self.view is not None and self.view.no_site:
@@ -575,14 +643,7 @@ class CaseScreen(Screen):
         lines = []
         if self.integrity is None:
             lines.append(L(Seg("running the full integrity check\u2026", "dim")))
-            extra = self.view.problems if self.view else []
-        else:
-            extra = []
-        rows = list(self.integrity or []) + [p for p in extra if p not in (self.integrity or [])]
-        if self.view is not None:
-            for p in self.view.problems:
-                if p not in rows:
-                    rows.append(p)
+        rows = self.problem_rows()
         if self.integrity is not None and not rows:
             lines.append(L(Seg("\u2713 no problems found", "ok")))
         transient = getattr(self.app, "transient", None)
@@ -869,20 +930,53 @@ class CaseScreen(Screen):
             return False
         return True
 
+    def _after_integrity_consent(self, what: str, go: Any) -> None:
+        """Run ``go`` at once on a sound case; on a case with integrity problems (or one
+        still being checked) say so first and go on only if the operator agrees."""
+        if self.integrity is not None and not self.problem_rows():
+            go()
+            return
+        from eviscene_tui.ui.screens.confirm import ConfirmScreen
+
+        if self.integrity is None:
+            title = "The integrity check of this case has not finished"
+            lines = ["Problems it may still find (tampered hashes, missing or unknown files) are not known yet."]
+        else:
+            rows = self.problem_rows()
+            title = f"\u26a0 This case has {len(rows)} integrity problem{'s' if len(rows) != 1 else ''}"
+            lines = [f"{code}  {path}" for code, path, _m in rows[:8]]
+            if len(rows) > 8:
+                lines.append(f"\u2026 and {len(rows) - 8} more (the Integrity tab lists them)")
+            lines.append(f"A {what} builds on these files; what it shows may not be what the driver saw.")
+
+        def done(agreed: bool | None) -> None:
+            if agreed:
+                go()
+
+        self.app.push_screen(ConfirmScreen(title, lines, f"Open the {what} anyway?"), done)
+
     def action_open_stream(self) -> None:
         if not self._need_bundle():
             return
         cls = self._screen_class("eviscene_tui.ui.screens.stream", "StreamScreen")
         if cls is not None:
             view = self.view
-            self.app.push_screen(cls(self.bundle, self.options, round_index=view.latest_round if view else None, hint_text=view.latest_hint if view else None))
+            self._after_integrity_consent(
+                "teacher stream",
+                lambda: self.app.push_screen(cls(self.bundle, self.options, round_index=view.latest_round if view else None, hint_text=view.latest_hint if view else None)),
+            )
 
     def action_open_supervised(self) -> None:
         if not self._need_bundle():
             return
         cls = self._screen_class("eviscene_tui.ui.screens.supervised", "SupervisedScreen")
         if cls is not None:
-            self.app.push_screen(cls(self.bundle, self.options))
+            self._after_integrity_consent("supervised search", lambda: self.app.push_screen(cls(self.bundle, self.options)))
+
+    def action_toggle_wrap(self) -> None:
+        tv = self.query_one(TraceView)
+        tv.set_wrap(not tv.wrapped)
+        self.notify("Trace rows wrapped" if tv.wrapped else "Trace rows cut at the edge (w wraps)", markup=False, timeout=1.5)
 
     def action_open_tokens(self) -> None:
         if not self._need_bundle():
@@ -898,25 +992,9 @@ class CaseScreen(Screen):
             source = f"step:{self.view.failure_index}"
         self.app.push_screen(cls(self.bundle, self.options, source=source))
 
-    # -- palette -----------------------------------------------------------------------------
-    def palette_commands(self):
-        return [
-            ("case: go to failure step", "Jump to the localized failure step in the trace", self.action_goto_failure),
-            ("case: next policy step", "Move to the next policy step", lambda: self.action_policy(1)),
-            ("case: previous policy step", "Move to the previous policy step", lambda: self.action_policy(-1)),
-            ("case: go to step N", "Jump to a step by its index", self.action_goto_step),
-            ("case: search the trace", "Find text in the steps' tool arguments and results, thoughts and outputs", self.action_search),
-            ("case: show step detail", "tool_result, policy_input and token capture of the highlighted step", self.action_step_detail),
-            ("case: reveal privileged material", "Toggle gold, expected verdict, judge/localizer explanations, private context", self.action_toggle_reveal),
-            ("case: show trace", "Source trace tab", lambda: self.action_tab("trace")),
-            ("case: show localization", "Failure site and semantic localization", lambda: self.action_tab("localization")),
-            ("case: show rounds timeline", "Rounds, feedback, proposals, attempts", lambda: self.action_tab("rounds")),
-            ("case: compare source and teacher step", "Side by side with differences marked", lambda: self.action_tab("compare")),
-            ("case: show integrity problems", "Every problem found in this case", lambda: self.action_tab("integrity")),
-            ("case: stream teacher continuation", "Open the policy stream screen", self.action_open_stream),
-            ("case: start supervised search", "Open the operator-gated supervised search", self.action_open_supervised),
-            ("case: inspect token capture", "Open the token inspector on the highlighted step", self.action_open_tokens),
-            ("case: add triage label", "needs_relocalization / unrecoverable / data_problem / note (review journal)", self.action_triage_label),
-            ("case: reload", "Read the case files again", self.action_reload),
-            ("case: back to runs", "Return to the runs screen", self.action_back),
-        ]
+
+def _relpath(path: str, base: Any) -> str:
+    try:
+        return os.path.relpath(path, base)
+    except ValueError:
+        return path

@@ -15,7 +15,6 @@ from typing import Any
 
 from textual import on
 from textual.app import ComposeResult
-from textual.binding import Binding
 from textual.containers import Horizontal, VerticalScroll
 from textual.content import Content
 from textual.screen import ModalScreen
@@ -24,6 +23,7 @@ from textual.widgets import Button, Input, OptionList, Static, TextArea
 from textual.widgets.option_list import Option
 
 from eviscene_tui.safe_text import safe_text
+from eviscene_tui.ui.actions import bindings
 
 TRI_VALUES = ("unset", "true", "false")
 Validator = Callable[[dict[str, Any]], "str | None"]
@@ -34,13 +34,7 @@ class TriState(Widget, can_focus=True):
 
     space / enter / ← → cycle; ``t``, ``f``, ``u`` set it directly."""
 
-    BINDINGS = [
-        Binding("space,enter,right", "cycle(1)", "Next value", show=False),
-        Binding("left", "cycle(-1)", "Previous value", show=False),
-        Binding("t", "set('true')", "True", show=False),
-        Binding("f", "set('false')", "False", show=False),
-        Binding("u", "set('unset')", "Unset", show=False),
-    ]
+    BINDINGS = bindings("supervised.tristate")
     DEFAULT_CSS = """
     TriState { width: 20; height: 1; padding: 0 1; background: $boost; }
     TriState:focus { background: $accent 40%; text-style: bold; }
@@ -77,10 +71,7 @@ class TriState(Widget, can_focus=True):
 class FormScreen(ModalScreen["dict[str, Any] | None"]):
     """A small form; see the module docstring."""
 
-    BINDINGS = [
-        Binding("ctrl+s", "submit", "Submit", priority=True),
-        Binding("escape", "cancel", "Cancel"),
-    ]
+    BINDINGS = bindings("supervised.form")
     DEFAULT_CSS = """
     FormScreen { align: center middle; }
     FormScreen #form { width: 96; max-width: 100%; height: auto; max-height: 95%; border: round $accent; background: $surface; padding: 0 1; }

@@ -4,15 +4,16 @@ from __future__ import annotations
 
 from textual import on
 from textual.app import ComposeResult
-from textual.binding import Binding
 from textual.containers import Vertical
 from textual.content import Content
 from textual.screen import ModalScreen
 from textual.widgets import Input, Static
 
+from eviscene_tui.ui.actions import bindings
+
 
 class GotoStepScreen(ModalScreen[int | None]):
-    BINDINGS = [Binding("escape", "cancel", "Cancel", id="goto.cancel")]
+    BINDINGS = bindings("goto")
 
     def __init__(self, step_count: int) -> None:
         super().__init__()

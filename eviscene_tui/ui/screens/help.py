@@ -1,9 +1,11 @@
-"""The help screen: every binding, grouped by screen, with its id (for the keymap
-file) and the key currently bound (after user overrides)."""
+"""The help screen: every key of every screen, from the actions registry, grouped by
+section, with its id (for the ``[keys]`` table of the config file) and the key bound
+now (after the user's overrides). It opens scrolled to the section of the screen it
+was opened from."""
 
 from __future__ import annotations
 
-import importlib
+from collections.abc import Callable
 
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -12,84 +14,91 @@ from textual.content import Content
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
+from eviscene_tui.ui.actions import SECTIONS, actions, bindings, effective_keys
 from eviscene_tui.settings import config_path
 from eviscene_tui.ui.widgets.key_footer import KeyFooter
 
-# (title, module, class) — other engineers' screens are listed when importable.
-SCREENS = (
-    ("Everywhere", "eviscene_tui.ui.app", "EvisceneApp"),
-    ("Runs screen", "eviscene_tui.ui.screens.runs", "RunsScreen"),
-    ("Runs table", "eviscene_tui.ui.widgets.runs_table", "RunsTable"),
-    ("Case screen", "eviscene_tui.ui.screens.case", "CaseScreen"),
-    ("Source trace", "eviscene_tui.ui.widgets.trace_view", "TraceView"),
-    ("Step detail", "eviscene_tui.ui.screens.step_detail", "StepDetailScreen"),
-    ("Go to step", "eviscene_tui.ui.screens.goto", "GotoStepScreen"),
-    ("Triage label", "eviscene_tui.ui.screens.label", "TriageLabelScreen"),
-    ("Stream screen", "eviscene_tui.ui.screens.stream", "StreamScreen"),
-    ("Supervised search", "eviscene_tui.ui.screens.supervised", "SupervisedScreen"),
-    ("Token inspector", "eviscene_tui.ui.screens.tokens", "TokenScreen"),
-)
+# the screen a help request comes from -> the section the help opens at
+SCREEN_SECTIONS: dict[str, str] = {
+    "RunsScreen": "runs",
+    "SortChooser": "sort",
+    "CaseScreen": "case",
+    "StepDetailScreen": "detail",
+    "GotoStepScreen": "goto",
+    "TriageLabelScreen": "label",
+    "ConfirmScreen": "confirm",
+    "StreamScreen": "stream",
+    "SupervisedScreen": "supervised",
+    "FormScreen": "supervised.form",
+    "TokenScreen": "tokens",
+}
 
 
-def _bindings(cls: type) -> list[Binding]:
-    out: list[Binding] = []
-    for item in getattr(cls, "BINDINGS", []):
-        if isinstance(item, Binding):
-            out.append(item)
-        elif isinstance(item, tuple) and len(item) >= 2:
-            out.append(Binding(*item))
-    return out
+def section_for(screen: object) -> str:
+    return SCREEN_SECTIONS.get(type(screen).__name__, "app")
 
 
-def help_content(keymap: dict[str, str], display=None) -> Content:
-    """The help text; ``display(binding)`` formats a key (App.get_key_display)."""
-    parts: list[Content] = [
-        Content.assemble(("eviscene-tui keys", "bold $primary"), ("   ctrl+p: command palette (\"noun: verb\" commands) \u00b7 ?/f1/esc: close help", "dim")),
-        Content.assemble(("Override keys in ", "dim"), (str(config_path()), "dim italic"), (' with a [keys] table: "binding.id" = "key"', "dim")),
-    ]
-    for title, module, name in SCREENS:
-        try:
-            cls = getattr(importlib.import_module(module), name)
-        except Exception:  # noqa: BLE001 - a screen another engineer has not landed yet
-            continue
-        rows = _bindings(cls)
-        if not rows:
-            continue
-        parts.append(Content(""))
-        parts.append(Content.from_markup("[b $accent]$t[/]", t=title))
-        for b in rows:
-            key = keymap.get(b.id, b.key) if b.id else b.key
-            keys = [k.strip() for k in key.split(",") if k.strip()]
-            if display is not None:
-                try:
-                    keys = [display(Binding(k, b.action, b.description)) for k in keys]
-                except Exception:  # noqa: BLE001 - fall back to the raw key names
-                    pass
-            shown = ", ".join(keys)
-            parts.append(
-                Content.assemble(
-                    (f"  {shown:<10}", "bold"),
-                    (f"{b.description or b.action:<18}", ""),
-                    (f" {b.id or ''}", "dim"),
-                    (f"  {b.tooltip}" if b.tooltip else "", "dim italic"),
-                )
+def _section_id(scope: str) -> str:
+    return "help-" + scope.replace(".", "-")
+
+
+def section_content(scope: str, keymap: dict[str, str], display: Callable[[Binding], str] | None = None) -> Content:
+    """One section: its title and one line per action (keys, label, id, help)."""
+    lines = [Content.from_markup("[b $accent]$t[/]", t=SECTIONS[scope])]
+    for action in actions(scope):
+        keys = effective_keys(action, keymap)
+        if display is not None:
+            keys = [display(Binding(k, action.action, action.label)) for k in keys]
+        lines.append(
+            Content.assemble(
+                (f"  {', '.join(keys):<12}", "bold"),
+                (f"{action.label:<18}", ""),
+                (f" {action.id:<32}", "dim"),
+                (f" {action.help}", "dim italic"),
             )
-    return Content("\n").join(parts)
+        )
+    return Content("\n").join(lines)
+
+
+def help_content(keymap: dict[str, str], display: Callable[[Binding], str] | None = None) -> Content:
+    """The whole help text (every section)."""
+    parts = [_header()] + [section_content(scope, keymap, display) for scope in SECTIONS]
+    return Content("\n\n").join(parts)
+
+
+def _header() -> Content:
+    return Content("\n").join(
+        [
+            Content.assemble(("eviscene-tui keys", "bold $primary"), ('   ctrl+p: command palette ("noun: verb" commands, each with its key) \u00b7 ?/f1/esc: close help', "dim")),
+            Content.assemble(("Override keys in ", "dim"), (str(config_path()), "dim italic"), (' with a [keys] table: "binding.id" = "key"', "dim")),
+        ]
+    )
 
 
 class HelpScreen(ModalScreen[None]):
-    BINDINGS = [
-        Binding("escape", "close", "Close", id="help.close"),
-        Binding("question_mark", "close", "Close", show=False, id="help.close_q"),
-    ]
+    BINDINGS = bindings("help")
+
+    def __init__(self, section: str = "app") -> None:
+        super().__init__()
+        self.section = section if section in SECTIONS else "app"
 
     def compose(self) -> ComposeResult:
+        keymap = dict(getattr(self.app, "_keymap", {}) or {})
+        display = self.app.get_key_display
         with VerticalScroll(id="help-body"):
-            yield Static(help_content(getattr(self.app, "_keymap", {}) or {}, self.app.get_key_display), id="help-text")
-        yield KeyFooter()
+            yield Static(_header(), id="help-header")
+            for scope in SECTIONS:
+                yield Static(section_content(scope, keymap, display), id=_section_id(scope), classes="help-section")
 
     def on_mount(self) -> None:
-        self.query_one("#help-body").focus()
+        body = self.query_one("#help-body", VerticalScroll)
+        body.focus()
+        if self.section != "app":
+            self.call_after_refresh(self._scroll_to_section)
+
+    def _scroll_to_section(self) -> None:
+        target = self.query_one(f"#{_section_id(self.section)}", Static)
+        self.query_one("#help-body", VerticalScroll).scroll_to_widget(target, animate=False, top=True)
 
     def action_close(self) -> None:
         self.dismiss(None)

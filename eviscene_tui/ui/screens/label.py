@@ -4,18 +4,19 @@ from __future__ import annotations
 
 from textual import on
 from textual.app import ComposeResult
-from textual.binding import Binding
 from textual.containers import Vertical
 from textual.content import Content
 from textual.screen import ModalScreen
 from textual.widgets import Input, OptionList, Static
 from textual.widgets.option_list import Option
 
+from eviscene_tui.ui.actions import bindings
+
 LABELS = ("needs_relocalization", "unrecoverable", "data_problem", "note")
 
 
 class TriageLabelScreen(ModalScreen[tuple[str, str] | None]):
-    BINDINGS = [Binding("escape", "cancel", "Cancel", id="label.cancel")]
+    BINDINGS = bindings("label")
 
     def __init__(self, case_title: str, current: tuple[str, ...] = ()) -> None:
         super().__init__()

@@ -6,13 +6,13 @@ from collections.abc import Callable
 
 from textual import on
 from textual.app import ComposeResult
-from textual.binding import Binding
 from textual.content import Content
 from textual.containers import Vertical
 from textual.screen import ModalScreen, Screen
 from textual.widgets import Input, OptionList, Static
 from textual.widgets.option_list import Option
 
+from eviscene_tui.ui.actions import BY_ID, bindings, effective_keys
 from eviscene_tui.safe_text import safe_text
 from eviscene_tui.state.rows import COLUMNS
 from eviscene_tui.state.runs import FILTERS
@@ -35,18 +35,7 @@ FILTER_SHORT: dict[str, str] = {
     "labelled": "labelled",
 }
 
-FILTER_KEYS: dict[str, str] = {
-    "all": "a",
-    "triage": "t",
-    "nosite": "n",
-    "converged": "c",
-    "running": "r",
-    "paused": "p",
-    "ended": "e",
-    "pending": "v",
-    "problems": "x",
-    "labelled": "L",
-}  # the "awaiting" (operator gate) filter is on "w" and in the palette, not in the bar
+# the "awaiting" (operator gate) filter is on "w" and in the palette, not in the bar
 GATE_REFRESH_INTERVAL = 1.0  # gate markers follow the sidecars' heartbeats (state.gate.gate_marker)
 
 
@@ -61,7 +50,7 @@ class SortChooser(ModalScreen[str | None]):
     """Pick the column to sort the runs table by (Enter); the current one is highlighted
     and picking it again reverses the order."""
 
-    BINDINGS = [Binding("escape", "cancel", "Cancel", id="sort.cancel", tooltip="Close without changing the sort")]
+    BINDINGS = bindings("sort")
     DEFAULT_CSS = """
     SortChooser { align: center middle; }
     SortChooser #sort-box { width: 64; height: auto; max-height: 90%; border: round $accent; background: $surface; padding: 0 1; }
@@ -98,26 +87,7 @@ class SortChooser(ModalScreen[str | None]):
 class RunsScreen(Screen):
     """Home screen. Filters are one key each; ``/`` searches case ids and hint texts."""
 
-    BINDINGS = [
-        Binding("slash", "search", "Search", id="runs.search", tooltip="Incremental search over case ids and hint texts"),
-        Binding("escape", "clear_search", "Clear", id="runs.clear", tooltip="Clear the search / close the search box"),
-        Binding("a", "filter('all')", "All", show=False, id="runs.filter.all"),
-        Binding("t", "filter('triage')", "Triage", show=False, id="runs.filter.triage", tooltip=FILTERS["triage"].help),
-        Binding("n", "filter('nosite')", "No site", show=False, id="runs.filter.nosite", tooltip=FILTERS["nosite"].help),
-        Binding("c", "filter('converged')", "Converged", show=False, id="runs.filter.converged"),
-        Binding("r", "filter('running')", "Running", show=False, id="runs.filter.running"),
-        Binding("p", "filter('paused')", "Paused", show=False, id="runs.filter.paused"),
-        Binding("e", "filter('ended')", "Ended", show=False, id="runs.filter.ended"),
-        Binding("v", "filter('pending')", "Pending", show=False, id="runs.filter.pending"),
-        Binding("x", "filter('problems')", "Problems", show=False, id="runs.filter.problems"),
-        Binding("L", "filter('labelled')", "Labelled", show=False, id="runs.filter.labelled", tooltip=FILTERS["labelled"].help),
-        Binding("w", "filter('awaiting')", "Awaiting", show=False, id="runs.filter.awaiting", tooltip=FILTERS["awaiting"].help),
-        Binding("G", "open_gate", "Gate", show=False, id="runs.gate", tooltip="Open the operator gate of the highlighted gated search"),
-        Binding("s", "sort_choose", "Sort by", id="runs.sort", tooltip="Choose the column to sort by"),
-        Binding("o", "sort_next", "Next sort", show=False, id="runs.sort_next", tooltip="Sort by the next column"),
-        Binding("S", "sort_reverse", "Reverse", id="runs.sort_reverse", tooltip="Reverse the sort order"),
-        Binding("ctrl+r", "rescan", "Rescan", show=False, id="runs.rescan", tooltip="Scan the folder again"),
-    ]
+    BINDINGS = bindings("runs")
 
     def __init__(self) -> None:
         super().__init__()
@@ -190,10 +160,10 @@ class RunsScreen(Screen):
 
     def _paint_filter_bar(self) -> None:
         counts = self.store.counts()
-        keymap = self.app._keymap if hasattr(self.app, "_keymap") else {}
+        keymap = dict(getattr(self.app, "_keymap", {}) or {})
         parts: list[Content] = []
-        for name, key in FILTER_KEYS.items():
-            shown = keymap.get(f"runs.filter.{name}", key)
+        for name in FILTER_SHORT:
+            shown = ",".join(effective_keys(BY_ID[f"runs.filter.{name}"], keymap))
             label = Content.from_markup("[b]$k[/b] $t $n", k=shown, t=FILTER_SHORT[name], n=str(counts.get(name, 0)))
             if name == self.store.filter_name:
                 label = label.stylize("reverse")
@@ -319,14 +289,5 @@ class RunsScreen(Screen):
 
     # -- palette ---------------------------------------------------------------------------
     def palette_commands(self):
-        out = []
-        for name, flt in FILTERS.items():
-            verb = "filter triage queue" if name == "triage" else f"filter {flt.title}"
-            out.append((f"runs: {verb}", flt.help, lambda n=name: self.action_filter(n)))
-        for column in COLUMNS:
-            out.append((f"runs: sort by {column.title}", column.help, lambda k=column.key: self.sort_by(k)))
-        out.append(("runs: search", "Search case ids and hint texts", self.action_search))
-        out.append(("runs: reverse sort", "Reverse the sort order", self.action_sort_reverse))
-        out.append(("runs: rescan folder", "Discover and summarise every case again", self.action_rescan))
-        out.append(("runs: open highlighted case", "Open the case under the cursor", self.query_one(RunsTable).action_select))
-        return out
+        """Sort by each column (the registry's commands, with their keys, come from the app)."""
+        return [(f"runs: sort by {column.title}", column.help, lambda k=column.key: self.sort_by(k)) for column in COLUMNS]

@@ -3,21 +3,18 @@
 from __future__ import annotations
 
 from textual.app import ComposeResult
-from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
+from eviscene_tui.ui.actions import bindings
 from eviscene_tui.state.case_view import Line
 from eviscene_tui.ui.widgets.doc import doc_content
 from eviscene_tui.ui.widgets.key_footer import KeyFooter
 
 
 class StepDetailScreen(ModalScreen[None]):
-    BINDINGS = [
-        Binding("escape", "close", "Close", id="detail.close"),
-        Binding("enter", "close", "Close", show=False, id="detail.close_enter"),
-    ]
+    BINDINGS = bindings("detail")
 
     def __init__(self, index: int, doc: list[Line], revealed: bool = False) -> None:
         super().__init__()

@@ -27,12 +27,12 @@ from typing import Any
 
 from textual import on, work
 from textual.app import ComposeResult
-from textual.binding import Binding
 from textual.content import Content
 from textual.screen import Screen
 from textual.widgets import Static, TextArea
 from textual.worker import Worker, WorkerState
 
+from eviscene_tui.ui.actions import bindings
 from eviscene_tui.policy.accumulate import StreamAccumulator
 from eviscene_tui.policy.client import PolicyClient, ServerStatus
 from eviscene_tui.policy.events import StreamError
@@ -73,15 +73,7 @@ def explain_error(err: StreamError) -> str:
 
 
 class StreamScreen(Screen):
-    BINDINGS = [
-        Binding("ctrl+s", "send", "Send", id="stream.send", priority=True, tooltip="Send the hinted request to the policy"),
-        Binding("ctrl+x", "cancel_stream", "Cancel", id="stream.cancel", priority=True, tooltip="Cancel the running continuation (closes the stream)"),
-        Binding("ctrl+r", "toggle_request", "Request", id="stream.request", priority=True, tooltip="Show or hide the exact request"),
-        Binding("k", "inspect_tokens", "Tokens", id="stream.tokens", tooltip="Token inspector on the current or last continuation"),
-        Binding("ctrl+o", "inspect_tokens", "Tokens", id="stream.tokens_anywhere", priority=True, show=False,
-                tooltip="Token inspector (also while typing the hint)"),
-        Binding("escape", "back", "Back", id="stream.back", tooltip="Back to the case (cancels a running stream)"),
-    ]
+    BINDINGS = bindings("stream")
 
     DEFAULT_CSS = """
     StreamScreen { layout: vertical; }

@@ -42,7 +42,6 @@ from typing import TYPE_CHECKING, Any
 
 from textual import work
 from textual.app import ComposeResult
-from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.content import Content
 from textual.screen import Screen
@@ -62,6 +61,7 @@ from eviscene_tui.supervised.continuation import ContinuationRunner
 from eviscene_tui.supervised.feedback import CHECK_NAMES, Budgets
 from eviscene_tui.supervised.search import Proposal, SearchError
 from eviscene_tui.supervised.source import load_trace
+from eviscene_tui.ui.actions import bindings
 from eviscene_tui.ui.messages import ContinuationFinished, JournalView, NeedSite, OpDone, OpFailed, SearchOpened
 from eviscene_tui.ui.screens.dialogs import FormScreen
 from eviscene_tui.ui.widgets.key_footer import KeyFooter
@@ -126,10 +126,7 @@ class Card(Vertical, can_focus=True):
 
 class SiteCard(Card):
     KEYS = "a accept · r relocalize"
-    BINDINGS = [
-        Binding("a", "accept", "Accept site", id="supervised.site.accept", tooltip="Accept the failure site"),
-        Binding("r", "relocalize", "Relocalize", id="supervised.site.relocalize", tooltip="Pick another step (with a note)"),
-    ]
+    BINDINGS = bindings("supervised.site")
 
     def action_accept(self) -> None:
         self.owner.op_accept_site()
@@ -140,14 +137,7 @@ class SiteCard(Card):
 
 class HintsCard(Card):
     KEYS = "f fetch · n type · a approve · x reject · p prompt · e end round"
-    BINDINGS = [
-        Binding("f", "fetch", "Fetch hints", id="supervised.hints.fetch", tooltip="Ask the hint constructor (once per round)"),
-        Binding("n", "new", "Type hint", id="supervised.hints.new", tooltip="Type a hint (multi-line)"),
-        Binding("a", "approve", "Approve hint", id="supervised.hints.approve", tooltip="Approve the highlighted hint to run"),
-        Binding("x", "reject", "Reject hint", id="supervised.hints.reject", tooltip="Reject the highlighted hint (reason)"),
-        Binding("p", "prompt", "Prompt", id="supervised.hints.prompt", tooltip="Show the exact hint-constructor prompt"),
-        Binding("e", "end", "End round", id="supervised.hints.end", tooltip="End the round without an attempt (note)"),
-    ]
+    BINDINGS = bindings("supervised.hints")
 
     def compose(self) -> ComposeResult:
         yield Static("", classes="card-body", markup=False)
@@ -183,10 +173,7 @@ class HintsCard(Card):
 
 class ContinuationCard(Card):
     KEYS = "c run · ctrl+x cancel"
-    BINDINGS = [
-        Binding("c", "run", "Run continuation", id="supervised.cont.run", tooltip="Stream the approved hint's teacher continuation"),
-        Binding("ctrl+x", "cancel", "Cancel stream", id="supervised.cont.cancel", tooltip="Cancel the running continuation"),
-    ]
+    BINDINGS = bindings("supervised.continuation")
 
     def action_run(self) -> None:
         self.owner.op_run_continuation()
@@ -197,11 +184,7 @@ class ContinuationCard(Card):
 
 class VerdictCard(Card):
     KEYS = "a approve · x reject · r relocalize"
-    BINDINGS = [
-        Binding("a", "approve", "Approve attempt", id="supervised.verdict.approve", tooltip="Accept the attempt (the search converges)"),
-        Binding("x", "reject", "Reject attempt", id="supervised.verdict.reject", tooltip="Reject the attempt (reason, checker values)"),
-        Binding("r", "relocalize", "Relocalize", id="supervised.verdict.relocalize", tooltip="The failure is at another step"),
-    ]
+    BINDINGS = bindings("supervised.verdict")
 
     def action_approve(self) -> None:
         self.owner.ask_approve_attempt()
@@ -215,11 +198,7 @@ class VerdictCard(Card):
 
 class NextCard(Card):
     KEYS = "s start round · t stop search · u resume"
-    BINDINGS = [
-        Binding("s", "start", "Start round", id="supervised.next.start", tooltip="Start the next round with the feedback shown"),
-        Binding("t", "stop", "Stop search", id="supervised.next.stop", tooltip="Stop the search (resumable with u)"),
-        Binding("u", "resume", "Resume", id="supervised.next.resume", tooltip="Resume a search the operator stopped"),
-    ]
+    BINDINGS = bindings("supervised.next")
 
     def action_start(self) -> None:
         self.owner.op_begin_round()
@@ -236,13 +215,7 @@ CARD_OF_GATE = {"site": "#card-site", "hints": "#card-hints", "continuation": "#
 
 # ============================================================================ screen
 class SupervisedScreen(Screen[None]):
-    BINDINGS = [
-        Binding("escape", "back", "Back", id="supervised.back"),
-        Binding("g", "goto_gate", "Go to gate", id="supervised.goto_gate", tooltip="Move the keys to the open gate's card"),
-        Binding("j", "journal", "Journal", id="supervised.journal", tooltip="Show the decision journal (chain check, stale decisions)"),
-        Binding("ctrl+t", "ack_torn", "Ack torn tail", id="supervised.ack_torn", show=False,
-                tooltip="Acknowledge torn bytes at the end of the journal (they stay in the file)"),
-    ]
+    BINDINGS = bindings("supervised")
 
     DEFAULT_CSS = """
     SupervisedScreen { layout: vertical; }

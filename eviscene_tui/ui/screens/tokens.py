@@ -24,13 +24,14 @@ from typing import Any, ClassVar
 from textual import on, work
 from textual.worker import get_current_worker
 from textual.app import ComposeResult
-from textual.binding import Binding, BindingType
+from textual.binding import BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.content import Content
 from textual.screen import Screen
 from textual.widgets import Input, OptionList, Static
 from textual.widgets.option_list import Option
 
+from eviscene_tui.ui.actions import bindings
 from eviscene_tui.safe_text import safe_text
 from eviscene_tui.tokens.capture import CaptureData, logprob_bucket, prob_of
 from eviscene_tui.tokens.decode import DecodeSource, RawDecoder, TokenDecoder, resolve_decoder
@@ -109,15 +110,7 @@ class TokenScreen(Screen[None]):
     TokenScreen #media-problems { color: $error; text-style: bold; }
     """
 
-    BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("escape", "back", "Back", id="tokens.back"),
-        Binding("slash", "open_prompt('search')", "Search", id="tokens.search"),
-        Binding("g", "open_prompt('jump')", "Go to offset", id="tokens.goto"),
-        Binding("c", "pick", "Captures", id="tokens.captures"),
-        Binding("h", "jump_highlight", "Hint span", id="tokens.hint_span"),
-        Binding("i", "next_image", "Next image", id="tokens.next_image"),
-        Binding("s", "toggle_pair", "Side by side", id="tokens.side_by_side"),
-    ]
+    BINDINGS: ClassVar[list[BindingType]] = bindings("tokens")
 
     def palette_commands(self) -> list[tuple[str, str, Any]]:
         """Commands for the app's palette (the app collects them from the active screen)."""

@@ -11,7 +11,6 @@ from rich.cells import cell_len, set_cell_size
 from rich.segment import Segment
 from rich.style import Style
 from textual import events
-from textual.binding import Binding
 from textual.cache import LRUCache
 from textual.geometry import Size
 from textual.message import Message
@@ -19,6 +18,7 @@ from textual.reactive import reactive
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
+from eviscene_tui.ui.actions import bindings
 from eviscene_tui.state.rows import COLUMNS, CaseRow, Column, cell_text, column_widths, shorten_middle
 
 SEP = " "
@@ -66,15 +66,7 @@ class RunsTable(ScrollView, can_focus=True):
     RunsTable > .runs-table--writing { color: $accent; text-style: italic; }
     """
 
-    BINDINGS = [
-        Binding("up", "cursor(-1)", "Up", show=False, id="table.up"),
-        Binding("down", "cursor(1)", "Down", show=False, id="table.down"),
-        Binding("pageup", "page(-1)", "Page up", show=False, id="table.pageup"),
-        Binding("pagedown", "page(1)", "Page down", show=False, id="table.pagedown"),
-        Binding("home", "edge(0)", "First", show=False, id="table.home"),
-        Binding("end", "edge(1)", "Last", show=False, id="table.end"),
-        Binding("enter", "select", "Open case", id="table.open", tooltip="Open the highlighted case"),
-    ]
+    BINDINGS = bindings("table")
 
     cursor: reactive[int] = reactive(0, always_update=True, init=False)
 

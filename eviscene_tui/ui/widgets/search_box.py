@@ -3,17 +3,14 @@ Esc closes. It only posts messages; the screen runs the search (in a worker)."""
 
 from __future__ import annotations
 
-from textual.binding import Binding
 from textual.message import Message
 from textual.widgets import Input
 
+from eviscene_tui.ui.actions import bindings
+
 
 class SearchBox(Input):
-    BINDINGS = [
-        Binding("down", "step(1)", "Next match", id="search.next"),
-        Binding("up", "step(-1)", "Previous match", id="search.previous"),
-        Binding("escape", "close", "Close search", id="search.close"),
-    ]
+    BINDINGS = bindings("search")
 
     class Step(Message):
         """Go to the next (1) or previous (-1) match of the current query."""

@@ -31,7 +31,7 @@ from typing import ClassVar
 
 from rich.segment import Segment
 from rich.style import Style
-from textual.binding import Binding, BindingType
+from textual.binding import BindingType
 from textual.cache import LRUCache
 from textual.geometry import Region, Size
 from textual.message import Message
@@ -45,6 +45,7 @@ from eviscene_tui.tokens.flow import FlowLayout, Frag, id_positions
 from eviscene_tui.tokens.layout import CellLayout, PadRun, RowLayout
 from eviscene_tui.tokens.search import find_offset, parse_query
 from eviscene_tui.tokens.vision import VisionIds
+from eviscene_tui.ui.actions import bindings
 
 MODES = ("grid", "flow")
 
@@ -105,22 +106,7 @@ class TokenView(ScrollView, can_focus=True):
     TokenView:focus { background-tint: $foreground 3%; }
     """
 
-    BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("left", "cursor(-1)", "Prev token", show=False),
-        Binding("right", "cursor(1)", "Next token", show=False),
-        Binding("up", "cursor_row(-1)", "Row up", show=False),
-        Binding("down", "cursor_row(1)", "Row down", show=False),
-        Binding("pageup", "cursor_page(-1)", "Page up", show=False),
-        Binding("pagedown", "cursor_page(1)", "Page down", show=False),
-        Binding("home", "cursor_home", "First", show=False),
-        Binding("end", "cursor_end", "Last", show=False),
-        Binding("n", "next_match", "Next match", id="token_view.next_match"),
-        Binding("N", "previous_match", "Prev match", show=False, id="token_view.previous_match"),
-        Binding("l", "toggle_overlay", "Logprobs", id="token_view.logprobs"),
-        Binding("f", "toggle_mode", "Flow/grid", id="token_view.mode"),
-        Binding("plus,equals_sign", "cell_width(2)", "Wider", show=False),
-        Binding("minus", "cell_width(-2)", "Narrower", show=False),
-    ]
+    BINDINGS: ClassVar[list[BindingType]] = bindings("token_view")
 
     cursor: var[int] = var(0, init=False)
     overlay: var[bool] = var(True, init=False)

@@ -12,7 +12,6 @@ from typing import Any
 from rich.segment import Segment
 from rich.style import Style
 from textual import events
-from textual.binding import Binding
 from textual.cache import LRUCache
 from textual.geometry import Size
 from textual.message import Message
@@ -20,10 +19,13 @@ from textual.reactive import reactive
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
+from eviscene_tui.ui.actions import bindings
 from eviscene_tui.state.trace_rows import StepRow, TraceRows
 
-LINES_PER_STEP = 2
+LINES_PER_STEP = 2  # a step's header line and its result / thought line, cut at the edge
+WRAPPED_LINES_PER_STEP = 5  # wrapped: the header and up to four lines of result and thought
 WIDTH = 600  # virtual width: previews are cropped to it
+GUTTER = 8
 
 
 class TraceView(ScrollView, can_focus=True):
@@ -61,14 +63,7 @@ class TraceView(ScrollView, can_focus=True):
     TraceView > .trace--match { color: $accent; text-style: bold; }
     """
 
-    BINDINGS = [
-        Binding("up", "move(-1)", "Prev step", show=False, id="trace.up"),
-        Binding("down", "move(1)", "Next step", show=False, id="trace.down"),
-        Binding("pageup", "page(-1)", "Page up", show=False, id="trace.pageup"),
-        Binding("pagedown", "page(1)", "Page down", show=False, id="trace.pagedown"),
-        Binding("home", "edge(0)", "First step", show=False, id="trace.home"),
-        Binding("end", "edge(1)", "Last step", show=False, id="trace.end"),
-    ]
+    BINDINGS = bindings("trace")
 
     cursor: reactive[int] = reactive(0, always_update=True, init=False)
 
@@ -93,12 +88,31 @@ class TraceView(ScrollView, can_focus=True):
         self.marks: frozenset[int] = frozenset()  # steps matching the current search (a marker in the gutter)
         self._cache: LRUCache[tuple, Strip] = LRUCache(4096)
         self._wanted: tuple[int, int] | None = None  # the last RowsWanted range posted
+        # every step takes the same number of lines, so a line maps to its step in O(1)
+        # however long the trace; wrapping only changes that number
+        self.lines_per_step = LINES_PER_STEP
+
+    @property
+    def wrapped(self) -> bool:
+        return self.lines_per_step != LINES_PER_STEP
+
+    def set_wrap(self, wrap: bool) -> None:
+        """Wrap each step's result and thought over several lines instead of cutting them."""
+        lines = WRAPPED_LINES_PER_STEP if wrap else LINES_PER_STEP
+        if lines == self.lines_per_step:
+            return
+        self.lines_per_step = lines
+        self._cache.clear()
+        if self.data is not None:
+            self.virtual_size = Size(WIDTH, max(1, self.data.step_count * lines))
+            self._scroll_to_cursor(center=True)
+        self.refresh()
 
     # -- data --------------------------------------------------------------------------
     def set_trace(self, data: TraceRows, *, focus_step: int | None = None) -> None:
         self.data = data
         self._cache.clear()
-        self.virtual_size = Size(WIDTH, max(1, data.step_count * LINES_PER_STEP))
+        self.virtual_size = Size(WIDTH, max(1, data.step_count * self.lines_per_step))
         target = focus_step if focus_step is not None else (data.failure_index if data.failure_index is not None else 0)
         self.goto(target, center=True)
         self.refresh()
@@ -120,8 +134,8 @@ class TraceView(ScrollView, can_focus=True):
 
     def _want(self, index: int) -> None:
         """Ask (once per screenful) for the unbuilt rows around ``index``."""
-        height = max(1, self.scrollable_content_region.height // LINES_PER_STEP)
-        top = self.scroll_offset.y // LINES_PER_STEP
+        height = max(1, self.scrollable_content_region.height // self.lines_per_step)
+        top = self.scroll_offset.y // self.lines_per_step
         span = (max(0, top - height), top + 2 * height + 1)
         if self._wanted is not None and self._wanted[0] <= index < self._wanted[1]:
             return
@@ -145,7 +159,8 @@ class TraceView(ScrollView, can_focus=True):
 
     def _scroll_to_cursor(self, *, center: bool) -> None:
         height = max(1, self.scrollable_content_region.height or self.size.height or 1)
-        top_line = self.cursor * LINES_PER_STEP
+        lines = self.lines_per_step
+        top_line = self.cursor * lines
         if center:
             y = max(0, top_line - height // 2 + 1)
             self.scroll_to(y=y, animate=False, force=True, immediate=True)
@@ -153,8 +168,8 @@ class TraceView(ScrollView, can_focus=True):
         current = self.scroll_offset.y
         if top_line < current:
             self.scroll_to(y=top_line, animate=False, force=True, immediate=True)
-        elif top_line + LINES_PER_STEP > current + height:
-            self.scroll_to(y=top_line + LINES_PER_STEP - height, animate=False, force=True, immediate=True)
+        elif top_line + lines > current + height:
+            self.scroll_to(y=top_line + lines - height, animate=False, force=True, immediate=True)
 
     def on_resize(self, event: events.Resize) -> None:
         self._cache.clear()
@@ -172,7 +187,7 @@ class TraceView(ScrollView, can_focus=True):
             self.cursor = max(0, min(self.data.step_count - 1, self.cursor + delta))
 
     def action_page(self, direction: int) -> None:
-        height = max(1, self.scrollable_content_region.height // LINES_PER_STEP)
+        height = max(1, self.scrollable_content_region.height // self.lines_per_step)
         self.action_move(direction * height)
 
     def action_edge(self, end: int) -> None:
@@ -180,7 +195,7 @@ class TraceView(ScrollView, can_focus=True):
             self.cursor = self.data.step_count - 1 if end else 0
 
     def on_click(self, event: events.Click) -> None:
-        index = (self.scroll_offset.y + event.y) // LINES_PER_STEP
+        index = (self.scroll_offset.y + event.y) // self.lines_per_step
         if self.data and 0 <= index < self.data.step_count:
             self.cursor = index
 
@@ -193,19 +208,19 @@ class TraceView(ScrollView, can_focus=True):
         scroll_x, scroll_y = self.scroll_offset
         width = self.scrollable_content_region.width
         line = scroll_y + y
-        index, part = divmod(line, LINES_PER_STEP)
+        index, part = divmod(line, self.lines_per_step)
         if self.data is None or index >= self.data.step_count:
             return Strip.blank(width, self.rich_style)
         is_cursor = index == self.cursor
         is_failure = index == self.data.failure_index
-        key = (index, part, is_cursor, scroll_x, width)
+        key = (index, part, is_cursor, scroll_x, width, self.lines_per_step)
         cached = self._cache.get(key)
         if cached is not None:
             return cached
         row = self.data.rows[index] if index < len(self.data.rows) else None  # None: still being built by the worker
         if row is None:
             self._want(index)
-        strip = self._build(index, part, row, is_failure)
+        strip = self._build(index, part, row, is_failure, width)
         if is_failure:
             strip = strip.apply_style(self.get_component_rich_style("trace--failure"))
             if self.failure_painted_at is None:
@@ -218,10 +233,10 @@ class TraceView(ScrollView, can_focus=True):
         self._cache[key] = strip
         return strip
 
-    def _build(self, index: int, part: int, row: StepRow | None, is_failure: bool) -> Strip:
+    def _build(self, index: int, part: int, row: StepRow | None, is_failure: bool, width: int = WIDTH) -> Strip:
         s = self.get_component_rich_style
         base: Style = self.rich_style
-        gutter = 8
+        gutter = GUTTER
         if part == 0:
             mark = "\u25b6" if index == self.cursor else " "
             number = f"{mark}{index:>6} "
@@ -246,12 +261,14 @@ class TraceView(ScrollView, can_focus=True):
                 segments.append(Segment("  ", base))
                 segments.append(Segment(row.tool, s("trace--tool")))
             return Strip(segments)
-        if index in self.marks:
+        if index in self.marks and part == 1:
             segments = [Segment("   \u25cf    ", s("trace--match"))]  # a search match
         else:
             segments = [Segment(" " * gutter, base)]
         if row is None:
             return Strip(segments)
+        if self.wrapped:
+            return Strip(segments + self._wrapped_part(row, part - 1, max(10, width - gutter)))
         if row.result:
             segments.append(Segment("\u2192 ", s("trace--dim")))
             segments.append(Segment(row.result, s("trace--result")))
@@ -262,3 +279,53 @@ class TraceView(ScrollView, can_focus=True):
         if not row.result and not row.text:
             segments.append(Segment("(no result, thought or output)", s("trace--dim")))
         return Strip(segments)
+
+    def _detail_segments(self, row: StepRow) -> list[Segment]:
+        s = self.get_component_rich_style
+        base: Style = self.rich_style
+        segments: list[Segment] = []
+        if row.result:
+            segments.append(Segment("\u2192 ", s("trace--dim")))
+            segments.append(Segment(row.result, s("trace--result")))
+            if row.text:
+                segments.append(Segment("   ", base))
+        if row.text:
+            segments.append(Segment(row.text, s("trace--text")))
+        if not row.result and not row.text:
+            segments.append(Segment("(no result, thought or output)", s("trace--dim")))
+        return segments
+
+    def _wrapped_part(self, row: StepRow, line: int, width: int) -> list[Segment]:
+        """Line ``line`` of the step's result and thought wrapped at ``width`` cells; the
+        last line ends in an ellipsis when there is more (step detail shows it all)."""
+        chopped = _chop(self._detail_segments(row), width)
+        last = self.lines_per_step - 2
+        if line >= len(chopped):
+            return []
+        segments = chopped[line]
+        if line == last and len(chopped) > last + 1:
+            segments = Segment.adjust_line_length(segments, width - 1) + [Segment("\u2026", self.get_component_rich_style("trace--dim"))]
+        return segments
+
+
+def _chop(segments: list[Segment], width: int) -> list[list[Segment]]:
+    """Split segments into lines of at most ``width`` cells (hard wrap)."""
+    lines: list[list[Segment]] = []
+    current: list[Segment] = []
+    room = width
+    for segment in segments:
+        while segment.text:
+            if segment.cell_length <= room:
+                current.append(segment)
+                room -= segment.cell_length
+                break
+            head, segment = segment.split_cells(room)
+            current.append(head)
+            lines.append(current)
+            current, room = [], width
+        if room == 0:
+            lines.append(current)
+            current, room = [], width
+    if current:
+        lines.append(current)
+    return lines

@@ -1,0 +1,239 @@
+"""The actions registry: every key binding of the app, declared once.
+
+Each :class:`Action` has a stable id (the name a ``[keys]`` table in the config file
+overrides), its default key, the Textual action it runs, the footer label, the help
+line and, when it is worth offering there, a command-palette title ("noun: verb").
+Screens and widgets take their ``BINDINGS`` from :func:`bindings`; the help screen
+lists :data:`SECTIONS` in order; the palette offers the commands of the bindings
+active on the current screen, each with the key that runs it. Nothing here reads
+run data: every string is the app's own.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from textual.binding import Binding
+
+from eviscene_tui.state.runs import FILTERS
+
+
+@dataclass(frozen=True, slots=True)
+class Action:
+    id: str  # keymap id, e.g. "runs.search"
+    scope: str  # the section (screen or widget) the binding belongs to
+    key: str  # default key(s), comma separated (Textual key names)
+    action: str  # the Textual action string, e.g. "filter('all')"
+    label: str  # footer label
+    help: str = ""  # one line for the help screen and the footer tooltip
+    command: str | None = None  # command-palette title ("noun: verb"); None = not in the palette
+    show: bool = True  # shown in the footer
+    priority: bool = False  # checked before the focused widget's bindings
+
+
+# section scope -> title, in the order the help screen lists them
+SECTIONS: dict[str, str] = {
+    "app": "Everywhere",
+    "runs": "Runs screen",
+    "table": "Runs table",
+    "sort": "Sort chooser",
+    "case": "Case screen",
+    "trace": "Source trace",
+    "search": "Trace search box",
+    "detail": "Step detail",
+    "goto": "Go to step",
+    "label": "Triage label",
+    "confirm": "Confirmation",
+    "stream": "Stream screen",
+    "supervised": "Supervised search",
+    "supervised.site": "Supervised search: site card",
+    "supervised.hints": "Supervised search: hints card",
+    "supervised.continuation": "Supervised search: continuation card",
+    "supervised.verdict": "Supervised search: verdict card",
+    "supervised.next": "Supervised search: next-round card",
+    "supervised.form": "Supervised search: dialogs",
+    "supervised.tristate": "Supervised search: checker value",
+    "tokens": "Token inspector",
+    "token_view": "Token inspector: token view",
+    "help": "Help",
+}
+
+
+def _filters() -> tuple[Action, ...]:
+    keys = {
+        "all": "a", "triage": "t", "nosite": "n", "converged": "c", "running": "r", "paused": "p",
+        "ended": "e", "pending": "v", "problems": "x", "labelled": "L", "awaiting": "w",
+    }
+    out = []
+    for name, key in keys.items():
+        flt = FILTERS[name]
+        verb = "filter triage queue" if name == "triage" else f"filter {flt.title}"
+        out.append(Action(f"runs.filter.{name}", "runs", key, f"filter('{name}')", flt.title.split()[0].capitalize(), flt.help, f"runs: {verb}", show=False))
+    return tuple(out)
+
+
+A = Action
+ACTIONS: tuple[Action, ...] = (
+    # -- everywhere
+    A("app.help", "app", "question_mark", "help", "Help", "Keys of every screen (opens at this screen's section)", "app: show keys and help"),
+    A("app.help_f1", "app", "f1", "help", "Help", "Keys of every screen", show=False),
+    A("app.theme", "app", "ctrl+t", "toggle_theme", "Theme", "Switch between the dark and light theme", "theme: toggle dark / light"),
+    A("app.quit", "app", "q", "quit", "Quit", "Quit eviscene-tui", "app: quit"),
+    # -- runs screen
+    A("runs.search", "runs", "slash", "search", "Search", "Incremental search over case ids and hint texts; the cursor goes to the first match", "runs: search"),
+    A("runs.clear", "runs", "escape", "clear_search", "Clear", "Clear the search / close the search box", "runs: clear search"),
+    *_filters(),
+    A("runs.gate", "runs", "G", "open_gate", "Gate", "Open the operator gate of the highlighted gated search", "gate: open the highlighted search's gate", show=False),
+    A("runs.sort", "runs", "s", "sort_choose", "Sort by", "Choose the column to sort by (the current one again reverses)", "runs: sort by column"),
+    A("runs.sort_next", "runs", "o", "sort_next", "Next sort", "Sort by the next column", "runs: sort by next column", show=False),
+    A("runs.sort_reverse", "runs", "S", "sort_reverse", "Reverse", "Reverse the sort order", "runs: reverse sort"),
+    A("runs.rescan", "runs", "ctrl+r", "rescan", "Rescan", "Discover, summarise and check every case again", "runs: rescan folder", show=False),
+    # -- runs table
+    A("table.up", "table", "up", "cursor(-1)", "Up", "Previous case", show=False),
+    A("table.down", "table", "down", "cursor(1)", "Down", "Next case", show=False),
+    A("table.pageup", "table", "pageup", "page(-1)", "Page up", "One page up", show=False),
+    A("table.pagedown", "table", "pagedown", "page(1)", "Page down", "One page down", show=False),
+    A("table.home", "table", "home", "edge(0)", "First", "First case", show=False),
+    A("table.end", "table", "end", "edge(1)", "Last", "Last case", show=False),
+    A("table.open", "table", "enter", "select", "Open case", "Open the highlighted case", "runs: open highlighted case"),
+    A("sort.cancel", "sort", "escape", "cancel", "Cancel", "Close without changing the sort"),
+    # -- case screen
+    A("case.back", "case", "escape", "back", "Back", "Back to the runs screen", "case: back to runs"),
+    A("case.failure", "case", "f", "goto_failure", "Failure", "Go to the localized failure step", "case: go to failure step"),
+    A("case.next_policy", "case", "n", "policy(1)", "Next policy", "Next policy step", "case: next policy step"),
+    A("case.prev_policy", "case", "p", "policy(-1)", "Prev policy", "Previous policy step", "case: previous policy step"),
+    A("case.goto", "case", "colon", "goto_step", "Go to step", "Go to step N", "case: go to step N"),
+    A("case.search", "case", "slash", "search", "Search", "Search the steps' text (tool args and results, thought, output): Enter / down next, up previous, Esc closes", "case: search the trace"),
+    A("case.detail", "case", "enter", "step_detail", "Detail", "Full detail of the highlighted step", "case: show step detail"),
+    A("case.wrap", "case", "w", "toggle_wrap", "Wrap", "Wrap the trace rows' thoughts and outputs instead of cutting them at the edge", "case: wrap trace rows"),
+    A("case.reveal", "case", "v", "toggle_reveal", "Reveal privileged", "Show / hide gold, expected verdict, judge and localizer explanations, private context", "case: reveal privileged material"),
+    A("case.tab.trace", "case", "1", "tab('trace')", "Trace tab", "Source trace", "case: show trace", show=False),
+    A("case.tab.localization", "case", "2", "tab('localization')", "Localization tab", "Failure site and semantic localization", "case: show localization", show=False),
+    A("case.tab.rounds", "case", "3", "tab('rounds')", "Rounds tab", "Rounds, feedback, proposals, attempts", "case: show rounds timeline", show=False),
+    A("case.tab.compare", "case", "4", "tab('compare')", "Compare tab", "Source and teacher step side by side", "case: compare source and teacher step", show=False),
+    A("case.tab.integrity", "case", "5", "tab('integrity')", "Integrity tab", "Every problem found in this case", "case: show integrity problems", show=False),
+    A("case.problem", "case", "exclamation_mark", "next_problem", "Problem", "The next integrity problem: where it is shown and its message", "case: next problem"),
+    A("case.stream", "case", "t", "open_stream", "Stream", "Stream a hinted teacher continuation", "case: stream teacher continuation"),
+    A("case.supervised", "case", "g", "open_supervised", "Supervise", "Run an operator-gated supervised search", "case: start supervised search"),
+    A("case.tokens", "case", "k", "open_tokens", "Tokens", "Token capture inspector for the highlighted step", "case: inspect token capture"),
+    A("case.label", "case", "l", "triage_label", "Label", "Record a triage label (review journal, outside the root)", "case: add triage label"),
+    A("case.gate", "case", "G", "open_gate", "Gate", "The operator gate of this search's driver (eviscene-tui gate)", "case: open the driver's gate", show=False),
+    A("case.reload", "case", "ctrl+r", "reload", "Reload", "Read the case again", "case: reload", show=False),
+    # -- source trace
+    A("trace.up", "trace", "up", "move(-1)", "Prev step", "Previous step", show=False),
+    A("trace.down", "trace", "down", "move(1)", "Next step", "Next step", show=False),
+    A("trace.pageup", "trace", "pageup", "page(-1)", "Page up", "One page up", show=False),
+    A("trace.pagedown", "trace", "pagedown", "page(1)", "Page down", "One page down", show=False),
+    A("trace.home", "trace", "home", "edge(0)", "First step", "First step", show=False),
+    A("trace.end", "trace", "end", "edge(1)", "Last step", "Last step", show=False),
+    A("search.next", "search", "down", "step(1)", "Next match", "Next step that matches"),
+    A("search.previous", "search", "up", "step(-1)", "Previous match", "Previous step that matches"),
+    A("search.close", "search", "escape", "close", "Close search", "Close the search box and clear its marks"),
+    A("detail.close", "detail", "escape", "close", "Close", "Back to the case"),
+    A("detail.close_enter", "detail", "enter", "close", "Close", "Back to the case", show=False),
+    A("goto.cancel", "goto", "escape", "cancel", "Cancel", "Close without moving"),
+    A("label.cancel", "label", "escape", "cancel", "Cancel", "Close without recording a label"),
+    A("confirm.yes", "confirm", "y,enter", "yes", "Go on", "Go on despite the warning"),
+    A("confirm.no", "confirm", "n,escape", "no", "Cancel", "Do not go on"),
+    # -- stream screen
+    A("stream.send", "stream", "ctrl+s", "send", "Send", "Send the hinted request to the policy", "stream: send request", priority=True),
+    A("stream.cancel", "stream", "ctrl+x", "cancel_stream", "Cancel", "Cancel the running continuation (closes the stream)", "stream: cancel continuation", priority=True),
+    A("stream.request", "stream", "ctrl+r", "toggle_request", "Request", "Show or hide the exact request", "stream: show request", priority=True),
+    A("stream.tokens", "stream", "k", "inspect_tokens", "Tokens", "Token inspector on the current or last continuation", "stream: inspect tokens"),
+    A("stream.tokens_anywhere", "stream", "ctrl+o", "inspect_tokens", "Tokens", "Token inspector (also while typing the hint)", priority=True, show=False),
+    A("stream.back", "stream", "escape", "back", "Back", "Back to the case (cancels a running stream)", "stream: back to case"),
+    # -- supervised search
+    A("supervised.back", "supervised", "escape", "back", "Back", "Back to the case", "supervised: back to case"),
+    A("supervised.goto_gate", "supervised", "g", "goto_gate", "Go to gate", "Move the keys to the open gate's card", "supervised: go to the open gate"),
+    A("supervised.journal", "supervised", "j", "journal", "Journal", "Show the decision journal (chain check, stale decisions)", "supervised: show journal"),
+    A("supervised.ack_torn", "supervised", "ctrl+k", "ack_torn", "Ack torn tail", "Acknowledge torn bytes at the end of the journal (they stay in the file)", "supervised: acknowledge torn journal tail", show=False),
+    A("supervised.site.accept", "supervised.site", "a", "accept", "Accept site", "Accept the failure site", "site: accept"),
+    A("supervised.site.relocalize", "supervised.site", "r", "relocalize", "Relocalize", "Pick another step (with a note)", "site: relocalize"),
+    A("supervised.hints.fetch", "supervised.hints", "f", "fetch", "Fetch hints", "Ask the hint constructor (once per round)", "hints: fetch proposals"),
+    A("supervised.hints.new", "supervised.hints", "n", "new", "Type hint", "Type a hint (multi-line)", "hints: type a hint"),
+    A("supervised.hints.approve", "supervised.hints", "a", "approve", "Approve hint", "Approve the highlighted hint to run", "hints: approve"),
+    A("supervised.hints.reject", "supervised.hints", "x", "reject", "Reject hint", "Reject the highlighted hint (reason)", "hints: reject"),
+    A("supervised.hints.prompt", "supervised.hints", "p", "prompt", "Prompt", "Show the exact hint-constructor prompt", "hints: show prompt"),
+    A("supervised.hints.end", "supervised.hints", "e", "end", "End round", "End the round without an attempt (note)", "hints: end round"),
+    A("supervised.cont.run", "supervised.continuation", "c", "run", "Run continuation", "Stream the approved hint's teacher continuation", "continuation: run"),
+    A("supervised.cont.cancel", "supervised.continuation", "ctrl+x", "cancel", "Cancel stream", "Cancel the running continuation", "continuation: cancel"),
+    A("supervised.verdict.approve", "supervised.verdict", "a", "approve", "Approve attempt", "Accept the attempt (the search converges)", "attempt: approve"),
+    A("supervised.verdict.reject", "supervised.verdict", "x", "reject", "Reject attempt", "Reject the attempt (reason, checker values)", "attempt: reject"),
+    A("supervised.verdict.relocalize", "supervised.verdict", "r", "relocalize", "Relocalize", "The failure is at another step", "attempt: relocalize"),
+    A("supervised.next.start", "supervised.next", "s", "start", "Start round", "Start the next round with the feedback shown", "round: start next"),
+    A("supervised.next.stop", "supervised.next", "t", "stop", "Stop search", "Stop the search (resumable with u)", "round: stop search"),
+    A("supervised.next.resume", "supervised.next", "u", "resume", "Resume", "Resume a search the operator stopped", "round: resume search"),
+    A("supervised.form.submit", "supervised.form", "ctrl+s", "submit", "Submit", "Submit the dialog", priority=True),
+    A("supervised.form.cancel", "supervised.form", "escape", "cancel", "Cancel", "Close the dialog (what was typed is lost)"),
+    A("supervised.tristate.next", "supervised.tristate", "space,enter,right", "cycle(1)", "Next value", "Checker value: unset \u2192 true \u2192 false", show=False),
+    A("supervised.tristate.previous", "supervised.tristate", "left", "cycle(-1)", "Previous value", "Checker value, backwards", show=False),
+    A("supervised.tristate.true", "supervised.tristate", "t", "set('true')", "True", "Checker value true", show=False),
+    A("supervised.tristate.false", "supervised.tristate", "f", "set('false')", "False", "Checker value false", show=False),
+    A("supervised.tristate.unset", "supervised.tristate", "u", "set('unset')", "Unset", "Checker value unset (not judged)", show=False),
+    # -- token inspector
+    A("tokens.back", "tokens", "escape", "back", "Back", "Back to where the inspector was opened", "tokens: back"),
+    A("tokens.search", "tokens", "slash", "open_prompt('search')", "Search", "Search by id (#248056) or by decoded text", "tokens: search"),
+    A("tokens.goto", "tokens", "g", "open_prompt('jump')", "Go to offset", "Jump to an id offset", "tokens: go to offset"),
+    A("tokens.captures", "tokens", "c", "pick", "Captures", "List every token capture of this case", "tokens: pick a capture"),
+    A("tokens.hint_span", "tokens", "h", "jump_highlight", "Hint span", "Where the hint was inserted in the teacher prompt", "tokens: jump to the hint span"),
+    A("tokens.next_image", "tokens", "i", "next_image", "Next image", "Next image-pad run", "tokens: next image"),
+    A("tokens.side_by_side", "tokens", "s", "toggle_pair", "Side by side", "Student vs teacher prompt (or teacher vs source completion)", "tokens: side by side"),
+    A("token_view.left", "token_view", "left", "cursor(-1)", "Prev token", "Previous token", show=False),
+    A("token_view.right", "token_view", "right", "cursor(1)", "Next token", "Next token", show=False),
+    A("token_view.up", "token_view", "up", "cursor_row(-1)", "Row up", "One row up", show=False),
+    A("token_view.down", "token_view", "down", "cursor_row(1)", "Row down", "One row down", show=False),
+    A("token_view.pageup", "token_view", "pageup", "cursor_page(-1)", "Page up", "One page up", show=False),
+    A("token_view.pagedown", "token_view", "pagedown", "cursor_page(1)", "Page down", "One page down", show=False),
+    A("token_view.home", "token_view", "home", "cursor_home", "First", "First token", show=False),
+    A("token_view.end", "token_view", "end", "cursor_end", "Last", "Last token", show=False),
+    A("token_view.next_match", "token_view", "n", "next_match", "Next match", "Next search match", "tokens: next match"),
+    A("token_view.previous_match", "token_view", "N", "previous_match", "Prev match", "Previous search match", "tokens: previous match", show=False),
+    A("token_view.logprobs", "token_view", "l", "toggle_overlay", "Logprobs", "Colour completion tokens by logprob", "tokens: toggle logprob colours"),
+    A("token_view.mode", "token_view", "f", "toggle_mode", "Flow/grid", "Flowing text view or one cell per token", "tokens: toggle flow / grid view"),
+    A("token_view.wider", "token_view", "plus,equals_sign", "cell_width(2)", "Wider", "Wider token cells", show=False),
+    A("token_view.narrower", "token_view", "minus", "cell_width(-2)", "Narrower", "Narrower token cells", show=False),
+    # -- help
+    A("help.close", "help", "escape", "close", "Close", "Close the help"),
+    A("help.close_q", "help", "question_mark", "close", "Close", "Close the help", show=False),
+    A("help.close_f1", "help", "f1", "close", "Close", "Close the help", show=False),
+)
+
+BY_ID: dict[str, Action] = {a.id: a for a in ACTIONS}
+
+
+def actions(scope: str) -> list[Action]:
+    """The actions of one section, in declaration order."""
+    return [a for a in ACTIONS if a.scope == scope]
+
+
+def binding(action_id: str) -> Binding:
+    a = BY_ID[action_id]
+    return Binding(a.key, a.action, a.label, show=a.show, id=a.id, tooltip=a.help, priority=a.priority)
+
+
+def bindings(scope: str) -> list[Binding]:
+    """The ``BINDINGS`` of a screen or widget: every action of its section."""
+    found = actions(scope)
+    if not found:
+        raise KeyError(f"no actions registered for {scope!r}")
+    return [binding(a.id) for a in found]
+
+
+def effective_keys(action: Action, keymap: dict[str, str]) -> list[str]:
+    """The key names that run ``action`` now (the user's ``[keys]`` override first)."""
+    key = keymap.get(action.id, action.key)
+    return [k.strip() for k in key.split(",") if k.strip()]
+
+
+def _check_registry() -> None:
+    """Ids are unique and every action's section is listed (at import: a typo fails at once)."""
+    if len(BY_ID) != len(ACTIONS):
+        seen: set[str] = set()
+        dupes = [a.id for a in ACTIONS if a.id in seen or seen.add(a.id)]  # type: ignore[func-returns-value]
+        raise ValueError(f"duplicate action ids: {dupes}")
+    unknown = sorted({a.scope for a in ACTIONS} - set(SECTIONS))
+    if unknown:
+        raise ValueError(f"actions in sections the help does not list: {unknown}")
+
+
+_check_registry()
