@@ -83,8 +83,12 @@ def test_every_binding_has_a_registered_id() -> None:
         ("eviscene_tui.ui.screens.supervised", "SupervisedScreen"), ("eviscene_tui.ui.screens.supervised", "SiteCard"),
         ("eviscene_tui.ui.screens.supervised", "HintsCard"), ("eviscene_tui.ui.screens.supervised", "ContinuationCard"),
         ("eviscene_tui.ui.screens.supervised", "VerdictCard"), ("eviscene_tui.ui.screens.supervised", "NextCard"),
-        ("eviscene_tui.ui.screens.supervised", "FormScreen"), ("eviscene_tui.ui.screens.tokens", "TokenScreen"),
+("eviscene_tui.ui.screens.tokens", "TokenScreen"),
         ("eviscene_tui.ui.widgets.token_view", "TokenView"), ("eviscene_tui.ui.screens.help", "HelpScreen"),
+        ("eviscene_tui.ui.screens.dialogs", "TriState"), ("eviscene_tui.ui.screens.dialogs", "FormScreen"),
+        ("eviscene_tui.ui.screens.gate", "GateScreen"), ("eviscene_tui.ui.screens.gate", "GateCard"),
+        ("eviscene_tui.ui.screens.gate", "ReasonPrompt"), ("eviscene_tui.ui.screens.gate", "StepPicker"),
+        ("eviscene_tui.ui.screens.confirm", "ConfirmScreen"),
     ]
     for module, name in classes:
         cls = getattr(importlib.import_module(module), name)

@@ -19,7 +19,6 @@ from functools import partial
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
-from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
 from textual.content import Content
 from textual.screen import ModalScreen, Screen
@@ -28,6 +27,7 @@ from textual.widgets.option_list import Option
 
 from eviscene_tui.safe_text import safe_text
 from eviscene_tui.state.gate import GateSession, GateSnapshot, TraceStep
+from eviscene_tui.ui.actions import bindings
 from eviscene_tui.ui.messages import GateDecisionDone, GateDecisionRequested, GateResumed, GateSnapshotLoaded
 from eviscene_tui.ui.widgets.key_footer import KeyFooter
 
@@ -166,7 +166,7 @@ def render_progress(snap: GateSnapshot) -> Text:
 
 # ---------------------------------------------------------------------- modals
 class ReasonPrompt(ModalScreen[str | None]):
-    BINDINGS = [Binding("escape", "cancel", "Cancel", id="gate.reason.cancel")]
+    BINDINGS = bindings("gate.reason")
 
     def __init__(self, title: str) -> None:
         super().__init__()
@@ -191,7 +191,7 @@ class ReasonPrompt(ModalScreen[str | None]):
 class StepPicker(ModalScreen[tuple[int | None, str] | None]):
     """Relocalize: pick the earliest error step K in the source trace (or none), then a note."""
 
-    BINDINGS = [Binding("escape", "cancel", "Cancel", id="gate.steps.cancel")]
+    BINDINGS = bindings("gate.steps")
     NO_STEP = "no-step"
 
     def __init__(self, steps: tuple[TraceStep, ...], current: int | None) -> None:
@@ -237,12 +237,7 @@ class GateCard(Static, can_focus=True):
     GateCard { border: round $primary; padding: 0 1; height: auto; }
     GateCard:focus { border: round $accent; }
     """
-    BINDINGS = [
-        Binding("a", "decide('approve')", "Approve", id="gate.approve", tooltip="Approve the round (feedback unchanged) or the hint"),
-        Binding("r", "decide('relocalize')", "Relocalize", id="gate.relocalize", tooltip="Run the round relocalized; pick the step in the trace"),
-        Binding("s", "decide('stop')", "Stop", id="gate.stop", tooltip="Stop the search before this round (resumable)"),
-        Binding("x", "decide('reject-hint')", "Reject hint", id="gate.reject", tooltip="Reject the proposed hint (the search goes on)"),
-    ]
+    BINDINGS = bindings("gate.card")
 
     kind: str | None = None
 
@@ -265,10 +260,7 @@ class GateCard(Static, can_focus=True):
 
 
 class GateScreen(Screen[None]):
-    BINDINGS = [
-        Binding("escape", "app.pop_screen", "Back", id="gate.back"),
-        Binding("R", "resume", "Resume", id="gate.resume", tooltip="Start the stopped driver again under the gate (--resume)"),
-    ]
+    BINDINGS = bindings("gate")
     DEFAULT_CSS = """
     GateScreen #gate-header { padding: 0 1; height: auto; }
     GateScreen #gate-history, GateScreen #gate-progress { padding: 0 1; height: auto; }

@@ -31,6 +31,9 @@ SCREEN_SECTIONS: dict[str, str] = {
     "SupervisedScreen": "supervised",
     "FormScreen": "supervised.form",
     "TokenScreen": "tokens",
+    "GateScreen": "gate",
+    "ReasonPrompt": "gate.reason",
+    "StepPicker": "gate.steps",
 }
 
 
