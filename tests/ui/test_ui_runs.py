@@ -181,10 +181,10 @@ async def test_problem_counts_equal_check_json(tmp_path_factory, capsysbinary) -
 
 async def test_changed_case_is_checked_again(tmp_path_factory, tmp_path) -> None:
     """Tampering with an episode after the first pass raises the case's count (full check on change)."""
-    import shutil
+    from ui_helpers import copy_case
 
     root = tmp_path / "runs"
-    shutil.copytree(sample_root(tmp_path_factory) / "feedback-converged-3-rounds", root / "feedback-converged-3-rounds", symlinks=True)
+    copy_case(tmp_path_factory, "feedback-converged-3-rounds", root)
     app = make_app(root, transient_grace=0.0)
     async with app.run_test(size=(160, 40)) as pilot:
         await wait_scan(pilot, app)
