@@ -1,4 +1,4 @@
-# Two commands: `make demo` and `make test`. Both create .venv when missing and are quick the second time.
+# Two commands: `make demo` and `make test` (ruff, mypy, then pytest). Both create .venv when missing and are quick the second time.
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
@@ -23,6 +23,8 @@ demo: $(RUN_STAMP)
 	$(VENV)/bin/eviscene-tui demo sample_runs
 
 test: $(TEST_STAMP)
+	$(VENV)/bin/ruff check eviscene_tui tests bench
+	$(VENV)/bin/mypy
 	$(PY) -m pytest -q -p no:cacheprovider
 
 bench: $(TEST_STAMP)

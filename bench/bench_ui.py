@@ -62,7 +62,7 @@ async def _runs_first_paint(root: Path) -> tuple[float, float, int]:
     started = time.perf_counter()
     app = EvisceneApp(AppOptions.from_args(root, object(), settings=Settings()), watch=False)
     first = None
-    async with app.run_test(size=(120, 40)) as pilot:
+    async with app.run_test(size=(120, 40)):
         while time.perf_counter() - started < 600:
             try:
                 table = app.screen.query_one(RunsTable)

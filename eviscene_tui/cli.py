@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
+from typing import NoReturn
 from pathlib import Path
 
 # name -> (module, one-line help). Each module exposes ``add_arguments(parser)`` and ``run(args) -> int``.
@@ -37,7 +38,7 @@ class UsageError(Exception):
 
 
 class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # one line, exit 2, no traceback
+    def error(self, message: str) -> NoReturn:  # one line, exit 2, no traceback
         self.exit(2, f"{self.prog}: error: {message}\n")
 
 

@@ -99,10 +99,10 @@ LAYOUT_SLATE = "slate"
 LAYOUT_UNKNOWN = "unknown"
 
 
-def _guarded(default: Callable[[], Any]) -> Callable[[Callable[..., T]], Any]:
+def _guarded(default: Callable[[], Any]) -> Callable[[Callable[[Any], T]], functools.cached_property[T]]:
     """cached_property that records any unexpected exception as a Problem instead of raising."""
 
-    def deco(fn: Callable[..., T]) -> Any:
+    def deco(fn: Callable[[Any], T]) -> functools.cached_property[T]:
         @functools.wraps(fn)
         def wrapper(self: Any) -> T:
             try:
@@ -1191,8 +1191,7 @@ class CaseBundle(_Loader):
         self.load_root()
         for r in self.rounds:
             r.load_all()
-        self.source_trace_path
-        self.private_context
+        _ = self.source_trace_path, self.private_context  # reading these properties records their problems
         if include_trace:
             self.trace()
         return self.problems

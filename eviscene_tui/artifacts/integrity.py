@@ -44,7 +44,7 @@ from typing import Any, Iterator
 from eviscene_tui.artifacts.jsonio import (
     BOUND_GZIP_SCHEMA,
     BoundRead,
-    canonical_json_bytes as canonical_bytes,  # the one canonical encoder (fast path for token-id lists)
+    canonical_json_bytes as canonical_bytes,  # noqa: F401 - re-exported: the one canonical encoder (fast path for token-id lists)
     canonical_sha256,
     hint_sha256,
     jsonl_file_rows,
@@ -131,7 +131,7 @@ def check_case(
     checker = _Checker(ref, cache, path_map=path_map, provenance=provenance)
     try:
         checker.run()
-    except Exception as exc:  # defensive: hostile input must not crash a report
+    except Exception as exc:  # noqa: BLE001 - hostile input must not crash a report: it becomes a Problem
         checker.add(
             ProblemCode.JSON_INVALID,
             ref.path,

@@ -24,7 +24,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path, PurePosixPath, PureWindowsPath
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from eviscene_tui.artifacts.jsonio import sha256_file
 from eviscene_tui.artifacts.problems import Problem, ProblemCode
@@ -220,7 +220,7 @@ def parse_psd_media(obj: Any, *, path: str = "psd_media") -> tuple[PsdMedia | No
     extra = {k: v for k, v in data.items() if k not in fields}
     try:
         media = PsdMedia(**extra, **fields)
-    except Exception as exc:  # pydantic ValidationError or odd keys
+    except (ValidationError, TypeError) as exc:  # fields that do not fit, or keys that are not names
         problem(ProblemCode.SCHEMA_UNKNOWN, f"psd_media does not fit the model: {exc}")
         return None, problems
     return media, problems
@@ -306,7 +306,7 @@ def estimate_pad_count(width: int, height: int, processor_config: dict[str, Any]
     patch = cfg.get("patch_size")
     if not _pos_int(patch) or not _pos_int(merge_size) or width <= 0 or height <= 0 or patch > 4096:
         return None
-    size = cfg.get("size") if isinstance(cfg.get("size"), dict) else {}
+    size = _v if isinstance(_v := cfg.get("size"), dict) else {}
     min_pixels = next((v for v in (cfg.get("min_pixels"), size.get("shortest_edge")) if _pos_int(v)), 56 * 56)
     max_pixels = next((v for v in (cfg.get("max_pixels"), size.get("longest_edge")) if _pos_int(v)), 28 * 28 * 1280)
     factor = patch * merge_size
@@ -415,7 +415,7 @@ def _dimensions(path: Path) -> tuple[int | None, int | None, str | None]:
 
         with Image.open(path) as im:
             return int(im.width), int(im.height), str(im.format or "") or None
-    except Exception:
+    except (ImportError, OSError, ValueError, Image.DecompressionBombError):  # unknown size: the caller shows "?"
         return None, None, None
 
 

@@ -258,7 +258,7 @@ def summary_fingerprint(ref: CaseRef) -> tuple[Any, ...]:
 
 def _latest_mtime(fingerprint: tuple[Any, ...]) -> float:
     best = 0
-    for name, is_dir, mtime_ns, _ in fingerprint[0] if fingerprint else ():
+    for _name, is_dir, mtime_ns, _ in fingerprint[0] if fingerprint else ():
         if not is_dir and mtime_ns > best:
             best = mtime_ns
     if best == 0:
@@ -308,7 +308,7 @@ def summarize_case(
             _summarize_slate(summary, path)
         else:
             _summarize_unknown(summary, path)
-    except Exception as exc:  # pragma: no cover - defensive: a summary must never raise
+    except Exception as exc:  # noqa: BLE001 - a summary never raises: the failure becomes a Problem
         summary.problems.append(
             Problem(code=ProblemCode.JSON_INVALID, path=str(path), message=f"could not summarise: {type(exc).__name__}: {exc}")
         )

@@ -149,7 +149,7 @@ def run(args: argparse.Namespace) -> int:
                 for problem in r.problems[:20]:
                     print(f"  - {safe_text(problem, single_line=True)}", file=sys.stderr)
             return 1
-        events = []
+        events: list[dict[str, Any]] = []
         for j in journals:
             evs, _ = parse_journal_bytes(j.read_bytes())
             events.extend({"journal": str(j), **e} for e in evs)

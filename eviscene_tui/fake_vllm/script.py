@@ -247,7 +247,7 @@ def image_pad_count(data_url: str, family: str) -> int:
         with Image.open(io.BytesIO(raw)) as im:
             w, h = im.size
         return max(1, math.ceil(w / side) * math.ceil(h / side))
-    except Exception:
+    except (ValueError, OSError, Image.DecompressionBombError):  # not a decodable image: a small fixed pad count
         return 4
 
 

@@ -180,14 +180,15 @@ def create_app(cfg: FakeConfig, recorder: FakeRecorder | None = None) -> Starlet
                 return JSONResp({"error": "Unauthorized"}, status_code=401)
         return None
 
-    async def read_body(request: Request) -> tuple[dict[str, Any] | None, Response | None]:
+    async def read_body(request: Request) -> tuple[dict[str, Any], Response | None]:
+        """(the JSON object, None), or ({}, the 400 response to send)."""
         raw = await request.body()
         try:
             body = orjson.loads(raw) if raw else {}
         except orjson.JSONDecodeError as exc:
-            return None, err(400, f"Invalid JSON body: {exc.msg}")
+            return {}, err(400, f"Invalid JSON body: {exc.msg}")
         if not isinstance(body, dict):
-            return None, err(400, "Request body must be a JSON object")
+            return {}, err(400, "Request body must be a JSON object")
         rec.requests.append({"path": request.url.path, "body": body, "at": time.time()})
         return body, None
 
@@ -201,7 +202,7 @@ def create_app(cfg: FakeConfig, recorder: FakeRecorder | None = None) -> Starlet
             return err(400, message or f"This model's maximum context length is {cfg.max_model_len} tokens. However, you requested {cfg.max_model_len + 1024} tokens in the messages. Please reduce the length of the messages.")
         if status == 404:
             return err(404, message or "The model `unknown` does not exist.", "model")
-        return err(int(status), message or "EngineCore encountered an issue. See stack trace for the root cause.")
+        return err(int(status or 500), message or "EngineCore encountered an issue. See stack trace for the root cause.")
 
     # ------------------------------------------------------------------ status endpoints
     async def health(request: Request) -> Response:
@@ -213,10 +214,11 @@ def create_app(cfg: FakeConfig, recorder: FakeRecorder | None = None) -> Starlet
 
     async def metrics(request: Request) -> Response:
         m = cfg.alias
-        running = cfg.scenario.get("metrics_running")
-        running = rec.running if running is None else int(running)
+        forced_running = cfg.scenario.get("metrics_running")
+        running = rec.running if forced_running is None else int(forced_running)
         waiting = int(cfg.scenario.get("metrics_waiting") or 0)
-        kv = float(cfg.scenario.get("kv_cache_usage") if cfg.scenario.get("kv_cache_usage") is not None else min(1.0, 0.05 * running))
+        forced_kv = cfg.scenario.get("kv_cache_usage")
+        kv = float(forced_kv) if forced_kv is not None else min(1.0, 0.05 * running)
         lines = [
             "# HELP vllm:num_requests_running Number of requests in model execution batches.",
             "# TYPE vllm:num_requests_running gauge",

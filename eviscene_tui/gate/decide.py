@@ -146,7 +146,7 @@ def decide(
         if note:
             notes.append(note + (f" ({problem})" if problem else ""))
     reason = (reason or "").strip() or DEFAULT_REASONS.get(action, "")
-    hint = request.doc.get("hint") if isinstance(request.doc.get("hint"), dict) else {}
+    hint = _v if isinstance(_v := request.doc.get("hint"), dict) else {}
     doc = proto.with_digest(
         {
             "schema_version": proto.DECISION_SCHEMA,

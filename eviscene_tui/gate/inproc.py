@@ -321,7 +321,7 @@ def history_summary(history: Any) -> list[dict[str, Any]]:
         for attempt in fb.get("attempts") or []:
             if not isinstance(attempt, dict):
                 continue
-            checker = attempt.get("checker") if isinstance(attempt.get("checker"), dict) else {}
+            checker = _v if isinstance(_v := attempt.get("checker"), dict) else {}
             attempts.append(
                 {
                     "hint": str(attempt.get("hint") or ""),
@@ -578,7 +578,7 @@ class SearchGate:
             if callable(rejection):
                 try:
                     rule = str(rejection(text, feedback) or "")
-                except Exception as exc:  # the driver's own rule failing is shown, not hidden
+                except Exception as exc:  # noqa: BLE001 - the driver's own rule failing is shown, not hidden
                     rule = f"revision_rejection raised {type(exc).__name__}"
             files = {}
             for rel in ("proposer-response.json",):

@@ -77,7 +77,7 @@ def event_hash(event: dict[str, Any]) -> str:
 
 def make_target(
     case: str | None = None,
-    round: int | None = None,  # noqa: A002 - the field is called round
+    round: int | None = None,
     step_index: int | None = None,
     hint_sha256: str | None = None,
     attempt_id: str | None = None,

@@ -56,7 +56,7 @@ class Decision:
     def row(self) -> dict[str, Any]:
         """Flat export row."""
         ev = self.event
-        data = ev.get("data") if isinstance(ev.get("data"), dict) else {}
+        data = _v if isinstance(_v := ev.get("data"), dict) else {}
         t = self.target
         return {
             "seq": ev.get("seq"),
@@ -79,8 +79,8 @@ class Decision:
         }
 
 
-def _subject(ev: dict[str, Any]) -> tuple | None:
-    t = ev.get("target") if isinstance(ev.get("target"), dict) else {}
+def _subject(ev: dict[str, Any]) -> tuple[Any, ...] | None:
+    t = _v if isinstance(_v := ev.get("target"), dict) else {}
     action = ev.get("action")
     if action in _HINT_ACTIONS:
         return ("hint", t.get("case"), t.get("round"), t.get("hint_sha256"))
@@ -89,7 +89,7 @@ def _subject(ev: dict[str, Any]) -> tuple | None:
     if action == "relocalize":
         return ("relocalize", t.get("case"), t.get("round"))
     if action == "triage_label":
-        data = ev.get("data") if isinstance(ev.get("data"), dict) else {}
+        data = _v if isinstance(_v := ev.get("data"), dict) else {}
         return ("triage", t.get("case"), data.get("label"))
     return None
 
@@ -108,7 +108,7 @@ class DecisionState:
                 return d
         return None
 
-    def _latest(self, subject: tuple) -> Decision | None:
+    def _latest(self, subject: tuple[Any, ...]) -> Decision | None:
         for d in reversed(self.decisions):
             if d.active and _subject(d.event) == subject:
                 return d
@@ -152,13 +152,13 @@ class DecisionState:
 def fold(events: Iterable[dict[str, Any]]) -> DecisionState:
     state = DecisionState()
     index: dict[str, Decision] = {}
-    latest: dict[tuple, Decision] = {}
+    latest: dict[tuple[Any, ...], Decision] = {}
     for ev in events:
         if not isinstance(ev, dict):
             continue
         if ev.get("action") == "undo":
             state.undos.append(ev)
-            data = ev.get("data") if isinstance(ev.get("data"), dict) else {}
+            data = _v if isinstance(_v := ev.get("data"), dict) else {}
             target = index.get(str(data.get("undoes")))
             if target is not None and target.undone_by is None:
                 target.undone_by = str(ev.get("id"))
@@ -208,7 +208,7 @@ def evidence_for(paths: Iterable[str | os.PathLike[str]], base_dir: str | os.Pat
 
 def stale_paths(event: dict[str, Any], base_dir: str | os.PathLike[str]) -> list[str]:
     """Evidence paths whose file is missing or whose sha256 differs now."""
-    evidence = event.get("evidence") if isinstance(event.get("evidence"), dict) else {}
+    evidence = _v if isinstance(_v := event.get("evidence"), dict) else {}
     base = Path(base_dir)
     out = []
     for rel, digest in evidence.items():

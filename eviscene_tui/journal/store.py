@@ -129,7 +129,7 @@ def parse_journal_bytes(data: bytes) -> tuple[list[dict[str, Any]], list[BadLine
                 # before "\n". It is still torn (never acknowledged as written).
                 message = "torn tail: complete JSON but no trailing newline"
             if message is None:
-                events.append(value)  # type: ignore[arg-type]
+                events.append(value)
             else:
                 bad.append(BadLine(number, offset, len(line), sha256_bytes(line), message, tail))
         offset = stop + 1
@@ -261,7 +261,7 @@ class Journal:
     def __del__(self) -> None:  # pragma: no cover - best effort
         try:
             self.close()
-        except Exception:
+        except Exception:  # noqa: BLE001 - __del__ must not raise, and at collection there is no one to tell
             pass
 
     # ------------------------------------------------------------------ reading

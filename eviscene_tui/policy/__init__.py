@@ -20,7 +20,8 @@ from eviscene_tui.policy.client import PolicyClient, ServerStatus, validate_live
 from eviscene_tui.policy.events import Attestation, Delta, PolicyEvent, StreamError, ToolCallDelta
 from eviscene_tui.policy.config import PolicyConfig, policy_config
 from eviscene_tui.policy.profile import PolicyTarget, ProfileError, load_target_from_profile, resolve_policy_target, unattested_target
-from eviscene_tui.policy.request import HINT_PLACEMENTS, RequestUnavailable, TeacherRequest, apply_hint, chat_body, describe_request, with_hint
+from eviscene_tui.policy.request import RequestUnavailable, TeacherRequest, apply_hint, chat_body, describe_request, with_hint
+from eviscene_tui.settings import HINT_PLACEMENTS
 from eviscene_tui.policy.session import ContinuationOutcome, record_failure, run_continuation
 
 __all__ = [

@@ -18,7 +18,8 @@ import time
 from contextlib import aclosing
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterable
+from typing import Any, Literal
 
 import httpcore
 import httpx
@@ -64,20 +65,25 @@ def validate_live_model(target: PolicyTarget, models: Any, base_url: str) -> Att
         )
     row = rows[0]
     root, mml = row.get("root"), row.get("max_model_len")
-    base = dict(model_id=row.get("id"), root=root if isinstance(root, str) else None, max_model_len=mml if isinstance(mml, int) else None, expected=expected)
+    model_id = row.get("id") if isinstance(row.get("id"), str) else None
+    served_root = root if isinstance(root, str) else None
+    served_len = mml if isinstance(mml, int) else None
+
+    def attestation(status: Literal["attested", "refused"], message: str, field: str | None = None) -> Attestation:
+        return Attestation(status, base_url, field=field, message=message, model_id=model_id, root=served_root,
+                           max_model_len=served_len, expected=expected)
+
     if not isinstance(root, str) or _resolved(root) != _resolved(target.expected_root or ""):
-        return Attestation(
-            "refused", base_url, field="root",
-            message=f"root differs: the server serves {root!r}, the profile froze {target.expected_root!r} (no longer the frozen checkpoint)",
-            **base,
+        return attestation(
+            "refused", f"root differs: the server serves {root!r}, the profile froze {target.expected_root!r} (no longer the frozen checkpoint)",
+            field="root",
         )
     if mml != target.context_length:
-        return Attestation(
-            "refused", base_url, field="max_model_len",
-            message=f"max_model_len differs: the server reports {mml!r}, the profile's context_length is {target.context_length!r}",
-            **base,
+        return attestation(
+            "refused", f"max_model_len differs: the server reports {mml!r}, the profile's context_length is {target.context_length!r}",
+            field="max_model_len",
         )
-    return Attestation("attested", base_url, message="serves the frozen checkpoint", **base)
+    return attestation("attested", "serves the frozen checkpoint")
 
 
 def parse_metrics(text: str) -> dict[str, float]:
@@ -193,7 +199,7 @@ class PolicyClient:
         url = f"{base_url}/models"
         try:
             resp = await self._http.get(url, timeout=httpx.Timeout(self.config.connect_timeout, read=30.0))
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - any transport failure refuses the call, with its message
             err = self._describe_exc(exc, url)
             return Attestation("refused", base_url, field="connection", message=f"attestation failed: {err.message}")
         if resp.status_code != 200:
@@ -210,7 +216,7 @@ class PolicyClient:
             resp = await self._http.get(f"{server_root(base_url)}/metrics", timeout=httpx.Timeout(self.config.connect_timeout, read=10.0))
             if resp.status_code == 200:
                 return parse_metrics(resp.text).get("waiting", 0.0)
-        except Exception:
+        except (httpx.HTTPError, OSError, ValueError):  # no load figure: this replica is ranked last
             pass
         return math.inf
 
@@ -246,7 +252,7 @@ class PolicyClient:
         opening.append(Started(base_url=base_url, model=self.target.model, attested=self.target.attested, at=time.monotonic()))
         return base_url, body, opening
 
-    async def continuation(self, body: dict[str, Any]) -> AsyncIterator[PolicyEvent]:
+    async def continuation(self, body: dict[str, Any]) -> AsyncGenerator[PolicyEvent, None]:
         """Attest (every call), then stream ``/chat/completions`` from the chosen replica."""
         base_url, body, opening = await self.begin(body)
         for ev in opening:
@@ -257,7 +263,7 @@ class PolicyClient:
             async for ev in events:
                 yield ev
 
-    async def stream_chat(self, base_url: str, body: dict[str, Any]) -> AsyncIterator[PolicyEvent]:
+    async def stream_chat(self, base_url: str, body: dict[str, Any]) -> AsyncGenerator[PolicyEvent, None]:
         """POST a streaming chat request and yield typed events until ``[DONE]``,
         an error, or the end of the connection. Never raises for server faults
         (yields a StreamError instead); cancellation propagates (and closes the response).
@@ -268,7 +274,7 @@ class PolicyClient:
                 for ev in batch:
                     yield ev
 
-    async def stream_chat_batches(self, base_url: str, body: dict[str, Any]) -> AsyncIterator[list[PolicyEvent]]:
+    async def stream_chat_batches(self, base_url: str, body: dict[str, Any]) -> AsyncGenerator[list[PolicyEvent], None]:
         """:meth:`stream_chat` one network read at a time: yields lists of events.
 
         A reader task pulls the body's chunks (httpx hands over one per HTTP chunk, i.e.
@@ -308,7 +314,7 @@ class PolicyClient:
                 # decoder and chunker layers (aiter_bytes -> aiter_raw -> stream; one hop per token)
                 encoding = resp.headers.get("content-encoding", "identity").strip().lower()
                 if encoding not in ("", "identity"):
-                    chunks = resp.aiter_bytes()
+                    chunks: AsyncIterable[bytes] = resp.aiter_bytes()
                 elif isinstance(resp.stream, httpx.AsyncByteStream):
                     chunks = resp.stream
                 else:  # pragma: no cover - an AsyncClient response always has an async stream
@@ -349,10 +355,10 @@ class PolicyClient:
             yield [StreamError("timeout", f"stalled: no data for {self.config.stall_timeout:g} s after tokens started flowing")]
         except asyncio.CancelledError:
             raise
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - every stream failure reaches the caller as a StreamError
             yield [self._describe_exc(exc, url)]
 
-    async def _direct_batches(self, tap: BodyTap, url: str) -> AsyncIterator[list[PolicyEvent]]:
+    async def _direct_batches(self, tap: BodyTap, url: str) -> AsyncGenerator[list[PolicyEvent], None]:
         """The body read straight from the connection (``direct_body.py``): one batch of
         events per network read. Same events and errors as the httpx path: the read
         timeout until the first bytes, then the stall timeout."""
@@ -406,7 +412,7 @@ class PolicyClient:
             else:
                 resp = await self._http.post(url, content=orjson.dumps(body), headers={"Content-Type": "application/json"},
                                              timeout=httpx.Timeout(self.config.connect_timeout, read=60.0))
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - re-raised as PolicyHTTPError with a readable message
             raise PolicyHTTPError(self._describe_exc(exc, url).message) from None
         if resp.status_code != 200:
             msg, _, _ = _error_from_body(resp.content)
@@ -422,7 +428,8 @@ class PolicyClient:
         data = await self._json("POST", url, {"model": self.target.model, "tokens": list(token_ids)})
         if not isinstance(data, dict) or not isinstance(data.get("prompt"), str):
             raise PolicyHTTPError(f"{url}: unexpected response shape")
-        return data["prompt"]
+        prompt: str = data["prompt"]
+        return prompt
 
     async def tokenize(self, *, prompt: str | None = None, messages: list[Any] | None = None, base_url: str | None = None, **extra: Any) -> list[int]:
         """``POST /tokenize`` (text or chat form). Note: before vLLM 0.16 images are NOT expanded."""
@@ -456,7 +463,7 @@ class PolicyClient:
         async def get(path: str) -> httpx.Response | None:
             try:
                 return await self._http.get(path, timeout=short)
-            except Exception as exc:
+            except Exception as exc:  # noqa: BLE001 - shown in the status line
                 st.error = self._describe_exc(exc, path).message
                 return None
 
@@ -488,7 +495,7 @@ class PolicyClient:
             st.running, st.waiting, st.kv_cache = m.get("running"), m.get("waiting"), m.get("kv_cache")
         return st
 
-    async def poll_status(self, interval: float | None = None) -> AsyncIterator[list[ServerStatus]]:
+    async def poll_status(self, interval: float | None = None) -> AsyncGenerator[list[ServerStatus], None]:
         """Yield the status of every replica every ``interval`` seconds (forever)."""
         every = interval or self.config.status_interval
         while True:
@@ -525,7 +532,7 @@ class _ChunkReader:
                     event.set()
         except asyncio.CancelledError:
             pass  # the consumer stopped reading (done, error, cancel): the response is closed next
-        except Exception as exc:  # handed to the consumer, which maps it to a StreamError
+        except Exception as exc:  # noqa: BLE001 - handed to the consumer, which maps it to a StreamError
             self.error = exc
         finally:
             self.finished = True

@@ -32,6 +32,7 @@ No Textual import (services layer).
 from __future__ import annotations
 
 import re
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 _HEAD_END = b"\r\n\r\n"
@@ -139,7 +140,7 @@ class BodyTap:
 
     def __init__(self, stream: Any) -> None:
         self.stream = stream
-        self._read = stream.read  # the stream's own bound method
+        self._read: Callable[[int, float | None], Awaitable[bytes]] = stream.read  # the stream's own bound method
         self._armed = False
         self._head = bytearray()  # the head block seen so far (to find its end)
         self._pending = b""  # bytes read from the network, not yet given to httpcore

@@ -1,8 +1,8 @@
 """Who the policy is: a serving profile (attested) or an explicit URL + model (unattested).
 
-Uses ``eviscene_tui.artifacts.profile.load_profile`` (engineer A1) when it is
-available; otherwise reads the raw ``ifv-qwen-serving-profile-v1`` JSON here.
-Either way the rest of the policy package sees a :class:`PolicyTarget`.
+Profiles are read by ``eviscene_tui.artifacts.profile.load_profile``; the rest of the
+policy package sees a :class:`PolicyTarget`. :func:`resolve_policy_target` is the one
+rule choosing between them from the command-line flags.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-import orjson
+from eviscene_tui.artifacts.profile import load_profile
 
 PROFILE_SCHEMA = "ifv-qwen-serving-profile-v1"
 
@@ -66,20 +66,6 @@ def server_root(base_url: str) -> str:
     return u[:-3] if u.endswith("/v1") else u
 
 
-def _raw_profile(path: Path) -> dict[str, Any]:
-    try:
-        data = orjson.loads(path.read_bytes())
-    except FileNotFoundError:
-        raise ProfileError(f"serving profile not found: {path}") from None
-    except OSError as exc:
-        raise ProfileError(f"cannot read serving profile {path}: {exc.strerror}") from None
-    except orjson.JSONDecodeError as exc:
-        raise ProfileError(f"serving profile {path} is not valid JSON: {exc.msg}") from None
-    if not isinstance(data, dict):
-        raise ProfileError(f"serving profile {path} is not a JSON object")
-    return data
-
-
 def target_from_profile_dict(data: dict[str, Any], *, path: str | None = None) -> PolicyTarget:
     where = f" in {path}" if path else ""
     if data.get("schema_version") != PROFILE_SCHEMA:
@@ -97,9 +83,12 @@ def target_from_profile_dict(data: dict[str, Any], *, path: str | None = None) -
     for key in ("base_urls", "replica_base_urls", "replicas"):
         v = data.get(key)
         if isinstance(v, list):
-            urls += [u if isinstance(u, str) else (u.get("base_url") if isinstance(u, dict) else None) for u in v]
-    if isinstance(data.get("base_url"), str):
-        urls.insert(0, data["base_url"])
+            for u in v:
+                url = u if isinstance(u, str) else (u.get("base_url") if isinstance(u, dict) else None)
+                if isinstance(url, str):
+                    urls.append(url)
+    if isinstance(first := data.get("base_url"), str):
+        urls.insert(0, first)
     urls = [normalize_base_url(u) for u in urls if isinstance(u, str) and u.strip()]
     if not urls:
         raise ProfileError(f"serving profile{where} has no base_url")
@@ -109,47 +98,18 @@ def target_from_profile_dict(data: dict[str, Any], *, path: str | None = None) -
 
 
 def load_target_from_profile(path: str | os.PathLike[str]) -> PolicyTarget:
-    """Read a serving profile (A1's ``load_profile`` when available) into a target."""
+    """Read a serving profile (``artifacts.profile.load_profile``) into a target."""
     p = Path(path)
-    try:
-        from eviscene_tui.artifacts.profile import load_profile
-    except ImportError:  # pragma: no cover - A1's module is part of the tree
-        load_profile = None
-    if load_profile is None:
-        return target_from_profile_dict(_raw_profile(p), path=str(p))
-    result = load_profile(p)
-    prof, problems = result if isinstance(result, tuple) else (result, [])
+    prof, problems = load_profile(p)
     if prof is None:
-        msgs = "; ".join(getattr(x, "message", str(x)) for x in problems) or "unreadable"
         if not p.exists():
-            msgs = f"serving profile not found: {p}"
-            raise ProfileError(msgs)
-        raise ProfileError(f"serving profile {p}: {msgs}")
-    raw = _profile_as_dict(prof) or {}
-    tgt = target_from_profile_dict(raw, path=str(p))
-    try:
-        urls = tuple(normalize_base_url(u) for u in prof.base_urls())
-        if urls:
-            tgt = replace(tgt, base_urls=tuple(dict.fromkeys(urls)))
-    except Exception:
-        pass
+            raise ProfileError(f"serving profile not found: {p}")
+        raise ProfileError(f"serving profile {p}: {'; '.join(x.message for x in problems) or 'unreadable'}")
+    tgt = target_from_profile_dict(prof.model_dump(mode="json", by_alias=True), path=str(p))
+    urls = tuple(normalize_base_url(u) for u in prof.base_urls())
+    if urls:
+        tgt = replace(tgt, base_urls=tuple(dict.fromkeys(urls)))
     return tgt
-
-
-def _profile_as_dict(prof: Any) -> dict[str, Any] | None:
-    if isinstance(prof, dict):
-        return prof
-    for attr in ("raw", "data"):
-        v = getattr(prof, attr, None)
-        if isinstance(v, dict):
-            return v
-    dump = getattr(prof, "model_dump", None)
-    if callable(dump):
-        try:
-            return dump(mode="json", by_alias=True)
-        except Exception:
-            return None
-    return None
 
 
 def unattested_target(url: str, model: str) -> PolicyTarget:

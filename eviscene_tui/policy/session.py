@@ -44,7 +44,7 @@ def _save(work: WorkDir | None, record: dict[str, Any], stem: str | None) -> tup
         return None, None
     try:
         return save_record(work, record, stem=stem), None
-    except Exception as exc:  # a full disk must not crash the app; the caller shows it
+    except Exception as exc:  # noqa: BLE001 - a full disk must not crash the app; the caller shows it
         return None, f"could not save the continuation record: {type(exc).__name__}: {exc}"
 
 
@@ -94,7 +94,7 @@ async def run_continuation(
         record = build_record(acc, target=client.target, request=request, body=body, case_ref=case_ref, status="cancelled", secret=secret)
         acc.record_path, acc.save_error = _save(work, record, stem)
         raise
-    except Exception as exc:  # a bug or an unexpected transport failure: still a recorded failed attempt
+    except Exception as exc:  # noqa: BLE001 - a bug or an unexpected transport failure: still a recorded failed attempt
         err = StreamError("connect", client.config.scrub(f"{type(exc).__name__}: {exc}"))
         acc.add(err)
         if on_event is not None:

@@ -13,7 +13,7 @@ chunk (a dict) into typed events.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 import orjson
 
@@ -213,9 +213,9 @@ def chunk_events(obj: Any, *, fast: bool = True) -> list[PolicyEvent]:
         msg, typ, code = error_message_of(obj)
         return [StreamError("sse_error", msg, status=code, error_type=typ)]
     if fast:
-        events = _fast_chunk(obj)
-        if events is not None:
-            return events
+        quick = _fast_chunk(obj)
+        if quick is not None:
+            return quick
     events: list[PolicyEvent] = []
     prompt_ids = obj.get("prompt_token_ids")
     if isinstance(prompt_ids, list):
@@ -238,7 +238,8 @@ def chunk_events(obj: Any, *, fast: bool = True) -> list[PolicyEvent]:
         reasoning = delta.get("reasoning")
         if reasoning is None:
             reasoning = delta.get("reasoning_content")
-        for kind, text in (("reasoning", reasoning), ("content", delta.get("content"))):
+        texts: tuple[tuple[Literal["reasoning", "content"], Any], ...] = (("reasoning", reasoning), ("content", delta.get("content")))
+        for kind, text in texts:
             if isinstance(text, str) and text:
                 if not carried:
                     events.append(Delta(kind, text, ids, lps))
@@ -249,7 +250,7 @@ def chunk_events(obj: Any, *, fast: bool = True) -> list[PolicyEvent]:
         for tc in tool_calls if isinstance(tool_calls, list) else ():
             if not isinstance(tc, dict):
                 continue
-            fn = tc.get("function") if isinstance(tc.get("function"), dict) else {}
+            fn = f if isinstance(f := tc.get("function"), dict) else {}
             args = fn.get("arguments")
             events.append(
                 ToolCallDelta(
@@ -278,7 +279,7 @@ def chunk_events(obj: Any, *, fast: bool = True) -> list[PolicyEvent]:
     return events
 
 
-def _fast_chunk(obj: dict) -> list[PolicyEvent] | None:
+def _fast_chunk(obj: dict[str, Any]) -> list[PolicyEvent] | None:
     """The common case as events: one plain text :class:`Delta` (see :func:`_fast_text`).
     Anything else returns None and takes the general path (:func:`chunk_events`)."""
     fast = _fast_text(obj)
@@ -304,7 +305,7 @@ def decode_data(data: bytes) -> list[PolicyEvent]:
     return chunk_events(obj)
 
 
-def _fast_text(obj: Any) -> tuple[str, str, list[int] | tuple[()]] | None:
+def _fast_text(obj: Any) -> tuple[Literal["reasoning", "content"], str, list[int] | tuple[()]] | None:
     """(kind, text, token ids) for the common chunk, decoded with few checks: one choice,
     index 0, a text delta (content or reasoning), plain token ids, no logprobs / tool
     calls / finish / usage / prompt ids. Anything else returns None."""

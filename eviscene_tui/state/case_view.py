@@ -11,12 +11,15 @@ from __future__ import annotations
 import difflib
 import os
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from eviscene_tui.artifacts.models import CHECK_NAMES, SEMANTIC_CATEGORIES
+from eviscene_tui.artifacts.models import CHECK_NAMES, SEMANTIC_CATEGORIES, AttemptRecord, SearchManifest, SemanticLocalization
 from eviscene_tui.safe_text import safe_text
+
+if TYPE_CHECKING:
+    from eviscene_tui.artifacts.case import CaseBundle, RoundBundle
 
 PASS_FLAGS = ("source_rollout_failed", "hinted_local_pass", "hinted_episode_pass", "hinted_strict_trace_audit_pass")
 KNOWN_CATEGORIES = frozenset(SEMANTIC_CATEGORIES)
@@ -100,7 +103,7 @@ class CaseView:
     latest_round: int | None = None
     latest_hint: str | None = None  # raw hint text for the stream screen (not displayed from here)
     hint_count: int = 0
-    fingerprint: tuple = ()
+    fingerprint: tuple[Any, ...] = ()
 
     def summary_line(self) -> str:
         parts = [self.status]
@@ -124,7 +127,7 @@ def _short(sha: Any, n: int = 12) -> str:
     return sha[:n] + "\u2026" if isinstance(sha, str) and len(sha) > n else (sha or "")
 
 
-def _semantic(bundle: Any) -> tuple[Any, Any]:
+def _semantic(bundle: CaseBundle) -> tuple[SemanticLocalization | None, Any]:
     """(semantic localization, the round it came from) — newest round that has one."""
     for r in reversed(bundle.rounds):
         sl = r.semantic_localization
@@ -133,7 +136,7 @@ def _semantic(bundle: Any) -> tuple[Any, Any]:
     return None, None
 
 
-def _source_failed(bundle: Any) -> Any:
+def _source_failed(bundle: CaseBundle) -> Any:
     for a in reversed(bundle.attempts or []):
         if a.source_rollout_failed is not None:
             return a.source_rollout_failed
@@ -142,7 +145,7 @@ def _source_failed(bundle: Any) -> Any:
     return None
 
 
-def semantic_validity(sl: Any, trace_sha: str | None = None) -> list[str]:
+def semantic_validity(sl: SemanticLocalization, trace_sha: str | None = None) -> list[str]:
     """Why a semantic localization cannot yield a site (§3.4 rule 3); [] = valid."""
     reasons: list[str] = []
     if sl is None:
@@ -171,7 +174,7 @@ def semantic_validity(sl: Any, trace_sha: str | None = None) -> list[str]:
 
 
 # ----------------------------------------------------------------------------- build
-def failure_index_for(bundle: Any) -> int | None:
+def failure_index_for(bundle: CaseBundle) -> int | None:
     """The source step of the current failure site: the bound site, else the step a
     valid semantic localization selects (§3.4 rule 3). None when there is none."""
     site = bundle.failure_site()
@@ -185,7 +188,7 @@ def failure_index_for(bundle: Any) -> int | None:
     return None
 
 
-def build_case_view(bundle: Any, *, key: str, base: Any = None) -> CaseView:
+def build_case_view(bundle: CaseBundle, *, key: str, base: Any = None) -> CaseView:
     """Everything the case screen shows except the trace rows (built separately)."""
     base = base if base is not None else bundle.root
     site = bundle.failure_site()
@@ -226,7 +229,7 @@ def build_case_view(bundle: Any, *, key: str, base: Any = None) -> CaseView:
     return view
 
 
-def _localization_doc(bundle: Any, site: Any, view: CaseView) -> list[Line]:
+def _localization_doc(bundle: CaseBundle, site: Any, view: CaseView) -> list[Line]:
     out: list[Line] = [L(Seg("Failure site", "title"))]
     if site is None and view.site_from_semantic:
         out.append(L(Seg("  not bound yet; the semantic localization selects ", "warn"), S(f"step {view.failure_index}", "accent")))
@@ -300,7 +303,7 @@ def _localization_doc(bundle: Any, site: Any, view: CaseView) -> list[Line]:
     return out
 
 
-def _gold(bundle: Any) -> Any:
+def _gold(bundle: CaseBundle) -> Any:
     try:
         path = bundle.input_path("gold")  # bound input, or the wrapper's case-inputs copy
         if path is None:
@@ -313,7 +316,7 @@ def _gold(bundle: Any) -> Any:
         return None
 
 
-def _no_site_doc(bundle: Any, sl: Any, view: CaseView) -> list[Line]:
+def _no_site_doc(bundle: CaseBundle, sl: Any, view: CaseView) -> list[Line]:
     out: list[Line] = [L(Seg("Why no recoverable site was found", "title"))]
     cands = bundle.candidates or []
     audit_codes = [code for c in cands for code in (c.strict_trace_audit_failure_codes or [])]
@@ -354,7 +357,7 @@ def _no_site_doc(bundle: Any, sl: Any, view: CaseView) -> list[Line]:
     return out
 
 
-def closest_step(sl: Any) -> int | None:
+def closest_step(sl: SemanticLocalization | None) -> int | None:
     """The step the localizer came closest to: the selected candidate, else the
     recoverable candidate with the most quotes, else any candidate, else a quoted step."""
     if sl is None or not sl.candidates:
@@ -384,18 +387,18 @@ def _checker_line(checker: dict[str, Any]) -> Line:
     return tuple(segs)
 
 
-def attempt_state(attempt: Any) -> str:
+def attempt_state(attempt: AttemptRecord) -> str:
     return attempt.state
 
 
-def _rounds_doc(bundle: Any) -> tuple[list[Line], dict[int, tuple[str, ...]]]:
+def _rounds_doc(bundle: CaseBundle) -> tuple[list[Line], dict[int, tuple[str, ...]]]:
     out: list[Line] = []
     anchors: dict[int, tuple[str, ...]] = {}
     manifest = bundle.manifest
     if bundle.is_search:
         head = [Seg("Search ", "title"), S(bundle.status, "accent")]
-        if manifest is not None and getattr(manifest, "execution_error", None) is not None:
-            ee = manifest.execution_error
+        ee = manifest.execution_error if isinstance(manifest, SearchManifest) else None
+        if ee is not None:
             head.append(S(f"   execution error in round {ee.round}: {ee.type}", "bad"))
         anchors[len(out)] = SEARCH_FILES
         out.append(tuple(head))
@@ -438,7 +441,7 @@ def _feedback_lines(fb: Any) -> list[Line]:
     return out
 
 
-def _round_doc(bundle: Any, r: Any) -> tuple[list[Line], dict[int, tuple[str, ...]]]:
+def _round_doc(bundle: CaseBundle, r: RoundBundle) -> tuple[list[Line], dict[int, tuple[str, ...]]]:
     out: list[Line] = [L()]
     anchors: dict[int, tuple[str, ...]] = {}
     rd = f"rounds/round-{r.index:02d}/" if r.kind == "search_round" else ""
@@ -494,7 +497,7 @@ def _round_doc(bundle: Any, r: Any) -> tuple[list[Line], dict[int, tuple[str, ..
     for row in audits:
         if row.passed:
             continue
-        code = row.reason_code() if callable(getattr(row, "reason_code", None)) else row.reason
+        code = row.reason_code
         out.append(L(Seg("    "), flag(False), S(f" {code or 'hint_audit_failed'}", "bad"), Seg("  (rejected; hint text not stored)", "dim")))
     # attempts
     judge = r.judge or {}
@@ -709,7 +712,7 @@ def build_compare(source_step: Any, teacher_step: Any, *, source_index: int | No
     )
 
 
-def pick_teacher_step(bundle: Any, source_index: int | None) -> tuple[Any, str]:
+def pick_teacher_step(bundle: CaseBundle, source_index: int | None) -> tuple[Any, str]:
     """The teacher's repaired step at the failure site: prefer an accepted attempt,
     else the newest; from the continuation's first teacher step, else the episode."""
     candidates: list[tuple[int, Any, int, Any]] = []

@@ -7,7 +7,7 @@ each change; the UI re-reads :meth:`RunsStore.visible`.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 from eviscene_tui.safe_text import safe_text
@@ -149,7 +149,7 @@ class RunsStore:
             self._changed("rows", rows_changed=True)
         return removed
 
-    def set_labels(self, labels: dict[str, set[str] | tuple[str, ...]]) -> None:
+    def set_labels(self, labels: Mapping[str, Iterable[str]]) -> None:
         """Apply operator triage labels (case key -> labels) from the review journal."""
         from dataclasses import replace
 

@@ -27,15 +27,15 @@ class LockedTransient(TransientProblems):
         super().__init__(grace, clock)
         self._lock = threading.Lock()
 
-    def classify(self, case_key, problems):  # type: ignore[override]
+    def classify(self, case_key: str, problems: Iterable[tuple[str, str]]) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
         with self._lock:
             return super().classify(case_key, problems)
 
-    def pending_cases(self):  # type: ignore[override]
+    def pending_cases(self) -> set[str]:
         with self._lock:
             return super().pending_cases()
 
-    def seed_old(self, case_key, problems):  # type: ignore[override]
+    def seed_old(self, case_key: str, problems: Iterable[tuple[str, str]]) -> None:
         with self._lock:
             return super().seed_old(case_key, problems)
 

@@ -314,7 +314,7 @@ class SupervisedSession:
         if d is None or d.record is None or d.stage != "verdict":
             return None
         rec = d.record
-        cont = rec.get("continuation") if isinstance(rec.get("continuation"), dict) else {}
+        cont = _v if isinstance(_v := rec.get("continuation"), dict) else {}
         step = _teacher_step(d.episode)
         action = ""
         if step.get("tool_name"):

@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from pydantic import BaseModel
+
 import orjson
 
 from eviscene_tui.safe_text import safe_text
@@ -55,12 +57,8 @@ def _metadata(step: Any) -> dict[str, Any]:
         return {}
     if isinstance(meta, dict):
         return meta
-    dump = getattr(meta, "model_dump", None)
-    if dump is not None:
-        try:
-            return dump()
-        except Exception:  # pragma: no cover - defensive
-            return {}
+    if isinstance(meta, BaseModel):
+        return meta.model_dump()
     return {}
 
 

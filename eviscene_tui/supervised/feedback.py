@@ -28,8 +28,7 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from eviscene_tui.artifacts import projection
-from eviscene_tui.artifacts.models import CHECK_NAMES  # noqa: F401  (re-exported: records, search)
-from eviscene_tui.artifacts.projection import TRACE_STEP_KEYS  # noqa: F401  (re-exported)
+from eviscene_tui.artifacts.models import CHECK_NAMES
 from eviscene_tui.settings import SupervisedSettings
 
 LOCK_CHECKS = ("source_error_confirmed", "repaired_at_selected_step", "procedural_hint", "anchor_matches")

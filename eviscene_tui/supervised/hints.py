@@ -59,7 +59,7 @@ class ProposerReply:
 
 
 def _step_view(step: Mapping[str, Any]) -> dict[str, Any]:
-    meta = step.get("metadata") if isinstance(step.get("metadata"), dict) else {}
+    meta = _v if isinstance(_v := step.get("metadata"), dict) else {}
     return {
         "stage": step.get("stage") or step.get("stage_name"),
         "action_type": step.get("action_type"),
@@ -168,7 +168,7 @@ async def fetch_hints(
         text = doc["choices"][0]["message"]["content"] or ""
     except (orjson.JSONDecodeError, KeyError, IndexError, TypeError):
         raise HintFetchError("the hint constructor's reply is not an OpenAI chat completion") from None
-    usage = doc.get("usage") if isinstance(doc.get("usage"), dict) else {}
+    usage = _v if isinstance(_v := doc.get("usage"), dict) else {}
     reply = ProposerReply(hints=[], text=str(text), usage=dict(usage), raw_sha256=sha256_bytes(resp.content))
     try:
         reply.hints = parse_hints(reply.text, limit=limit)

@@ -974,8 +974,8 @@ class SupervisedSearch:
         trace = self.inputs.trace
         index = int(d.site["source_step_index"])
         source_step = R.trace_steps_of(trace)[index]
-        src_meta = source_step.get("metadata") if isinstance(source_step.get("metadata"), dict) else {}
-        src_capture = src_meta.get("policy_token_capture") if isinstance(src_meta.get("policy_token_capture"), dict) else {}
+        src_meta = _v if isinstance(_v := source_step.get("metadata"), dict) else {}
+        src_capture = _v if isinstance(_v := src_meta.get("policy_token_capture"), dict) else {}
         hint_sha = d.approved.hint_sha256
         cached = self._cached_continuation(d)
         if cached is not None:
@@ -1346,7 +1346,7 @@ class SupervisedSearch:
         then each rejection and approval by proposal index. Audits are recomputed (the
         audit is a pure function of the hint, the private context and the feedback)."""
         for ev in events:
-            data = ev.get("data") if isinstance(ev.get("data"), dict) else {}
+            data = _v if isinstance(_v := ev.get("data"), dict) else {}
             if ev.get("action") == "comment" and data.get("event") == "add_hints":
                 for h in data.get("hints") or []:
                     if not isinstance(h, dict) or not isinstance(h.get("text"), str):

@@ -200,7 +200,7 @@ class LocalTokenizerDecoder(TokenDecoder):
             return safe_text(byte_level_to_bytes(tok).decode("utf-8", errors="replace"))
         try:
             return safe_text(self._tok.decode([token_id], skip_special_tokens=False))
-        except Exception:
+        except Exception:  # noqa: BLE001 - the tokenizer library's own errors: shown as an unknown id
             return f"⟨unknown id {token_id}⟩"
 
     def _piece_bytes(self, token_id: int) -> bytes | None:
@@ -224,7 +224,7 @@ class LocalTokenizerDecoder(TokenDecoder):
     def decode_span(self, ids: Sequence[int]) -> str | None:
         try:
             return safe_text(self._tok.decode([i for i in ids if i >= 0], skip_special_tokens=False))
-        except Exception:
+        except Exception:  # noqa: BLE001 - the tokenizer library's own errors: the raw-id rendering is shown
             return super().decode_span(ids)
 
 
@@ -296,7 +296,7 @@ class ServerDecoder(TokenDecoder):
         """GET /tokenizer_info -> special tokens and vision ids. False when unavailable."""
         try:
             resp = await self._client.get(f"{self.root}/tokenizer_info")
-        except Exception as exc:  # httpx errors: connect, timeout, protocol
+        except Exception as exc:  # noqa: BLE001 - httpx errors (connect, timeout, protocol) are listed in errors
             self.errors.append(f"/tokenizer_info: {type(exc).__name__}")
             return False
         info = self._json_of(resp, "/tokenizer_info")
@@ -327,7 +327,7 @@ class ServerDecoder(TokenDecoder):
             try:
                 resp = await self._client.post(f"{self.root}/detokenize", content=orjson.dumps(body),
                                                headers={"content-type": "application/json"})
-            except Exception as exc:
+            except Exception as exc:  # noqa: BLE001 - listed in errors
                 self.errors.append(f"/detokenize: {type(exc).__name__}")
                 return None
         doc = self._json_of(resp, "/detokenize")
@@ -453,7 +453,7 @@ async def resolve_decoder(
             dec: TokenDecoder = LocalTokenizerDecoder.from_path(path)
             dec.notes.extend(notes)
             return dec
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - a tokenizer that cannot load is noted; the next candidate is tried
             notes.append(f"{path}: cannot load ({type(exc).__name__}: {safe_text(str(exc), single_line=True, limit=120)})")
     url = policy_url
     if url is None and profile is not None:

@@ -304,7 +304,7 @@ class EvisceneApp(App[int]):
                     if paths:
                         self.post_message(M.FilesChanged(paths))
                 return
-            except Exception as exc:  # watcher failure must not take the app down
+            except Exception as exc:  # noqa: BLE001 - a watcher failure is notified and falls back to polling
                 if attempt == 0 and not kwargs.get("force_polling"):
                     # e.g. the inotify watch limit on a huge tree: fall back to polling
                     kwargs.update(force_polling=True, poll_delay_ms=500)

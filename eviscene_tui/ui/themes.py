@@ -92,7 +92,8 @@ def _load_spec(name: str) -> dict[str, object]:
     if isinstance(data.get("dark"), bool):
         spec["dark"] = data["dark"]
     if isinstance(data.get("variables"), dict):
-        variables = dict(spec.get("variables") or {})  # type: ignore[arg-type]
+        old = spec.get("variables")
+        variables = dict(old) if isinstance(old, dict) else {}
         variables.update({str(k): str(v) for k, v in data["variables"].items()})
         spec["variables"] = variables
     return spec
@@ -113,7 +114,7 @@ def build_theme(name: str) -> Theme:
         surface=str(spec["surface"]),
         panel=str(spec["panel"]),
         dark=bool(spec["dark"]),
-        variables=dict(spec.get("variables") or {}),  # type: ignore[arg-type]
+        variables=dict(v) if isinstance(v := spec.get("variables"), dict) else {},
     )
 
 

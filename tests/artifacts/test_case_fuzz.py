@@ -68,7 +68,7 @@ def _exercise(root: Path) -> None:
         trace.step_detail(trace.step_count - 1)
         trace.policy_step_indices()
     case.source_step_request(1)
-    case.private_context
+    _ = case.private_context  # must not raise
 
 
 def _copy(template: Path) -> Path:

@@ -10,12 +10,12 @@ import orjson
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
-import test_integrity_fixtures as fx  # noqa: E402
+import test_integrity_fixtures as fx
 
-from eviscene_tui.artifacts.integrity import check_case, pad_id_for_ids, pad_runs  # noqa: E402
-from eviscene_tui.artifacts.jsonio import canonical_jsonl_bytes, hint_sha256  # noqa: E402
-from eviscene_tui.artifacts.layout import CaseRef, Layout  # noqa: E402
-from eviscene_tui.artifacts.problems import ProblemCode  # noqa: E402
+from eviscene_tui.artifacts.integrity import check_case, pad_id_for_ids, pad_runs
+from eviscene_tui.artifacts.jsonio import canonical_jsonl_bytes, hint_sha256
+from eviscene_tui.artifacts.layout import CaseRef, Layout
+from eviscene_tui.artifacts.problems import ProblemCode
 
 
 def search(tmp_path: Path) -> tuple[Path, Path]:

@@ -8,11 +8,11 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
-import test_integrity_fixtures as fx  # noqa: E402
+import test_integrity_fixtures as fx
 
-from eviscene_tui.artifacts.report import build_check_report  # noqa: E402
-from eviscene_tui.artifacts.summary import summarize_case  # noqa: E402
-from eviscene_tui.artifacts.layout import discover  # noqa: E402
+from eviscene_tui.artifacts.report import build_check_report
+from eviscene_tui.artifacts.summary import summarize_case
+from eviscene_tui.artifacts.layout import discover
 
 
 def tree_hash(root: Path) -> str:

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
-import test_integrity_fixtures as fx  # noqa: E402
+import test_integrity_fixtures as fx
 
-from eviscene_tui.artifacts.layout import CaseRef, Layout, classify, discover, discover_cases  # noqa: E402
+from eviscene_tui.artifacts.layout import CaseRef, Layout, classify, discover, discover_cases
 
 
 def rels(root: Path, cases: list[CaseRef]) -> dict[str, str]:

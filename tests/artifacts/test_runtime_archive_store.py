@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from test_case_builders import build_store, put_blob, write, write_json
+from test_case_builders import build_store, put_blob, write_json
 
 from eviscene_tui.artifacts.jsonio import canonical_json_bytes
 from eviscene_tui.artifacts.problems import ProblemCode

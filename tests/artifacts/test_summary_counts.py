@@ -7,11 +7,11 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
-import test_integrity_fixtures as fx  # noqa: E402
+import test_integrity_fixtures as fx
 
-from eviscene_tui.artifacts.jsonio import canonical_jsonl_bytes  # noqa: E402
-from eviscene_tui.artifacts.layout import CaseRef, Layout  # noqa: E402
-from eviscene_tui.artifacts.summary import summarize_case, summary_fingerprint  # noqa: E402
+from eviscene_tui.artifacts.jsonio import canonical_jsonl_bytes
+from eviscene_tui.artifacts.layout import CaseRef, Layout
+from eviscene_tui.artifacts.summary import summarize_case, summary_fingerprint
 
 
 def rows_for_counts() -> list[dict]:

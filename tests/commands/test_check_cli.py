@@ -10,9 +10,9 @@ from pathlib import Path
 import orjson
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "artifacts"))
-import test_integrity_fixtures as fx  # noqa: E402
+import test_integrity_fixtures as fx
 
-from eviscene_tui.cli import main  # noqa: E402
+from eviscene_tui.cli import main
 
 
 def run_check(capsys, *args: str) -> tuple[int, str, str]:

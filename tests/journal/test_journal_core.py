@@ -17,7 +17,7 @@ from eviscene_tui.journal import (
     stale_paths,
     verify_chain,
 )
-from eviscene_tui.journal.store import lock_path_for
+from eviscene_tui.journal.store import JournalError, lock_path_for
 
 
 def _j(tmp_path, **kw):
@@ -71,7 +71,7 @@ def test_fold_supersede_undo_and_triage(tmp_path):
     s = fold(j.events)
     assert s.hint_status("c1", 0, "h") is None
     assert u["data"]["undoes"] == r["id"] and u["target"] == r["target"]
-    with pytest.raises(Exception):
+    with pytest.raises(JournalError, match="an undo cannot be undone"):
         j.undo(u["id"])
     # triage labels, filterable per case
     l1 = j.append("triage_label", target={"case": "c2"}, data={"label": "unrecoverable"}, reason="no site")

@@ -114,7 +114,7 @@ async def test_attested_session_checks_models_before_every_call(nightly):
     assert paths == ["/v1/models", "/v1/chat/completions", "/v1/models", "/v1/chat/completions"]
 
 
-async def test_the_fixture_really_switches_the_body_path(nightly, body_path):
+async def test_the_fixture_really_switches_the_body_path(nightly, body_path):  # noqa: F811 - the imported fixture, by name
     from eviscene_tui.policy.client import PolicyClient
     from eviscene_tui.policy.request import chat_body
 

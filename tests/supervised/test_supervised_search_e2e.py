@@ -15,7 +15,7 @@ from eviscene_tui.artifacts.case import load_case
 from eviscene_tui.artifacts.jsonio import hint_sha256, read_bound, read_json, read_jsonl, sha256_file
 from eviscene_tui.fake_vllm.harness import FakeVLLMServer
 from eviscene_tui.fake_vllm.server import DEFAULT_PROFILE, DEFAULT_SCENARIO
-from eviscene_tui.journal import fold, supervised_journal_for_root, verify_chain
+from eviscene_tui.journal import JournalReadOnly, fold, supervised_journal_for_root, verify_chain
 from eviscene_tui.policy.config import PolicyConfig
 from eviscene_tui.policy.profile import target_from_profile_dict
 from eviscene_tui.supervised import (
@@ -204,7 +204,7 @@ async def test_supervised_search_reject_relocalize_approve(tmp_path):
     assert [e["sha256"] for e in media2["episodes"]] == [
         sha256_file(sroot / "rounds" / f"round-0{i}" / "episodes" / "hint-00-teacher.json") for i in range(2)
     ]
-    for i, row in enumerate(state.payload["rounds"]):
+    for row in state.payload["rounds"]:
         for fpath, sha in row["files"].items():
             assert sha256_file(fpath) == sha
         assert len(row["records"]) == 1
@@ -270,7 +270,7 @@ async def test_second_instance_on_a_supervised_root_is_read_only(tmp_path):
     a = SupervisedSearch.start(inputs, tmp_path / "w", settings=SearchSettings(operator="a"))
     b = SupervisedSearch.start(inputs, tmp_path / "w", settings=SearchSettings(operator="b"))
     assert not a.read_only and b.read_only and "read-only" in b.read_only_reason
-    with pytest.raises(Exception):
+    with pytest.raises(JournalReadOnly):
         b.begin_round()
     a.begin_round()
     a.close()

@@ -13,7 +13,7 @@ from eviscene_tui.tokens.tiny import encode
 from eviscene_tui.ui.screens.supervised import SupervisedScreen
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "supervised"))
-from supervised_fixtures import tree_hash, write_driver_case  # noqa: E402
+from supervised_fixtures import tree_hash, write_driver_case
 
 HOSTILE = "Check [b]the[/b] caption [@click=app.quit]x[/] \x1b[2J again."
 

@@ -12,15 +12,14 @@ from textual.app import App
 from eviscene_tui.tokens import tiny
 from eviscene_tui.tokens.decode import LocalTokenizerDecoder, RawDecoder
 from eviscene_tui.tokens.synthetic import HINT, big_case, synthetic_case
+from eviscene_tui.options import AppOptions
 from eviscene_tui.ui.screens.tokens import TokenScreen
 from eviscene_tui.ui.widgets.image_preview import HalfBlockImage
 from eviscene_tui.ui.widgets.token_view import TokenView
 
 
-def _options(tmp_path: Path, **kw):
-    base = dict(root=tmp_path, workdir=tmp_path / "wd", tokenizer=None, policy_profile=None, policy_url=None, policy_model=None)
-    base.update(kw)
-    return SimpleNamespace(**base)
+def _options(tmp_path: Path, **kw) -> AppOptions:
+    return AppOptions(root=tmp_path, workdir=tmp_path / "wd", **kw)
 
 
 class Harness(App):

@@ -176,7 +176,7 @@ async def test_keys_open_stream_supervised_and_token_screens(tmp_path_factory) -
         assert await wait_for(pilot, lambda: screen.integrity is not None, 20)  # a sound case opens them at once
         for key, name in (("t", "StreamScreen"), ("g", "SupervisedScreen"), ("k", "TokenScreen")):
             await pilot.press(key)
-            opened = await wait_for(pilot, lambda: type(app.screen).__name__ == name, 5)
+            opened = await wait_for(pilot, lambda name=name: type(app.screen).__name__ == name, 5)
             notes = [str(n.message) for n in app._notifications]
             assert opened or any("not available" in n for n in notes), (key, notes)
             if opened:

@@ -40,7 +40,7 @@ async def test_scripted_session_leaves_root_identical(tmp_path_factory, tmp_path
     async with app.run_test(size=(80, 24)) as pilot:
         for key in ("feedback-converged-3-rounds", "damaged"):
             screen = await open_case(pilot, app, key)
-            await wait_for(pilot, lambda: screen.integrity is not None, 20)
+            await wait_for(pilot, lambda screen=screen: screen.integrity is not None, 20)
             await pilot.press("f", "n", "p", "enter")
             await pilot.pause(0.2)
             await pilot.press("escape", "2", "3", "v", "4", "5", "1", "escape")

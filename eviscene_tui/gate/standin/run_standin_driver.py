@@ -26,8 +26,8 @@ REPO_ROOT = Path(__file__).resolve().parent
 if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
 
-from eviscene_training.io import _sha, load_bound, load_json, load_jsonl, save_bound, sha256_file, write_json, write_jsonl  # noqa: E402
-from eviscene_training.psd_repair_runtime import QwenContinuationAdapter, HintProposal  # noqa: E402
+from eviscene_training.io import _sha, load_bound, load_json, load_jsonl, save_bound, sha256_file, write_json, write_jsonl
+from eviscene_training.psd_repair_runtime import QwenContinuationAdapter, HintProposal
 
 FILE_ARGS = ("trace", "gold", "public_context", "semantic_verification", "search_media")
 

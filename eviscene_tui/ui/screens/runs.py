@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 
 from textual import on
 from textual.app import ComposeResult
@@ -288,6 +289,6 @@ class RunsScreen(Screen):
         self.app.open_gate(roots[0])  # type: ignore[attr-defined]
 
     # -- palette ---------------------------------------------------------------------------
-    def palette_commands(self):
+    def palette_commands(self) -> list[tuple[str, str, Callable[[], object]]]:
         """Sort by each column (the registry's commands, with their keys, come from the app)."""
-        return [(f"runs: sort by {column.title}", column.help, lambda k=column.key: self.sort_by(k)) for column in COLUMNS]
+        return [(f"runs: sort by {column.title}", column.help, partial(self.sort_by, column.key)) for column in COLUMNS]

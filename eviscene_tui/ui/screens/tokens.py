@@ -21,16 +21,19 @@ import re
 from pathlib import Path
 from typing import Any, ClassVar
 
+import httpx
 from textual import on, work
 from textual.worker import get_current_worker
 from textual.app import ComposeResult
 from textual.binding import BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.content import Content
+from textual.css.query import NoMatches
 from textual.screen import Screen
 from textual.widgets import Input, OptionList, Static
 from textual.widgets.option_list import Option
 
+from eviscene_tui.options import AppOptions
 from eviscene_tui.ui.actions import bindings
 from eviscene_tui.safe_text import safe_text
 from eviscene_tui.tokens.capture import CaptureData, logprob_bucket, prob_of
@@ -129,7 +132,7 @@ class TokenScreen(Screen[None]):
     def __init__(
         self,
         case: Any,
-        options: Any,
+        options: AppOptions,
         *,
         source: str | None = None,
         decoder: TokenDecoder | None = None,
@@ -198,16 +201,14 @@ class TokenScreen(Screen[None]):
         if self.decoder is not None and self.decoder is not self._injected_decoder:
             try:
                 await self.decoder.aclose()
-            except Exception:
+            except (httpx.HTTPError, OSError, RuntimeError):  # closing at unmount: nothing is left to show it on
                 pass
 
     # ------------------------------------------------------------------ workers
     def _profile_and_bases(self) -> tuple[Any, list[Path]]:
         bases: list[Path] = []
-        root = getattr(self.options, "root", None)
-        if root is not None:
-            bases.append(Path(root))
-        profile = getattr(self.options, "policy_profile", None)
+        bases.append(Path(self.options.root))
+        profile = self.options.policy_profile
         if profile is not None:
             bases.insert(0, Path(profile).parent)
             return profile, bases
@@ -221,30 +222,28 @@ class TokenScreen(Screen[None]):
                 if path is not None and Path(path).is_file():
                     bases.insert(0, Path(path).parent)
                     return Path(path), bases
-        except Exception:
+        except (OSError, ValueError):  # no usable recorded profile: the decoder is resolved without it
             pass
         return None, bases
 
     def _fallback_tokenizer_dirs(self) -> list[Path]:
         """``<root>/tokenizer.json`` or ``<root>/tokenizer/tokenizer.json`` of the opened folder."""
-        root = getattr(self.options, "root", None)
-        if root is None:
-            return []
-        return [Path(root), Path(root) / "tokenizer"]
+        root = Path(self.options.root)
+        return [root, root / "tokenizer"]
 
     @work(exclusive=True, group="tokens-decoder", exit_on_error=False)
     async def _resolve_decoder(self) -> None:
         profile, bases = self._profile_and_bases()
         try:
             dec = await resolve_decoder(
-                tokenizer=getattr(self.options, "tokenizer", None),
+                tokenizer=self.options.tokenizer,
                 profile=profile,
-                policy_url=getattr(self.options, "policy_url", None),
-                policy_model=getattr(self.options, "policy_model", None),
+                policy_url=self.options.policy_url,
+                policy_model=self.options.policy_model,
                 bases=bases,
                 fallback_dirs=self._fallback_tokenizer_dirs(),
             )
-        except Exception as exc:  # never leave the screen without a decoder
+        except Exception as exc:  # noqa: BLE001 - never leave the screen without a decoder; the failure is noted on it
             dec = RawDecoder()
             dec.notes.append(f"decoder resolution failed: {type(exc).__name__}")
         self.post_message(DecoderReady(dec))
@@ -252,19 +251,19 @@ class TokenScreen(Screen[None]):
     @work(thread=True, exclusive=True, group="tokens-list", exit_on_error=False)
     def _list_captures(self) -> None:
         try:
-            refs = enumerate_captures(self.case, workdir=getattr(self.options, "workdir", None))
+            refs = enumerate_captures(self.case, workdir=self.options.workdir)
             self.post_message(CapturesListed(refs))
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - shown as the list's error
             self.post_message(CapturesListed([], f"cannot list captures: {type(exc).__name__}: {exc}"))
 
     @work(thread=True, exclusive=True, group="tokens-load", exit_on_error=False)
     def _load_capture(self, key: str) -> None:
         try:
-            data = load_capture(self.case, key, workdir=getattr(self.options, "workdir", None))
+            data = load_capture(self.case, key, workdir=self.options.workdir)
         except CaptureError as exc:
             self.post_message(CaptureFailed(key, str(exc)))
             return
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - shown as the capture's error
             self.post_message(CaptureFailed(key, f"{type(exc).__name__}: {exc}"))
             return
         decoder = self.decoder
@@ -710,7 +709,7 @@ class TokenScreen(Screen[None]):
     def _status(self, text: str) -> None:
         try:
             self.query_one("#tokens-status", Static).update(Content(safe_text(text, single_line=True)))
-        except Exception:
+        except NoMatches:  # the screen is closing: no status line left to update
             pass
 
     def _set_header(self) -> None:

@@ -43,7 +43,7 @@ def prepare_terminal_graphics() -> bool:
         return True
     try:
         import textual_image.widget  # noqa: F401  (probes the terminal once)
-    except Exception:  # no tty, closed stdout, odd terminal: keep the fallback
+    except Exception:  # noqa: BLE001 - no tty, closed stdout, odd terminal: the text fallback is shown
         return False
     _graphics_ready = True
     return True
@@ -74,7 +74,7 @@ def load_preview_image(path: str | Path) -> tuple[Any | None, dict[str, Any]]:
             thumb.thumbnail((PREVIEW_MAX_PIXELS, PREVIEW_MAX_PIXELS))
             thumb.load()
             return thumb, info
-    except Exception as exc:  # unreadable or not an image
+    except Exception as exc:  # noqa: BLE001 - unreadable or not an image: the error is shown in the preview
         info["error"] = f"{type(exc).__name__}"
         return None, info
 
