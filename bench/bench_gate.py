@@ -61,7 +61,7 @@ def measure(poll: str, attempts: int = 3) -> list[float]:
                 result = decide(root, action, request.round, operator="bench")
                 if not result.taken:
                     raise RuntimeError(result.message)
-                _wait(lambda: _waiting_on(gate_dir) != name)
+                _wait(lambda name=name: _waiting_on(gate_dir) != name)
                 latencies.append(time.perf_counter() - started)
         finally:
             if proc.poll() is None:

@@ -69,7 +69,6 @@ from eviscene_tui.artifacts.models import (
     parse_model,
 )
 from eviscene_tui.artifacts.paths import (
-    INPUT_WHAT,
     RULE_CASE_INPUTS,
     Found,
     InputProvenance,

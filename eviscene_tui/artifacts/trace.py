@@ -37,7 +37,7 @@ import zlib
 from collections import OrderedDict
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, BinaryIO, Callable
+from typing import Any, BinaryIO
 
 import orjson
 

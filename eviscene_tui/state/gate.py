@@ -65,7 +65,7 @@ class GateSnapshot:
     history: tuple[dict[str, Any], ...] = ()  # the latest round gate's history summary
 
     @property
-    def fingerprint(self) -> tuple:
+    def fingerprint(self) -> tuple[Any, ...]:
         st = self.status
         return (
             st.driver.alive, st.driver.state, st.driver.waiting, st.driver.exit_code,
@@ -109,8 +109,8 @@ def feedback_changes(previous: dict[str, Any] | None, current: dict[str, Any]) -
 def _trace_path(root: Path) -> Path | None:
     state = read_bound(root / "search-state.json", verify=False)
     identity = state.identity if isinstance(state.identity, dict) else {}
-    inputs = identity.get("inputs") if isinstance(identity.get("inputs"), dict) else {}
-    trace = inputs.get("trace") if isinstance(inputs.get("trace"), dict) else {}
+    inputs = _v if isinstance(_v := identity.get("inputs"), dict) else {}
+    trace = _t if isinstance(_t := inputs.get("trace"), dict) else {}
     path = trace.get("path")
     return Path(path) if isinstance(path, str) else None
 

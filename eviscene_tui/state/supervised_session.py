@@ -386,7 +386,7 @@ def _teacher_step(episode: Any) -> dict[str, Any]:
     """The first teacher step of a recorded episode (the continuation at the site), or {}."""
     for step in R.trace_steps_of(episode if isinstance(episode, dict) else {}):
         meta = step.get("metadata") if isinstance(step, dict) else None
-        if isinstance(meta, dict) and meta.get("psd_role") == "teacher":
+        if isinstance(step, dict) and isinstance(meta, dict) and meta.get("psd_role") == "teacher":
             return step
     return {}
 

@@ -215,7 +215,7 @@ class LocalTokenizerDecoder(TokenDecoder):
         else:
             try:
                 got = self._tok.decode([token_id], skip_special_tokens=False).encode("utf-8")
-            except Exception:
+            except Exception:  # noqa: BLE001 - the tokenizer library's own errors: no bytes known for the id
                 got = None
         if got is not None:
             self._bytes[token_id] = got

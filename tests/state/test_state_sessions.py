@@ -11,7 +11,7 @@ from eviscene_tui.state.supervised_session import BETWEEN, SupervisedSession, tr
 from eviscene_tui.supervised import SearchSettings, SupervisedSearch, inputs_from_case
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "supervised"))
-from supervised_fixtures import write_driver_case  # noqa: E402
+from supervised_fixtures import write_driver_case
 
 
 def _search(tmp_path):

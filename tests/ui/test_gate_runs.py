@@ -14,7 +14,7 @@ from ui_helpers import make_app, screen_text, wait_scan
 from eviscene_tui.ui.screens.gate import GateCard, GateScreen
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "gate"))
-from gate_fixtures import make_case, pending, start_gate, wait_until as wait_sync  # noqa: E402
+from gate_fixtures import make_case, pending, start_gate, wait_until as wait_sync
 
 
 async def test_awaiting_operator_marker_filter_and_gate_key(tmp_path):

@@ -17,7 +17,7 @@ from eviscene_tui.state.gate import GateSession
 from eviscene_tui.ui.screens.gate import GateCard, GateScreen, StepPicker
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "gate"))
-from gate_fixtures import finish, make_case, manifest, start_gate  # noqa: E402
+from gate_fixtures import finish, make_case, manifest, start_gate
 
 
 class GateApp(App[None]):

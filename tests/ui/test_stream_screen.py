@@ -181,7 +181,6 @@ SAMPLE = REPO / "sample_runs" / "feedback-converged-3-rounds"
 
 @pytest.mark.skipif(not SAMPLE.is_dir(), reason="sample_runs not generated")
 async def test_real_sample_case_request_hint_and_stream(tmp_path):
-    import shutil
 
     from eviscene_tui.artifacts.case import load_case
 

@@ -599,7 +599,7 @@ async def test_checker_values_read_true_false_unset_in_words(tmp_path):
             await pilot.press("t")
             form.query_one("#f-reason").value = "wrong"
             await pilot.press("ctrl+s")
-            await wait_until(lambda: s.draft.stage == "closed", pilot=pilot, what=screen.last_message)
+            await wait_until(lambda s=s: s.draft.stage == "closed", pilot=pilot, what=screen.last_message)
             events = [orjson.loads(x) for x in supervised_journal_for_root(s.root).read_bytes().splitlines()]
             assert events[-1]["action"] == "reject_attempt" and events[-1]["data"]["checker"] == {"anchor_matches": True}
 

@@ -213,7 +213,6 @@ async def test_a_late_focus_on_the_trace_does_not_switch_a_no_site_case_back(tmp
 
 async def test_triage_label_is_recorded_outside_the_root_and_filterable(tmp_path_factory, tmp_path) -> None:
     import argparse
-    import shutil
 
     from eviscene_tui.journal.review import review_state
     from eviscene_tui.options import AppOptions

@@ -4,12 +4,11 @@ before they count as problems."""
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import orjson
 import pytest
-from ui_helpers import copy_case, make_app, open_case, sample_root, wait_for, wait_scan
+from ui_helpers import copy_case, make_app, open_case, wait_for, wait_scan
 
 CASE = "feedback-converged-3-rounds"
 

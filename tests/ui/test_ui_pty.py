@@ -7,7 +7,6 @@ import fcntl
 import os
 import pty
 import select
-import shutil
 import struct
 import sys
 import termios
