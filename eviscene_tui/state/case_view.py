@@ -822,10 +822,10 @@ def place_problems(view: CaseView, problems: list[tuple[str, str, str]]) -> list
     marks: list[ProblemMark] = []
     for code, path, message in problems:
         rel = path.replace(os.sep, "/")
-        line = exact.get(rel)
-        if line is None:
-            line = next((ln for folder, ln in folders if rel.startswith(folder)), None)
-        marks.append(ProblemMark(code, rel, message, line))
+        at = exact.get(rel)
+        if at is None:
+            at = next((ln for folder, ln in folders if rel.startswith(folder)), None)
+        marks.append(ProblemMark(code, rel, message, at))
     return marks
 
 

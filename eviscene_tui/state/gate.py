@@ -147,7 +147,7 @@ RECENT_EVENTS = 6
 
 
 def _event_line(row: dict[str, Any]) -> str:
-    payload = row.get("payload") if isinstance(row.get("payload"), dict) else {}
+    payload = _v if isinstance(_v := row.get("payload"), dict) else {}
     details = " ".join(f"{k}={v}" for k, v in list(payload.items())[:3] if isinstance(v, (str, int, float, bool)))
     return safe_text(f"#{row.get('sequence')} {row.get('event_type')} {details}".rstrip(), single_line=True, limit=120)
 

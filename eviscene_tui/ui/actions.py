@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 
 from eviscene_tui.state.runs import FILTERS
 
@@ -224,7 +224,7 @@ def binding(action_id: str) -> Binding:
     return Binding(a.key, a.action, a.label, show=a.show, id=a.id, tooltip=a.help, priority=a.priority)
 
 
-def bindings(scope: str) -> list[Binding]:
+def bindings(scope: str) -> list[BindingType]:
     """The ``BINDINGS`` of a screen or widget: every action of its section."""
     found = actions(scope)
     if not found:

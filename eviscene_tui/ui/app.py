@@ -12,6 +12,7 @@ import os
 import queue
 import time
 from collections.abc import Callable, Iterable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -467,7 +468,7 @@ def registry_commands(screen: Screen, display: Callable[[Binding], str]) -> list
         seen.add(action.id)
         keys = ", ".join(display(Binding(k, action.action, action.label)) for k in effective_keys(action, keymap))
         node = active.node
-        out.append((f"{action.command}  ({keys})", action.help, lambda n=node, a=action.action: n.run_action(a)))
+        out.append((f"{action.command}  ({keys})", action.help, partial(screen.app.run_action, action.action, node)))
     return out
 
 

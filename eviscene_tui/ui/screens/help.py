@@ -16,7 +16,6 @@ from textual.widgets import Static
 
 from eviscene_tui.ui.actions import SECTIONS, actions, bindings, effective_keys
 from eviscene_tui.settings import config_path
-from eviscene_tui.ui.widgets.key_footer import KeyFooter
 
 # the screen a help request comes from -> the section the help opens at
 SCREEN_SECTIONS: dict[str, str] = {
