@@ -474,6 +474,7 @@ async def test_every_panel_after_a_reopen_equals_what_it_showed_at_every_gate(tm
         await _press_on(pilot, screen, "#card-verdict", "x")
         form = await _form(pilot, app)
         form.query_one("#f-reason").value = "wrong step"
+        form.query_one("#c-anchor_matches").value = "false"
         await pilot.press("ctrl+s")
 
     before = await step(reject, lambda s: s.draft is not None and s.draft.stage == "closed")
@@ -486,6 +487,15 @@ async def test_every_panel_after_a_reopen_equals_what_it_showed_at_every_gate(tm
 
     before = await step(stop, lambda s: s.stopped_by_operator)
     assert "stopped by operator" in before[1]["title"] and "stopped by operator" in before[1]["#card-next"]
+
+    async def resume_and_start(pilot, screen, app):
+        await _press_on(pilot, screen, "#card-next", "u")
+        await wait_until(lambda: screen.search.status == "searching" and screen.session.busy is None, pilot=pilot)
+        await pilot.press("s")
+
+    before = await step(resume_and_start, lambda s: s.draft is not None and s.draft.index == 1 and s.draft.stage == "site")
+    assert "relocalization requested by the feedback" in before[1]["#card-site"]
+    assert "round-01 feedback" in before[1]["detail"]
 
 
 async def test_stop_ends_the_search_in_its_files_and_s_does_not_start_a_round_until_resumed(tmp_path):
