@@ -551,6 +551,10 @@ async def test_dialogs_keep_what_was_typed_and_show_what_they_act_on(tmp_path):
         await _opened(pilot, screen)
         await _press_on(pilot, screen, "#card-next", "s")
         await wait_until(lambda: screen.search.draft is not None, pilot=pilot)
+        # a dialog the gate would refuse does not open (nothing typed is lost to the refusal)
+        await _press_on(pilot, screen, "#card-hints", "n")
+        await pilot.pause()
+        assert app.screen is screen and "not possible now, the round is at site" in screen.last_message
         await _press_on(pilot, screen, "#card-site", "r")
         form = await _form(pilot, app)
         # the trace to pick from: every step, the policy steps selectable

@@ -578,6 +578,18 @@ class SupervisedScreen(Screen[None]):
     def _gate(self) -> str | None:
         return self.session.snapshot().gate if self.session.search is not None else None
 
+    def _at(self, what: str, *gates: str) -> SupervisedSearch | None:
+        """The open search when the round is at one of ``gates``; otherwise None and a message
+        (checked before a dialog opens, so nothing typed is lost to a refusal)."""
+        search = self.session.search
+        if search is None:
+            return None
+        gate = self._gate()
+        if gate not in gates:
+            self.session.say(f"{what}: not possible now, the round is at {gate}", "warning")
+            return None
+        return search
+
     def op_begin_round(self) -> None:
         if self._gate() not in (None, BETWEEN):
             self.session.say("a round is already open", "warning")
@@ -620,7 +632,7 @@ class SupervisedScreen(Screen[None]):
             self._run_sync("accept site", search.accept_site)
 
     def ask_relocalize(self) -> None:
-        search = self.session.search
+        search = self._at("relocalize", "site", "hints", "continuation", "verdict")
         if search is None:
             return
 
@@ -669,7 +681,7 @@ class SupervisedScreen(Screen[None]):
         self.session.show_detail("exact hint-constructor prompt:\n" + text)
 
     def ask_new_hint(self) -> None:
-        search = self.session.search
+        search = self._at("type a hint", "hints")
         if search is None:
             return
         locked = self.session.locked_hint()
@@ -707,7 +719,9 @@ class SupervisedScreen(Screen[None]):
             self._run_sync("approve hint", search.approve_hint, index)
 
     def ask_reject_hint(self, index: int | None) -> None:
-        search = self.session.search
+        search = self._at("reject a hint", "hints")
+        if search is None:
+            return
         if index is None or search is None or search.draft is None or not 0 <= index < len(search.draft.proposals):
             self.session.say("highlight a proposal first", "warning")
             return
@@ -727,7 +741,7 @@ class SupervisedScreen(Screen[None]):
         )
 
     def ask_end_round(self) -> None:
-        search = self.session.search
+        search = self._at("end the round", "site", "hints", "continuation")
         if search is None:
             return
 
@@ -772,7 +786,7 @@ class SupervisedScreen(Screen[None]):
             self.session.say("nothing is streaming", "info")
 
     def ask_approve_attempt(self) -> None:
-        search = self.session.search
+        search = self._at("approve the attempt", "verdict")
         if search is None:
             return
 
@@ -790,7 +804,7 @@ class SupervisedScreen(Screen[None]):
         )
 
     def ask_reject_attempt(self) -> None:
-        search = self.session.search
+        search = self._at("reject the attempt", "verdict")
         if search is None:
             return
 
