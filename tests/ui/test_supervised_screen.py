@@ -632,7 +632,10 @@ async def test_decision_keys_act_only_on_the_card_that_visibly_holds_the_focus(t
         await wait_until(lambda: s.draft.stage == "hints" and screen.session.busy is None, pilot=pilot)
         await pilot.pause()
         # the marked card is the one with the keys
-        assert site.has_class("-has-keys") and site.border_title.startswith("▶") and "a accept" in site.border_subtitle
+        assert site.has_class("-has-keys") and site.border_title.startswith("▶") and "a accept site" in site.border_subtitle
+        app.set_keymap({"supervised.site.relocalize": "R"})  # the keys shown follow the user's keymap
+        site.show_keys(True)
+        assert "R relocalize" in site.border_subtitle
         assert not hints.has_class("-has-keys") and not hints.border_title.startswith("▶")
         s.add_operator_hint("Compare the dates of the first copies.")
         screen.refresh_view()

@@ -61,7 +61,7 @@ from eviscene_tui.supervised.continuation import ContinuationRunner
 from eviscene_tui.supervised.feedback import CHECK_NAMES, Budgets
 from eviscene_tui.supervised.search import Proposal, SearchError
 from eviscene_tui.supervised.source import load_trace
-from eviscene_tui.ui.actions import bindings
+from eviscene_tui.ui.actions import actions, bindings, effective_keys
 from eviscene_tui.ui.messages import ContinuationFinished, JournalView, NeedSite, OpDone, OpFailed, SearchOpened
 from eviscene_tui.ui.screens.dialogs import FormScreen
 from eviscene_tui.ui.widgets.key_footer import KeyFooter
@@ -91,9 +91,10 @@ def _int(raw: Any) -> int | None:
 
 # ============================================================================ cards
 class Card(Vertical, can_focus=True):
-    """One gate's card. ``KEYS`` is shown under the card while it holds the focus."""
+    """One gate's card. Its keys (from the actions registry, with the user's keymap) are
+    shown under the card while it holds the focus."""
 
-    KEYS = ""
+    SCOPE = ""
     DEFAULT_CSS = """
     Card { height: auto; border: round $panel; padding: 0 1; margin-bottom: 1; }
     Card.-has-keys { border: heavy $accent; background: $accent 10%; }
@@ -115,7 +116,11 @@ class Card(Vertical, can_focus=True):
     def show_keys(self, has_focus: bool) -> None:
         self.set_class(has_focus, "-has-keys")
         self.border_title = ("▶ " + self.title) if has_focus else self.title
-        self.border_subtitle = ("keys: " + self.KEYS) if has_focus and self.KEYS else ""
+        self.border_subtitle = ("keys: " + self.keys_text()) if has_focus and self.SCOPE else ""
+
+    def keys_text(self) -> str:
+        keymap: dict[str, str] = dict(getattr(self.app, "_keymap", {}) or {})
+        return " · ".join(f"{'/'.join(effective_keys(a, keymap))} {a.label.lower()}" for a in actions(self.SCOPE) if a.show)
 
     @property
     def owner(self) -> SupervisedScreen:
@@ -125,8 +130,8 @@ class Card(Vertical, can_focus=True):
 
 
 class SiteCard(Card):
-    KEYS = "a accept · r relocalize"
-    BINDINGS = bindings("supervised.site")
+    SCOPE = "supervised.site"
+    BINDINGS = bindings(SCOPE)
 
     def action_accept(self) -> None:
         self.owner.op_accept_site()
@@ -136,8 +141,8 @@ class SiteCard(Card):
 
 
 class HintsCard(Card):
-    KEYS = "f fetch · n type · a approve · x reject · p prompt · e end round"
-    BINDINGS = bindings("supervised.hints")
+    SCOPE = "supervised.hints"
+    BINDINGS = bindings(SCOPE)
 
     def compose(self) -> ComposeResult:
         yield Static("", classes="card-body", markup=False)
@@ -172,8 +177,8 @@ class HintsCard(Card):
 
 
 class ContinuationCard(Card):
-    KEYS = "c run · ctrl+x cancel"
-    BINDINGS = bindings("supervised.continuation")
+    SCOPE = "supervised.continuation"
+    BINDINGS = bindings(SCOPE)
 
     def action_run(self) -> None:
         self.owner.op_run_continuation()
@@ -183,8 +188,8 @@ class ContinuationCard(Card):
 
 
 class VerdictCard(Card):
-    KEYS = "a approve · x reject · r relocalize"
-    BINDINGS = bindings("supervised.verdict")
+    SCOPE = "supervised.verdict"
+    BINDINGS = bindings(SCOPE)
 
     def action_approve(self) -> None:
         self.owner.ask_approve_attempt()
@@ -197,8 +202,8 @@ class VerdictCard(Card):
 
 
 class NextCard(Card):
-    KEYS = "s start round · t stop search · u resume"
-    BINDINGS = bindings("supervised.next")
+    SCOPE = "supervised.next"
+    BINDINGS = bindings(SCOPE)
 
     def action_start(self) -> None:
         self.owner.op_begin_round()
