@@ -49,3 +49,38 @@ async def test_awaiting_operator_marker_filter_and_gate_key(tmp_path):
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+async def test_case_screen_shows_the_pending_gate_as_a_card(tmp_path):
+    from eviscene_tui.ui.screens.case import CaseScreen
+    from eviscene_tui.ui.widgets.gate_panel import GatePanel
+
+    case = make_case(tmp_path)
+    proc = start_gate(case)
+    try:
+        wait_sync(pending(case, "round", 0), "the round-0 gate")
+        app = make_app(case.root.parent)
+        async with app.run_test(size=(160, 48)) as pilot:
+            await wait_scan(pilot, app)
+            await pilot.press("enter")
+            await wait_until(lambda: isinstance(app.screen, CaseScreen) and app.screen.query(GatePanel), pilot=pilot,
+                             what="the case screen with its gate card")
+            card = app.screen.query_one(GateCard)
+            await wait_until(lambda: "ROUND GATE · round 0" in str(card.render()), pilot=pilot, what="the round-0 card")
+            await pilot.press("a")  # the trace has focus: not a decision
+            await pilot.pause(0.2)
+            assert read_decisions(case) == []
+            card.focus()
+            await pilot.press("a")
+            await wait_until(lambda: read_decisions(case) == ["approve-round"], pilot=pilot, what="the decision from the card")
+            wait_sync(pending(case, "hint", 0), "the round-0 hint gate")
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+def read_decisions(case) -> list[str]:
+    from eviscene_tui.gate.sidecar import read_status
+
+    return [d.action for d in read_status(case.root).decisions]

@@ -143,6 +143,20 @@ class CaseScreen(Screen):
         self.query_one(TraceView).focus()
         self.load()
         self.set_timer(3.0, self._mount_panels)  # whatever happens with the trace
+        self._mount_gate_card()
+
+    def _mount_gate_card(self) -> None:
+        """A search run under ``eviscene-tui gate``: its pending gate as a card above the
+        tabs (Tab to it; its decision keys work only while it has focus)."""
+        from eviscene_tui.gate.inproc import SESSION_FILE, sidecar_for
+
+        if not (sidecar_for(self.case_path) / SESSION_FILE).is_file():
+            return
+        from eviscene_tui.state.gate import GateSession
+        from eviscene_tui.ui.widgets.gate_panel import GatePanel
+
+        self.mount(GatePanel(GateSession(self.case_path, operator=self.options.operator), compact=True, id="case-gate"),
+                   before=self.query_one("#case-tabs"))
 
     # -- loading -----------------------------------------------------------------------------
     def load(self) -> None:
