@@ -29,9 +29,14 @@ LIVE_TEACHER_KEY = "live:teacher_prompt_ids"
 LIVE_KEY = "live"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class LiveSnapshot:
     """An immutable copy of what a continuation has streamed so far."""
+
+    def __repr__(self) -> str:
+        # short: a worker's description is built from its arguments' reprs
+        n = len(self.prompt_token_ids) if self.prompt_token_ids is not None else None
+        return f"LiveSnapshot(status={self.status!r}, prompt_ids={n}, completion_ids={len(self.completion_token_ids)})"
 
     prompt_token_ids: tuple[int, ...] | None
     completion_token_ids: tuple[int, ...]

@@ -59,7 +59,7 @@ class Check:
     message: str
 
 
-@dataclass
+@dataclass(repr=False)
 class CaptureData:
     key: str
     label: str
@@ -105,6 +105,10 @@ class CaptureData:
         """Is this capture a hinted (teacher) prompt whose hint span should be located?"""
         return self.hint_prompt_len is not None
 
+    def __repr__(self) -> str:
+        # short: a repr of a 1,000,000-id capture (e.g. in a worker's description) costs 0.1 s
+        return f"CaptureData(key={self.key!r}, kind={self.kind!r}, ids={len(self.ids):,})"
+
     def completion_index(self, offset: int) -> int | None:
         if self.completion_start is None or offset < self.completion_start:
             return None
@@ -133,10 +137,12 @@ def field_of(obj: Any, key: str, default: Any = None) -> Any:
 
 
 def _int_list(value: Any) -> list[int] | None:
+    """``value`` when it is a list of ints (not copied: a capture's id list is parsed once),
+    a list of it for a tuple of ints, None otherwise (bools are not ids)."""
     if not isinstance(value, (list, tuple)):
         return None
-    if all(type(v) is int for v in value):
-        return list(value)
+    if set(map(type, value)) <= {int}:  # C-speed: 1,000,000 ids in ~40 ms
+        return value if isinstance(value, list) else list(value)
     out = []
     for v in value:
         if isinstance(v, bool) or not isinstance(v, int):

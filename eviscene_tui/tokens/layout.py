@@ -35,16 +35,16 @@ def find_pad_runs(ids: Sequence[int], pad_ids: dict[int, str]) -> list[PadRun]:
     n = len(ids)
     for pad in present:
         pos = 0
+        guess = 0  # images of one prompt often have one size: try the last run's length first
         index = ids.index if isinstance(ids, list) else None
         while pos < n:
             try:
                 start = index(pad, pos) if index else _find(ids, pad, pos)
             except ValueError:
                 break
-            end = start + 1
-            while end < n and ids[end] == pad:
-                end += 1
+            end = _run_end(ids, pad, start, guess) if index else _run_end_slow(ids, pad, start)
             raw.append((start, end - start, pad))
+            guess = end - start
             pos = end
     raw.sort()
     counters: dict[str, int] = {}
@@ -54,6 +54,41 @@ def find_pad_runs(ids: Sequence[int], pad_ids: dict[int, str]) -> list[PadRun]:
         counters[kind] = counters.get(kind, 0) + 1
         runs.append(PadRun(start, length, pad, kind, counters[kind]))
     return runs
+
+
+def _run_end(ids: list[int], pad: int, start: int, guess: int = 0) -> int:
+    """End (exclusive) of the run of ``pad`` starting at ``start``: the ``guess``ed length
+    checked with one slice comparison, else galloping slice comparisons (C-speed) instead
+    of a Python loop over every pad id."""
+    n = len(ids)
+    if guess > 1 and start + guess <= n and (start + guess == n or ids[start + guess] != pad):
+        if ids[start:start + guess] == [pad] * guess:
+            return start + guess
+    end = start + 1
+    step = 1
+    while end < n:  # gallop: double while the next ``step`` ids are all pads
+        stop = min(n, end + step)
+        if ids[end:stop] != [pad] * (stop - end):
+            break
+        end = stop
+        step *= 2
+    else:
+        return end
+    lo, hi = end, min(n, end + step)  # the first non-pad id lies in [lo, hi)
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if ids[lo:mid] == [pad] * (mid - lo):
+            lo = mid
+        else:
+            hi = mid
+    return lo if ids[lo] != pad else lo + 1
+
+
+def _run_end_slow(ids: Sequence[int], pad: int, start: int) -> int:
+    end = start + 1
+    while end < len(ids) and ids[end] == pad:
+        end += 1
+    return end
 
 
 def _find(ids: Sequence[int], pad: int, pos: int) -> int:

@@ -28,6 +28,7 @@ import orjson
 from eviscene_tui.artifacts.media import parse_psd_media, verify_media
 from eviscene_tui.tokens.capture import (
     CaptureData,
+    _int_list,
     Check,
     capture_checks,
     field_of,
@@ -458,12 +459,8 @@ def locate_hint(case: Any, data: CaptureData, decoder: TokenDecoder) -> HintSpan
 
 
 def _int(value: Any) -> list[int] | None:
-    if not isinstance(value, (list, tuple)):
-        return None
-    for v in value:
-        if isinstance(v, bool) or not isinstance(v, int):
-            return None
-    return list(value)
+    """A list of ints (the same list, not a copy), or None (bools are not ids)."""
+    return _int_list(value)
 
 
 def _recorded_logprobs(doc: Mapping[str, Any]) -> list[Any] | None:

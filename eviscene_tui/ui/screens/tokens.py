@@ -158,6 +158,7 @@ class TokenScreen(Screen[None]):
         self._spans: dict[str, str] = {}
         self.hint: HintSpan | None = None  # the located hint span of a hinted prompt (one answer for panel and `h`)
         self._hint_pending = False
+        self._selected_pending = False
         self.loaded_key: str | None = None
         self._given_capture = capture
         self._initial_source = source
@@ -231,7 +232,7 @@ class TokenScreen(Screen[None]):
         root = Path(self.options.root)
         return [root, root / "tokenizer"]
 
-    @work(exclusive=True, group="tokens-decoder", exit_on_error=False)
+    @work(exclusive=True, group="tokens-decoder", exit_on_error=False, description="token inspector: _resolve_decoder")
     async def _resolve_decoder(self) -> None:
         profile, bases = self._profile_and_bases()
         try:
@@ -248,7 +249,7 @@ class TokenScreen(Screen[None]):
             dec.notes.append(f"decoder resolution failed: {type(exc).__name__}")
         self.post_message(DecoderReady(dec))
 
-    @work(thread=True, exclusive=True, group="tokens-list", exit_on_error=False)
+    @work(thread=True, exclusive=True, group="tokens-list", exit_on_error=False, description="token inspector: _list_captures")
     def _list_captures(self) -> None:
         try:
             refs = enumerate_captures(self.case, workdir=self.options.workdir)
@@ -256,7 +257,7 @@ class TokenScreen(Screen[None]):
         except Exception as exc:  # noqa: BLE001 - shown as the list's error
             self.post_message(CapturesListed([], f"cannot list captures: {type(exc).__name__}: {exc}"))
 
-    @work(thread=True, exclusive=True, group="tokens-load", exit_on_error=False)
+    @work(thread=True, exclusive=True, group="tokens-load", exit_on_error=False, description="token inspector: _load_capture")
     def _load_capture(self, key: str) -> None:
         try:
             data = load_capture(self.case, key, workdir=self.options.workdir)
@@ -273,7 +274,7 @@ class TokenScreen(Screen[None]):
             layout = LayoutReady(data, CellLayout(data.ids, vision), vision)
         self.post_message(CaptureLoaded(data, layout))
 
-    @work(thread=True, exclusive=True, group="tokens-layout", exit_on_error=False)
+    @work(thread=True, exclusive=True, group="tokens-layout", exit_on_error=False, description="token inspector: _build_layout")
     def _build_layout(self, data: CaptureData, decoder: TokenDecoder) -> None:
         vision = self._vision_for(data, decoder)
         cells = CellLayout(data.ids, vision)
@@ -289,11 +290,11 @@ class TokenScreen(Screen[None]):
                 vision = guess_from_ids(data.student_ids)
         return vision
 
-    @work(thread=True, exclusive=True, group="tokens-pair-layout", exit_on_error=False)
+    @work(thread=True, exclusive=True, group="tokens-pair-layout", exit_on_error=False, description="token inspector: _build_pair_layout")
     def _build_pair_layout(self, data: CaptureData, vision: VisionIds | None) -> None:
         self.post_message(LayoutReady(data, CellLayout(data.ids, vision), vision, target="pair"))
 
-    @work(exclusive=False, group="tokens-pieces", exit_on_error=False)
+    @work(exclusive=False, group="tokens-pieces", exit_on_error=False, description="token inspector: _fetch_loop")
     async def _fetch_loop(self) -> None:
         dec = self.decoder
         total = 0
@@ -306,7 +307,7 @@ class TokenScreen(Screen[None]):
         finally:
             self._fetching = False
 
-    @work(exclusive=False, group="tokens-spans", exit_on_error=False)
+    @work(exclusive=False, group="tokens-spans", exit_on_error=False, description="token inspector: _decode_span")
     async def _decode_span(self, key: str, which: str, ids: list[int]) -> None:
         dec = self.decoder
         if dec is None:
@@ -314,7 +315,7 @@ class TokenScreen(Screen[None]):
         text = await dec.decode_span_async(ids)
         self.post_message(SpanDecoded(key, which, text))
 
-    @work(exclusive=True, group="tokens-search", exit_on_error=False)
+    @work(exclusive=True, group="tokens-search", exit_on_error=False, description="token inspector: _search_text")
     async def _search_text(self, query: str, text: str, ids: list[int], start: int, forward: bool, members_needed: bool) -> None:
         """Find ``text`` over the whole capture without blocking the UI: a remote decoder's
         missing pieces are fetched first (in batches, with progress), then the pieces are
@@ -349,7 +350,7 @@ class TokenScreen(Screen[None]):
         if not worker.is_cancelled:
             self.post_message(TokenSearchDone(query, span, members))
 
-    @work(exclusive=True, group="tokens-hint", exit_on_error=False)
+    @work(exclusive=True, group="tokens-hint", exit_on_error=False, description="token inspector: _locate_hint")
     async def _locate_hint(self, data: CaptureData, decoder: TokenDecoder) -> None:
         """Find the hint's span from its text (pieces of a remote decoder fetched first),
         then decode what the panel shows: the span, and the first difference beyond it."""
@@ -372,7 +373,7 @@ class TokenScreen(Screen[None]):
             span.texts["reference"] = await decoder.decode_span_async(list(d.ref_ids))
         self.post_message(HintLocated(data.key, span))
 
-    @work(thread=True, exclusive=True, group="tokens-image", exit_on_error=False)
+    @work(thread=True, exclusive=True, group="tokens-image", exit_on_error=False, description="token inspector: _load_image")
     def _load_image(self, key: str, index: int, path: str) -> None:
         image, info = load_preview_image(path)
         self.post_message(ImageReady(key, index, image, info))
@@ -551,7 +552,11 @@ class TokenScreen(Screen[None]):
 
     @on(TokenView.CursorMoved, "#token-view")
     def _cursor_moved(self, event: TokenView.CursorMoved) -> None:
-        self._render_selected()
+        # the token view paints first; the side panel follows after that frame, once for
+        # any number of moves in between (paging must not wait for the panel's layout)
+        if not self._selected_pending:
+            self._selected_pending = True
+            self.call_after_refresh(self._render_selected_now)
         view = self.query_one("#token-view", TokenView)
         if view.cells is not None:
             run = view.cells.run_at(event.offset)
@@ -745,6 +750,10 @@ class TokenScreen(Screen[None]):
                 self._fetch_loop()
             return f"#{tid} (fetching…)"
         return piece
+
+    def _render_selected_now(self) -> None:
+        self._selected_pending = False
+        self._render_selected()
 
     def _render_selected(self) -> None:
         view = self.query_one("#token-view", TokenView)

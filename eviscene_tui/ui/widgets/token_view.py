@@ -432,14 +432,23 @@ class TokenView(ScrollView, can_focus=True):
                 y = flow.lines.prefix(seg) + flow.lines.values[seg]
             if gen == flow.generation:
                 break
-        self._sync_flow_size()
+        self._sync_flow_size(need=top + height)
 
-    def _sync_flow_size(self) -> None:
+    def _sync_flow_size(self, need: int = 0) -> None:
+        """Follow the flowing layout's line count (it changes as estimates become exact).
+
+        A new virtual size costs a layout pass and an extra frame, so it is set only when the
+        count drifted by more than 1 % (the scrollbar would lie), or when row ``need`` (a
+        scroll target) lies beyond the current size."""
         flow = self.flow
         if flow is None:
             return
         want = Size(self.gutter_width + 1 + flow.width, len(flow) + self._extra_rows)
-        if self.virtual_size != want:
+        have = self.virtual_size
+        if have == want:
+            return
+        drift = abs(have.height - want.height)
+        if have.width != want.width or need >= have.height or drift > max(64, have.height // 100):
             self.virtual_size = want
 
     @property
@@ -581,7 +590,7 @@ class TokenView(ScrollView, can_focus=True):
         """The view row (grid row or wrapped line) where ``cell`` is shown."""
         if self.mode == "flow" and self.flow is not None:
             row = self.flow.line_of_cell(cell)
-            self._sync_flow_size()
+            self._sync_flow_size(need=row + max(1, self.scrollable_content_region.height))
             return row
         return self.rows.row_of_cell(cell) if self.rows is not None else 0
 
@@ -646,9 +655,14 @@ class TokenView(ScrollView, can_focus=True):
         rows are added after the end when the content is too short to scroll that far)."""
         target = max(0, row - max(0, screen_row))
         height = max(1, self.scrollable_content_region.height)
-        rows = self.virtual_size.height - self._extra_rows
+        if self.mode == "flow" and self.flow is not None:
+            rows = len(self.flow)
+        elif self.rows is not None:
+            rows = len(self.rows)
+        else:
+            rows = self.virtual_size.height - self._extra_rows
         extra = max(0, target + height - rows)
-        if extra != self._extra_rows:
+        if extra != self._extra_rows or self.virtual_size.height != rows + extra:
             self._extra_rows = extra
             self.virtual_size = Size(self.virtual_size.width, rows + extra)
             # the new height reaches the scrollbars on the next refresh: scroll once it has
