@@ -135,6 +135,7 @@ ACTIONS: tuple[Action, ...] = (
     A("search.close", "search", "escape", "close", "Close search", "Close the search box and clear its marks"),
     A("detail.close", "detail", "escape", "close", "Close", "Back to the case"),
     A("detail.close_enter", "detail", "enter", "close", "Close", "Back to the case", show=False),
+    A("detail.tokens", "detail", "k", "tokens", "Tokens", "Token inspector on this step's capture"),
     A("goto.cancel", "goto", "escape", "cancel", "Cancel", "Close without moving"),
     A("label.cancel", "label", "escape", "cancel", "Cancel", "Close without recording a label"),
     A("confirm.yes", "confirm", "y,enter", "yes", "Go on", "Go on despite the warning"),

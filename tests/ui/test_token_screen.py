@@ -476,3 +476,23 @@ async def test_million_ids_flowing_view_and_search_progress(million, tmp_path: P
         await _settle(app, pilot)
         assert any("of 1,000,000 ids" in t for t in seen)
         assert "no match for 'no such words anywhere'" in _text(app, "#tokens-status")
+
+
+async def test_step_detail_k_opens_the_token_inspector_on_that_step(tmp_path_factory):
+    """The step detail says "press k to open it in the token inspector": k does (whole app)."""
+    from ui_helpers import make_app, open_case, sample_root, wait_for
+
+    from eviscene_tui.ui.screens.step_detail import StepDetailScreen
+
+    app = make_app(sample_root(tmp_path_factory))
+    async with app.run_test(size=(140, 40)) as pilot:
+        case_screen = await open_case(pilot, app, "feedback-converged-3-rounds")
+        failure = case_screen.view.failure_index
+        await pilot.press("enter")
+        assert await wait_for(pilot, lambda: isinstance(app.screen, StepDetailScreen))
+        assert "press k to open it in the token inspector" in str(app.screen.query_one("#detail-doc").content)
+        await pilot.press("k")
+        assert await wait_for(pilot, lambda: isinstance(app.screen, TokenScreen) and app.screen.loaded_key is not None)
+        assert app.screen.loaded_key == f"step:{failure}" and app.screen.data.ids
+        await pilot.press("escape")
+        assert await wait_for(pilot, lambda: app.screen is case_screen)

@@ -860,7 +860,9 @@ class CaseScreen(Screen):
     def _on_detail(self, message: M.StepDetailReady) -> None:
         from eviscene_tui.ui.screens.step_detail import StepDetailScreen
 
-        self.app.push_screen(StepDetailScreen(message.index, message.detail, self.revealed))
+        index = message.index
+        self.app.push_screen(StepDetailScreen(index, message.detail, self.revealed),
+                             callback=lambda result: self._open_tokens(f"step:{index}") if result == "tokens" else None)
 
     def action_toggle_reveal(self) -> None:
         self.revealed = not self.revealed
@@ -993,17 +995,20 @@ class CaseScreen(Screen):
         self.notify("Trace rows wrapped" if tv.wrapped else "Trace rows cut at the edge (w wraps)", markup=False, timeout=1.5)
 
     def action_open_tokens(self) -> None:
-        if not self._need_bundle():
-            return
-        cls = self._screen_class("eviscene_tui.ui.screens.tokens", "TokenScreen")
-        if cls is None:
-            return
         source = None
         if self.trace_rows is not None:
             cursor = self.query_one(TraceView).cursor
             source = f"step:{cursor}"
         elif self.view is not None and self.view.failure_index is not None:
             source = f"step:{self.view.failure_index}"
+        self._open_tokens(source)
+
+    def _open_tokens(self, source: str | None) -> None:
+        if not self._need_bundle():
+            return
+        cls = self._screen_class("eviscene_tui.ui.screens.tokens", "TokenScreen")
+        if cls is None:
+            return
         self.app.push_screen(cls(self.bundle, self.options, source=source))
 
 

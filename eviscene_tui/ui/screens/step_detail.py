@@ -1,4 +1,7 @@
-"""Full detail of one trace step (a modal over the case screen)."""
+"""Full detail of one trace step (a modal over the case screen).
+
+``k`` closes it with the result ``"tokens"``: the screen that pushed it opens the token
+inspector on this step's capture (the detail says "press k" under the token capture)."""
 
 from __future__ import annotations
 
@@ -13,7 +16,7 @@ from eviscene_tui.ui.widgets.doc import doc_content
 from eviscene_tui.ui.widgets.key_footer import KeyFooter
 
 
-class StepDetailScreen(ModalScreen[None]):
+class StepDetailScreen(ModalScreen["str | None"]):
     BINDINGS = bindings("detail")
 
     def __init__(self, index: int, doc: list[Line], revealed: bool = False) -> None:
@@ -32,3 +35,6 @@ class StepDetailScreen(ModalScreen[None]):
 
     def action_close(self) -> None:
         self.dismiss(None)
+
+    def action_tokens(self) -> None:
+        self.dismiss("tokens")
