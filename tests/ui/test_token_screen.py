@@ -496,3 +496,44 @@ async def test_step_detail_k_opens_the_token_inspector_on_that_step(tmp_path_fac
         assert app.screen.loaded_key == f"step:{failure}" and app.screen.data.ids
         await pilot.press("escape")
         assert await wait_for(pilot, lambda: app.screen is case_screen)
+
+
+async def test_remote_pieces_are_asked_for_the_view_and_a_margin_only(tmp_path: Path):
+    """With a remote decoder the view asks for the pieces on screen and a page above and
+    below, not for the whole capture."""
+    from eviscene_tui.tokens.capture import CaptureData
+    from eviscene_tui.tokens.decode import DecodeSource, TokenDecoder
+
+    class Remote(TokenDecoder):
+        source = DecodeSource.SERVER
+
+        def _piece(self, token_id: int) -> str | None:
+            return None  # never fetched: every id stays pending
+
+        def pending(self, ids):
+            return list(dict.fromkeys(i for i in ids if i not in self._cache))
+
+    data = CaptureData(key="k", label="many distinct ids", kind="prompt", ids=list(range(1_000, 201_000)))
+    asked: list[int] = []
+
+    from textual.screen import Screen
+
+    class Viewer(Screen):
+        def compose(self):
+            yield TokenView(id="token-view")
+
+        def on_mount(self) -> None:
+            self.query_one(TokenView).load(data, Remote(label="remote"))
+
+        def on_token_view_pieces_needed(self, event: TokenView.PiecesNeeded) -> None:
+            asked.extend(event.ids)
+
+    app = Harness(Viewer)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await _settle(app, pilot)
+        view = app.screen.query_one(TokenView)
+        height = view.scrollable_content_region.height
+        per_row = view.per_row
+        assert 1_000 in asked  # the first token on screen
+        assert 1_000 + (2 * height - 1) * per_row in asked  # a page below the view
+        assert 1_000 + 5 * height * per_row not in asked and len(asked) <= 3 * height * per_row + per_row

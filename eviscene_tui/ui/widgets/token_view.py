@@ -414,7 +414,33 @@ class TokenView(ScrollView, can_focus=True):
     def render_lines(self, crop: Region) -> list[Strip]:
         if self.mode == "flow" and self.flow is not None:
             self._settle_flow()
-        return super().render_lines(crop)
+        lines = super().render_lines(crop)
+        self._request_margin()
+        return lines
+
+    def _request_margin(self) -> None:
+        """A remote decoder: ask for the pieces of a page above and below the view too, so
+        scrolling a page shows decoded text at once (a local tokenizer decodes on demand)."""
+        if self.data is None or self.cells is None or self.cells.n_cells == 0 or self.decoder.source != "server":
+            return
+        height = max(1, self.scrollable_content_region.height)
+        top = self.scroll_offset.y
+        first_row, last_row = max(0, top - height), top + 2 * height
+        if self.mode == "flow" and self.flow is not None:
+            flow = self.flow
+            a = flow.seg_starts[flow.lines.find(first_row)]
+            b = flow.seg_ends[flow.lines.find(min(last_row, len(flow) - 1))]
+        elif self.rows is not None and len(self.rows):
+            a = self.rows.row(min(first_row, len(self.rows) - 1)).cell_start
+            b = self.rows.row(min(last_row, len(self.rows) - 1)).cell_end
+        else:
+            return
+        lo = self.cells.cell(a)[0]
+        hi = self.cells.cell(max(a, b - 1))[0] + 1
+        todo = [i for i in self.decoder.pending(self.data.ids[lo:hi][:20_000]) if i not in self._requested]
+        if todo:
+            self._requested.update(todo)
+            self.post_message(self.PiecesNeeded(self, todo))
 
     def _settle_flow(self) -> None:
         """Wrap every segment the viewport shows before painting it (so a frame is laid out
