@@ -141,12 +141,12 @@ async def _measure(root: Path, failure: int) -> dict[str, object]:
                 cpu.clear()
                 t0, c0 = time.perf_counter(), time.process_time()
                 app.simulate_key("k")
-                await until(lambda: painted_after(t0) is not None)
+                await until(lambda t0=t0: painted_after(t0) is not None)
                 samples.append(painted_after(t0) or 0.0)
                 cpus.append(cpu_after(t0, c0))
                 screen = app.screen
                 assert isinstance(screen, TokenScreen)
-                await until(lambda: screen.data is not None and screen.query_one("#token-view", TokenView).rows is not None)
+                await until(lambda screen=screen: screen.data is not None and screen.query_one("#token-view", TokenView).rows is not None)
                 await pilot.pause()
                 if attempt < 2:
                     await pilot.press("escape")
@@ -165,7 +165,7 @@ async def _measure(root: Path, failure: int) -> dict[str, object]:
                     before = view.scroll_offset.y
                     t0 = time.perf_counter()
                     app.simulate_key("pagedown")
-                    await until(lambda: view.scroll_offset.y != before and painted_after(t0, y=view.scroll_offset.y) is not None, 10)
+                    await until(lambda before=before, t0=t0: view.scroll_offset.y != before and painted_after(t0, y=view.scroll_offset.y) is not None, 10)
                     got.append(painted_after(t0, y=view.scroll_offset.y) or 0.0)
                     await pilot.pause()
                 return got

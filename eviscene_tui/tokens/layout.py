@@ -42,7 +42,7 @@ def find_pad_runs(ids: Sequence[int], pad_ids: dict[int, str]) -> list[PadRun]:
                 start = index(pad, pos) if index else _find(ids, pad, pos)
             except ValueError:
                 break
-            end = _run_end(ids, pad, start, guess) if index else _run_end_slow(ids, pad, start)
+            end = _run_end(ids, pad, start, guess) if isinstance(ids, list) else _run_end_slow(ids, pad, start)
             raw.append((start, end - start, pad))
             guess = end - start
             pos = end
