@@ -223,8 +223,41 @@ def build_case_view(bundle: CaseBundle, *, key: str, base: Any = None) -> CaseVi
             view.latest_hint = a.hint_text
             break
     view.hint_count = len(attempts)
+    if str(bundle.layout) == "slate":
+        return _slate_view(bundle, view, base)
     view.localization = _localization_doc(bundle, site, view)
     view.rounds, view.round_anchors = _rounds_doc(bundle)
+    view.problems = [(str(p.code), _rel(p.path, base), safe_text(p.message, single_line=True, limit=500)) for p in bundle.problems]
+    return view
+
+
+def _slate_view(bundle: CaseBundle, view: CaseView, base: Any) -> CaseView:
+    """A slate root: labelled as the unsupported layout it is everywhere, with what can
+    be shown without reading the layout (its own status and the files it holds)."""
+    slate = bundle.slate_state
+    own = slate.get("status") if isinstance(slate, dict) and isinstance(slate.get("status"), str) else None
+    view.status = safe_text(f"unsupported layout (slate: {own})" if own else "unsupported layout (slate)", single_line=True)
+    note = L(Seg("This is a slate search root (--search-mode slate). eviscene-tui does not read this layout: "
+                 "there is no localized failure step or source trace to show.", "warn"))
+    view.localization = [L(Seg("Slate search: unsupported layout", "title")), note]
+    lines: list[Line] = [L(Seg("Slate search ", "title"), S(own or "(no readable slate-state.json status)", "accent"), Seg("  unsupported layout", "bad"))]
+    rounds_dir = bundle.root / "slate-rounds"
+    try:
+        names = sorted(p.name for p in rounds_dir.iterdir() if p.is_dir())
+    except OSError:
+        names = []
+    lines.append(L(Seg(f"  slate rounds: {len(names)}", "key")))
+    for name in names[:200]:
+        lines.append(L(Seg("    "), S(f"slate-rounds/{name}/", "dim")))
+    try:
+        top = sorted(p.name + ("/" if p.is_dir() else "") for p in bundle.root.iterdir())
+    except OSError:
+        top = []
+    lines.append(L(Seg("  files in the root:", "key")))
+    for name in top[:200]:
+        lines.append(L(Seg("    "), S(name, "dim")))
+    view.rounds = lines
+    view.round_anchors = {0: ("",)}
     view.problems = [(str(p.code), _rel(p.path, base), safe_text(p.message, single_line=True, limit=500)) for p in bundle.problems]
     return view
 

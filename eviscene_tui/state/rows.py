@@ -68,6 +68,9 @@ class CaseRow:
     no_site: bool = False  # the current round found no recoverable site
     labels: tuple[str, ...] = ()  # operator triage labels from the review journal
     gate: str = ""  # operator gate marker (state.gate.gate_marker): awaiting operator / driver gone / gated
+    supervised: str = ""  # status of the app's own supervised search of this case ("" = none)
+    stale_for: float = 0.0  # a "searching" case nothing has written to for this many seconds (0 = not stale)
+    status_note: str = ""  # shown after the status: what an unsupported layout's own state says
     checked: bool = False  # problems come from the full integrity check (as ``check``), not the cheap summary
     ref: Any = field(default=None, compare=False, repr=False)  # opaque handle to open the case
     _haystack: str = field(default="", compare=False, repr=False)
@@ -83,6 +86,7 @@ class CaseRow:
         self.hint_texts = tuple(safe_text(h, single_line=True) for h in self.hint_texts if h)
         self.labels = tuple(safe_text(x, single_line=True, limit=40) for x in self.labels)
         self.gate = safe_text(self.gate, single_line=True, limit=60)
+        self.status_note = safe_text(self.status_note, single_line=True, limit=60)
         parts = [self.key, self.case_id, *self.hint_texts, *self.labels]
         self._haystack = "\n".join(parts).casefold()
         self._cells = None
@@ -240,11 +244,18 @@ def _cell_text(row: CaseRow, column: Column) -> str:
     if key == "layout":
         return LAYOUT_SHORT.get(row.layout, row.layout)
     if key == "status":
-        text = row.status + (" (being written)" if row.being_written else "")
+        shown = "unsupported layout" if row.status == "unsupported" else row.status
+        if row.status_note:
+            shown += f" ({row.status_note})"
+        text = shown + (" (being written)" if row.being_written else "")
         if row.awaiting_operator:
             text = row.gate + " · " + text  # first: the column is narrow and this needs a person
         elif row.gate:
             text += " · " + row.gate
+        if row.stale_for:
+            text += f" \u00b7 stale: no writes for {duration(row.stale_for)}"
+        if row.supervised:
+            text += f" \u00b7 supervised: {row.supervised}"
         if row.labels:
             text += " [" + ",".join(row.labels) + "]"
         return text
@@ -257,6 +268,15 @@ def _cell_text(row: CaseRow, column: Column) -> str:
     if isinstance(value, int):
         return str(value)
     return str(value or "")
+
+
+def duration(seconds: float) -> str:
+    """A rough length of time for a status line: 40 min, 3 h, 2 d."""
+    if seconds >= 86400:
+        return f"{seconds / 86400:.0f} d"
+    if seconds >= 3600:
+        return f"{seconds / 3600:.0f} h"
+    return f"{seconds / 60:.0f} min"
 
 
 def sort_value(row: CaseRow, key: str) -> Any:
@@ -331,6 +351,12 @@ def row_from_summary(
     else:
         settled = pairs
     status = summary.status or "unknown"
+    note = ""
+    if str(summary.layout) == "slate":
+        # one label wherever a slate root is shown: the app does not read this layout, so
+        # its own state ("repairing", "searching") is a note, not the case's status
+        note = "slate" if status in ("unsupported", "unreadable", "unknown") else f"slate: {status}"
+        status = "unsupported"
     no_site = status == "no_recoverable_site" or last_round == "no_recoverable_site"
     return CaseRow(
         key=key,
@@ -349,6 +375,7 @@ def row_from_summary(
         hint_texts=tuple(summary.hint_texts),
         being_written=bool(fresh),
         no_site=no_site,
+        status_note=note,
         checked=problems is not None,
         ref=ref if ref is not None else summary,
     )

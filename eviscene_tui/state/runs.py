@@ -8,6 +8,7 @@ each change; the UI re-reads :meth:`RunsStore.visible`.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
+from typing import TYPE_CHECKING
 from dataclasses import dataclass
 
 from eviscene_tui.safe_text import safe_text
@@ -20,6 +21,9 @@ from eviscene_tui.state.rows import (
     CaseRow,
     sort_value,
 )
+
+if TYPE_CHECKING:
+    from eviscene_tui.state.scan import Activity
 
 
 @dataclass(frozen=True, slots=True)
@@ -205,6 +209,18 @@ class RunsStore:
                     checked=True,
                 )
             )
+        return self.upsert(changed) if changed else 0
+
+    def apply_activity(self, marks: dict[str, Activity]) -> int:
+        """Set each row's supervised-search status and staleness (``state.scan.Activity``)."""
+        from dataclasses import replace
+
+        changed = []
+        for key, mark in marks.items():
+            row = self._rows.get(key)
+            # staleness is redrawn when it starts, ends or crosses another hour
+            if row is not None and (row.supervised, row.stale_for // 3600, row.stale_for > 0) != (mark.supervised, mark.stale_for // 3600, mark.stale_for > 0):
+                changed.append(replace(row, supervised=mark.supervised, stale_for=mark.stale_for))
         return self.upsert(changed) if changed else 0
 
     # -- filter / sort / search -------------------------------------------------------

@@ -219,3 +219,51 @@ class CaseIndex:
 
     def paths(self) -> dict[str, str]:
         return dict(self._by_path)
+
+
+# a search whose files say ``searching`` but that nothing has written to for this long is
+# marked stale (its driver or the app's supervised search probably died)
+STALE_AFTER = 3600.0
+
+
+@dataclass(frozen=True, slots=True)
+class Activity:
+    """What the runs table shows besides a case's own files: the app's supervised search
+    of the case (its status in the work directory) and whether a ``searching`` case has
+    gone quiet."""
+
+    supervised: str = ""  # status of ``<workdir>/supervised/<key>/search-state.json``; "" = none
+    stale_for: float = 0.0  # seconds since the last write of a search that says it is searching; 0 = not stale
+
+
+def supervised_status(workdir: Path | None, key: str) -> tuple[str, float]:
+    """(status, mtime) of the app's supervised search of case ``key``, or ("", 0.0)."""
+    if workdir is None:
+        return "", 0.0
+    from eviscene_tui.artifacts.integrity import safe_read_bound
+    from eviscene_tui.journal.paths import case_key, supervised_root_path
+
+    state = supervised_root_path(workdir, case_key(key)) / "search-state.json"
+    try:
+        mtime = state.stat().st_mtime
+    except OSError:
+        return "", 0.0
+    read = safe_read_bound(str(state))
+    payload = read.payload if isinstance(read.payload, dict) else {}
+    status = payload.get("status")
+    return (status if isinstance(status, str) and status else "unreadable"), mtime
+
+
+def activity(rows: Iterable[CaseRow], workdir: Path | None, *, now: float | None = None) -> dict[str, Activity]:
+    """The :class:`Activity` of each row (file reads: run it in a worker thread)."""
+    now = time.time() if now is None else now
+    out: dict[str, Activity] = {}
+    for row in rows:
+        supervised, smtime = supervised_status(workdir, row.key)
+        stale = 0.0
+        if row.status == "searching" and row.mtime and now - row.mtime > STALE_AFTER:
+            stale = now - row.mtime
+        elif supervised == "searching" and smtime and now - smtime > STALE_AFTER:
+            stale = now - smtime
+        out[row.key] = Activity(supervised, stale)
+    return out

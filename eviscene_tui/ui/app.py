@@ -11,6 +11,7 @@ import asyncio
 import os
 import queue
 import time
+from dataclasses import replace
 from collections.abc import Callable, Iterable
 from functools import partial
 from pathlib import Path
@@ -29,7 +30,7 @@ from eviscene_tui.artifacts.layout import CaseRef
 from eviscene_tui.options import AppOptions
 from eviscene_tui.safe_text import safe_text
 from eviscene_tui.state.runs import RunsStore
-from eviscene_tui.state.scan import CaseIndex, CheckResult, LockedTransient, batched, build_row, integrity_pass, scan_rows
+from eviscene_tui.state.scan import CaseIndex, CheckResult, LockedTransient, activity, batched, build_row, integrity_pass, scan_rows
 from eviscene_tui.ui import messages as M
 from eviscene_tui.ui.actions import BY_ID, bindings, effective_keys
 from eviscene_tui.ui.themes import DARK, DEFAULT_THEME, LIGHT, app_themes, theme_css_paths
@@ -99,6 +100,7 @@ class EvisceneApp(App[int]):
         if self.watch_enabled:
             self.watch_root()
         self.poll_policy_status()
+        self.set_interval(self.ACTIVITY_INTERVAL, self.check_activity)
 
     async def action_quit(self) -> None:
         self._stop_watch.set()
@@ -185,9 +187,14 @@ class EvisceneApp(App[int]):
     @on(M.SummariesBatch)
     def _on_batch(self, message: M.SummariesBatch) -> None:
         if self.labels:
-            from dataclasses import replace
-
             message.rows = [replace(r, labels=self.labels[r.key]) if r.key in self.labels else r for r in message.rows]
+        if not message.initial:
+            # a re-read row keeps the supervised-search mark until the next activity pass
+            carried = []
+            for row in message.rows:
+                old = self.store.get(row.key)
+                carried.append(replace(row, supervised=old.supervised) if old is not None and old.supervised and not row.supervised else row)
+            message.rows = carried
         for row in message.rows:
             self.case_index.add(row)
         self.store.upsert(message.rows)
@@ -215,6 +222,21 @@ class EvisceneApp(App[int]):
         for problem in message.problems[:5]:
             self.notify(safe_text(problem, limit=300), title="discovery", severity="warning", markup=False)
         self.start_integrity_pass()
+        self.check_activity()
+
+    # -- supervised searches of the cases and stale searches -------------------------------------
+    ACTIVITY_INTERVAL = 30.0
+
+    @work(thread=True, exclusive=True, group="activity", exit_on_error=False)
+    def check_activity(self) -> None:
+        """Which cases have a supervised search in the work directory, and which searches
+        say ``searching`` but have gone quiet (read in a thread, applied by the handler)."""
+        marks = activity(self.store.rows(), self.options.workdir)
+        self.post_message(M.ActivityChecked(marks))
+
+    @on(M.ActivityChecked)
+    def _on_activity(self, message: M.ActivityChecked) -> None:
+        self.store.apply_activity(message.marks)
 
     # -- full integrity pass (the same result as ``check``) -----------------------------------
     def start_integrity_pass(self) -> None:

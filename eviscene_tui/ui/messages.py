@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 from textual.message import Message
 
 from eviscene_tui.state.rows import CaseRow
-from eviscene_tui.state.scan import CheckResult
+from eviscene_tui.state.scan import Activity, CheckResult
 from eviscene_tui.state.trace_rows import TraceRows
 if TYPE_CHECKING:
     from eviscene_tui.gate.decide import DecideResult
@@ -65,6 +65,14 @@ class IntegrityFinished(Message):
         self.count = count
         self.seconds = seconds
         self.error = error
+
+
+class ActivityChecked(Message):
+    """Supervised-search status and staleness of every case (``state.scan.Activity`` by key)."""
+
+    def __init__(self, marks: dict[str, Activity]) -> None:
+        super().__init__()
+        self.marks = marks
 
 
 class CasesRemoved(Message):

@@ -108,3 +108,29 @@ def test_place_problems_picks_the_most_specific_line() -> None:
         ("leftover_tmp", "manifest.json.tmp", "m"),
     ])
     assert [m.line for m in marks] == [5, 3, 0]
+
+
+async def test_slate_root_is_labelled_unsupported_everywhere_and_never_waits(tmp_path) -> None:
+    from eviscene_tui.samples.synthetic import make_slate_case
+    from eviscene_tui.state.rows import COLUMNS, cell_text
+
+    root = tmp_path / "runs"
+    make_slate_case(root / "slate-search")
+    app = make_app(root)
+    async with app.run_test(size=(140, 40)) as pilot:
+        assert await wait_for(pilot, lambda: app.check_seconds is not None, 30)
+        row = app.store.get("slate-search")
+        status = cell_text(row, next(c for c in COLUMNS if c.key == "status"))
+        assert status.startswith("unsupported layout") and "slate" in status
+        assert row.in_triage or row.problems > 0
+        screen = await open_case(pilot, app, "slate-search")
+        assert await wait_for(pilot, lambda: screen.integrity is not None, 20)
+        title = str(screen.query_one("#case-title").content)
+        assert "unsupported layout" in title and "generating" not in title and "repairing" not in title
+        codes = [code for code, _p, _m in screen.problem_rows()]
+        assert codes.count("unsupported_layout") == 1
+        await pilot.press("4")
+        assert await wait_for(pilot, lambda: "waiting for the trace" not in str(screen.query_one("#compare-left").content), 10)
+        await pilot.press("3")
+        await pilot.pause()
+        assert "slate rounds: 1" in str(screen.query_one("#rounds-doc").content)

@@ -30,6 +30,7 @@ from eviscene_tui.state.case_view import (
     pick_teacher_step,
     step_detail_doc,
 )
+from eviscene_tui.state.rows import duration as cell_stale
 from eviscene_tui.state.trace_rows import TraceRows, row_from_brief
 from eviscene_tui.state.trace_search import SearchCorpus
 from eviscene_tui.ui import messages as M
@@ -105,7 +106,7 @@ class CaseScreen(Screen):
         self._integrity_in_case: list[tuple[str, str, str]] = []
         self.marks: list[Any] = []  # state.case_view.ProblemMark, one per problem in check order
         self._problem_cursor = -1
-        self._supervised_note = ""  # "supervised search: …" when the app's work dir holds one
+        self._unsubscribe: Any = None
         self._request = 0
         self._trace_request = -1  # the load that published the trace rows shown
         self._trace_failed = False
@@ -139,6 +140,9 @@ class CaseScreen(Screen):
         yield KeyFooter()
 
     def on_mount(self) -> None:
+        store = getattr(self.app, "store", None)
+        if store is not None:
+            self._unsubscribe = store.subscribe(self._store_changed)
         self._paint_privilege_bar()
         self.query_one(TraceView).focus()
         self.load()
@@ -157,6 +161,10 @@ class CaseScreen(Screen):
 
         self.mount(GatePanel(GateSession(self.case_path, operator=self.options.operator), compact=True, id="case-gate"),
                    before=self.query_one("#case-tabs"))
+
+    def on_unmount(self) -> None:
+        if self._unsubscribe is not None:
+            self._unsubscribe()
 
     # -- loading -----------------------------------------------------------------------------
     def load(self) -> None:
@@ -472,10 +480,29 @@ class CaseScreen(Screen):
                 parts.append(("  5 lists them \u00b7 ! goes to the next", "dim"))
             else:
                 parts.append(("   \u2713 no integrity problems", "$success"))
-        supervised = self._supervised_note
-        if supervised:
-            parts.append(("   \u00b7 " + supervised, "bold $accent"))
+        for note in self._activity_notes():
+            parts.append(("   \u00b7 " + note, "bold $accent"))
         self.query_one("#case-title", Static).update(Content.assemble(*parts))
+
+    def _activity_notes(self) -> list[str]:
+        """What the runs table knows about the case beyond its files: the app's supervised
+        search of it, a gated driver, a search gone quiet (already sanitised in the row)."""
+        store = getattr(self.app, "store", None)
+        row = store.get(self.key) if store is not None else None
+        if row is None:
+            return []
+        notes = []
+        if row.supervised:
+            notes.append(f"supervised search: {row.supervised} (g reopens it)")
+        if row.gate:
+            notes.append(f"driver gate: {row.gate} (G opens it)")
+        if row.stale_for:
+            notes.append("stale: no writes for " + cell_stale(row.stale_for))
+        return notes
+
+    def _store_changed(self, reason: str) -> None:
+        if reason == "rows" and self.view is not None:
+            self._paint_title()
 
     def action_next_problem(self) -> None:
         """Go to where the next problem is shown (its mark in the Rounds tab, else its line
@@ -637,7 +664,11 @@ class CaseScreen(Screen):
 
     def _paint_compare(self) -> None:
         c = self.compare
-        if c is None or not self._lazy_ready():
+        if not self._lazy_ready():
+            return
+        if c is None:
+            if self._trace_failed:  # no trace will come: say so instead of waiting
+                self.query_one("#compare-left", Static).update(Content("no source trace to compare (see the Trace tab's status line)"))
             return
         from eviscene_tui.state.case_view import L, Seg
 
