@@ -42,7 +42,8 @@ import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
 
 from eviscene_tui.artifacts.jsonio import (
     canonical_jsonl_bytes,
@@ -219,7 +220,7 @@ class SupervisedSearch:
         recoverable site), the note is journaled as a ``relocalize`` decision."""
         settings = settings or SearchSettings()
         budgets = budgets or Budgets()
-        evidence = [inputs.source_root] if inputs.source_root is not None else []
+        evidence: list[str | os.PathLike[str]] = [inputs.source_root] if inputs.source_root is not None else []
         work = WorkDir(workdir, evidence_roots=evidence)
         sroot = Path(root) if root is not None else supervised_root_path(work.path, case_key(inputs.label))
         sroot = work.guard(sroot)
@@ -412,7 +413,7 @@ class SupervisedSearch:
         t.update(extra)
         return t
 
-    def _journal(self, action: str, *, reason: str = "", evidence: list[Path] = (), data: dict | None = None, **target: Any) -> dict[str, Any]:
+    def _journal(self, action: str, *, reason: str = "", evidence: Sequence[Path] = (), data: dict[str, Any] | None = None, **target: Any) -> dict[str, Any]:
         self._require_writable()
         return self.journal.append(
             action,
@@ -520,18 +521,18 @@ class SupervisedSearch:
             )
             return site, False
         # reuse the latest round's site
-        site = None
+        reused: dict[str, Any] | None = None
         for rec in reversed(last.get("records") or []):
             if isinstance(rec.get("repair_site"), dict):
-                site = dict(rec["repair_site"])
+                reused = dict(rec["repair_site"])
                 break
-        if site is None:
+        if reused is None:
             for cand in reversed(last.get("candidates") or []):
-                site = R.site_from_candidate(cand, trace)
-                if site:
+                reused = R.site_from_candidate(cand, trace)
+                if reused:
                     break
         needs = bool(next_feedback(hist).get("needs_relocalization"))
-        return site or dict(self.inputs.site), needs
+        return reused or dict(self.inputs.site), needs
 
     def _next_site(self) -> tuple[dict[str, Any], dict[str, Any] | None, bool]:
         """(site, localization doc to bind or None, relocalization requested by feedback)."""
@@ -552,12 +553,12 @@ class SupervisedSearch:
             doc = R.operator_localization(trace, step, note=str(reloc.get("note") or ""), operator=str(reloc.get("operator") or ""), category=reloc.get("category"))
             return site, doc, False
         # reuse the latest round's localization
-        doc = None
+        reused_doc: dict[str, Any] | None = None
         p = Path(str(last.get("directory"))) / "semantic-localization.json"
         if p.is_file():
             raw, _ = read_json(p)
-            doc = raw if isinstance(raw, dict) else None
-        return site, doc, needs
+            reused_doc = raw if isinstance(raw, dict) else None
+        return site, reused_doc, needs
 
     def _binding(self, path: Path | None) -> dict[str, Any] | None:
         if path is None or not path.is_file():
@@ -846,7 +847,7 @@ class SupervisedSearch:
         )
         if reply.error:
             raise SearchError(f"{reply.error} (the raw reply is kept in {self._rel(d.dir / 'proposer-response.json')})")
-        out = []
+        out: list[Proposal] = []
         for text in reply.hints:
             lvl = self.settings.hint_level
             out.append(Proposal(len(d.proposals) + len(out), text, lvl, "openai_compatible", mdl, self._audit(text, lvl)))
@@ -894,7 +895,7 @@ class SupervisedSearch:
         d.stage = "continuation"
         return ev
 
-    def _write_audits(self, extra: list[dict[str, Any]] = ()) -> list[dict[str, Any]]:
+    def _write_audits(self, extra: Sequence[dict[str, Any]] = ()) -> list[dict[str, Any]]:
         d = self.draft
         assert d is not None
         rows = list(d.earlier_audit_rows)
@@ -1150,7 +1151,7 @@ class SupervisedSearch:
         return self._verdict(accepted=False, reason=reason, checker=checker, earliest_error_step=earliest_error_step)
 
     # ================================================================ closing a round
-    def _close_round(self, *, extra_audit_rows: list[dict[str, Any]] = (), operator_relocalization: dict[str, Any] | None = None) -> dict[str, Any]:
+    def _close_round(self, *, extra_audit_rows: Sequence[dict[str, Any]] = (), operator_relocalization: dict[str, Any] | None = None) -> dict[str, Any]:
         d = self.draft
         assert d is not None
         records = [d.record] if d.record is not None else []
@@ -1338,7 +1339,7 @@ class SupervisedSearch:
             d.stage = "verdict"
             d.outcome = ContinuationOutcome(status="complete")
         self.messages.append(f"resumed {rdir.name} at the {d.stage} gate")
-        if d.stage == "verdict" and d.record.get("local_verification"):
+        if d.stage == "verdict" and d.record is not None and d.record.get("local_verification"):
             self._close_round()
 
     def _resume_proposals(self, d: RoundDraft, events: list[dict[str, Any]]) -> None:
@@ -1351,7 +1352,8 @@ class SupervisedSearch:
                 for h in data.get("hints") or []:
                     if not isinstance(h, dict) or not isinstance(h.get("text"), str):
                         continue
-                    level = h.get("level") if type(h.get("level")) is int else self.settings.hint_level
+                    raw_level = h.get("level")
+                    level = raw_level if isinstance(raw_level, int) and not isinstance(raw_level, bool) else self.settings.hint_level
                     p = Proposal(len(d.proposals), h["text"], level, str(h.get("provider") or ""), str(h.get("model") or ""),
                                  self._audit_for(d, h["text"], level), event_id=ev.get("id"))
                     d.proposals.append(p)
@@ -1396,6 +1398,7 @@ class SupervisedSearch:
         if not isinstance(raw, dict):
             return None, 0
         error_type = str(raw.get("error_type") or "error")
-        retry = raw.get("retry") if type(raw.get("retry")) is int else 0
+        raw_retry = raw.get("retry")
+        retry = raw_retry if isinstance(raw_retry, int) and not isinstance(raw_retry, bool) else 0
         status = "cancelled" if error_type == "cancelled" else "failed"
         return ContinuationOutcome(status=status, error_type=error_type), retry + 1
