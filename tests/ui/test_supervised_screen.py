@@ -717,3 +717,17 @@ async def test_in_the_app_g_after_quit_shows_the_same_hints_and_feedback(tmp_pat
         assert "resumed" in screen.last_message and "continuation gate" in screen.last_message
         assert (screen.session.snapshot().panels(), rendered_panels(screen)) == before
         await pilot.press("q")
+
+
+async def test_an_unexpected_failure_in_an_operation_is_shown_and_frees_the_screen(tmp_path):
+    screen, app = _screen(tmp_path)
+    async with app.run_test(size=(140, 50)) as pilot:
+        await _opened(pilot, screen)
+
+        def broken() -> None:
+            raise KeyError("a field nobody expected")
+
+        screen.search.begin_round = broken
+        await _press_on(pilot, screen, "#card-next", "s")
+        await wait_until(lambda: "failed" in screen.last_message, pilot=pilot)
+        assert "internal error: KeyError" in screen.last_message and screen.session.busy is None

@@ -534,14 +534,16 @@ class SupervisedScreen(Screen[None]):
             self.session.failed("continuation", f"{outcome.status}: {outcome.error}")
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
-        if event.worker is not self.stream_worker:
-            return
-        if event.state == WorkerState.CANCELLED:
-            self.query_one("#sup-stream", StreamView).finish("cancelled")
-            self.session.cancelled("continuation")
-        elif event.state == WorkerState.ERROR:
-            self.query_one("#sup-stream", StreamView).finish("failed")
-            self.session.failed("continuation", f"internal error: {event.worker.error}")
+        if event.worker is self.stream_worker:
+            if event.state == WorkerState.CANCELLED:
+                self.query_one("#sup-stream", StreamView).finish("cancelled")
+                self.session.cancelled("continuation")
+            elif event.state == WorkerState.ERROR:
+                self.query_one("#sup-stream", StreamView).finish("failed")
+                self.session.failed("continuation", _internal(event.worker.error))
+        elif event.state == WorkerState.ERROR and event.worker.group.startswith("supervised-"):
+            # an unexpected failure in a worker: shown, and the screen is free for the next operation
+            self.session.failed(self.session.busy or event.worker.group.removeprefix("supervised-"), _internal(event.worker.error))
 
     def on_need_site(self, message: NeedSite) -> None:
         self.session.say(message.reason, "warning")
@@ -863,6 +865,10 @@ class SupervisedScreen(Screen[None]):
             self.stream_worker.cancel()
         self.session.close()
         self.app.pop_screen()
+
+
+def _internal(error: BaseException | None) -> str:
+    return f"internal error: {type(error).__name__}: {error}" if error is not None else "internal error"
 
 
 def _hint_verdict(p: Proposal) -> str:
