@@ -19,6 +19,7 @@ from typing import Any
 
 import orjson
 
+from eviscene_tui.policy.events import Delta, PolicyEvent, ToolCallDelta
 from eviscene_tui.supervised import records as R
 from eviscene_tui.supervised.search import RoundDraft, SupervisedSearch
 
@@ -83,6 +84,8 @@ class VerdictPart:
     action: str
     thought: str
     output: str
+    # the recorded continuation as stream events, so the stream view shows what was recorded
+    events: tuple[PolicyEvent, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -330,6 +333,7 @@ class SupervisedSession:
             action=action,
             thought=_text(step.get("thought")),
             output=_text(step.get("output")),
+            events=_recorded_events(step, rec.get("completion_ids")),
         )
 
     @staticmethod
@@ -380,6 +384,25 @@ class SupervisedSession:
             return None
         locked = d.feedback.get("locked_hint") if isinstance(d.feedback, dict) else None
         return locked if isinstance(locked, str) and locked else None
+
+
+def _recorded_events(step: dict[str, Any], completion_ids: Any) -> tuple[PolicyEvent, ...]:
+    """A recorded teacher step as the events a live stream of it would have given."""
+    if not step:
+        return ()
+    ids = tuple(i for i in completion_ids if isinstance(i, int)) if isinstance(completion_ids, list) else ()
+    events: list[PolicyEvent] = [
+        Delta("reasoning", _text(step.get("thought"))),
+        Delta("content", _text(step.get("output")), token_ids=ids),
+    ]
+    meta = step.get("metadata") if isinstance(step.get("metadata"), dict) else {}
+    action = meta.get("policy_action") if isinstance(meta.get("policy_action"), dict) else {}
+    for i, call in enumerate(action.get("tool_calls") or []):
+        if isinstance(call, dict):
+            args = call.get("arguments")
+            events.append(ToolCallDelta(i, id=_text(call.get("id")) or None, name=_text(call.get("name")) or None,
+                                        arguments=args if isinstance(args, str) else orjson.dumps(args).decode()))
+    return tuple(events)
 
 
 def _teacher_step(episode: Any) -> dict[str, Any]:

@@ -363,6 +363,8 @@ def rendered_panels(screen) -> dict[str, str]:
         out[card] = _plain(screen.query_one(card).query_one(".card-body").render())
     ol = screen.query_one("#proposals")
     out["proposals"] = "\n".join(_plain(ol.get_option_at_index(i).prompt) for i in range(ol.option_count))
+    for pane in ("#pane-reasoning", "#pane-content", "#pane-tools"):
+        out[pane] = screen.query_one(pane).text
     return out
 
 
@@ -469,6 +471,7 @@ async def test_every_panel_after_a_reopen_equals_what_it_showed_at_every_gate(tm
 
     before = await step(run, lambda s: s.draft.stage == "verdict")
     assert "attempt " in before[1]["#card-verdict"] and "teacher: web_search" in before[1]["#card-verdict"]
+    assert before[1]["#pane-reasoning"] == "r" and "web_search" in before[1]["#pane-tools"]  # the recorded continuation
 
     async def reject(pilot, screen, app):
         await _press_on(pilot, screen, "#card-verdict", "x")

@@ -52,6 +52,7 @@ from textual.worker import Worker, WorkerState
 
 from eviscene_tui.journal import fold, stale_paths, verify_chain
 from eviscene_tui.options import AppOptions
+from eviscene_tui.policy.events import PolicyEvent
 from eviscene_tui.policy.status_line import ProfileError, target_from_options
 from eviscene_tui.safe_text import safe_text
 from eviscene_tui.state.stream_session import LiveFeed
@@ -349,6 +350,11 @@ class SupervisedScreen(Screen[None]):
             self._render_cont(snap)
         if prev is None or snap.verdict != prev.verdict:
             self._render_verdict(snap)
+            if snap.verdict is not None:
+                self._show_recorded(snap.verdict.events)
+            elif prev is not None and prev.verdict is not None:
+                # the round closed on a verdict: the next continuation starts from an empty view
+                self.query_one("#sup-stream", StreamView).clear()
         if prev is None or snap.next != prev.next:
             self._render_next(snap)
         if prev is None or snap.detail != prev.detail:
@@ -416,6 +422,15 @@ class SupervisedScreen(Screen[None]):
                 output=("\noutput: " + _lines(v.output, 600)) if v.output else "",
             )
         self.query_one("#card-verdict", Card).set_body(body)
+
+    def _show_recorded(self, events: tuple[PolicyEvent, ...]) -> None:
+        """The stream view shows the continuation as recorded in the round (the same after a
+        reopen as right after the live stream, which it replaces with what was written)."""
+        view = self.query_one("#sup-stream", StreamView)
+        feed = view.attach(LiveFeed(accumulate=True))
+        for ev in events:
+            feed.push(ev)
+        view.finish("complete")
 
     def _render_next(self, snap: SupervisedSnapshot) -> None:
         n = snap.next

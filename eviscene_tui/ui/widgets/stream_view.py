@@ -267,6 +267,16 @@ class StreamView(Vertical):
         feed.dirty = True
         return feed
 
+    def clear(self) -> None:
+        """Back to idle: no continuation shown (the badge stays)."""
+        self._badge = self._feed.badge or self._badge
+        self._feed = LiveFeed()
+        self._feed.dirty = False
+        self._idle = True
+        for pane in self.query(TextPane):
+            pane.clear()
+        self._render_stats()
+
     def reset(self, acc: StreamAccumulator | None = None, *, badge: str | None = None) -> StreamAccumulator:
         """Attach a new feed around ``acc`` (events pushed through :meth:`feed` are buffered only)."""
         return self.attach(LiveFeed(acc), badge=badge).acc
