@@ -395,8 +395,10 @@ def _recorded_events(step: dict[str, Any], completion_ids: Any) -> tuple[PolicyE
         Delta("reasoning", _text(step.get("thought"))),
         Delta("content", _text(step.get("output")), token_ids=ids),
     ]
-    meta = step.get("metadata") if isinstance(step.get("metadata"), dict) else {}
-    action = meta.get("policy_action") if isinstance(meta.get("policy_action"), dict) else {}
+    raw_meta = step.get("metadata")
+    meta: dict[str, Any] = raw_meta if isinstance(raw_meta, dict) else {}
+    raw_action = meta.get("policy_action")
+    action: dict[str, Any] = raw_action if isinstance(raw_action, dict) else {}
     for i, call in enumerate(action.get("tool_calls") or []):
         if isinstance(call, dict):
             args = call.get("arguments")
