@@ -106,8 +106,34 @@ def feedback_changes(previous: dict[str, Any] | None, current: dict[str, Any]) -
     return out or ["no change"]
 
 
+_STAT_CACHE: dict[tuple[str, str], tuple[tuple[int, int], Any]] = {}
+
+
+def _by_stat(kind: str, path: Path, load: Callable[[Path], Any]) -> Any:
+    """``load(path)``, re-run only when the file's mtime or size changed (big files
+    such as ``search-state.json`` or a continuation are polled every half second)."""
+    try:
+        st = path.stat()
+    except OSError:
+        _STAT_CACHE.pop((kind, str(path)), None)
+        return load(path)
+    stamp = (st.st_mtime_ns, st.st_size)
+    hit = _STAT_CACHE.get((kind, str(path)))
+    if hit is not None and hit[0] == stamp:
+        return hit[1]
+    value = load(path)
+    if len(_STAT_CACHE) > 256:
+        _STAT_CACHE.clear()
+    _STAT_CACHE[(kind, str(path))] = (stamp, value)
+    return value
+
+
 def _trace_path(root: Path) -> Path | None:
-    state = read_bound(root / "search-state.json", verify=False)
+    return _by_stat("trace-path", root / "search-state.json", _trace_path_from)
+
+
+def _trace_path_from(search_state: Path) -> Path | None:
+    state = read_bound(search_state, verify=False)
     identity = state.identity if isinstance(state.identity, dict) else {}
     inputs = _v if isinstance(_v := identity.get("inputs"), dict) else {}
     trace = _t if isinstance(_t := inputs.get("trace"), dict) else {}
@@ -152,27 +178,75 @@ def _event_line(row: dict[str, Any]) -> str:
     return safe_text(f"#{row.get('sequence')} {row.get('event_type')} {details}".rstrip(), single_line=True, limit=120)
 
 
+@dataclass
+class _EventsTail:
+    """What was read of one append-only ``events.jsonl`` up to its last complete line."""
+
+    offset: int = 0
+    count: int = 0
+    last: str = ""
+    recent: tuple[str, ...] = ()
+
+
+_TAILS: dict[str, _EventsTail] = {}
+
+
+def _read_events(path: Path) -> tuple[_EventsTail, bool]:
+    """Read only the bytes appended since the last poll; a torn last line (the writer
+    is mid-line) is left for the next poll and reported as torn."""
+    tail = _TAILS.get(str(path)) or _EventsTail()
+    try:
+        with open(path, "rb") as handle:
+            size = os.fstat(handle.fileno()).st_size
+            if size < tail.offset:  # replaced or truncated: start again
+                tail = _EventsTail()
+            handle.seek(tail.offset)
+            data = handle.read()
+    except OSError:
+        return tail, False
+    complete = data.rfind(b"\n") + 1
+    count, last, recent = tail.count, tail.last, list(tail.recent)
+    for _number, row, error, _at_tail in jsonl_lines(data[:complete]):
+        if error is None:
+            count += 1
+            if isinstance(row, dict):
+                last = str(row.get("event_type") or "")
+                recent.append(_event_line(row))
+        # a broken complete line is skipped, as every reader of the archive does
+    tail = _EventsTail(tail.offset + complete, count, last, tuple(recent[-RECENT_EVENTS:]))
+    if len(_TAILS) > 256:
+        _TAILS.clear()
+    _TAILS[str(path)] = tail
+    return tail, bool(data[complete:].strip())
+
+
 def _events(run_dir: Path, recent: list[str] | None = None) -> tuple[int, str, bool]:
     count, last, torn = 0, "", False
     runtime = run_dir / "runtime"
     if not runtime.is_dir():
         return 0, "", False
     for events in sorted(runtime.glob("*/hint-*/events.jsonl"), key=lambda p: p.stat().st_mtime if p.exists() else 0):
-        try:
-            data = events.read_bytes()
-        except OSError:
-            continue
-        for _number, row, error, at_tail in jsonl_lines(data):
-            if error is None:
-                count += 1
-                if isinstance(row, dict):
-                    last = str(row.get("event_type") or "")
-                    if recent is not None:
-                        recent.append(_event_line(row))
-                        del recent[:-RECENT_EVENTS]
-            elif at_tail:
-                torn = True
+        tail, torn_here = _read_events(events)
+        count += tail.count
+        torn = torn or torn_here
+        if tail.last:
+            last = tail.last
+        if recent is not None:
+            recent.extend(tail.recent)
+            del recent[:-RECENT_EVENTS]
     return count, last, torn
+
+
+def _teacher_lines(path: Path) -> tuple[str, ...]:
+    cont = read_bound(path, verify=False)
+    steps = cont.payload.get("teacher_steps") if isinstance(cont.payload, dict) else None
+    out = []
+    for row in steps if isinstance(steps, list) else []:
+        if isinstance(row, dict):
+            what = row.get("tool_name") or row.get("action_type") or ""
+            said = row.get("thought") or row.get("output") or ""
+            out.append(safe_text(f"{row.get('stage_name') or row.get('stage')}: {what}: {said}", single_line=True, limit=140))
+    return tuple(out)
 
 
 def round_progress(root: Path, round_index: int) -> RoundProgress:
@@ -198,14 +272,7 @@ def round_progress(root: Path, round_index: int) -> RoundProgress:
         problems.append(f"proposer-hint-audits.json: {probs[0].message}")
     recent: list[str] = []
     events, last, torn = _events(directory, recent)
-    teacher: list[str] = []
-    cont = read_bound(directory / "continuations" / "hint-00.json", verify=False)
-    steps = cont.payload.get("teacher_steps") if isinstance(cont.payload, dict) else None
-    for row in steps if isinstance(steps, list) else []:
-        if isinstance(row, dict):
-            what = row.get("tool_name") or row.get("action_type") or ""
-            said = row.get("thought") or row.get("output") or ""
-            teacher.append(safe_text(f"{row.get('stage_name') or row.get('stage')}: {what}: {said}", single_line=True, limit=140))
+    teacher = _by_stat("teacher", directory / "continuations" / "hint-00.json", _teacher_lines)
     manifest, probs = read_json(directory / "manifest.json")
     status = str(manifest.get("status") or "") if isinstance(manifest, dict) else ""
     if probs and probs[0].code != "missing_artifact":
@@ -222,7 +289,7 @@ def round_progress(root: Path, round_index: int) -> RoundProgress:
             else:
                 verdict = "accepted" if row.get("accepted") is True else "not accepted"
     return RoundProgress(round_index, directory, step, tuple(proposals), tuple(audits), events, safe_text(last, single_line=True),
-                         torn, safe_text(status, single_line=True), verdict, tuple(problems), tuple(recent), tuple(teacher))
+                         torn, safe_text(status, single_line=True), verdict, tuple(problems), tuple(recent), teacher)
 
 
 def _latest_round(root: Path) -> int | None:

@@ -39,6 +39,12 @@ def test_round_progress_reads_partly_written_files(tmp_path):
     assert p.audits == ("passed", "operator_rejected")
     assert p.recent_events == ("#1 case_attempt_started", "#2 context_request_started")
     assert p.status == "" and any("manifest.json" in x for x in p.problems)
+    # the writer completes the line and appends another: only the new bytes are read
+    with open(events, "a", encoding="utf-8") as handle:
+        handle.write('pe": "tool_result_archived"}\n' + json.dumps({"sequence": 4, "event_type": "snapshot_committed"}) + "\n")
+    p = round_progress(root, 0)
+    assert (p.events, p.last_event, p.torn_tail) == (4, "snapshot_committed", False)
+    assert p.recent_events[-2:] == ("#3 tool_result_archived", "#4 snapshot_committed")
     (run / "manifest.json").write_text(json.dumps({"status": "generated"}))
     (run / "repair_attempts.jsonl").write_text(json.dumps({"local_verification": {"passed": True}, "accepted": True}) + "\n")
     assert round_progress(root, 0).verdict == "accepted"
