@@ -9,6 +9,7 @@ Public API::
     search.add_operator_hint("...") / await search.fetch_proposals(); search.approve_hint(0)
     await search.run_continuation(PolicyContinuationRunner.from_options(options))
     search.reject_attempt("...", checker={...}) / search.approve_attempt() / search.relocalize(step, note)
+    search.stop("note") between rounds (paused_execution_error / OperatorStoppedSearch); search.resume()
 
 Pure rules: ``revision_context``, ``revision_rejection``, ``audit_hint``, ``next_stop``.
 """
