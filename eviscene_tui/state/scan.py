@@ -251,6 +251,9 @@ def supervised_status(workdir: Path | None, key: str) -> tuple[str, float]:
     read = safe_read_bound(str(state))
     payload = read.payload if isinstance(read.payload, dict) else {}
     status = payload.get("status")
+    error = payload.get("execution_error")
+    if status == "paused_execution_error" and isinstance(error, dict) and error.get("type") == "OperatorStoppedSearch":
+        return "stopped by operator", mtime  # the operator's stop, written as the driver gate writes it
     return (status if isinstance(status, str) and status else "unreadable"), mtime
 
 

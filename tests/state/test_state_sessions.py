@@ -122,3 +122,15 @@ def test_stream_session_prefills_the_hint_once_and_tracks_the_stream():
     session.ended("complete")
     assert not session.streaming and session.last_status == "complete" and session.last_acc is feed.acc
     assert seen[-1].state == "complete"
+
+
+def test_the_runs_rows_read_a_stop_as_stopped_by_operator(tmp_path):
+    from eviscene_tui.state.scan import supervised_status
+
+    s = _search(tmp_path)
+    assert supervised_status(tmp_path / "w", "case")[0] == "searching"
+    s.stop()
+    assert supervised_status(tmp_path / "w", "case")[0] == "stopped by operator"
+    s.resume()
+    assert supervised_status(tmp_path / "w", "case")[0] == "searching"
+    s.close()
