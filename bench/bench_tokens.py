@@ -1,8 +1,9 @@
 """Token inspector figures (printed, never asserted), measured in the WHOLE app.
 
 A generated case whose localized failure step holds a 1,000,000-id ``policy_token_capture``
-(prompt with image-pad runs + a completion with logprobs), the tiny tokenizer as the case
-folder's ``tokenizer.json``. Through Pilot, with the app's own screens:
+(prompt with image-pad runs + a completion with logprobs), its source trace outside the case
+root (``<root>/inputs/<case>/trace.json``, recorded by an absolute cluster path), the tiny
+tokenizer as the opened folder's ``tokenizer.json``. Through Pilot, with the app's own screens:
 
 - ``k`` on the failure step -> tokens painted (goal < 0.3 s): from the key press to the
   first frame in which the token view paints its rows (the paint is seen by wrapping the
@@ -55,13 +56,20 @@ def _case() -> tuple[Path, int]:
     cap = doc["state"]["all_steps"][failure]["metadata"]["policy_token_capture"]
     cap.update(prompt_token_ids=ids, completion_token_ids=completion,
                completion_logprobs=[-0.05 * (i % 40) for i in range(len(completion))], status="complete", missing=[])
-    trace_path.write_bytes(orjson.dumps(doc))
-    # bind the rewritten trace as the driver would have (its sha in run-inputs.json)
+    # the driver's input lives outside the case root (where --trace pointed), recorded by an
+    # absolute path on the cluster that wrote the run
+    trace_path.unlink()
+    outside = root / "inputs" / case.name / "trace.json"
+    outside.parent.mkdir(parents=True)
+    outside.write_bytes(orjson.dumps(doc))
     fake = f"{synthetic.FAKE_ROOT}/{case.name}"
-    config = {"trace": {"path": f"{fake}/source/trace.json", "sha256": synthetic._sha_file(trace_path)}, "output_dir": fake,
-              "search_mode": "single", "policy_model": synthetic.PROFILE_ID, "hint_count": 1}
+    config = {"trace": {"path": f"{synthetic.FAKE_ROOT}/inputs/{case.name}/trace.json", "sha256": synthetic._sha_file(outside)},
+              "output_dir": fake, "search_mode": "single", "policy_model": synthetic.PROFILE_ID, "hint_count": 1}
     for name, data in synthetic.encode_bound(Path("run-inputs.json"), config, {"status": "initialized"}).items():
         (case / name).write_bytes(data)
+    manifest = orjson.loads((case / "manifest.json").read_bytes())
+    manifest["trace"] = config["trace"]["path"]
+    (case / "manifest.json").write_bytes(orjson.dumps(manifest, option=orjson.OPT_INDENT_2))
     (root / "tokenizer.json").write_text(tiny.tiny_tokenizer_json(), encoding="utf-8")
     marker.write_bytes(orjson.dumps({"failure": failure}))
     return case, failure

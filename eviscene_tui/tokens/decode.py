@@ -18,7 +18,9 @@ No Textual import here (services layer).
 from __future__ import annotations
 
 import asyncio
+import copy
 import os
+import threading
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
@@ -153,6 +155,10 @@ class RawDecoder(TokenDecoder):
         return " ".join(f"#{i}" for i in ids)
 
 
+_LOADED: dict[tuple[str, int, int], "LocalTokenizerDecoder"] = {}
+_LOADED_LOCK = threading.Lock()
+
+
 class LocalTokenizerDecoder(TokenDecoder):
     """``tokenizer.json`` through the ``tokenizers`` package."""
 
@@ -179,16 +185,51 @@ class LocalTokenizerDecoder(TokenDecoder):
 
     @classmethod
     def from_path(cls, path: str | os.PathLike[str]) -> "LocalTokenizerDecoder":
+        """The decoder of a ``tokenizer.json`` (or a folder holding one).
+
+        Parsing a real vocabulary takes ~0.5 s, so the parsed tokenizer (and the pieces
+        decoded so far) are kept per file, keyed by path, size and mtime: opening the
+        inspector again, or on the next case of the same model, does not parse it again.
+        Each call returns its own decoder object (its ``notes`` are per resolution)."""
         p = Path(path)
         if p.is_dir():
             p = p / "tokenizer.json"
-        data = p.read_bytes()
-        dec = cls(data, path=str(p))
-        if dec.vision is None:
-            got = vision.from_model_dir(p.parent)
-            if got:
-                dec.vision = got
-        return dec
+        st = p.stat()
+        key = (str(p.resolve()), st.st_size, st.st_mtime_ns)
+        with _LOADED_LOCK:
+            base = _LOADED.get(key)
+        if base is None:
+            base = cls(p.read_bytes(), path=str(p))
+            if base.vision is None:
+                got = vision.from_model_dir(p.parent)
+                if got:
+                    base.vision = got
+            with _LOADED_LOCK:
+                _LOADED.clear()  # one vocabulary at a time: a real one holds ~100 MB
+                _LOADED[key] = base
+        return base._twin()
+
+    @classmethod
+    def cached(cls, path: str | os.PathLike[str]) -> "LocalTokenizerDecoder | None":
+        """The decoder of ``path`` when that version of the file was parsed already, else None
+        (a stat, never a parse)."""
+        p = Path(path)
+        if p.is_dir():
+            p = p / "tokenizer.json"
+        try:
+            st = p.stat()
+            key = (str(p.resolve()), st.st_size, st.st_mtime_ns)
+        except OSError:
+            return None
+        with _LOADED_LOCK:
+            base = _LOADED.get(key)
+        return base._twin() if base is not None else None
+
+    def _twin(self) -> "LocalTokenizerDecoder":
+        """A decoder sharing this one's tokenizer and piece caches, with its own notes."""
+        twin = copy.copy(self)
+        twin.notes = []
+        return twin
 
     def _piece(self, token_id: int) -> str | None:
         if token_id < 0:
@@ -435,6 +476,24 @@ def find_tokenizer_json(
     return None, notes
 
 
+def cached_decoder(
+    *,
+    tokenizer: str | os.PathLike[str] | None = None,
+    profile: Any = None,
+    bases: Sequence[str | os.PathLike[str]] = (),
+    fallback_dirs: Sequence[str | os.PathLike[str]] = (),
+) -> TokenDecoder | None:
+    """What :func:`resolve_decoder` would pick when that is a local ``tokenizer.json``
+    parsed already (file stats only); None otherwise (resolve it then)."""
+    path, notes = find_tokenizer_json(tokenizer, profile, bases=bases, fallback_dirs=fallback_dirs)
+    if path is None:
+        return None
+    dec = LocalTokenizerDecoder.cached(path)
+    if dec is not None:
+        dec.notes.extend(notes)
+    return dec
+
+
 async def resolve_decoder(
     *,
     tokenizer: str | os.PathLike[str] | None = None,
@@ -450,7 +509,8 @@ async def resolve_decoder(
     path, notes = find_tokenizer_json(tokenizer, profile, bases=bases, fallback_dirs=fallback_dirs)
     if path is not None:
         try:
-            dec: TokenDecoder = LocalTokenizerDecoder.from_path(path)
+            # in a thread: parsing a real vocabulary must not stall the event loop
+            dec: TokenDecoder = await asyncio.to_thread(LocalTokenizerDecoder.from_path, path)
             dec.notes.extend(notes)
             return dec
         except Exception as exc:  # noqa: BLE001 - a tokenizer that cannot load is noted; the next candidate is tried

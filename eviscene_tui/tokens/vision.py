@@ -174,8 +174,29 @@ def from_model_dir(path: str | os.PathLike[str]) -> VisionIds | None:
     return from_config(data, basis=f"{cfg.name}")
 
 
-def guess_from_ids(ids: Iterable[int]) -> VisionIds | None:
-    fam = family_from_ids(ids)
-    if fam:
-        return from_family(fam, "guessed from vision_start/pad framing in the ids")
-    return None
+def guess_from_ids(ids: Iterable[int], *, enough: int = 3) -> VisionIds | None:
+    """The family whose ``vision_start`` is followed by its pad in ``ids``. On a list, the
+    first ``enough`` framings decide (a 1,000,000-id prompt is not scanned to its end)."""
+    if not isinstance(ids, list):
+        fam = family_from_ids(ids)
+        return from_family(fam, "guessed from vision_start/pad framing in the ids") if fam else None
+    n = len(ids)
+    best, best_count = None, 0
+    for name, table in VISION_FAMILIES.items():
+        vs = table["vision_start"]
+        pads = (table["image_pad"], table["video_pad"])
+        count = seen = pos = 0
+        while seen < enough:
+            try:
+                i = ids.index(vs, pos)
+            except ValueError:
+                break
+            seen += 1
+            if i + 1 < n and ids[i + 1] in pads:
+                count += 1
+            pos = i + 1
+        if count > best_count:
+            best, best_count = name, count
+        if count >= enough:
+            break  # this family's framing, again and again: no need to scan for the other
+    return from_family(best, "guessed from vision_start/pad framing in the ids") if best else None

@@ -258,10 +258,11 @@ class CapturesListed(Message):
 
 
 class CaptureLoaded(Message):
-    def __init__(self, data: CaptureData, layout: "LayoutReady | None" = None) -> None:
+    def __init__(self, data: CaptureData, layout: LayoutReady | None = None, decoder: TokenDecoder | None = None) -> None:
         super().__init__()
         self.data = data
-        self.layout = layout  # built in the same worker when the decoder was already known
+        self.layout = layout  # built in the same worker (with guessed vision ids when no decoder was known)
+        self.decoder = decoder  # a tokenizer already parsed, found by the load worker
 
 
 class CaptureFailed(Message):

@@ -140,3 +140,39 @@ def test_hostile_added_token_is_sanitised():
     name = dec.special_name(300000)
     assert "\x1b" not in name and "\x07" not in name and "\u202e" not in name
     assert dec.piece(300000) == name
+
+
+def test_tokenizer_file_is_parsed_once_per_version(tmp_path):
+    """Opening the inspector again (or on the next case) reuses the parsed vocabulary; a
+    changed file is parsed again; each resolution has its own notes."""
+    import os
+
+    from eviscene_tui.tokens import tiny
+    from eviscene_tui.tokens.decode import LocalTokenizerDecoder
+
+    path = tmp_path / "tokenizer.json"
+    path.write_text(tiny.tiny_tokenizer_json(), encoding="utf-8")
+    a = LocalTokenizerDecoder.from_path(tmp_path)
+    a.notes.append("only for a")
+    a.piece(300)
+    b = LocalTokenizerDecoder.from_path(path)
+    assert a is not b and a._tok is b._tok and b.notes == [] and 300 in b._cache
+    st = path.stat()
+    path.write_text(tiny.tiny_tokenizer_json("qwen2_5_vl"), encoding="utf-8")
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns + 10_000_000))
+    c = LocalTokenizerDecoder.from_path(path)
+    assert c._tok is not a._tok and c.vision.image_pad == tiny.special_id("<|image_pad|>", "qwen2_5_vl")
+
+
+def test_vision_family_guessed_from_framing_without_scanning_everything():
+    from eviscene_tui.tokens import tiny
+    from eviscene_tui.tokens.vision import guess_from_ids
+
+    def framed(family: str, times: int) -> list[int]:
+        return [tiny.special_id("<|vision_start|>", family), tiny.special_id("<|image_pad|>", family)] * times
+
+    assert guess_from_ids(tiny.encode("x") + framed("qwen3_5", 5)).family == "qwen3_5"
+    assert guess_from_ids(framed("qwen2_5_vl", 1)).family == "qwen2_5_vl"
+    assert guess_from_ids(framed("qwen3_5", 1) + framed("qwen2_5_vl", 2)).family == "qwen2_5_vl"
+    assert guess_from_ids([tiny.special_id("<|vision_start|>"), 5]) is None
+    assert guess_from_ids(iter(framed("qwen3_5", 2))).family == "qwen3_5"

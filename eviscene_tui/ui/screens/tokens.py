@@ -37,7 +37,7 @@ from eviscene_tui.options import AppOptions
 from eviscene_tui.ui.actions import bindings
 from eviscene_tui.safe_text import safe_text
 from eviscene_tui.tokens.capture import CaptureData, logprob_bucket, prob_of
-from eviscene_tui.tokens.decode import DecodeSource, RawDecoder, TokenDecoder, resolve_decoder
+from eviscene_tui.tokens.decode import DecodeSource, RawDecoder, TokenDecoder, cached_decoder, resolve_decoder
 from eviscene_tui.tokens.diff import alignment_summary
 from eviscene_tui.tokens.hintspan import HintSpan
 from eviscene_tui.tokens.layout import CellLayout
@@ -159,6 +159,7 @@ class TokenScreen(Screen[None]):
         self.hint: HintSpan | None = None  # the located hint span of a hinted prompt (one answer for panel and `h`)
         self._hint_pending = False
         self._selected_pending = False
+        self._prebuilt: LayoutReady | None = None
         self.loaded_key: str | None = None
         self._given_capture = capture
         self._initial_source = source
@@ -268,11 +269,17 @@ class TokenScreen(Screen[None]):
             self.post_message(CaptureFailed(key, f"{type(exc).__name__}: {exc}"))
             return
         decoder = self.decoder
-        layout = None
-        if decoder is not None:  # save a round trip: lay the cells out here too
-            vision = self._vision_for(data, decoder)
-            layout = LayoutReady(data, CellLayout(data.ids, vision), vision)
-        self.post_message(CaptureLoaded(data, layout))
+        if decoder is None:
+            # a tokenizer.json parsed already (this or an earlier inspector): no wait for the
+            # decoder worker (file stats only, here in the thread)
+            profile, bases = self._profile_and_bases()
+            decoder = cached_decoder(tokenizer=self.options.tokenizer, profile=profile, bases=bases,
+                                     fallback_dirs=self._fallback_tokenizer_dirs())
+        # lay the cells out here too (saves a round trip); without a decoder yet, with the
+        # vision ids guessed from the ids' framing (kept if the decoder's pad ids agree)
+        vision = self._vision_for(data, decoder) if decoder is not None else self._vision_for(data, RawDecoder())
+        layout = LayoutReady(data, CellLayout(data.ids, vision), vision)
+        self.post_message(CaptureLoaded(data, layout, decoder))
 
     @work(thread=True, exclusive=True, group="tokens-layout", exit_on_error=False, description="token inspector: _build_layout")
     def _build_layout(self, data: CaptureData, decoder: TokenDecoder) -> None:
@@ -397,9 +404,26 @@ class TokenScreen(Screen[None]):
             self._build_layout(self.data, self.decoder)
 
     def on_decoder_ready(self, message: DecoderReady) -> None:
+        if self.decoder is not None and self.decoder.source == message.decoder.source == DecodeSource.TOKENIZER:
+            return  # the cached tokenizer arrived with the capture already
         self.decoder = message.decoder
         self._set_header()
-        self._maybe_show()
+        if not self._show_prebuilt():
+            self._maybe_show()
+
+    def _show_prebuilt(self) -> bool:
+        """Show the layout the load worker built before the decoder was known, when the
+        decoder's image-pad ids are the ones it was built with."""
+        pre = self._prebuilt
+        self._prebuilt = None
+        if pre is None or self.data is None or pre.data is not self.data or self.decoder is None:
+            return False
+        dec_vision = self.decoder.vision
+        if dec_vision is not None and (pre.vision is None or dec_vision.pad_ids != pre.vision.pad_ids):
+            return False
+        self.loaded_key = self.data.key
+        self.on_layout_ready(LayoutReady(pre.data, pre.cells, dec_vision or pre.vision))
+        return True
 
     def on_captures_listed(self, message: CapturesListed) -> None:
         self.refs = message.refs
@@ -434,10 +458,13 @@ class TokenScreen(Screen[None]):
     def on_capture_loaded(self, message: CaptureLoaded) -> None:
         self.data = message.data
         self._status(f"{message.data.label}: {len(message.data.ids):,} ids")
+        if self.decoder is None and message.decoder is not None:
+            self.decoder = message.decoder
         if message.layout is not None and self.decoder is not None:
             self.loaded_key = message.data.key
             self.on_layout_ready(message.layout)
             return
+        self._prebuilt = message.layout  # shown when the decoder is known
         self._maybe_show()
 
     def on_capture_failed(self, message: CaptureFailed) -> None:
@@ -468,12 +495,18 @@ class TokenScreen(Screen[None]):
         view = self.query_one("#token-view", TokenView)
         view.load(message.data, self.decoder, message.cells, vision=message.vision)
         view.focus()
+        # the tokens are painted first; the header and side panels follow after that frame
+        self.call_after_refresh(self._render_panels, message.data)
+
+    def _render_panels(self, data: CaptureData) -> None:
+        if self.data is not data:
+            return
         self._set_header()
         self._render_checks()
         self._render_diff()
         self._render_alignment()
         self._render_media()
-        if self.data.hinted_prompt:
+        if self.data.hinted_prompt and self.decoder is not None:
             self._hint_pending = True
             self._locate_hint(self.data, self.decoder)
         else:
