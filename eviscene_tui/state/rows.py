@@ -75,6 +75,7 @@ class CaseRow:
     ref: Any = field(default=None, compare=False, repr=False)  # opaque handle to open the case
     _haystack: str = field(default="", compare=False, repr=False)
     _cells: tuple[str, ...] | None = field(default=None, compare=False, repr=False)
+    _widths: tuple[int, ...] | None = field(default=None, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         self.key = safe_text(self.key, single_line=True)
@@ -90,12 +91,34 @@ class CaseRow:
         parts = [self.key, self.case_id, *self.hint_texts, *self.labels]
         self._haystack = "\n".join(parts).casefold()
         self._cells = None
+        self._widths = None
 
     def cells(self) -> tuple[str, ...]:
         """The display text of every column (in ``COLUMNS`` order), computed once."""
         if self._cells is None:
             self._cells = tuple(_cell_text(self, c) for c in COLUMNS)
         return self._cells
+
+    def cell_widths(self) -> tuple[int, ...]:
+        """The width in cells of each of :meth:`cells`, computed once (column layout)."""
+        if self._widths is None:
+            self._widths = tuple(cell_len(text) for text in self.cells())
+        return self._widths
+
+    def set_checked(self, problems: int, codes: tuple[str, ...], being_written: bool) -> None:
+        """Take the full integrity result in place (the runs store does this for the
+        10,000 rows of a pass: a new row per case would re-sanitise and re-format every
+        cell); only the cells that depend on it are recomputed."""
+        self.problems = problems
+        self.problem_codes = codes
+        self.being_written = being_written
+        self.checked = True
+        if self._cells is not None:
+            cells = list(self._cells)
+            for key in ("problems", "status"):
+                cells[COLUMN_INDEX[key]] = _cell_text(self, COLUMNS[COLUMN_INDEX[key]])
+            self._cells = tuple(cells)
+            self._widths = None
 
     @property
     def haystack(self) -> str:
@@ -169,9 +192,10 @@ def column_widths(rows: list["CaseRow"], width: int, *, sort_key: str = "") -> l
     room instead of one of them taking it all; what is left goes to the case column.
     """
     natural: dict[str, int] = {}
-    for column in COLUMNS:
+    longest_of = [max(column) for column in zip(*(r.cell_widths() for r in rows))] if rows else [0] * len(COLUMNS)
+    for i, column in enumerate(COLUMNS):
         title = cell_len(column.title) + (1 if column.key == sort_key else 0)
-        longest = max((cell_len(cell_text(r, column)) for r in rows), default=0)
+        longest = longest_of[i]
         value = max(title, longest, column.min_width)
         natural[column.key] = min(value, column.max_width) if column.max_width else value
     shown = list(COLUMNS)

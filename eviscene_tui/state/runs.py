@@ -193,23 +193,18 @@ class RunsStore:
     def apply_checks(self, results: Iterable[tuple[str, tuple[tuple[str, str], ...], tuple[tuple[str, str], ...]]]) -> int:
         """Set the full integrity result of cases: (key, settled, being written) problem
         pairs. A row already ``checked`` (re-read after a change) is newer and kept."""
-        from dataclasses import replace
-
-        changed = []
+        count = 0
         for key, settled, fresh in results:
             row = self._rows.get(key)
             if row is None or row.checked:
                 continue
-            changed.append(
-                replace(
-                    row,
-                    problems=len(settled),
-                    problem_codes=tuple(sorted({code for code, _ in settled})),
-                    being_written=bool(fresh),
-                    checked=True,
-                )
-            )
-        return self.upsert(changed) if changed else 0
+            self._count(row, -1)
+            row.set_checked(len(settled), tuple(sorted({code for code, _ in settled})), bool(fresh))
+            self._count(row, 1)
+            count += 1
+        if count:
+            self._changed("rows", rows_changed=True)
+        return count
 
     def apply_activity(self, marks: dict[str, Activity]) -> int:
         """Set each row's supervised-search status and staleness (``state.scan.Activity``)."""

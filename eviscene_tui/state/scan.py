@@ -66,6 +66,7 @@ class CheckResult:
     key: str
     problems: tuple[tuple[str, str], ...]
     settled_before: float = 0.0  # wall-clock time the check started: files older than that are not mid-write
+    checked_by: int = 0  # the process id that ran the check (a pool worker for large folders)
 
     def old_problems(self, grace: float) -> list[tuple[str, str]]:
         """The problems in files last written more than ``grace`` seconds before the check
@@ -87,13 +88,38 @@ def check_refs(items: list[tuple[str, CaseRef]], base: str) -> list[CheckResult]
     for key, ref in items:
         started = time.time()
         _summary, problems = checked_case(ref, base)
-        out.append(CheckResult(key, tuple(problem_pairs(problems)), started))
+        out.append(CheckResult(key, tuple(problem_pairs(problems)), started, os.getpid()))
     return out
 
 
 PARALLEL_MIN_CASES = 400  # below this one thread is faster than starting processes
 POOL_CHUNK = 100
 THREAD_CHUNK = 10
+
+
+def _start_resource_tracker() -> None:
+    """Start multiprocessing's resource tracker with a real stderr.
+
+    The tracker is started once per process and passes ``sys.stderr``'s descriptor to
+    its child; inside the Textual app ``sys.stderr`` is Textual's capture object, whose
+    ``fileno()`` is no descriptor, and spawning then fails ("bad value(s) in
+    fds_to_keep"). The interpreter's own stderr is put back for that one call."""
+    import sys
+    from multiprocessing import resource_tracker
+
+    current = sys.stderr
+    try:
+        usable = current is not None and current.fileno() >= 0
+    except (AttributeError, OSError, ValueError):
+        usable = False
+    if usable or sys.__stderr__ is None:
+        resource_tracker.ensure_running()
+        return
+    sys.stderr = sys.__stderr__
+    try:
+        resource_tracker.ensure_running()
+    finally:
+        sys.stderr = current
 
 
 def integrity_pass(
@@ -121,15 +147,16 @@ def integrity_pass(
     context = multiprocessing.get_context("spawn")
     chunks = [items[i : i + POOL_CHUNK] for i in range(0, len(items), POOL_CHUNK)]
     try:
+        _start_resource_tracker()
         pool = ProcessPoolExecutor(max_workers=n_workers, mp_context=context)
-    except (OSError, RuntimeError):  # no semaphores: check in this thread instead
+        pending = {pool.submit(check_refs, chunk, base): chunk for chunk in chunks}
+    except (OSError, RuntimeError, ValueError):  # no semaphores, no process: check in this thread
         yield from integrity_pass(items, base, cancelled=cancelled, workers=1)
         return
     from concurrent.futures.process import BrokenProcessPool
 
     left: list[list[tuple[str, CaseRef]]] = []
     try:
-        pending = {pool.submit(check_refs, chunk, base): chunk for chunk in chunks}
         while pending:
             if cancelled():
                 return

@@ -68,6 +68,7 @@ class EvisceneApp(App[int]):
         self._scan_started = 0.0
         self._scan_id = 0  # results of an older scan's integrity pass are dropped
         self.check_seconds: float | None = None
+        self.check_processes: set[int] = set()  # process ids that ran the integrity pass (benchmarks, tests)
         self._refresh_queue: queue.Queue[set[str]] = queue.Queue()
         self._stop_watch = asyncio.Event()
         self.watch_ready = asyncio.Event()
@@ -283,6 +284,7 @@ class EvisceneApp(App[int]):
             return
         applied = []
         for result in message.results:
+            self.check_processes.add(result.checked_by)
             # a torn file the scan did not read (a round's manifest) is only "being written"
             # when it changed recently, as for the files the scan did read
             self.transient.seed_old(result.key, result.old_problems(self.transient.grace))

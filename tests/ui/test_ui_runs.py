@@ -231,3 +231,26 @@ async def test_supervised_search_and_stale_search_are_shown(tmp_path_factory, tm
         assert "supervised: searching" in text and "stale: no writes for 5 h" in text
         screen = await open_case(pilot, app, "feedback-converged-3-rounds")
         assert "supervised search: searching" in str(screen.query_one("#case-title").content)
+
+
+async def test_integrity_pass_uses_worker_processes_inside_the_app(tmp_path) -> None:
+    """Past PARALLEL_MIN_CASES the pass runs in spawned processes; inside the Textual app
+    (whose stderr is a capture object) that must work and agree with ``check``."""
+    from eviscene_tui.artifacts.report import build_check_report
+    from eviscene_tui.samples.synthetic import make_many_cases
+    from eviscene_tui.state.scan import PARALLEL_MIN_CASES
+
+    root = tmp_path / "many"
+    make_many_cases(root, PARALLEL_MIN_CASES + 20)
+    expected = {c["path"]: len(c["problems"]) for c in build_check_report(root, workers=1)["cases"]}
+    app = make_app(root, transient_grace=0.0)
+    async with app.run_test(size=(120, 30), notifications=True) as pilot:
+        await wait_scan(pilot, app, timeout=120)
+        assert await wait_for(pilot, lambda: app.check_seconds is not None, 240), "integrity pass did not finish"
+        errors = [str(n.message) for n in app._notifications if "Integrity check" in str(n.message)]
+        assert not errors, errors
+        assert all(r.checked for r in app.store.rows())
+        assert {r.key: r.problems for r in app.store.rows()} == expected
+        import os
+
+        assert app.check_processes and os.getpid() not in app.check_processes, "the pass ran in the app's own process"

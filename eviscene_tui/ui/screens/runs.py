@@ -143,7 +143,7 @@ class RunsScreen(Screen):
             return
         self._refresh_pending = True
         store = self.store
-        if reason in ("rows", "progress") and store.scanning and len(store) > 500:
+        if reason in ("rows", "progress") and (store.scanning or store.checking) and len(store) > 500:
             self.set_timer(REPAINT_INTERVAL, self._repaint)
         else:
             self.call_later(self._repaint)
