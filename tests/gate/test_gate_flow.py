@@ -162,3 +162,40 @@ def test_sigint_of_gate_interrupts_the_driver_as_it_would(tmp_path):
     assert code == -signal.SIGINT and "KeyboardInterrupt" in err  # Python's own reaction, unchanged
     st = status(case)
     assert st["driver"]["alive"] is False and st["pending"][0]["round"] == 0
+
+
+def test_the_gate_writes_nothing_in_the_root(tmp_path):
+    """An all-approve gated run leaves exactly the files an ungated run leaves."""
+    import re
+    import subprocess
+    import sys
+
+    from gate_fixtures import ENV
+
+    extra = ["--repair-attempts", "1", "--proposal-rounds", "1"]
+    gated = make_case(tmp_path / "gated")
+    proc = start_gate(gated, extra=extra)
+    try:
+        wait_until(pending(gated, "round", 0), "the round-0 gate")
+        assert decide(gated, "approve-round", 0).returncode == 0
+        wait_until(pending(gated, "hint", 0), "the hint gate")
+        assert decide(gated, "approve-hint", 0).returncode == 0
+        assert finish(proc) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    plain = make_case(tmp_path / "plain")
+    done = subprocess.run([sys.executable, *plain.argv(extra=extra)], capture_output=True, text=True, env=ENV, timeout=60)
+    assert done.returncode == 0, done.stderr
+
+    def files(root):
+        return sorted(re.sub(r"-[0-9a-f]{12}\b", "-<id>", str(p.relative_to(root))) for p in root.rglob("*") if p.is_file())
+
+    assert files(gated.root) == files(plain.root)
+    assert not (plain.root.parent / (plain.root.name + ".eviscene-gate")).exists()
+    for rel in ("round-inputs/round-00/public.json", "rounds/round-00/proposer-hint-audits.json"):
+        assert (gated.root / rel).read_bytes() == (plain.root / rel).read_bytes(), rel
+    # the request is bound to the search identity (whose input paths differ here); its feedback is the same
+    payload = [json.loads((c.root / "requests" / "round-00.json").read_text(encoding="utf-8"))["payload"] for c in (gated, plain)]
+    assert payload[0] == payload[1]
