@@ -50,3 +50,30 @@ def test_two_searches_in_one_driver_process(tmp_path):
     assert (tmp_path / "out").read_text().strip() == "['attempt_budget_exhausted', 'paused_execution_error']"
     for root in roots:
         assert (root.parent / (root.name + ".eviscene-gate") / "gate.json").is_file()
+
+
+def test_upstream_package_name_ifv_training_is_gated_too(tmp_path):
+    import shutil
+
+    copy = tmp_path / "upstream"
+    shutil.copytree(DRIVER_PATH.parent, copy, ignore=shutil.ignore_patterns("__pycache__", "__init__.py"))
+    (copy / "eviscene_training").rename(copy / "ifv_training")
+    (copy / "ifv_training" / "__init__.py").write_text('"""stand-in, upstream name"""\n')
+    for path in [copy / "run_standin_driver.py", *(copy / "ifv_training").glob("*.py")]:
+        path.write_text(path.read_text(encoding="utf-8").replace("eviscene_training", "ifv_training"), encoding="utf-8")
+    inputs = write_inputs(tmp_path / "inputs" / "case")
+    root = tmp_path / "repairs" / "up"
+    argv = [str(copy / "run_standin_driver.py"), *driver_args(inputs, root, extra=["--repair-attempts", "1", "--proposal-rounds", "1"])[1:]]
+    with open(tmp_path / "err", "wb") as err:
+        proc = subprocess.Popen([*CLI, "gate", "--", *argv], stdout=subprocess.DEVNULL, stderr=err, env=ENV)
+    try:
+        wait_until(_waiting(root, "round", 0), "the round-0 gate (ifv_training)")
+        assert decide(root, "approve-round", 0).taken
+        wait_until(_waiting(root, "hint", 0), "the hint gate (ifv_training)")
+        assert decide(root, "reject-hint", 0).taken
+        assert proc.wait(timeout=60) == 0, (tmp_path / "err").read_text()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert read_status(root).session["search_module"] == "ifv_training.psd_repair_search"
