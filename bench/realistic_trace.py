@@ -99,12 +99,13 @@ def write_trace(path: Path, steps: int = STEPS, case_id: str = "real-shape-0001"
     return {"path": str(path), "bytes": written, "steps": steps, "failure_step_index": (steps * 2) // 3, "sha256": h.hexdigest()}
 
 
-def write_case(base: Path, steps: int = STEPS) -> dict[str, Any]:
+def write_case(base: Path, steps: int = STEPS, *, inside: bool = False) -> dict[str, Any]:
     """``base/inputs/<case>/trace.json`` and the run directory ``base/runs/<case>`` that
-    points at it by absolute path, with a semantic localization of the failure step."""
+    points at it by absolute path, with a semantic localization of the failure step
+    (``inside``: the trace at ``<case>/source/trace.json`` instead)."""
     name = "real-shape-0001"
-    info = write_trace(base / "inputs" / name / "trace.json", steps, name)
     case = base / "runs" / name
+    info = write_trace((case / "source" if inside else base / "inputs" / name) / "trace.json", steps, name)
     case.mkdir(parents=True, exist_ok=True)
     trace_path = str(Path(info["path"]).resolve())
     config = {"trace": {"path": trace_path, "sha256": info["sha256"]}, "output_dir": str(case.resolve()), "search_mode": "single",

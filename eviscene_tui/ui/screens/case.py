@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -40,7 +41,7 @@ from eviscene_tui.ui.widgets.key_footer import KeyFooter
 from eviscene_tui.ui.widgets.search_box import SearchBox
 
 WINDOW = 150  # rows built around the failure step before the first paint
-WINDOW_LAZY = 40  # the same for an indexed trace, whose rows each parse a step: about a screenful
+WINDOW_LAZY = 16  # the same for an indexed trace, whose rows each parse a step: a screenful
 TABS = ("trace", "localization", "rounds", "compare", "integrity")
 RELOAD_DELAY = 0.15  # seconds from a change in the open case to its reload
 
@@ -112,6 +113,10 @@ class CaseScreen(Screen):
         self._trace_failed = False
         self._reload_timer: Any = None
         self._loading = False  # a load of the case is running
+        self._integrity_running = False  # a full integrity check is running
+        self._integrity_pending = False  # and another was asked for meanwhile
+        self._fill_gate = threading.Event()  # cleared while the UI waits for on-demand rows or a detail
+        self._fill_gate.set()
         self._reload_again = False  # files changed during that load
         self.updated_at: float | None = None  # perf_counter of the last case view painted (benchmarks)
         self._repaint_scheduled = False
@@ -229,6 +234,8 @@ class CaseScreen(Screen):
         for n, i in enumerate(pending):
             if n % 16 == 0 and worker.is_cancelled:
                 return False
+            # what the operator waits for (rows on screen, a step's detail) goes first
+            self._fill_gate.wait(1.0)
             if rows[i] is None:
                 rows[i] = row_from_brief(trace.brief(i))
             if corpus is not None and i not in corpus:
@@ -263,11 +270,17 @@ class CaseScreen(Screen):
         data, trace = self.trace_rows, self.trace
         if data is None or trace is None:
             return
-        missing = data.missing_between(start, end)
-        for i in missing:
-            if data.rows[i] is None:
-                data.rows[i] = row_from_brief(trace.brief(i))
-        self.post_message(M.TraceRowsFilled(request, start, end))
+        self._fill_gate.clear()
+        try:
+            # the rows on screen first (posted at once), then the margin around them
+            visible = (start + end) // 2 - (end - start) // 6, (start + end) // 2 + (end - start) // 6 + 1
+            for lo, hi in (visible, (start, end)):
+                for i in data.missing_between(lo, hi):
+                    if data.rows[i] is None:
+                        data.rows[i] = row_from_brief(trace.brief(i))
+                self.post_message(M.TraceRowsFilled(request, lo, hi))
+        finally:
+            self._fill_gate.set()
 
     def _trace_window(self, request: int, bundle: Any) -> tuple[Any, TraceRows, list[int]] | None:
         """Load the trace (a big one is only indexed), build the rows around the failure
@@ -345,7 +358,7 @@ class CaseScreen(Screen):
                 tv.goto(self.view.failure_index)
             self._paint_trace_status()
         if not first or self.trace is not None or self._trace_failed:
-            self._integrity(message.request)
+            self._check_integrity(message.request)
 
     def _compare_now(self, request: int, bundle: Any, trace: Any, failure_index: int | None) -> None:
         try:
@@ -370,7 +383,7 @@ class CaseScreen(Screen):
         self.call_after_refresh(self._mount_panels)
         if self.view is not None:
             # the panels arrived first: the full integrity check (hashes) can start now
-            self._integrity(self._request)
+            self._check_integrity(self._request)
             if self.view.no_site and self.view.closest_step is not None:
                 tv.goto(self.view.closest_step)
 
@@ -394,7 +407,7 @@ class CaseScreen(Screen):
         self._trace_failed = True
         self._mount_panels()
         self.query_one("#trace-status", Static).update(Content("source trace unavailable: " + safe_text(message.message, single_line=True, limit=300)))
-        self._integrity(self._request)
+        self._check_integrity(self._request)
         if self._lazy_ready():
             self.query_one("#compare-left", Static).update(Content("source trace unavailable"))
 
@@ -402,6 +415,16 @@ class CaseScreen(Screen):
     def _on_compare(self, message: CompareReady) -> None:
         self.compare = message.compare
         self._paint_compare()
+
+    def _check_integrity(self, request: int) -> None:
+        """One full integrity check at a time (it hashes every bound file, the trace too):
+        a request during a check runs one more check when it ends, so a burst of driver
+        writes does not pile up checks that compete with the UI."""
+        if self._integrity_running:
+            self._integrity_pending = True
+            return
+        self._integrity_running = True
+        self._integrity(request)
 
     @work(thread=True, exclusive=True, group="case-integrity", exit_on_error=False)
     def _integrity(self, request: int) -> None:
@@ -424,14 +447,17 @@ class CaseScreen(Screen):
 
     @on(IntegrityReady)
     def _on_integrity(self, message: IntegrityReady) -> None:
-        if message.request != self._request:
-            return
+        self._integrity_running = False
+        # the newest check that finished (a later one follows if files changed meanwhile)
         self.integrity = message.problems
         self._integrity_in_case = message.in_case
         self._place_marks()
         self._paint_problem_badges()
         self._paint_docs()
         self._paint_integrity()
+        if self._integrity_pending:
+            self._integrity_pending = False
+            self._check_integrity(self._request)
 
     # -- problems where they are shown --------------------------------------------------------
     def _place_marks(self) -> None:
@@ -878,6 +904,7 @@ class CaseScreen(Screen):
 
     @work(thread=True, exclusive=True, group="case-detail", exit_on_error=False)
     def _detail(self, index: int) -> None:
+        self._fill_gate.clear()
         try:
             detail = self.trace.step_detail(index)
             doc = step_detail_doc(detail, failure_index=self.view.failure_index if self.view else None)
@@ -894,6 +921,7 @@ class CaseScreen(Screen):
         index = message.index
         self.app.push_screen(StepDetailScreen(index, message.detail, self.revealed),
                              callback=lambda result: self._open_tokens(f"step:{index}") if result == "tokens" else None)
+        self.app.call_after_refresh(self._fill_gate.set)  # the background fill resumes once it is painted
 
     def action_toggle_reveal(self) -> None:
         self.revealed = not self.revealed

@@ -7,6 +7,7 @@ Rows not built yet paint as a dim placeholder.
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from rich.segment import Segment
@@ -85,6 +86,7 @@ class TraceView(ScrollView, can_focus=True):
         super().__init__(id=id, classes=classes)
         self.data: TraceRows | None = None
         self.failure_painted_at: float | None = None  # perf_counter of the first paint of the failure step (benchmarks)
+        self.row_painted: tuple[int, float] | None = None  # (step, perf_counter) of the last built row painted (benchmarks)
         self.marks: frozenset[int] = frozenset()  # steps matching the current search (a marker in the gutter)
         self._cache: LRUCache[tuple, Strip] = LRUCache(4096)
         self._wanted: tuple[int, int] | None = None  # the last RowsWanted range posted
@@ -221,11 +223,11 @@ class TraceView(ScrollView, can_focus=True):
         if row is None:
             self._want(index)
         strip = self._build(index, part, row, is_failure, width)
+        if row is not None and part == 0:
+            self.row_painted = (index, time.perf_counter())
         if is_failure:
             strip = strip.apply_style(self.get_component_rich_style("trace--failure"))
             if self.failure_painted_at is None:
-                import time
-
                 self.failure_painted_at = time.perf_counter()
         if is_cursor:
             strip = strip.apply_style(self.get_component_rich_style("trace--cursor"))

@@ -1,0 +1,379 @@
+"""Instant open and live updates (issue 14 §1, §3, §4): printed, never asserted.
+
+On a generated source trace of the realistic shape (``bench.realistic_trace``: ~720 steps,
+~7,000-id prompt captures, 20-entry top-k per completion token, ~56 kB page text, about
+190 MB) placed OUTSIDE the case root, the whole app (Pilot, fresh subprocess each) is
+timed from the key press to the painted screen:
+
+- open the case (Enter on the runs table) until the failure step is painted, vs bare
+  ``read + orjson.loads`` of the trace file (goal <= 0.5x), and the peak RSS (VmHWM) at
+  that moment and once every row is filled (goal <= 1.2x the file);
+- End (last step painted) and Enter on a far step (step detail shown), straight after the
+  open, while the background fill is still running (goal < 100 ms);
+- a search of all steps (``/`` + a phrase no step holds, until the status line answers),
+  indexed vs the whole-file trace (today's path), same keys (goal: <= today);
+- a new case copied into an open tree until it is in the runs table, inotify and
+  ``--poll`` (goal < 0.5 s);
+- a driver process writing an open case's files (``runtime/events.jsonl`` appended at
+  full speed with a torn last line, ``manifest.json`` rewritten in place with a new
+  status every 50 ms): how old the status in the case title is when it changes (goal
+  < 1 s), and key press (down) to painted row during the burst (goal < 100 ms).
+
+The "whole-file" runs lift the indexing threshold so the same app takes the path it took
+before (chunked parse of every step). Data is cached under ``$EVISCENE_BENCH_DIR``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+
+BENCH_DIR = Path(os.environ.get("EVISCENE_BENCH_DIR", "/tmp/eviscene-bench"))
+QUERY = "no step holds this phrase"
+
+_PRELUDE = r"""
+import asyncio, json, os, sys, time, argparse
+from pathlib import Path
+
+def peak_rss_kb():
+    for line in open("/proc/self/status"):
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1])
+    return 0
+
+def make_app(root, *, watch=False, poll=False):
+    from eviscene_tui.options import AppOptions
+    from eviscene_tui.settings import Settings
+    from eviscene_tui.ui.app import EvisceneApp
+    args = argparse.Namespace(theme=None, poll=poll, operator="bench", workdir=None, config=None)
+    return EvisceneApp(AppOptions.from_args(root, args, settings=Settings()), watch=watch)
+
+def send_key(app, key):
+    # a key as the terminal driver delivers it (Pilot.press waits for the process to be
+    # idle after each key, up to 1 s, which it never is while a background fill runs)
+    from textual import events
+    event = events.Key(key, None)
+    event.set_sender(app)
+    app._driver.send_message(event)
+
+def detail_shown(app):
+    s = app.screen
+    if type(s).__name__ != "StepDetailScreen" or not s.query("#detail-doc"):
+        return False
+    return s.query_one("#detail-doc").size.height > 0
+
+async def until(pred, timeout=120.0, step=0.002):
+    deadline = time.perf_counter() + timeout
+    while time.perf_counter() < deadline:
+        if pred():
+            return True
+        await asyncio.sleep(step)
+    return pred()
+
+async def open_case(app, pilot, key):
+    from eviscene_tui.ui.screens.case import CaseScreen
+    from eviscene_tui.ui.widgets.runs_table import RunsTable
+    from eviscene_tui.ui.widgets.trace_view import TraceView
+    await until(lambda: app.scan_seconds is not None)
+    await pilot.pause()
+    assert app.screen.query_one(RunsTable).select_key(key)
+    await pilot.pause()
+    start = time.perf_counter()
+    await pilot.press("enter")
+    def painted():
+        s = app.screen
+        if not isinstance(s, CaseScreen) or s.trace_rows is None:
+            return False
+        tv = s.query_one(TraceView)
+        return tv.failure_painted_at is not None or s.trace_rows.failure_index is None
+    await until(painted)
+    screen = app.screen
+    tv = screen.query_one(TraceView)
+    return screen, tv, (tv.failure_painted_at or time.perf_counter()) - start
+"""
+
+_BARE = _PRELUDE + r"""
+import orjson
+t = time.perf_counter()
+obj = orjson.loads(Path(sys.argv[1]).read_bytes())
+print(json.dumps({"seconds": time.perf_counter() - t, "rss_kb": peak_rss_kb()}))
+"""
+
+_OPEN = _PRELUDE + r"""
+root, key, mode = Path(sys.argv[1]), sys.argv[2], sys.argv[3]
+if mode == "whole":
+    from eviscene_tui.artifacts import trace as trace_module
+    trace_module.LAZY_MIN_BYTES = trace_module.LAZY_MIN_GZ_BYTES = 1 << 62
+
+async def main():
+    from eviscene_tui.ui.widgets.trace_view import TraceView
+    out = {}
+    app = make_app(root)
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen, tv, shown = await open_case(app, pilot, key)
+        out["shown"] = shown
+        out["rss_shown_kb"] = peak_rss_kb()
+        out["ok"] = screen.trace_rows is not None and tv.cursor == screen.trace_rows.failure_index
+        data = screen.trace_rows
+        last = data.step_count - 1
+        out["filled_at_paint"] = data.filled()
+        # End: the last step painted
+        t = time.perf_counter()
+        send_key(app, "end")
+        await until(lambda: tv.row_painted is not None and tv.row_painted[0] == last and tv.row_painted[1] > t)
+        out["end_ms"] = (tv.row_painted[1] - t) * 1000
+        # step detail of a far step (the first steps: the fill reaches them last)
+        tv.goto(3)
+        await asyncio.sleep(0.05)
+        t = time.perf_counter()
+        send_key(app, "enter")
+        await until(lambda: detail_shown(app), step=0.001)
+        out["detail_ms"] = (time.perf_counter() - t) * 1000
+        send_key(app, "escape")
+        await until(lambda: app.screen is screen)
+        t = time.perf_counter()
+        await until(lambda: data.filled() == data.step_count, timeout=600, step=0.05)
+        out["fill_s"] = time.perf_counter() - screen.opened_at
+        await pilot.pause(0.3)
+        out["rss_filled_kb"] = peak_rss_kb()
+        # search: "/" and the phrase, until the status line answers (includes the 0.12 s typing pause)
+        await pilot.press("slash")
+        for ch in sys.argv[4]:
+            await pilot.press("space" if ch == " " else ch)
+        t = time.perf_counter()
+        await until(lambda: (screen._search_status or "").startswith("no step contains"), timeout=120)
+        out["search_keys_s"] = time.perf_counter() - t
+        from eviscene_tui.state.trace_search import TraceSearch
+        t = time.perf_counter()
+        TraceSearch(screen.trace, screen._corpus if screen.trace.lazy else None).matches(sys.argv[4] + " again")
+        out["search_scan_s"] = time.perf_counter() - t
+        out["steps"] = data.step_count
+        out["lazy"] = bool(screen.trace.lazy)
+    print(json.dumps(out))
+asyncio.run(main())
+"""
+
+_NEW_CASE = _PRELUDE + r"""
+import shutil
+root, staging, poll = Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3] == "poll"
+async def main():
+    app = make_app(root, watch=True, poll=poll)
+    times = []
+    async with app.run_test(size=(120, 40)) as pilot:
+        await until(lambda: app.scan_seconds is not None)
+        await until(app.watch_ready.is_set)
+        await pilot.pause(0.5)
+        for n in range(5):
+            name = f"new-case-{os.getpid()}-{n}"
+            t = time.perf_counter()
+            shutil.copytree(staging, root / name)
+            await until(lambda: app.store.get(name) is not None, timeout=30, step=0.002)
+            await pilot.pause()
+            times.append(time.perf_counter() - t)
+            await pilot.pause(0.4)
+    print(json.dumps({"times": times}))
+asyncio.run(main())
+"""
+
+_WRITER = r"""
+import json, os, sys, time
+case, seconds, log_path = sys.argv[1], float(sys.argv[2]), sys.argv[3]
+manifest = json.load(open(os.path.join(case, "manifest.json")))
+events = os.path.join(case, "runtime", "events.jsonl")
+os.makedirs(os.path.dirname(events), exist_ok=True)
+log = []
+end = time.monotonic() + seconds
+n = 0
+torn = b""
+next_manifest = 0.0
+while time.monotonic() < end:
+    # the round's event log grows as fast as the writer can go, its last line torn
+    line = json.dumps({"event": "policy_request", "n": n, "text": "x" * 200}).encode()
+    with open(events, "ab") as fh:
+        fh.write(torn + line[: len(line) // 2])
+    torn = line[len(line) // 2 :] + b"\n"
+    now = time.monotonic()
+    if now >= next_manifest:  # and its status changes every 50 ms (in place, as the driver does)
+        n += 1
+        manifest["status"] = f"burst-{n}"
+        with open(os.path.join(case, "manifest.json"), "w") as fh:
+            json.dump(manifest, fh, indent=2)
+        log.append((n, time.monotonic()))
+        next_manifest = now + 0.05
+with open(log_path, "w") as fh:  # a file, not stdout: a pipe would fill and block the writer
+    json.dump(log, fh)
+"""
+
+_BURST = _PRELUDE + r"""
+import subprocess
+root, key, poll, seconds = Path(sys.argv[1]), sys.argv[2], sys.argv[3] == "poll", float(sys.argv[4])
+async def main():
+    app = make_app(root, watch=True, poll=poll)
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen, tv, _ = await open_case(app, pilot, key)
+        await until(app.watch_ready.is_set)
+        await until(lambda: screen.view is not None)
+        await pilot.pause(1.0)
+        log_path = Path(sys.argv[6])
+        writer = subprocess.Popen([sys.executable, "-c", sys.argv[5], str(root / key), str(seconds), str(log_path)])
+        seen = []  # (status number shown, monotonic when first seen)
+        keys = []
+        last_key = time.monotonic()
+        shown = None
+        title = screen.query_one("#case-title")
+        while writer.poll() is None:
+            text = str(title.content)
+            if "burst-" in text:
+                n = int(text.split("burst-", 1)[1].split()[0])
+                if n != shown:
+                    shown = n
+                    seen.append((n, time.monotonic()))
+            if time.monotonic() - last_key > 0.25:
+                target = tv.cursor + 1 if tv.cursor + 1 < screen.trace_rows.step_count else 0
+                t = time.perf_counter()
+                send_key(app, "down" if target else "home")
+                await until(lambda: tv.row_painted is not None and tv.cursor == target and tv.row_painted[1] > t, timeout=10, step=0.001)
+                keys.append((tv.row_painted[1] - t) * 1000)
+                last_key = time.monotonic()
+            await asyncio.sleep(0.005)
+        writer.wait()
+        log = [tuple(x) for x in json.loads(log_path.read_text())]
+        written = dict(log)
+        # staleness: at each moment the title changed, how long ago the shown status was written
+        lags = [at - written[n] for n, at in seen if n in written]
+        print(json.dumps({"writes": len(log), "updates": len(seen), "lag_max": max(lags) if lags else None,
+                          "lag_median": statistics.median(lags) if lags else None, "keys_ms": keys,
+                          "first_write": log[0][1] if log else None, "first_seen": seen[0][1] if seen else None}))
+import statistics
+asyncio.run(main())
+"""
+
+
+def _child(code: str, *args: str, timeout: int = 1800) -> dict:
+    out = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, timeout=timeout)
+    if out.returncode != 0:
+        return {"error": ((out.stderr or out.stdout).strip().splitlines() or ["failed"])[-1]}
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def _data() -> tuple[dict, Path]:
+    """The realistic case (trace outside the root), generated once; a small staging case."""
+    from bench.realistic_trace import write_case
+
+    from eviscene_tui.artifacts.case import load_case
+
+    base = BENCH_DIR / "realistic-v1"
+    info_path = base / ".info.json"
+    if info_path.exists():
+        info = json.loads(info_path.read_text())
+        if not info.get("inside") and load_case(info["case_dir"]).source_trace_path is None:
+            info_path.unlink()  # this build cannot read inputs outside the root: place it inside
+    if not info_path.exists():
+        if base.exists():
+            shutil.rmtree(base)
+        info = write_case(base)
+        if load_case(info["case_dir"]).source_trace_path is None:
+            shutil.rmtree(base)
+            info = {**write_case(base, inside=True), "inside": True}
+        info_path.write_text(json.dumps(info))
+    info = json.loads(info_path.read_text())
+    staging = BENCH_DIR / "staging-case"
+    if not staging.exists():
+        from eviscene_tui.samples import generate
+
+        tmp = BENCH_DIR / "staging-samples"
+        if tmp.exists():
+            shutil.rmtree(tmp)
+        generate(tmp)
+        shutil.copytree(tmp / "single-generating", staging, symlinks=True)
+        shutil.rmtree(tmp)
+    return info, staging
+
+
+def _fmt_ms(values: list[float]) -> str:
+    if not values:
+        return "n/a"
+    return f"median {statistics.median(values):.0f} ms, max {max(values):.0f} ms ({len(values)} presses)"
+
+
+def run() -> list[tuple[str, str]]:
+    rows: list[tuple[str, str]] = []
+    info, staging = _data()
+    root = Path(info["root"])
+    key = Path(info["case_dir"]).name
+    size = int(info["bytes"])
+    outside = not Path(info["path"]).resolve().is_relative_to(Path(info["case_dir"]).resolve())
+    label = f"{size / 1e6:.0f} MB trace, {info['steps']} steps, " + (
+        "outside the case root" if outside else "INSIDE the case root (this build does not read inputs outside it)")
+    bare = _child(_BARE, info["path"])
+    lazy = _child(_OPEN, str(root), key, "indexed", QUERY)
+    whole = _child(_OPEN, str(root), key, "whole", QUERY)
+    for name, res in (("bare orjson", bare), ("indexed open", lazy), ("whole-file open", whole)):
+        if "error" in res:
+            rows.append((f"open: {name}", "failed: " + str(res["error"])))
+    if "error" not in bare and "error" not in lazy:
+        b = bare["seconds"]
+        w = f"; whole-file path (before) {whole['shown']:.2f} s = {whole['shown'] / b:.2f}x" if "error" not in whole else ""
+        rows.append((f"open: Enter -> failure step painted, {label} (goal <= 0.5x read+orjson.loads)",
+                     f"{lazy['shown']:.2f} s vs read+orjson.loads {b:.2f} s = {lazy['shown'] / b:.2f}x{w}"
+                     + ("" if lazy["ok"] else " (cursor NOT on the failure step)")))
+        rss, rss_f = lazy["rss_shown_kb"] * 1024, lazy["rss_filled_kb"] * 1024
+        wr = f"; whole-file path {whole['rss_filled_kb'] * 1024 / size:.2f}x" if "error" not in whole else ""
+        rows.append(("open: peak RSS (goal <= 1.2x the file)",
+                     f"at the paint {rss / 1e6:.0f} MB = {rss / size:.2f}x; every row filled {rss_f / 1e6:.0f} MB = {rss_f / size:.2f}x"
+                     f" (bare orjson.loads {bare['rss_kb'] * 1024 / size:.2f}x{wr})"))
+        rows.append(("open: rows parsed before the paint / background fill of every row",
+                     f"{lazy['filled_at_paint']} of {lazy['steps']} / {lazy['fill_s']:.1f} s after Enter"))
+        wend = f" (whole-file path {whole['end_ms']:.0f} ms)" if "error" not in whole else ""
+        wdet = f" (whole-file path {whole['detail_ms']:.0f} ms)" if "error" not in whole else ""
+        rows.append(("open: End -> last step painted, during the fill (goal < 100 ms)", f"{lazy['end_ms']:.0f} ms{wend}"))
+        rows.append(("open: Enter on a far step -> step detail shown, during the fill (goal < 100 ms)", f"{lazy['detail_ms']:.0f} ms{wdet}"))
+        if "error" not in whole:
+            rows.append(("search: '/' + phrase -> status answered, all steps (goal <= whole-file path; incl. 0.12 s typing pause)",
+                         f"{lazy['search_keys_s']:.2f} s vs whole-file path {whole['search_keys_s']:.2f} s"))
+            rows.append(("search: one scan of every step (TraceSearch.matches)",
+                          f"{lazy['search_scan_s'] * 1000:.0f} ms vs whole-file path {whole['search_scan_s'] * 1000:.0f} ms"))
+    for mode in ("inotify", "poll"):
+        res = _child(_NEW_CASE, str(root), str(staging), mode)
+        if "error" in res:
+            rows.append((f"live: new case -> in the runs table ({mode})", "failed: " + str(res["error"])))
+        else:
+            t = res["times"]
+            rows.append((f"live: new case copied into the open tree -> in the runs table ({mode}, goal < 0.5 s)",
+                         f"median {statistics.median(t):.2f} s, max {max(t):.2f} s ({len(t)} cases)"))
+        for name in os.listdir(root):
+            if name.startswith("new-case-"):
+                shutil.rmtree(root / name)
+    manifest = Path(info["case_dir"]) / "manifest.json"
+    doc = json.loads(manifest.read_bytes())
+    doc["status"] = "no_admissible_hints"  # as generated (an interrupted run may have left a burst status)
+    saved = json.dumps(doc, indent=2).encode()
+    manifest.write_bytes(saved)
+    for mode in ("inotify", "poll"):
+        res = _child(_BURST, str(root), key, mode, "4", _WRITER, str(BENCH_DIR / "writer-log.json"))
+        if "error" in res:
+            rows.append((f"live: burst into the open case ({mode})", "failed: " + str(res["error"])))
+            continue
+        first = (res["first_seen"] - res["first_write"]) if res["first_seen"] and res["first_write"] else None
+        rows.append((f"live: driver writing the open case at full speed ({mode}): status shown vs written (goal < 1 s)",
+                     (f"first change shown after {first:.2f} s; " if first is not None else "")
+                     + (f"shown status was written {res['lag_median']:.2f} s before (median), {res['lag_max']:.2f} s (max); "
+                        if res["lag_max"] is not None else "never updated; ")
+                     + f"{res['updates']} view updates for {res['writes']} writes"))
+        rows.append((f"live: key (down) -> row painted during that burst ({mode}, goal < 100 ms)", _fmt_ms(res["keys_ms"])))
+        # put the case back as it was (the writer rewrote its manifest, grew its events)
+        manifest.write_bytes(saved)
+        runtime = Path(info["case_dir"]) / "runtime"
+        if runtime.exists():
+            shutil.rmtree(runtime)
+    return rows
+
+
+if __name__ == "__main__":
+    for label, figure in run():
+        print(f"{label:<100} {figure}")
