@@ -10,7 +10,8 @@ What it does:
 1. refuses ``--search-mode`` other than ``feedback`` (no rounds to gate);
 2. installs an import hook (a ``sys.meta_path`` finder wrapping the real
    loader). When the driver imports ``eviscene_training.psd_repair_search`` (or
-   upstream's ``ifv_training.…``) the hook checks and wraps ``run_search`` (its
+   upstream's ``ifv_training.…``, or the module under any other package path, so
+   no import route runs the search ungated) the hook checks and wraps ``run_search`` (its
    ``execute_round`` keyword); for ``…psd_repair_runtime`` it wraps
    ``QwenContinuationAdapter.propose_hints``. A module without the seam fails
    to import, with a message naming what is missing;
@@ -782,6 +783,13 @@ class Gate:
 TARGETS = tuple(f"{p}.{m}" for p in PACKAGES for m in (SEARCH_MODULE, RUNTIME_MODULE))
 
 
+def is_target(fullname: str) -> bool:
+    """The search and runtime modules under any package path (``eviscene_training.…``,
+    ``ifv_training.…``, or e.g. ``training.ifv_training.…``), so no import route leaves
+    the search ungated."""
+    return fullname.rpartition(".")[2] in (SEARCH_MODULE, RUNTIME_MODULE)
+
+
 class _GatedLoader(importlib.abc.Loader):
     """Runs the real loader, then attaches the gate (or fails the import)."""
 
@@ -809,7 +817,7 @@ class GateFinder(importlib.abc.MetaPathFinder):
         self.gate = gate
 
     def find_spec(self, fullname: str, path: Any, target: Any = None) -> Any:
-        if fullname not in TARGETS:
+        if not is_target(fullname):
             return None
         for finder in sys.meta_path:
             if finder is self or not hasattr(finder, "find_spec"):
@@ -826,9 +834,8 @@ class GateFinder(importlib.abc.MetaPathFinder):
 def install(gate: Gate) -> GateFinder:
     finder = GateFinder(gate)
     sys.meta_path.insert(0, finder)
-    for name in TARGETS:  # modules imported before the hook (e.g. by sitecustomize)
-        module = sys.modules.get(name)
-        if module is not None:
+    for name, module in list(sys.modules.items()):  # imported before the hook (e.g. by sitecustomize)
+        if is_target(name) and module is not None:
             gate.attach(name, module)
     return finder
 

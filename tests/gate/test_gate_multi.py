@@ -6,6 +6,8 @@ from __future__ import annotations
 import subprocess
 import textwrap
 
+import pytest
+
 from eviscene_tui.gate.decide import decide
 from eviscene_tui.gate.sidecar import read_status
 from eviscene_tui.gate.standin import DRIVER_PATH, driver_args, write_inputs
@@ -52,15 +54,19 @@ def test_two_searches_in_one_driver_process(tmp_path):
         assert (root.parent / (root.name + ".eviscene-gate") / "gate.json").is_file()
 
 
-def test_upstream_package_name_ifv_training_is_gated_too(tmp_path):
+@pytest.mark.parametrize("package", ["ifv_training", "training.ifv_training"])
+def test_upstream_and_nested_package_names_are_gated_too(tmp_path, package):
     import shutil
 
     copy = tmp_path / "upstream"
     shutil.copytree(DRIVER_PATH.parent, copy, ignore=shutil.ignore_patterns("__pycache__", "__init__.py"))
-    (copy / "eviscene_training").rename(copy / "ifv_training")
-    (copy / "ifv_training" / "__init__.py").write_text('"""stand-in, upstream name"""\n')
-    for path in [copy / "run_standin_driver.py", *(copy / "ifv_training").glob("*.py")]:
-        path.write_text(path.read_text(encoding="utf-8").replace("eviscene_training", "ifv_training"), encoding="utf-8")
+    target = copy.joinpath(*package.split("."))
+    target.parent.mkdir(parents=True, exist_ok=True)
+    (copy / "eviscene_training").rename(target)
+    for parent in [target, *[p for p in target.parents if copy in p.parents]]:
+        (parent / "__init__.py").write_text('"""stand-in, another package name"""\n')
+    for path in [copy / "run_standin_driver.py", *target.glob("*.py")]:
+        path.write_text(path.read_text(encoding="utf-8").replace("eviscene_training", package), encoding="utf-8")
     inputs = write_inputs(tmp_path / "inputs" / "case")
     root = tmp_path / "repairs" / "up"
     argv = [str(copy / "run_standin_driver.py"), *driver_args(inputs, root, extra=["--repair-attempts", "1", "--proposal-rounds", "1"])[1:]]
@@ -76,4 +82,4 @@ def test_upstream_package_name_ifv_training_is_gated_too(tmp_path):
         if proc.poll() is None:
             proc.kill()
             proc.wait()
-    assert read_status(root).session["search_module"] == "ifv_training.psd_repair_search"
+    assert read_status(root).session["search_module"] == f"{package}.psd_repair_search"
