@@ -271,8 +271,8 @@ def _data() -> tuple[dict, Path]:
     info_path = base / ".info.json"
     if info_path.exists():
         info = json.loads(info_path.read_text())
-        if not info.get("inside") and load_case(info["case_dir"]).source_trace_path is None:
-            info_path.unlink()  # this build cannot read inputs outside the root: place it inside
+        if info.get("inside") or load_case(info["case_dir"]).source_trace_path is None:
+            info_path.unlink()  # generated inside the root, or unreadable: try outside again
     if not info_path.exists():
         if base.exists():
             shutil.rmtree(base)

@@ -43,9 +43,11 @@ def _step(i: int) -> dict:
 
 
 def write_case(base: Path, name: str = "lazy-case") -> Path:
-    """The run ``base/runs/<name>`` and its trace, recorded by absolute path."""
+    """The run ``base/runs/<name>`` and its trace ``base/inputs/<name>/trace.json``
+    (outside the root, recorded by absolute path, as the driver's ``--trace``)."""
     case = base / "runs" / name
-    trace = case / "source" / "trace.json"
+    case.mkdir(parents=True)
+    trace = base / "inputs" / name / "trace.json"
     trace.parent.mkdir(parents=True)
     doc = {"image_id": "ep-lazy", "case_id": name, "verdict": "real",
            "state": {"image_id": "ep-lazy", "runtime_case": {"case_id": name}, "all_steps": [_step(i) for i in range(STEPS)], "errors": []}}
@@ -132,7 +134,7 @@ async def test_gzip_trace_says_so_and_spools_in_the_work_dir(tmp_path: Path, ind
 
     monkeypatch.setattr(trace_module, "LAZY_MIN_GZ_BYTES", 0)
     case = write_case(tmp_path)
-    plain = case / "source" / "trace.json"
+    plain = tmp_path / "inputs" / "lazy-case" / "trace.json"
     gz = plain.with_name("trace.json.gz")
     gz.write_bytes(gzip.compress(plain.read_bytes()))
     plain.unlink()
