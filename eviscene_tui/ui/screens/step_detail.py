@@ -6,13 +6,12 @@ inspector on this step's capture (the detail says "press k" under the token capt
 from __future__ import annotations
 
 from textual.app import ComposeResult
-from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
-from textual.widgets import Static
 
 from eviscene_tui.ui.actions import bindings
 from eviscene_tui.state.case_view import Line
 from eviscene_tui.ui.widgets.doc import doc_content
+from eviscene_tui.ui.widgets.doc_view import DocView
 from eviscene_tui.ui.widgets.key_footer import KeyFooter
 
 
@@ -26,12 +25,12 @@ class StepDetailScreen(ModalScreen["str | None"]):
         self.revealed = revealed
 
     def compose(self) -> ComposeResult:
-        with VerticalScroll(id="detail-body"):
-            yield Static(doc_content(self.doc, self.revealed), id="detail-doc")
+        # a Line-API view: a step's whole page text would take a Static ~0.4 s to lay out
+        yield DocView(doc_content(self.doc, self.revealed), id="detail-doc", classes="detail-body")
         yield KeyFooter()
 
     def on_mount(self) -> None:
-        self.query_one("#detail-body").focus()
+        self.query_one("#detail-doc").focus()
 
     def action_close(self) -> None:
         self.dismiss(None)
