@@ -112,7 +112,11 @@ def decide(
     reason: str = "",
     operator: str | None = None,
     gate_dir: str | os.PathLike[str] | None = None,
+    expect_gate_sha256: str | None = None,
 ) -> DecideResult:
+    """Take a decision for the gate of ``round_index`` (module doc). With
+    ``expect_gate_sha256`` (the app: the card the operator looked at) a gate whose
+    content changed since is refused rather than decided unseen."""
     kind = _kind(action)
     if type(round_index) is not int or round_index < 0:
         raise DecideUsage("--round must be a non-negative integer")
@@ -137,6 +141,8 @@ def decide(
         pending = ", ".join(f"{p.kind} gate of round {p.round}" for p in status.pending) or "nothing"
         return DecideResult(False, f"nothing pending for {what} (pending: {pending})")
     request = candidates[0]
+    if expect_gate_sha256 is not None and request.sha256 != expect_gate_sha256:
+        return DecideResult(False, f"the gate for {what} changed since it was shown; look again before deciding")
     path = gdir / proto.DECISIONS_DIR / f"{request.name}.json"
     if path.exists():
         existing, problem = read_decision(path, request.name)

@@ -366,12 +366,14 @@ class GateSession:
             callback(snapshot)
         return True
 
-    def decide(self, action: str, *, step: int | None = None, reason: str = "") -> DecideResult:
-        """File I/O: take a decision on the current card (from a worker thread)."""
-        card = self._snapshot.card if self._snapshot else None
+    def decide(self, action: str, *, step: int | None = None, reason: str = "", card: GateRequest | None = None) -> DecideResult:
+        """File I/O: take a decision on ``card`` (the card the operator saw when asking;
+        default the current one) from a worker thread. A gate that changed since is refused."""
+        card = card or (self._snapshot.card if self._snapshot else None)
         if card is None:
             return DecideResult(False, "nothing is pending")
-        result = decide(self.root, action, card.round, step=step, reason=reason, operator=self.operator, gate_dir=self.gate_dir)
+        result = decide(self.root, action, card.round, step=step, reason=reason, operator=self.operator,
+                        gate_dir=self.gate_dir, expect_gate_sha256=card.sha256)
         self._message = result.message if result.taken else f"refused: {result.message}"
         return result
 

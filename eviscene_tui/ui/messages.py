@@ -14,6 +14,8 @@ from eviscene_tui.state.rows import CaseRow
 from eviscene_tui.state.scan import Activity, CheckResult
 from eviscene_tui.state.trace_rows import TraceRows
 if TYPE_CHECKING:
+    import subprocess
+
     from eviscene_tui.gate.decide import DecideResult
     from eviscene_tui.policy.accumulate import StreamAccumulator
     from eviscene_tui.policy.client import ServerStatus
@@ -362,8 +364,9 @@ class GateDecisionRequested(Message):
 class GateResumed(Message):
     """A worker started the gated driver again with --resume (or could not)."""
 
-    def __init__(self, message: str, ok: bool) -> None:
+    def __init__(self, message: str, ok: bool, process: "subprocess.Popen[bytes] | None" = None) -> None:
         super().__init__()
         self.message = message
         self.ok = ok
+        self.process = process
 

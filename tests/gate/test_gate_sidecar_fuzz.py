@@ -52,3 +52,17 @@ def test_read_status_never_raises(heartbeat, decision, junk, gate_bytes):
         result = decide(root, "approve-round", 0, operator="fuzz")
         assert result.taken, result.message
         assert [d.action for d in read_status(root).decisions if d.name == "round-00"] == ["approve-round"]
+
+
+def test_a_decision_for_a_card_that_changed_is_refused(tmp_path):
+    root = tmp_path / "search"
+    root.mkdir()
+    gdir = proto.sidecar_for(root)
+    (gdir / "gates").mkdir(parents=True)
+    (gdir / "gate.json").write_text("{}")
+    (gdir / "gates" / "round-03.json").write_bytes(proto.document_bytes(_gate(3)))
+    shown = read_status(root).pending[0]
+    (gdir / "gates" / "round-03.json").write_bytes(proto.document_bytes({**_gate(3), "feedback": {"needs_relocalization": True}}))
+    refused = decide(root, "approve-round", 3, expect_gate_sha256=shown.sha256)
+    assert not refused.taken and "changed since it was shown" in refused.message
+    assert decide(root, "approve-round", 3, expect_gate_sha256=read_status(root).pending[0].sha256).taken

@@ -23,6 +23,7 @@ from textual.containers import Vertical
 from textual.widgets import Static
 
 from eviscene_tui.safe_text import safe_text
+from eviscene_tui.gate.sidecar import GateRequest
 from eviscene_tui.state.gate import GateSession, GateSnapshot
 from eviscene_tui.ui.actions import bindings
 from eviscene_tui.ui.messages import GateDecisionDone, GateDecisionRequested, GateResumed, GateSnapshotLoaded
@@ -206,6 +207,7 @@ class GatePanel(Vertical):
         self.session = session
         self.compact = compact
         self._unsubscribe = session.subscribe(self._render_snapshot)
+        self._resumed: list[subprocess.Popen] = []  # drivers started with R: reaped when they exit
 
     def compose(self) -> ComposeResult:
         yield Static(Text("reading the gate…"), id="gate-header", classes="gate-text")
@@ -223,6 +225,7 @@ class GatePanel(Vertical):
 
     # ------------------------------------------------------------ reading
     def _poll(self) -> None:
+        self._resumed = [proc for proc in self._resumed if proc.poll() is None]
         self.run_worker(self._load, thread=True, exclusive=True, group="gate-load", exit_on_error=False)
 
     def _load(self) -> None:
@@ -254,21 +257,22 @@ class GatePanel(Vertical):
             self.notify("nothing is pending", markup=False)
             return
         action = message.action
+        card = snap.card  # the decision is for the card shown now, even if the gate moves on meanwhile
         if action == "relocalize":
-            current = snap.card.doc.get("current_site")
+            current = card.doc.get("current_site")
             self.app.push_screen(StepPicker(snap.steps, current if isinstance(current, int) else None),
-                                 callback=lambda picked: picked is not None and self._take(action, picked[0], picked[1]))
+                                 callback=lambda picked: picked is not None and self._take(card, action, picked[0], picked[1]))
         elif action in ("stop", "reject-hint"):
-            title = "Stop the search before round %d" % snap.card.round if action == "stop" else "Reject the hint of round %d" % snap.card.round
-            self.app.push_screen(ReasonPrompt(title), callback=lambda reason: reason is not None and self._take(action, None, reason))
+            title = "Stop the search before round %d" % card.round if action == "stop" else "Reject the hint of round %d" % card.round
+            self.app.push_screen(ReasonPrompt(title), callback=lambda reason: reason is not None and self._take(card, action, None, reason))
         else:
-            self._take(action, None, "")
+            self._take(card, action, None, "")
 
-    def _take(self, action: str, step: int | None, reason: str) -> None:
-        self.run_worker(partial(self._decide_worker, action, step, reason), thread=True, group="gate-decide", exit_on_error=False)
+    def _take(self, card: GateRequest, action: str, step: int | None, reason: str) -> None:
+        self.run_worker(partial(self._decide_worker, card, action, step, reason), thread=True, group="gate-decide", exit_on_error=False)
 
-    def _decide_worker(self, action: str, step: int | None, reason: str) -> None:
-        self.post_message(GateDecisionDone(self.session.decide(action, step=step, reason=reason)))
+    def _decide_worker(self, card: GateRequest, action: str, step: int | None, reason: str) -> None:
+        self.post_message(GateDecisionDone(self.session.decide(action, step=step, reason=reason, card=card)))
 
     @on(GateDecisionDone)
     def _decided(self, message: GateDecisionDone) -> None:
@@ -295,9 +299,11 @@ class GatePanel(Vertical):
         except OSError as exc:
             self.post_message(GateResumed(f"cannot start the driver: {exc}", False))
             return
-        self.post_message(GateResumed(f"driver resumed under the gate (pid {proc.pid}; log {log})", True))
+        self.post_message(GateResumed(f"driver resumed under the gate (pid {proc.pid}; log {log})", True, proc))
 
     @on(GateResumed)
-    def _resumed(self, message: GateResumed) -> None:
+    def _on_resumed(self, message: GateResumed) -> None:
+        if message.process is not None:
+            self._resumed.append(message.process)
         self.notify(safe_text(message.message, single_line=True), severity="information" if message.ok else "error", markup=False)
         self._poll()
