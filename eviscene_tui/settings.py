@@ -7,7 +7,7 @@ Where the file is, first match wins: ``--config FILE``; ``$EVISCENE_TUI_CONFIG``
 
     [keys]                          # binding id = key(s), comma separated or a list
     "case.failure" = "F"
-    "runs.triage" = "t,ctrl+t"
+    "runs.filter.triage" = "t,T"  # ids: eviscene_tui.ui.actions, listed on the help screen
 
     [policy]                        # policy client (see eviscene_tui.policy.config)
     temperature = 0.7
