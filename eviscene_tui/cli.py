@@ -42,9 +42,27 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message}\n")
 
 
+def add_path_map_argument(parser: argparse.ArgumentParser) -> None:
+    """``--path-map OLD=NEW`` (repeatable), shared by the app, ``check`` and ``stream``."""
+    parser.add_argument("--path-map", action="append", default=[], metavar="OLD=NEW",
+                        help="look for recorded paths under OLD at NEW instead (repeatable; a moved tree, or inputs copied elsewhere; see the README, Paths)")
+
+
+def path_map_from_args(args: argparse.Namespace, settings=None):  # -> artifacts.paths.PathMap
+    """The ``--path-map`` values then the config file's ``[paths] map``; a malformed
+    value is a usage error."""
+    from eviscene_tui.options import path_map_for
+
+    try:
+        return path_map_for(getattr(args, "path_map", None) or (), settings)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+
+
 def add_app_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("path", nargs="?", help="folder to open (default: ./sample_runs when present, else .)")
     parser.add_argument("--theme", help="colour theme (eviscene-dark, eviscene-light, or any Textual theme)")
+    add_path_map_argument(parser)
     parser.add_argument("--poll", action="store_true", help="use a polling file watcher (network filesystems)")
     parser.add_argument("--operator", help="operator name recorded with decisions")
     parser.add_argument("--workdir", help="the app's own directory (default: <root>.eviscene-tui beside the root)")
@@ -118,6 +136,11 @@ def main(argv: list[str] | None = None) -> int:
         except KeyboardInterrupt:
             return 130
     args = _build_app_parser().parse_args(argv)
+    try:
+        path_map_from_args(args)
+    except UsageError as exc:
+        print(f"eviscene-tui: error: {exc}", file=sys.stderr)
+        return 2
     path = resolve_open_path(args.path)
     if not path.exists():
         print(f"eviscene-tui: error: {path} does not exist", file=sys.stderr)

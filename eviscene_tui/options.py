@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from eviscene_tui.artifacts.paths import PathMap
 from eviscene_tui.settings import Settings, load_settings
 from eviscene_tui.storage import WorkDir, default_workdir
 
@@ -29,6 +30,14 @@ class AppOptions:
     settings: Settings = field(default_factory=Settings)
     #: gated driver searches to offer on the runs screen (``G``) besides the opened root's (the demo's stand-in)
     gate_roots: tuple[Path, ...] = ()
+    #: ``--path-map OLD=NEW`` values (they come before the config file's ``[paths] map``)
+    path_map_args: tuple[str, ...] = ()
+
+    @property
+    def path_map(self) -> PathMap:
+        """Where recorded paths of moved trees / inputs copied elsewhere are looked for
+        (``artifacts.paths``): the command line's mappings, then the config file's."""
+        return path_map_for(self.path_map_args, self.settings)
 
     @classmethod
     def from_args(cls, root: Path, args: object, *, settings: Settings | None = None) -> AppOptions:
@@ -55,8 +64,17 @@ class AppOptions:
             config=Path(get("config")) if get("config") else None,
             settings=settings if settings is not None else load_settings(get("config")),
             gate_roots=tuple(Path(p) for p in (get("gate_roots") or ())),
+            path_map_args=tuple(get("path_map") or ()),
         )
 
     def work(self) -> WorkDir:
         """The guarded writer for the app's own directory (refuses the evidence root)."""
         return WorkDir(self.workdir, evidence_roots=[self.root])
+
+
+def path_map_for(values: tuple[str, ...] | list[str] | None, settings: Settings | None = None) -> PathMap:
+    """``--path-map OLD=NEW`` values (ValueError on a malformed one) followed by the
+    config file's ``[paths] map`` table."""
+    cli = PathMap.parse(values or ())
+    table = settings.paths.map if settings is not None else {}
+    return cli.merged(PathMap.from_mapping(table)) if table else cli

@@ -979,7 +979,9 @@ class CaseBundle(_Loader):
             referrer, miss = misses[0]
             code = ProblemCode.JSON_INVALID if miss.outcome == "invalid" else ProblemCode.MISSING_ARTIFACT
             where = miss.looked_at[0] if miss.looked_at else str(self.root)
-            self._add(Problem(code=code, path=where, message=missing_input_message("source trace", referrer, miss)))
+            problem = Problem(code=code, path=where, message=missing_input_message("source trace", referrer, miss))
+            self.__dict__["_trace_missing"] = problem
+            self._add(problem)
         return None
 
     def input_provenance(self, *, verify: bool = False) -> list[InputProvenance]:
@@ -1029,7 +1031,9 @@ class CaseBundle(_Loader):
         if self._trace is None:
             path = self.source_trace_path
             if path is None:
-                self._trace = (None, [])
+                # a referenced but unreachable trace says where it was looked for
+                missing = self.__dict__.get("_trace_missing")
+                self._trace = (None, [missing] if missing is not None else [])
             else:
                 try:
                     trace, problems = load_trace(path, spool_dir=spool_dir)

@@ -1070,14 +1070,9 @@ class _Checker:
         media_obj = row.get("psd_media")
         pad = pad_id_for_ids(student, teacher)
         if media_obj is None:
-            counts = {role: pad_runs(ids, pad) for role, ids in (("student", student), ("teacher", teacher)) if ids}
-            if any(counts.values()):
-                found = ", ".join(f"{role} {n}" for role, n in counts.items())
-                self.add(
-                    ProblemCode.MEDIA_MISMATCH,
-                    path,
-                    f"{label}: prompt ids hold image-pad runs of {pad} ({found}) but the record has no psd_media",
-                )
+            # psd_media is optional (§7.11; older runtimes did not write it): image-pad runs
+            # without it are information (the token view says "media binding not recorded"),
+            # not a media_mismatch
             return
         try:
             from eviscene_tui.artifacts import media as media_mod

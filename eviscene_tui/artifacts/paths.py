@@ -64,7 +64,7 @@ RULE_MOVED = "moved tree"
 RULE_RECORDED = "as recorded"
 RULE_CWD = "driver working directory"
 RULE_RUN_DIR = "relative to its run directory"
-RULE_NEAR_TRACE = "beside the source trace"
+RULE_NEAR_TRACE = "the source rollout's working directory"
 RULE_CASE_INPUTS = "wrapper case-inputs"
 RULE_NOT_FOUND = "not found"
 
@@ -238,28 +238,38 @@ class InputProvenance:
     sha_status: str = "unbound"
     looked_at: tuple[str, ...] = ()
 
+    def sha_text(self) -> str:
+        return {
+            "verified": "sha256 bound \u2713",
+            "mismatch": "sha256 MISMATCH \u2717",
+            "unverified": "sha256 bound (not verified yet)",
+            "unbound": "no sha256 recorded",
+            "missing": "sha256 bound, file missing" if self.sha256 else "file missing",
+            "unreadable": "cannot be read",
+        }.get(self.sha_status, self.sha_status)
+
+    def short(self, width: int = 60) -> str:
+        """One compact line for a status bar: ``source trace: …/x/trace.json · outside the
+        run root · moved tree · sha256 bound ✓``."""
+        path = self.found or self.recorded or "?"
+        if len(path) > width:
+            path = "\u2026" + path[-(width - 1) :]
+        if self.found is None:
+            return f"{self.what}: NOT FOUND ({path})"
+        where = "inside the run root" if self.inside_root else "outside the run root"
+        return " \u00b7 ".join((f"{self.what}: {path}", where, self.rule, self.sha_text()))
+
     def line(self) -> str:
         """``source trace: /data/…/trace.json · outside the run root · found by moved tree (…) · sha256 bound ✓``"""
-        parts = [f"{self.what}: {self.found or self.recorded or '?'}"]
         if self.found is None:
-            parts.append("NOT FOUND")
-            if self.recorded:
-                parts.append(f"recorded as {self.recorded}")
+            parts = [f"{self.what}: NOT FOUND", f"recorded at {self.recorded or '?'} (in {self.referrer})"]
             if self.looked_at:
                 parts.append("looked for at " + ", ".join(self.looked_at[:3]))
         else:
+            parts = [f"{self.what}: {self.found}"]
             parts.append("inside the run root" if self.inside_root else "outside the run root")
             parts.append("found " + (f"by {self.rule} ({self.detail})" if self.detail else f"{self.rule}"))
-        parts.append(
-            {
-                "verified": "sha256 bound \u2713",
-                "mismatch": "sha256 MISMATCH \u2717",
-                "unverified": "sha256 bound (not verified yet)",
-                "unbound": "no sha256 recorded",
-                "missing": "sha256 bound, file missing" if self.sha256 else "file missing",
-                "unreadable": "cannot be read",
-            }.get(self.sha_status, self.sha_status)
-        )
+        parts.append(self.sha_text())
         return " \u00b7 ".join(parts)
 
 
@@ -536,6 +546,19 @@ def input_provenance(
     )
 
 
+def with_sha_status(rows: Sequence[InputProvenance], checked: Sequence[InputProvenance]) -> list[InputProvenance]:
+    """``rows`` with the sha status the integrity check found for the same input (same
+    key and recorded path); rows it did not check keep theirs."""
+    from dataclasses import replace
+
+    by_key = {(c.key, c.recorded): c.sha_status for c in checked}
+    out = []
+    for row in rows:
+        status = by_key.get((row.key, row.recorded))
+        out.append(replace(row, sha_status=status) if status is not None and row.found is not None else row)
+    return out
+
+
 def missing_input_message(what: str, referrer: str, found: Found) -> str:
     """One clear message for an input that could not be found."""
     where = ", ".join(found.looked_at[:4]) or "nowhere"
@@ -556,4 +579,5 @@ __all__ = [
     "ancestors",
     "input_provenance",
     "missing_input_message",
+    "with_sha_status",
 ]

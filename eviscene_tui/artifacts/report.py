@@ -26,6 +26,7 @@ from typing import Any
 from eviscene_tui.artifacts.integrity import check_case, safe_read_bound
 from eviscene_tui.artifacts.jsonio import read_json
 from eviscene_tui.artifacts.layout import CaseRef, discover
+from eviscene_tui.artifacts.paths import InputProvenance, PathMap
 from eviscene_tui.artifacts.problems import Problem, ProblemCode
 from eviscene_tui.artifacts.summary import CaseSummary, summarize_case
 
@@ -45,14 +46,22 @@ def _problem_json(p: Problem, base: str) -> dict[str, str]:
     return {"code": str(p.code), "path": _rel(p.path, base), "message": p.message}
 
 
-def checked_case(ref: CaseRef, base: str | os.PathLike[str], *, fingerprint: bool = False) -> tuple[CaseSummary, list[Problem]]:
+def checked_case(
+    ref: CaseRef,
+    base: str | os.PathLike[str],
+    *,
+    fingerprint: bool = False,
+    path_map: PathMap | None = None,
+    provenance: list[InputProvenance] | None = None,
+) -> tuple[CaseSummary, list[Problem]]:
     """The cheap summary of one case and its full list of integrity problems.
 
     This is the one definition of "the problems of a case": ``check`` reports it and the
     runs screen counts it. Each problem appears once per (code, path); paths are absolute.
+    ``path_map`` / ``provenance``: see ``integrity.check_case``.
     """
     cache: dict[str, bytes] = {}
-    problems = unique_problems(check_case(ref, cache=cache))
+    problems = unique_problems(check_case(ref, cache=cache, path_map=path_map, provenance=provenance))
     summary = summarize_case(ref, Path(base), cache=cache, fingerprint=fingerprint)
     # the summary's own problems (unreadable manifest, torn ledger lines) are found again by
     # the full check; keep any the check did not report under the same code and path
@@ -78,9 +87,9 @@ def unique_problems(problems: Iterable[Problem]) -> list[Problem]:
     return out
 
 
-def case_entry(ref: CaseRef, base: str) -> dict[str, Any]:
+def case_entry(ref: CaseRef, base: str, path_map: PathMap | None = None) -> dict[str, Any]:
     """One ``cases[]`` entry: cheap summary counts plus the full integrity problems."""
-    summary, problems = checked_case(ref, base)
+    summary, problems = checked_case(ref, base, path_map=path_map)
     entry: dict[str, Any] = {
         "path": _rel(ref.path, base),
         "layout": str(ref.layout),
@@ -101,8 +110,8 @@ def case_entry(ref: CaseRef, base: str) -> dict[str, Any]:
     return entry
 
 
-def _chunk_entries(refs: list[CaseRef], base: str) -> list[dict[str, Any]]:
-    return [case_entry(ref, base) for ref in refs]
+def _chunk_entries(refs: list[CaseRef], base: str, path_map: PathMap | None = None) -> list[dict[str, Any]]:
+    return [case_entry(ref, base, path_map) for ref in refs]
 
 
 def _wrapper_problems(wrappers: Iterable[Path]) -> list[Problem]:
@@ -130,11 +139,14 @@ def _wrapper_problems(wrappers: Iterable[Path]) -> list[Problem]:
     return out
 
 
-def build_check_report(root: Path, given: str | None = None, *, workers: int | None = None) -> dict[str, Any]:
+def build_check_report(
+    root: Path, given: str | None = None, *, workers: int | None = None, path_map: PathMap | None = None
+) -> dict[str, Any]:
     """Discover, summarise and check every case under ``root``.
 
     ``given`` is PATH as the user typed it (reported verbatim). ``workers``: process
     count for large folders (default: the CPU count; 1 disables the pool).
+    ``path_map``: explicit ``OLD=NEW`` mappings (``artifacts.paths``).
     """
     root = Path(root)
     base = os.path.abspath(root)
@@ -151,11 +163,11 @@ def build_check_report(root: Path, given: str | None = None, *, workers: int | N
         method = "fork" if threading.active_count() == 1 and "fork" in multiprocessing.get_all_start_methods() else "spawn"
         try:
             with ProcessPoolExecutor(max_workers=n_workers, mp_context=multiprocessing.get_context(method)) as pool:
-                entries = [e for part in pool.map(_chunk_entries, chunks, [base] * len(chunks)) for e in part]
+                entries = [e for part in pool.map(_chunk_entries, chunks, [base] * len(chunks), [path_map] * len(chunks)) for e in part]
         except (OSError, RuntimeError):  # no fork / no semaphores: fall back to one process
-            entries = _chunk_entries(refs, base)
+            entries = _chunk_entries(refs, base, path_map)
     else:
-        entries = _chunk_entries(refs, base)
+        entries = _chunk_entries(refs, base, path_map)
     entries.sort(key=lambda e: e["path"])
 
     top = discovery_problems + _wrapper_problems(r.wrapper for r in refs if r.wrapper is not None)

@@ -14,6 +14,10 @@ from typing import Any
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("path", metavar="PATH", help="a run, a search root, a wrapper, or any folder holding them")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
+    parser.add_argument("--config", help="config file (its [paths] map table; default: $EVISCENE_TUI_CONFIG or the XDG config dir)")
+    from eviscene_tui.cli import add_path_map_argument
+
+    add_path_map_argument(parser)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -27,8 +31,13 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"{given} is not a directory")
 
     from eviscene_tui.artifacts.report import build_check_report
+    from eviscene_tui.cli import path_map_from_args
+    from eviscene_tui.settings import load_settings
 
-    report = build_check_report(root, given)
+    settings = load_settings(getattr(args, "config", None))
+    for problem in settings.problems:
+        sys.stderr.write(f"eviscene-tui check: warning: {problem}\n")
+    report = build_check_report(root, given, path_map=path_map_from_args(args, settings))
     if args.json:
         import orjson
 

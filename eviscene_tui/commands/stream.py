@@ -45,6 +45,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--stall-timeout", type=float, help="seconds of silence tolerated once tokens flow")
     parser.add_argument("--max-tokens", type=int, help="max_tokens for the continuation")
     parser.add_argument("--json", action="store_true", help="one JSON object per line per event")
+    from eviscene_tui.cli import add_path_map_argument
+
+    add_path_map_argument(parser)
 
 
 class _Out:
@@ -142,7 +145,9 @@ def run(args: argparse.Namespace, *, out: TextIO | None = None, err: TextIO | No
     except EvidenceWriteRefused as exc:
         raise UsageError(str(exc)) from None
 
-    case = load_case(root)
+    from eviscene_tui.cli import path_map_from_args
+
+    case = load_case(root, path_map=path_map_from_args(args, settings))
     ref = case_ref(case, args.round)
     if args.round is not None and case.round(args.round) is None:
         raise UsageError(f"case has no round {args.round}")

@@ -104,6 +104,9 @@ class CaseView:
     latest_hint: str | None = None  # raw hint text for the stream screen (not displayed from here)
     hint_count: int = 0
     fingerprint: tuple[Any, ...] = ()
+    # where each bound input was found (artifacts.paths): InputProvenance rows, sha256
+    # not verified yet (the integrity check verifies them)
+    provenance: list[Any] = field(default_factory=list)
 
     def summary_line(self) -> str:
         parts = [self.status]
@@ -227,6 +230,7 @@ def build_case_view(bundle: CaseBundle, *, key: str, base: Any = None) -> CaseVi
         return _slate_view(bundle, view, base)
     view.localization = _localization_doc(bundle, site, view)
     view.rounds, view.round_anchors = _rounds_doc(bundle)
+    view.provenance = bundle.input_provenance()
     view.problems = [(str(p.code), _rel(p.path, base), safe_text(p.message, single_line=True, limit=500)) for p in bundle.problems]
     return view
 
@@ -260,6 +264,20 @@ def _slate_view(bundle: CaseBundle, view: CaseView, base: Any) -> CaseView:
     view.round_anchors = {0: ("",)}
     view.problems = [(str(p.code), _rel(p.path, base), safe_text(p.message, single_line=True, limit=500)) for p in bundle.problems]
     return view
+
+
+def provenance_lines(rows: list[Any]) -> list[Line]:
+    """The Integrity tab's "Inputs" section: one line per bound input and where it was
+    found (rule, inside/outside the run root, sha256 status); recorded paths shown
+    sanitised."""
+    out: list[Line] = [L(Seg("Inputs (read where the driver left them; written files must stay inside the run root)", "title"))]
+    if not rows:
+        out.append(L(Seg("  no bound inputs recorded", "dim")))
+    for row in rows:
+        style = "bad" if row.found is None or row.sha_status == "mismatch" else ("ok" if row.sha_status == "verified" else "")
+        out.append(L(Seg("  "), S(row.line(), style, limit=600)))
+    out.append(L(Seg("")))
+    return out
 
 
 def _localization_doc(bundle: CaseBundle, site: Any, view: CaseView) -> list[Line]:

@@ -3,7 +3,7 @@
 Public API::
 
     from eviscene_tui.supervised import SupervisedSearch, SearchSettings, Budgets, inputs_from_case
-    search = SupervisedSearch.start(inputs_from_case(load_case(path)), options.workdir,
+    search = SupervisedSearch.start(inputs_from_case(load_case(path, path_map=options.path_map)), options.workdir,
                                     settings=SearchSettings(operator="alice", ...))
     search.preview_feedback(); search.begin_round(); search.accept_site()
     search.add_operator_hint("...") / await search.fetch_proposals(); search.approve_hint(0)

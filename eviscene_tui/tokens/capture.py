@@ -88,6 +88,8 @@ class CaptureData:
     media: PsdMedia | None = None
     media_report: MediaReport | None = None
     media_problems: list[Problem] = field(default_factory=list)
+    # information, not a problem: e.g. image-pad runs in a legacy record without psd_media
+    media_note: str | None = None
     run_dir: str | None = None
     # a span to highlight (e.g. the hint insertion in a teacher prompt), id offsets, end exclusive
     highlight: tuple[int, int] | None = None

@@ -25,7 +25,7 @@ from typing import Any
 
 import orjson
 
-from eviscene_tui.artifacts.media import parse_psd_media, verify_media
+from eviscene_tui.artifacts.media import image_pad_runs, pad_id_for, parse_psd_media, verify_media
 from eviscene_tui.tokens.capture import (
     CaptureData,
     _int_list,
@@ -383,7 +383,16 @@ def load_capture(case: Any, key: str, *, workdir: str | os.PathLike[str] | None 
             data.alignment, data.alignment_method = align(src_completion, completion)
     # media
     media_obj = field_of(att, "psd_media")
-    if media_obj is not None:
+    if media_obj is None:
+        # psd_media is optional (older runtimes did not write it): image-pad runs without
+        # it are information, not a media mismatch
+        pad = pad_id_for((student or []) + (teacher or []))
+        runs = {role: len(image_pad_runs(ids, pad)) for role, ids in (("student", student), ("teacher", teacher)) if ids and pad is not None}
+        if any(runs.values()):
+            found = ", ".join(f"{role} {n}" for role, n in runs.items())
+            data.media_note = f"media binding not recorded (older runtime): image-pad runs {found}, no psd_media in the record"
+            data.checks.append(Check("info", data.media_note))
+    else:
         media, problems = parse_psd_media(media_obj, path=str((run_dir or Path(".")) / "repair_attempts.jsonl"))
         data.media = media
         data.media_problems = list(problems)

@@ -133,3 +133,19 @@ async def test_recorded_continuation_from_policy_recorder(tmp_path: Path, case):
     data = load_capture(case, refs[0].key, workdir=wd)
     assert data.kind == "continuation" and data.completion_start is not None and len(data.ids) == refs[0].size
     assert any(c.level == "ok" and "= usage.completion_tokens" in c.message for c in data.checks), data.checks
+
+
+def test_legacy_attempt_without_psd_media_is_information(case, tmp_path: Path):
+    """Older runtimes wrote no psd_media: image-pad runs without it are a note, not a mismatch."""
+    import dataclasses
+
+    rnd = case.rounds[0]
+    assert all(att.psd_media is not None for att in rnd.attempts)
+    legacy = dataclasses.replace(case, rounds=[dataclasses.replace(rnd, attempts=[a.model_copy(update={"psd_media": None}) for a in rnd.attempts])])
+    data = load_capture(legacy, "attempt:0:student_prompt_ids")
+    assert data.media is None and data.media_report is None and data.media_problems == []
+    assert data.media_note is not None and data.media_note.startswith("media binding not recorded (older runtime)")
+    assert any(c.level == "info" and "older runtime" in c.message for c in data.checks)
+    assert not any(c.level == "fail" and "media" in c.message for c in data.checks)
+    # with psd_media present there is no such note
+    assert load_capture(case, "attempt:0:student_prompt_ids").media_note is None

@@ -48,13 +48,16 @@ RELOAD_DELAY = 0.15  # seconds from a change in the open case to its reload
 
 class IntegrityReady(M.Message):
     """The full integrity result of the case: (code, path under the opened folder, message)
-    for the Integrity tab and (code, path in the case, message) to place the marks."""
+    for the Integrity tab and (code, path in the case, message) to place the marks;
+    ``provenance``: the inputs with their sha256 verified (``artifacts.paths``)."""
 
-    def __init__(self, request: int, problems: list[tuple[str, str, str]], in_case: list[tuple[str, str, str]] | None = None) -> None:
+    def __init__(self, request: int, problems: list[tuple[str, str, str]], in_case: list[tuple[str, str, str]] | None = None,
+                 provenance: list[Any] | None = None) -> None:
         super().__init__()
         self.request = request
         self.problems = problems
         self.in_case = in_case or []
+        self.provenance = provenance
 
 
 class CompareReady(M.Message):
@@ -103,6 +106,7 @@ class CaseScreen(Screen):
         self.trace_rows: TraceRows | None = None
         self.revealed = False
         self.integrity: list[tuple[str, str, str]] | None = None
+        self.provenance: list[Any] | None = None  # inputs with their sha256 verified (integrity worker)
         self.compare: CompareView | None = None
         self._integrity_in_case: list[tuple[str, str, str]] = []
         self.marks: list[Any] = []  # state.case_view.ProblemMark, one per problem in check order
@@ -185,7 +189,7 @@ class CaseScreen(Screen):
         from eviscene_tui.artifacts.case import load_case
 
         try:
-            bundle = load_case(self.case_path)
+            bundle = load_case(self.case_path, path_map=self.options.path_map)
         except Exception as exc:  # noqa: BLE001 - shown, never crashes the app
             self.post_message(M.CaseLoadFailed(request, f"{type(exc).__name__}: {exc}"))
             return
@@ -434,7 +438,8 @@ class CaseScreen(Screen):
         layout = Layout(self.bundle.layout) if self.bundle.layout in Layout._value2member_map_ else Layout.UNKNOWN
         ref = self.ref if isinstance(self.ref, CaseRef) else CaseRef(path=self.case_path, layout=layout)
         try:
-            _summary, problems = checked_case(ref, self.options.root)
+            checked: list[Any] = []
+            _summary, problems = checked_case(ref, self.options.root, path_map=self.options.path_map, provenance=checked)
         except (OSError, ValueError) as exc:
             self.post_message(IntegrityReady(request, [("error", str(self.case_path), f"integrity check failed: {type(exc).__name__}: {exc}")]))
             return
@@ -443,7 +448,10 @@ class CaseScreen(Screen):
             code, message = str(p.code), safe_text(p.message, single_line=True, limit=500)
             rows.append((code, safe_text(_relpath(p.path, self.options.root), single_line=True), message))
             in_case.append((code, safe_text(_relpath(p.path, self.case_path), single_line=True), message))
-        self.post_message(IntegrityReady(request, rows, in_case))
+        from eviscene_tui.artifacts.paths import with_sha_status
+
+        shown = self.view.provenance if self.view is not None else []
+        self.post_message(IntegrityReady(request, rows, in_case, with_sha_status(shown, checked)))
 
     @on(IntegrityReady)
     def _on_integrity(self, message: IntegrityReady) -> None:
@@ -454,6 +462,8 @@ class CaseScreen(Screen):
         self._place_marks()
         self._paint_problem_badges()
         self._paint_docs()
+        self.provenance = message.provenance
+        self._paint_trace_status()
         self._paint_integrity()
         if self._integrity_pending:
             self._integrity_pending = False
@@ -686,6 +696,9 @@ class CaseScreen(Screen):
             parts.append("problems: " + "; ".join(data.problems[:2]))
         if self._search_status:
             parts.append(self._search_status)
+        source = next((p for p in (self.provenance or (self.view.provenance if self.view else [])) if p.key == "trace"), None)
+        if source is not None:
+            parts.append(safe_text(source.short(48), single_line=True))
         self.query_one("#trace-status", Static).update(Content(" \u00b7 ".join(parts)))
 
     def _paint_compare(self) -> None:
@@ -711,7 +724,9 @@ class CaseScreen(Screen):
         if not self._lazy_ready():
             return
 
-        lines = []
+        from eviscene_tui.state.case_view import provenance_lines
+
+        lines = provenance_lines(self.provenance or (self.view.provenance if self.view else []))
         if self.integrity is None:
             lines.append(L(Seg("running the full integrity check\u2026", "dim")))
         rows = self.problem_rows()

@@ -1007,7 +1007,8 @@ class TokenScreen(Screen[None]):
         problems_panel = self.query_one("#media-problems", Static)
         preview = self.query_one(ImagePreview)
         if data is None or (data.media is None and not data.media_problems):
-            panel.update(_c(("Media binding ", "bold $accent"), ("none recorded for this capture", "$foreground-muted")) if data and data.key.startswith("attempt") else "")
+            note = (data.media_note if data is not None else None) or "none recorded for this capture"
+            panel.update(_c(("Media binding ", "bold $accent"), (safe_text(note, single_line=True), "$foreground-muted")) if data and data.key.startswith("attempt") else "")
             problems_panel.update("")
             preview.clear()
             return
