@@ -12,18 +12,22 @@ from pathlib import Path
 from eviscene_tui.samples.expected import EXPECTED
 
 
-def build():
-    """The whole sample tree in memory (``Tree.files``: relative path -> bytes)."""
+def build(base: str | None = None):
+    """The whole sample tree in memory (``Tree.files``: relative path -> bytes).
+    ``base``: the absolute location its recorded paths name (default the fictitious
+    cluster prefix ``/data/eviscene/sample_runs``)."""
     from eviscene_tui.samples.cases import build_all
 
-    return build_all()
+    return build_all(base)
 
 
-def generate(dest: Path, *, replace: bool = True) -> int:
-    """Write ``sample_runs`` into ``dest``; returns the number of files written."""
+def generate(dest: Path, *, replace: bool = True, base: str | None = None) -> int:
+    """Write ``sample_runs`` into ``dest``; returns the number of files written.
+    ``base``: see :func:`build` (pass ``str(dest.resolve())`` for a tree that was really
+    written where it is, as a test of a later move does)."""
     from eviscene_tui.samples.tree import reset_dir
 
-    tree = build()
+    tree = build(base)
     if replace:
         reset_dir(Path(dest))
     tree.write(Path(dest))

@@ -417,7 +417,8 @@ class Case:
                  relative_runtime: bool = False) -> None:
         self.tree = tree
         self.rel = rel
-        self.fake_root = f"{FAKE_BASE}/{rel}"
+        self.base = tree.base  # where sample_runs/ was written (recorded absolute paths)
+        self.fake_root = f"{self.base}/{rel}"
         # the driver inputs of this case: sample_runs/inputs/<slug>/, beside the case roots
         self.inputs_rel = inputs_rel(rel)
         self.relative_runtime = relative_runtime
@@ -450,7 +451,7 @@ class Case:
         """The absolute path the driver recorded for a case-relative name."""
         inp = self._input_rel(rel)
         if inp is not None:
-            return f"{FAKE_BASE}/{inp}"
+            return f"{self.base}/{inp}"
         return f"{self.fake_root}/{rel}" if rel else self.fake_root
 
     def recorded_runtime(self, rel: str) -> str:
@@ -459,7 +460,7 @@ class Case:
         full = self.abs(rel)
         if not self.relative_runtime:
             return full
-        cwd = FAKE_BASE if self._input_rel(rel) is not None else FAKE_CWD
+        cwd = self.base if self._input_rel(rel) is not None else self.base.rsplit("/", 1)[0]
         return full[len(cwd) + 1 :]
 
     def put(self, rel: str, data: bytes) -> bytes:

@@ -19,8 +19,13 @@ from eviscene_tui.artifacts.jsonio import canonical_jsonl_bytes, encode_bound, p
 class Tree:
     """``{posix relative path: bytes}`` with the driver's writers."""
 
-    def __init__(self) -> None:
+    def __init__(self, base: str | None = None) -> None:
         self.files: dict[str, bytes] = {}
+        # where the tree was "written": the absolute prefix every recorded path names
+        # (the committed samples use a fictitious cluster location; tests pass a real one)
+        from eviscene_tui.samples.builders import FAKE_BASE
+
+        self.base = (base or FAKE_BASE).rstrip("/")
 
     def put(self, rel: str, data: bytes) -> bytes:
         rel = rel.strip("/")

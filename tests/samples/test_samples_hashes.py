@@ -385,9 +385,9 @@ def test_damaged_hashes_do_not_verify() -> None:
     rows, problems, torn = parse_jsonl_bytes((root / "repair_attempts.jsonl").read_bytes(), "x")
     assert len(rows) == 1 and torn and [p.code for p in problems] == ["jsonl_torn_line"]
     r00 = (root / "rounds/round-00/repair_attempts.jsonl").read_bytes()
-    # the escape: a written path that names an existing privileged input beside the root
-    assert b'"hinted_teacher_episode_trace":"../../../inputs/damaged/private-context.json"' in r00
-    assert (SAMPLES / "inputs/damaged/private-context.json").is_file()
+    # the escape: a written path that names an existing privileged file beside the root
+    assert b'"hinted_teacher_episode_trace":"../../../inputs/feedback-converged-3-rounds/private-context.json"' in r00
+    assert (SAMPLES / "inputs/feedback-converged-3-rounds/private-context.json").is_file()
     judge = load(root / "rounds/round-01/judge/hint-00.json")
     assert judge["schema_version"] == "ifv-psd-local-verification-v9"
 
