@@ -248,16 +248,16 @@ class InputProvenance:
             "unreadable": "cannot be read",
         }.get(self.sha_status, self.sha_status)
 
-    def short(self, width: int = 60) -> str:
-        """One compact line for a status bar: ``source trace: …/x/trace.json · outside the
-        run root · moved tree · sha256 bound ✓``."""
-        path = self.found or self.recorded or "?"
-        if len(path) > width:
-            path = "\u2026" + path[-(width - 1) :]
+    def short(self) -> str:
+        """A few words for a status bar: ``trace: outside root, moved tree, sha256 ✓``
+        (the full line is :meth:`line`)."""
+        what = "trace" if self.key == "trace" else self.what
         if self.found is None:
-            return f"{self.what}: NOT FOUND ({path})"
-        where = "inside the run root" if self.inside_root else "outside the run root"
-        return " \u00b7 ".join((f"{self.what}: {path}", where, self.rule, self.sha_text()))
+            return f"{what}: NOT FOUND (see Integrity)"
+        sha = {"verified": "sha256 \u2713", "mismatch": "sha256 MISMATCH", "unverified": "sha256 bound",
+               "unbound": "no sha256", "missing": "missing", "unreadable": "unreadable"}.get(self.sha_status, self.sha_status)
+        where = "inside root" if self.inside_root else "outside root"
+        return f"{what}: {where}, {self.rule}, {sha}"
 
     def line(self) -> str:
         """``source trace: /data/…/trace.json · outside the run root · found by moved tree (…) · sha256 bound ✓``"""

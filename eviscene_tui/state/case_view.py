@@ -266,11 +266,14 @@ def _slate_view(bundle: CaseBundle, view: CaseView, base: Any) -> CaseView:
     return view
 
 
+PROVENANCE_TITLE = "Inputs (read where the driver left them; written files must stay inside the run root)"
+
+
 def provenance_lines(rows: list[Any]) -> list[Line]:
     """The Integrity tab's "Inputs" section: one line per bound input and where it was
     found (rule, inside/outside the run root, sha256 status); recorded paths shown
     sanitised."""
-    out: list[Line] = [L(Seg("Inputs (read where the driver left them; written files must stay inside the run root)", "title"))]
+    out: list[Line] = [L(Seg(PROVENANCE_TITLE, "title"))]
     if not rows:
         out.append(L(Seg("  no bound inputs recorded", "dim")))
     for row in rows:

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from eviscene_tui.artifacts.layout import CaseRef, discover_cases
+from eviscene_tui.artifacts.paths import PathMap
 from eviscene_tui.artifacts.report import checked_case
 from eviscene_tui.artifacts.summary import summarize_case
 from eviscene_tui.state.gate import gate_marker
@@ -40,13 +41,14 @@ class LockedTransient(TransientProblems):
             return super().seed_old(case_key, problems)
 
 
-def build_row(ref: CaseRef, root: Path, transient: TransientProblems | None, *, initial: bool = False, full: bool = False) -> CaseRow:
+def build_row(ref: CaseRef, root: Path, transient: TransientProblems | None, *, initial: bool = False, full: bool = False,
+              path_map: PathMap | None = None) -> CaseRow:
     """The row of one case. ``full``: run the whole integrity check (as ``check`` does)
     so the row's problem count is final; otherwise the cheap summary's problems stand
     in until the integrity pass reaches the case."""
     problems = None
     if full:
-        summary, problems = checked_case(ref, root, fingerprint=True)
+        summary, problems = checked_case(ref, root, fingerprint=True, path_map=path_map)
     else:
         summary = summarize_case(ref, base=root)
     last = last_round_status(summary.path) if summary.status == "no_further_grounded_hint" else None
@@ -82,12 +84,12 @@ class CheckResult:
         return out
 
 
-def check_refs(items: list[tuple[str, CaseRef]], base: str) -> list[CheckResult]:
+def check_refs(items: list[tuple[str, CaseRef]], base: str, path_map: PathMap | None = None) -> list[CheckResult]:
     """Check each (row key, case) fully. A module-level function so a process pool can run it."""
     out: list[CheckResult] = []
     for key, ref in items:
         started = time.time()
-        _summary, problems = checked_case(ref, base)
+        _summary, problems = checked_case(ref, base, path_map=path_map)
         out.append(CheckResult(key, tuple(problem_pairs(problems)), started, os.getpid()))
     return out
 
@@ -128,6 +130,7 @@ def integrity_pass(
     *,
     cancelled: Callable[[], bool] = lambda: False,
     workers: int | None = None,
+    path_map: PathMap | None = None,
 ) -> Iterator[list[CheckResult]]:
     """Run the full integrity check over ``items``, yielding results in small batches
     as they complete. Large folders use a process pool (the check hashes files and
@@ -137,7 +140,7 @@ def integrity_pass(
         for start in range(0, len(items), THREAD_CHUNK):
             if cancelled():
                 return
-            yield check_refs(items[start : start + THREAD_CHUNK], base)
+            yield check_refs(items[start : start + THREAD_CHUNK], base, path_map)
             time.sleep(0.002)  # hand the GIL to the UI thread between batches
         return
     import multiprocessing
@@ -149,9 +152,9 @@ def integrity_pass(
     try:
         _start_resource_tracker()
         pool = ProcessPoolExecutor(max_workers=n_workers, mp_context=context)
-        pending = {pool.submit(check_refs, chunk, base): chunk for chunk in chunks}
+        pending = {pool.submit(check_refs, chunk, base, path_map): chunk for chunk in chunks}
     except (OSError, RuntimeError, ValueError):  # no semaphores, no process: check in this thread
-        yield from integrity_pass(items, base, cancelled=cancelled, workers=1)
+        yield from integrity_pass(items, base, cancelled=cancelled, workers=1, path_map=path_map)
         return
     from concurrent.futures.process import BrokenProcessPool
 
@@ -172,7 +175,7 @@ def integrity_pass(
     finally:
         pool.shutdown(wait=False, cancel_futures=True)
     if left:
-        yield from integrity_pass([item for chunk in left for item in chunk], base, cancelled=cancelled, workers=1)
+        yield from integrity_pass([item for chunk in left for item in chunk], base, cancelled=cancelled, workers=1, path_map=path_map)
 
 
 def scan_rows(

@@ -262,7 +262,7 @@ class EvisceneApp(App[int]):
         pending: list[CheckResult] = []
         last_post = time.monotonic()
         try:
-            for results in integrity_pass(items, base, cancelled=lambda: worker.is_cancelled):
+            for results in integrity_pass(items, base, cancelled=lambda: worker.is_cancelled, path_map=self.options.path_map):
                 pending.extend(results)
                 if time.monotonic() - last_post >= 0.2:
                     done += len(pending)
@@ -402,12 +402,12 @@ class EvisceneApp(App[int]):
             if not os.path.isdir(ref.path):
                 removed.append(key)
                 continue
-            rows.append(build_row(ref, root, self.transient, full=True))
+            rows.append(build_row(ref, root, self.transient, full=True, path_map=self.options.path_map))
         for top in unknown_tops:
             if not os.path.isdir(top):
                 continue
             for ref in discover_cases(Path(top)):
-                row = build_row(ref, root, self.transient, full=True)
+                row = build_row(ref, root, self.transient, full=True, path_map=self.options.path_map)
                 if self.store.get(row.key) is None or row.key not in known:
                     rows.append(row)
         if removed:

@@ -31,8 +31,12 @@ async def test_header_and_tab_label_carry_the_problem_count(tmp_path_factory) ->
         await pilot.press("5")
         await pilot.pause()
         doc = str(screen.query_one("#integrity-doc").content)
-        listed = [line for line in doc.splitlines() if line and not line.startswith(" ")]
+        from eviscene_tui.state.case_view import PROVENANCE_TITLE
+
+        problems_part, inputs_part = doc.split(PROVENANCE_TITLE)  # then where each input was found
+        listed = [line for line in problems_part.splitlines() if line and not line.startswith(" ")]
         assert len(listed) == len(set(listed)) == expected
+        assert "source trace:" in inputs_part and "outside the run root" in inputs_part
 
 
 async def test_rounds_tab_marks_the_objects_problems_concern(tmp_path_factory) -> None:

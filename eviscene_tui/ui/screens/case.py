@@ -683,6 +683,11 @@ class CaseScreen(Screen):
             parts.append(f"failure at {data.failure_index}")
         elif self.view is not None and self.view.no_site:
             parts.append("no recoverable site" + (f" (closest: {self.view.closest_step})" if self.view.closest_step is not None else ""))
+        # where the source trace came from (artifacts.paths), before the details a narrow
+        # terminal can lose
+        source = next((p for p in (self.provenance or (self.view.provenance if self.view else [])) if p.key == "trace"), None)
+        if source is not None:
+            parts.append(safe_text(source.short(), single_line=True))
         parts.append(f"{len(data.policy_indices)} policy steps")
         if data.size_bytes:
             parts.append(f"{data.size_bytes / 1e6:.1f} MB")
@@ -696,9 +701,6 @@ class CaseScreen(Screen):
             parts.append("problems: " + "; ".join(data.problems[:2]))
         if self._search_status:
             parts.append(self._search_status)
-        source = next((p for p in (self.provenance or (self.view.provenance if self.view else [])) if p.key == "trace"), None)
-        if source is not None:
-            parts.append(safe_text(source.short(48), single_line=True))
         self.query_one("#trace-status", Static).update(Content(" \u00b7 ".join(parts)))
 
     def _paint_compare(self) -> None:
@@ -726,7 +728,7 @@ class CaseScreen(Screen):
 
         from eviscene_tui.state.case_view import provenance_lines
 
-        lines = provenance_lines(self.provenance or (self.view.provenance if self.view else []))
+        lines = []
         if self.integrity is None:
             lines.append(L(Seg("running the full integrity check\u2026", "dim")))
         rows = self.problem_rows()
@@ -742,6 +744,9 @@ class CaseScreen(Screen):
             else:
                 lines.append(L(S(code, "bad"), Seg("  "), S(path, "accent")))
             lines.append(L(Seg("    "), S(message, "")))
+        # where each input was found (rule, inside/outside the root, sha256), after the problems
+        lines.append(L(Seg("")))
+        lines.extend(provenance_lines(self.provenance or (self.view.provenance if self.view else [])))
         self.query_one("#integrity-doc", Static).update(doc_content(lines))
 
     # -- live updates (called by the app) ----------------------------------------------------
