@@ -683,6 +683,8 @@ class CaseScreen(Screen):
             parts.append(f"failure at {data.failure_index}")
         elif self.view is not None and self.view.no_site:
             parts.append("no recoverable site" + (f" (closest: {self.view.closest_step})" if self.view.closest_step is not None else ""))
+        if self._search_status:
+            parts.append(self._search_status)
         # where the source trace came from (artifacts.paths), before the details a narrow
         # terminal can lose
         source = next((p for p in (self.provenance or (self.view.provenance if self.view else [])) if p.key == "trace"), None)
@@ -699,8 +701,6 @@ class CaseScreen(Screen):
                 parts.append(f"reading steps {filled}/{data.step_count}\u2026")
         if data.problems:
             parts.append("problems: " + "; ".join(data.problems[:2]))
-        if self._search_status:
-            parts.append(self._search_status)
         self.query_one("#trace-status", Static).update(Content(" \u00b7 ".join(parts)))
 
     def _paint_compare(self) -> None:
