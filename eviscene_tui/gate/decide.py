@@ -6,7 +6,9 @@
 2. build the decision (operator, reason, step, sha256 of the gate file and of
    the round's ``requests/round-NN.json``, a digest over the whole) and create
    ``decisions/<gate>.json`` exclusively: of two racing deciders exactly one
-   wins, the other is told who won;
+   wins, the other is told who won. When the driver consumed a winner's stop in
+   between (gate closed, slot free again), the late decision is set aside
+   (``consumed/<gate>.orphan.*``) and refused the same way;
 3. append the decision to the gate's hash-chained journal
    (``<gate dir>/decisions.jsonl``, ``eviscene_tui.journal``) with the evidence
    the operator saw. A decider that died between 2 and 3 is caught up by
@@ -77,8 +79,8 @@ def _refused_already(decisions: list[GateDecision], what: str) -> str:
     return f"{what} was already decided: {last.describe()}" + (f" (reason: {last.reason})" if last.reason else "")
 
 
-def _set_aside_unreadable(gate_dir: Path, path: Path, name: str) -> str:
-    target = gate_dir / proto.CONSUMED_DIR / f"{name}.unreadable.{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}.{uuid.uuid4().hex[:6]}.json"
+def _set_aside_unreadable(gate_dir: Path, path: Path, name: str, *, why: str = "unreadable") -> str:
+    target = gate_dir / proto.CONSUMED_DIR / f"{name}.{why}.{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}.{uuid.uuid4().hex[:6]}.json"
     target.parent.mkdir(parents=True, exist_ok=True)
     try:
         os.replace(path, target)
@@ -179,6 +181,14 @@ def decide(
         if winner is not None:
             return DecideResult(False, _refused_already([winner], what), winner=winner, notes=tuple(notes))
         return DecideResult(False, f"another decision file for {what} appeared and cannot be read: {problem}", notes=tuple(notes))
+    if proto.sha256_file(request.path) != request.sha256:
+        # the driver consumed another decision (a stop) and closed this gate between our
+        # look and our create: ours decides nothing; set it aside and name the winner
+        _set_aside_unreadable(gdir, path, request.name, why="orphan")
+        earlier = [d for d in read_status(root_path, gdir).decisions if d.name == request.name]
+        if earlier:
+            return DecideResult(False, _refused_already(earlier, what), winner=earlier[-1], notes=tuple(notes))
+        return DecideResult(False, f"the gate for {what} closed while deciding", notes=tuple(notes))
     event = None
     try:
         event = journal_decision(root_path, gdir, doc, request)

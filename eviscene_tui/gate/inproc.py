@@ -553,10 +553,11 @@ class SearchGate:
         decision = await self.wait_for(name, data)
         action = decision["action"]
         if action == "stop":
-            # consumed, not replayed: the decision and its gate move to consumed/,
-            # so a resume asks again for this round
-            self._set_aside(self.gate_dir / DECISIONS_DIR / f"{name}.json", name, "stop-consumed")
+            # consumed, not replayed: the gate and then its decision move to consumed/,
+            # so a resume asks again for this round. Gate first: a decider that finds
+            # the decision slot free always finds the gate closed too (see decide.py)
             self._set_aside(self.gate_dir / GATES_DIR / f"{name}.json", name, "gate-closed")
+            self._set_aside(self.gate_dir / DECISIONS_DIR / f"{name}.json", name, "stop-consumed")
             raise OperatorStoppedSearch(
                 f"operator {decision.get('operator')} stopped the search before round {round_index}"
                 + (f": {decision.get('reason')}" if decision.get("reason") else "")

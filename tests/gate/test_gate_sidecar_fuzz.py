@@ -66,3 +66,37 @@ def test_a_decision_for_a_card_that_changed_is_refused(tmp_path):
     refused = decide(root, "approve-round", 3, expect_gate_sha256=shown.sha256)
     assert not refused.taken and "changed since it was shown" in refused.message
     assert decide(root, "approve-round", 3, expect_gate_sha256=read_status(root).pending[0].sha256).taken
+
+
+def test_a_decision_racing_a_consumed_stop_is_set_aside(tmp_path, monkeypatch):
+    """The driver consumes bob's stop between alice's look and her create: alice's
+    decision must not linger as a decision for the closed gate."""
+    import eviscene_tui.gate.decide as decide_module
+
+    root = tmp_path / "search"
+    root.mkdir()
+    gdir = proto.sidecar_for(root)
+    for sub in ("gates", "decisions", "consumed"):
+        (gdir / sub).mkdir(parents=True)
+    (gdir / "gate.json").write_text("{}")
+    gate = gdir / "gates" / "round-00.json"
+    gate.write_bytes(proto.document_bytes(_gate(0)))
+    stop = proto.with_digest({"schema_version": proto.DECISION_SCHEMA, "decision_id": "b" * 32, "kind": "round", "round": 0,
+                              "hint_index": None, "action": "stop", "step": None, "reason": "", "operator": "bob",
+                              "at": proto.utc_now(), "gate_sha256": proto.sha256_bytes(gate.read_bytes())})
+    real = decide_module.read_status
+    calls = []
+
+    def racing(root_arg, gdir_arg=None):
+        status = real(root_arg, gdir_arg)
+        if not calls:  # right after alice looked: the driver takes bob's stop (gate first, then decision)
+            gate.rename(gdir / "consumed" / "round-00.gate-closed.x.json")
+            (gdir / "consumed" / "round-00.stop-consumed.x.json").write_bytes(proto.document_bytes(stop))
+        calls.append(1)
+        return status
+
+    monkeypatch.setattr(decide_module, "read_status", racing)
+    result = decide_module.decide(root, "approve-round", 0, operator="alice")
+    assert not result.taken and "stop (round 0) by bob" in result.message
+    assert not (gdir / "decisions" / "round-00.json").exists()
+    assert len(list((gdir / "consumed").glob("round-00.orphan.*.json"))) == 1
