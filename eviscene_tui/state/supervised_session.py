@@ -222,6 +222,11 @@ class SupervisedSession:
         self.changed()
 
     # ------------------------------------------------------------------ snapshot
+    @property
+    def gate(self) -> str | None:
+        """The open round's gate, ``BETWEEN`` rounds, or None while no search is open."""
+        return self._gate()
+
     def _gate(self) -> str | None:
         s = self.search
         if s is None:

@@ -598,7 +598,7 @@ class SupervisedScreen(Screen[None]):
         return self.session.search
 
     def _gate(self) -> str | None:
-        return self.session.snapshot().gate if self.session.search is not None else None
+        return self.session.gate
 
     def _at(self, what: str, *gates: str) -> SupervisedSearch | None:
         """The open search when the round is at one of ``gates``; otherwise None and a message
