@@ -562,6 +562,20 @@ def _round_doc(bundle: CaseBundle, r: RoundBundle) -> tuple[list[Line], dict[int
         lines, local = _attempt_lines(i, a, judge.get(i), conts.get(i), rd=rd, episode=episode)
         anchors.update({len(out) + j: paths for j, paths in local.items()})
         out.extend(lines)
+    # continuation payloads (token captures) no attempt row stands for: a round that
+    # stopped between the continuation and its attempt record still shows them
+    for i in sorted(set(conts) - set(range(len(r.attempts or [])))):
+        cont = conts[i]
+        anchors[len(out)] = (f"{rd}continuations/hint-{i:02d}.json", f"{rd}episodes/hint-{i:02d}-teacher.json")
+        out.append(
+            L(
+                Seg(f"  continuation hint-{i:02d} ", "key"),
+                Seg("(no attempt row)  ", "dim"),
+                S(f"{len(list(cont.teacher_steps))} step(s)", "value"),
+                Seg("  stop_reason ", "key"),
+                S(cont.stop_reason or "-", "value"),
+            )
+        )
     media = _media_dir(r, rd)
     if media is not None:
         anchors[len(out)] = (media,)

@@ -503,19 +503,21 @@ class CaseScreen(Screen):
         self._paint_title()
 
     def _paint_title(self) -> None:
+        """The case header: the problem badge first (it must survive a narrow terminal),
+        then the case's status line and what the runs table knows about it."""
         if self.view is None:
             return
-        parts: list[Any] = [self.view.summary_line()]
+        parts: list[Any] = []
         if self.integrity is None:
-            parts.append(("   checking integrity\u2026", "dim"))
+            parts.append(("checking integrity\u2026 ", "dim"))
         else:
             count = len(self.problem_rows())
             if count:
-                parts.append(("   ", ""))
-                parts.append((f" \u26a0 {count} integrity problem{'s' if count != 1 else ''} ", "bold reverse $error"))
-                parts.append(("  5 lists them \u00b7 ! goes to the next", "dim"))
+                parts.append((f" \u26a0 {count} problem{'s' if count != 1 else ''} ", "bold reverse $error"))
+                parts.append((" (! next, 5 lists) ", "dim"))
             else:
-                parts.append(("   \u2713 no integrity problems", "$success"))
+                parts.append(("\u2713 no integrity problems ", "$success"))
+        parts.append(self.view.summary_line())
         for note in self._activity_notes():
             parts.append(("   \u00b7 " + note, "bold $accent"))
         self.query_one("#case-title", Static).update(Content.assemble(*parts))
