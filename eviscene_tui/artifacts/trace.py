@@ -29,6 +29,7 @@ import gzip
 import hashlib
 import io
 import os
+import re
 import stat
 import tempfile
 import threading
@@ -259,6 +260,7 @@ class SourceTrace:
         self._brief_lock = threading.Lock()
         self._step_cache: OrderedDict[int, TraceStep] = OrderedDict()
         self._briefs: list[StepBrief | None] = [None] * len(steps_seq)
+        self._quick: dict[int, StepBrief] = {}  # briefs from a cut parse (indexed traces), see quick_brief
         self._policy_indices: list[int] | None = None
         self._canonical: str | None = None
         self._file_sha: str | None = None
@@ -422,6 +424,33 @@ class SourceTrace:
             self._briefs[index] = cached
         return cached
 
+    def quick_brief(self, index: int) -> StepBrief:
+        """The brief, for an indexed trace built from the step's bytes with the token
+        capture's id, logprob and top-k lists cut out before the parse (they are most of
+        a step's bytes and no part of a brief): a fraction of a full parse, for rows the
+        operator is waiting for. :meth:`brief` (a full parse) stays the reference; the
+        viewer's background fill builds it for every step and replaces a row that differs.
+        Falls back to :meth:`brief` whenever the cut does not leave one JSON object."""
+        if index < 0:
+            index += len(self._steps)
+        known = self._briefs[index] if 0 <= index < len(self._briefs) else None
+        if known is not None or self._lazy is None:
+            return self.brief(index)
+        quick = self._quick.get(index)
+        if quick is not None:
+            return quick
+        raw = None
+        try:
+            light = without_capture_lists(self._lazy.step_bytes(index))
+            raw = orjson.loads(light) if light is not None else None
+        except (OSError, orjson.JSONDecodeError, IndexError):
+            raw = None
+        if not isinstance(raw, dict):
+            return self.brief(index)
+        quick = _make_brief(index, raw)
+        self._quick[index] = quick
+        return quick
+
     def brief_if_known(self, index: int) -> StepBrief | None:
         """The brief of step ``index`` if it was built already (never parses)."""
         return self._briefs[index] if 0 <= index < len(self._briefs) else None
@@ -539,6 +568,75 @@ class SourceTrace:
 
     def token_capture(self, index: int) -> TokenCapture | None:
         return self.step(index).metadata.policy_token_capture
+
+
+_CAPTURE_KEY = b'"policy_token_capture"'
+_NUMBER_LISTS = (b'"prompt_token_ids"', b'"completion_token_ids"', b'"completion_logprobs"')
+_TOPK_KEY = b'"completion_topk_by_position"'
+_LIST_OPEN = re.compile(rb"\s*:\s*\[")
+_WS_BYTES = b" \t\r\n"
+
+
+def _lists_end(data: bytes, start: int) -> int:
+    """Where a list of lists opened just before ``start`` closes: its first ``]`` when it
+    is empty, else the first ``]`` followed (after whitespace) by another; -1 if none."""
+    j = start
+    n = len(data)
+    while j < n and data[j] in _WS_BYTES:
+        j += 1
+    if j < n and data[j] == 0x5D:
+        return j
+    while True:
+        j = data.find(b"]", j)
+        if j == -1:
+            return -1
+        k = j + 1
+        while k < n and data[k] in _WS_BYTES:
+            k += 1
+        if k < n and data[k] == 0x5D:
+            return k
+        j += 1
+
+
+def without_capture_lists(data: bytes) -> bytes | None:
+    """A step's JSON with its token capture's id, logprob and top-k lists emptied (only
+    after its ``policy_token_capture`` key, and only where the bytes are what the
+    driver writes: a flat list of numbers; a list of lists that closes at the first
+    ``]]``, with as many ``[`` as ``]``); ``None`` when there is no capture. The result
+    is not trusted blindly: it must parse as one object, and the full parse decides."""
+    at = data.find(_CAPTURE_KEY)
+    if at == -1:
+        return None
+    cuts: list[tuple[int, int]] = []
+    for key in _NUMBER_LISTS:
+        k = data.find(key, at)
+        if k == -1:
+            continue
+        m = _LIST_OPEN.match(data, k + len(key))
+        if m is None:
+            continue
+        close = data.find(b"]", m.end())
+        if close != -1 and not any(data.count(c, m.end(), close) for c in (b"[", b"{", b'"')):
+            cuts.append((m.end(), close))
+    k = data.find(_TOPK_KEY, at)
+    if k != -1:
+        m = _LIST_OPEN.match(data, k + len(_TOPK_KEY))
+        if m is not None:
+            end = _lists_end(data, m.end())
+            if end != -1 and data.count(b"[", m.end() - 1, end + 1) == data.count(b"]", m.end() - 1, end + 1):
+                cuts.append((m.end(), end))
+    if not cuts:
+        return data
+    cuts.sort()
+    out = []
+    pos = 0
+    for start, stop in cuts:
+        if start < pos:
+            return None  # overlapping cuts: not the expected shape
+        out.append(data[pos:start])
+        pos = stop
+    out.append(data[pos:])
+    return b"".join(out)
 
 
 def _str(value: Any) -> str | None:

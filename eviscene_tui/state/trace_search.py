@@ -21,8 +21,8 @@ U+212A, the only non-ASCII characters whose lowercase holds ASCII). So the answe
 same as a parse of every step. A byte scan reads the whole step (token captures too),
 about five times the text a parse-free search looks at; so the viewer, which parses every
 step once in the background to build its rows, also hands each step to a
-:class:`SearchCorpus`: the step's searchable text, lowercased, as UTF-8 (what a search of
-an in-memory trace lowercases on every query; about a fifth of a realistic trace), which
+:class:`SearchCorpus`: the step's searchable text, lowercased (what a search of an
+in-memory trace lowercases on every query; about a fifth of a realistic trace), which
 later queries scan instead of the bytes.
 """
 
@@ -82,22 +82,23 @@ _SEP = "\x00"  # between one step's field texts in the corpus (a query holding i
 
 
 class SearchCorpus:
-    """The searchable text of the steps handed to it, lowercased, one UTF-8 block per
-    step (thread-safe: the background fill adds while a search reads)."""
+    """The searchable text of the steps handed to it, lowercased, one string per step
+    (its fields joined by a NUL, which no whitespace run and no query without a NUL can
+    cross); thread-safe: the background fill adds while a search reads."""
 
     def __init__(self) -> None:
-        self._texts: dict[int, bytes] = {}
+        self._texts: dict[int, str] = {}
         self._lock = threading.Lock()
-        self.stored_bytes = 0
+        self.stored_chars = 0
 
     def add(self, index: int, raw: Any) -> None:
         if raw is None:
             return  # a range that did not parse: searched the slow way
-        block = _SEP.join(_field_texts(raw)).encode("utf-8", "surrogatepass")
+        text = _SEP.join(_field_texts(raw))
         with self._lock:
             if index not in self._texts:
-                self._texts[index] = block
-                self.stored_bytes += len(block)
+                self._texts[index] = text
+                self.stored_chars += len(text)
 
     def __contains__(self, index: int) -> bool:
         return index in self._texts
@@ -105,17 +106,10 @@ class SearchCorpus:
     def __len__(self) -> int:
         return len(self._texts)
 
-    def holds(self, index: int, needle: str, match: Callable[[str], bool]) -> bool | None:
-        """Whether step ``index``'s text matches (None: the step is not in the corpus). A
-        query without whitespace is looked for in the UTF-8 bytes (a substring of the
-        text is exactly a substring of its UTF-8); one with whitespace, whose runs match
-        any whitespace, in the decoded text."""
-        block = self._texts.get(index)
-        if block is None:
-            return None
-        if " " not in needle:
-            return needle.encode("utf-8", "surrogatepass") in block
-        return any(match(text) for text in block.decode("utf-8", "surrogatepass").split(_SEP))
+    def holds(self, index: int, match: Callable[[str], bool]) -> bool | None:
+        """Whether step ``index``'s text matches (None: the step is not in the corpus)."""
+        text = self._texts.get(index)
+        return None if text is None else match(text)
 
 
 def normalise_query(query: str) -> str:
@@ -186,7 +180,7 @@ class TraceSearch:
             if cancelled is not None and n % 32 == 0 and cancelled():
                 return None
             if corpus is not None:
-                held = corpus.holds(i, needle, match)
+                held = corpus.holds(i, match)
                 if held is not None:
                     if held:
                         out.append(i)

@@ -260,3 +260,59 @@ def test_a_trace_changed_after_indexing_is_reported_not_misread(tmp_path: Path) 
     path.write_bytes(orjson.dumps(_doc(12)))
     assert trace.raw_steps[3] is None
     assert trace.broken is not None and "changed" in trace.broken.message
+
+
+TOPK_ENTRY = st.one_of(
+    st.fixed_dictionaries({"token_id": st.integers(0, 9), "probability": st.floats(0, 1)}),
+    st.fixed_dictionaries({"token_id": st.integers(0, 9), "token": TRICKY_TEXT}),
+)
+CAPTURE = st.fixed_dictionaries(
+    {"status": st.sampled_from(["complete", "incomplete"])},
+    optional={
+        "prompt_token_ids": st.one_of(st.lists(st.integers(0, 10**6), max_size=20), TRICKY_TEXT),
+        "completion_token_ids": st.lists(st.integers(0, 10**6), max_size=5),
+        "completion_logprobs": st.lists(st.floats(allow_nan=False, allow_infinity=False), max_size=5),
+        "completion_topk_by_position": st.lists(st.lists(TOPK_ENTRY, max_size=3), max_size=3),
+    },
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    heads=st.lists(st.fixed_dictionaries({"tool_args": VALUE, "tool_result": st.one_of(TRICKY_TEXT, st.text(max_size=8)), "thought": TRICKY_TEXT}),
+                   min_size=1, max_size=5),
+    captures=st.lists(st.one_of(st.none(), CAPTURE), min_size=5, max_size=5),
+    style=st.integers(0, 3),
+)
+def test_quick_brief_from_the_cut_parse_equals_the_full_brief(tmp_path_factory, heads: list, captures: list, style: int) -> None:
+    # the driver's key order: the step's text fields first, metadata (and its capture) last
+    steps = []
+    for i, head in enumerate(heads):
+        metadata = {"policy_input": {"a": 1}, "policy_action": {"b": 2}, "interaction_id": f"ia-{i}"}
+        if captures[i] is not None:
+            metadata["policy_token_capture"] = captures[i]
+        steps.append({"round": i, "stage": "unified_react", **head, "metadata": metadata})
+    path = tmp_path_factory.mktemp("quick") / "trace.json"
+    path.write_bytes(_dump({"state": {"all_steps": steps}}, style))
+    trace, _ = load_trace(path, lazy=True)
+    assert trace is not None and trace.lazy
+    for i in range(trace.step_count):
+        assert trace.quick_brief(i).to_dict() == trace.brief(i).to_dict()
+
+
+def test_the_cut_empties_the_capture_lists_and_keeps_everything_else() -> None:
+    from eviscene_tui.artifacts.trace import without_capture_lists
+
+    step = {"round": 1, "tool_args": {"prompt_token_ids": [9, 9]}, "thought": "x]]y",
+            "metadata": {"policy_token_capture": {"status": "complete", "prompt_token_ids": list(range(100)), "completion_token_ids": [5, 6],
+                                                  "completion_logprobs": [-0.5, -1e-3], "completion_topk_by_position": [[{"token_id": 1, "probability": 0.5}], []],
+                                                  "topk": 20, "missing": []}, "interaction_id": "ia"}}
+    for style in range(4):
+        cut = without_capture_lists(_dump(step, style))
+        assert cut is not None
+        got = orjson.loads(cut)
+        capture = got["metadata"]["policy_token_capture"]
+        assert capture == {"status": "complete", "prompt_token_ids": [], "completion_token_ids": [], "completion_logprobs": [],
+                           "completion_topk_by_position": [], "topk": 20, "missing": []}
+        assert got["tool_args"] == {"prompt_token_ids": [9, 9]} and got["thought"] == "x]]y" and got["metadata"]["interaction_id"] == "ia"
+    assert without_capture_lists(orjson.dumps({"round": 1})) is None

@@ -230,20 +230,21 @@ class CaseScreen(Screen):
         posted = time.perf_counter()
         lo = hi = None
         corpus = self._corpus if trace.lazy else None
-        if corpus is not None:
-            # the window's steps, parsed before the paint, go to the search corpus too
-            for i, row in enumerate(rows):
-                if row is not None and i not in corpus:
-                    corpus.add(i, trace.raw_steps[i])
         for n, i in enumerate(pending):
             if n % 16 == 0 and worker.is_cancelled:
                 return False
             # what the operator waits for (rows on screen, a step's detail) goes first
             self._fill_gate.wait(1.0)
-            if rows[i] is None:
+            if corpus is not None:
+                # an indexed trace: every step fully parsed once here (which verifies its
+                # range); its brief is the reference for a row built from a cut parse
+                row = row_from_brief(trace.brief(i))
+                if rows[i] != row:
+                    rows[i] = row
+                if i not in corpus:
+                    corpus.add(i, trace.raw_steps[i])
+            elif rows[i] is None:
                 rows[i] = row_from_brief(trace.brief(i))
-            if corpus is not None and i not in corpus:
-                corpus.add(i, trace.raw_steps[i])
             lo = i if lo is None else min(lo, i)
             hi = i if hi is None else max(hi, i)
             now = time.perf_counter()
@@ -281,7 +282,7 @@ class CaseScreen(Screen):
             for lo, hi in (visible, (start, end)):
                 for i in data.missing_between(lo, hi):
                     if data.rows[i] is None:
-                        data.rows[i] = row_from_brief(trace.brief(i))
+                        data.rows[i] = row_from_brief(trace.quick_brief(i))
                 self.post_message(M.TraceRowsFilled(request, lo, hi))
         finally:
             self._fill_gate.set()
@@ -311,7 +312,7 @@ class CaseScreen(Screen):
         span = count if window is None else window
         lo, hi = max(0, centre - span), min(count, centre + span)
         for i in range(lo, hi):
-            rows[i] = row_from_brief(trace.brief(i))
+            rows[i] = row_from_brief(trace.quick_brief(i))
         data = TraceRows(
             step_count=count,
             rows=rows,
@@ -329,6 +330,8 @@ class CaseScreen(Screen):
         self.post_message(M.TraceReady(request, data, trace))
         time.sleep(0.03)  # let the UI thread take the GIL and paint the failure step first
         pending = list(range(hi, count)) + list(range(lo - 1, -1, -1))
+        if trace.lazy:
+            pending = list(range(lo, hi)) + pending  # the window too: its rows came from a cut parse
         return trace, data, pending
 
     @on(M.CaseLoadFailed)
