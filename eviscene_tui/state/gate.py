@@ -18,7 +18,7 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar, cast
 
 from eviscene_tui.artifacts.jsonio import jsonl_lines, read_bound, read_json
 from eviscene_tui.gate import inproc as proto
@@ -106,10 +106,12 @@ def feedback_changes(previous: dict[str, Any] | None, current: dict[str, Any]) -
     return out or ["no change"]
 
 
+_T = TypeVar("_T")
+
 _STAT_CACHE: dict[tuple[str, str], tuple[tuple[int, int], Any]] = {}
 
 
-def _by_stat(kind: str, path: Path, load: Callable[[Path], Any]) -> Any:
+def _by_stat(kind: str, path: Path, load: Callable[[Path], _T]) -> _T | None:
     """``load(path)``, re-run only when the file's mtime or size changed (big files
     such as ``search-state.json`` or a continuation are polled every half second)."""
     try:
@@ -120,7 +122,7 @@ def _by_stat(kind: str, path: Path, load: Callable[[Path], Any]) -> Any:
     stamp = (st.st_mtime_ns, st.st_size)
     hit = _STAT_CACHE.get((kind, str(path)))
     if hit is not None and hit[0] == stamp:
-        return hit[1]
+        return cast(_T, hit[1])
     value = load(path)
     if len(_STAT_CACHE) > 256:
         _STAT_CACHE.clear()
@@ -272,7 +274,7 @@ def round_progress(root: Path, round_index: int) -> RoundProgress:
         problems.append(f"proposer-hint-audits.json: {probs[0].message}")
     recent: list[str] = []
     events, last, torn = _events(directory, recent)
-    teacher = _by_stat("teacher", directory / "continuations" / "hint-00.json", _teacher_lines)
+    teacher = _by_stat("teacher", directory / "continuations" / "hint-00.json", _teacher_lines) or ()
     manifest, probs = read_json(directory / "manifest.json")
     status = str(manifest.get("status") or "") if isinstance(manifest, dict) else ""
     if probs and probs[0].code != "missing_artifact":

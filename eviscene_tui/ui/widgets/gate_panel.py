@@ -15,6 +15,7 @@ import json
 import subprocess
 import time
 from functools import partial
+from typing import Any
 
 from rich.text import Text
 from textual import on
@@ -86,12 +87,13 @@ def render_card(snap: GateSnapshot) -> Text:
         for change in snap.changes:
             text.append(f"  • {change}\n")
     else:
-        hint = card.hint or {}
+        hint: dict[str, Any] = card.hint if isinstance(card.hint, dict) else {}
         text.append(f"HINT GATE · round {card.round} · hint {card.hint_index}", style="bold reverse")
         text.append("   a approve · x reject\n\n")
         text.append(_s(hint.get("text") or "", None) + "\n\n")
         text.append(f"  level {_s(hint.get('level'))} · proposal {_s(hint.get('proposal_id'), 60)}\n")
-        audit = hint.get("audit") if isinstance(hint.get("audit"), dict) else {}
+        raw_audit = hint.get("audit")
+        audit: dict[str, Any] = raw_audit if isinstance(raw_audit, dict) else {}
         passed = audit.get("passed")
         text.append("  proposer audit: ")
         text.append("passed" if passed is True else f"FAILED {_s(audit.get('errors'))}", style="green" if passed is True else "red")
@@ -260,11 +262,20 @@ class GatePanel(Vertical):
         card = snap.card  # the decision is for the card shown now, even if the gate moves on meanwhile
         if action == "relocalize":
             current = card.doc.get("current_site")
-            self.app.push_screen(StepPicker(snap.steps, current if isinstance(current, int) else None),
-                                 callback=lambda picked: picked is not None and self._take(card, action, picked[0], picked[1]))
+
+            def picked_step(picked: tuple[int | None, str] | None) -> None:
+                if picked is not None:
+                    self._take(card, action, picked[0], picked[1])
+
+            self.app.push_screen(StepPicker(snap.steps, current if isinstance(current, int) else None), callback=picked_step)
         elif action in ("stop", "reject-hint"):
             title = "Stop the search before round %d" % card.round if action == "stop" else "Reject the hint of round %d" % card.round
-            self.app.push_screen(ReasonPrompt(title), callback=lambda reason: reason is not None and self._take(card, action, None, reason))
+
+            def given_reason(reason: str | None) -> None:
+                if reason is not None:
+                    self._take(card, action, None, reason)
+
+            self.app.push_screen(ReasonPrompt(title), callback=given_reason)
         else:
             self._take(card, action, None, "")
 
