@@ -2,8 +2,9 @@
 
 - runs-screen first paint on 10,000 generated cases (goal < 2 s), the full scan, and the
   background integrity pass that gives every row the problem count of ``check``;
-- opening a case whose source trace is ~200 MB: time until the failure step is shown
-  vs bare ``orjson.loads`` of the same file (goal <= 2x), and peak RSS vs file size
+- opening a case whose source trace is ~200 MB, outside the case root, in a tree written
+  elsewhere (recorded ``/data/eviscene/…``: found through the moved-tree rules): time until
+  the failure step is shown vs bare ``orjson.loads`` of the same file (goal <= 1.5x), and peak RSS vs file size
   (goal <= 2.5x), measured in a fresh subprocess.
 
 Generated data is cached under ``$EVISCENE_BENCH_DIR`` (default
@@ -42,7 +43,9 @@ def _many_cases() -> Path:
 
 
 def _big_case() -> tuple[Path, dict]:
-    root = BENCH_DIR / f"big-{TRACE_MB}mb"
+    # the trace lives outside the case root and the tree was "written" elsewhere (recorded
+    # /data/eviscene/synthetic/...): the open goes through the moved-tree rules
+    root = BENCH_DIR / f"big-{TRACE_MB}mb-outside-moved"
     case = root / "big-case"
     info_path = root / ".info.json"
     if not info_path.exists():
@@ -190,7 +193,7 @@ def run() -> list[tuple[str, str]]:
     ratio = opened["shown"] / bare["seconds"] if bare["seconds"] else float("nan")
     rows.append(
         (
-            f"ui: open case, {size / 1e6:.0f} MB trace, {opened['steps']:,} steps: failure step shown (goal <= 2x orjson.loads)",
+            f"ui: open case, {size / 1e6:.0f} MB trace outside the root, tree moved, {opened['steps']:,} steps: failure step shown (goal <= 1.5x orjson.loads)",
             f"{opened['shown']:.2f} s vs orjson.loads {bare['seconds']:.2f} s = {ratio:.2f}x"
             + ("" if opened["ok"] else " (cursor NOT on the failure step)"),
         )

@@ -4,7 +4,7 @@
   runs, several statuses; every hash binds), for the ``check`` / runs-screen benchmarks;
 - :func:`make_big_trace` — one source trace of about ``target_bytes`` (thousands of
   steps, big ``tool_result`` strings), for the trace-loading benchmarks;
-- :func:`make_big_case` — a single run directory whose source trace is big, with a
+- :func:`make_big_case` — a single run directory whose source trace (outside the root) is big, with a
   semantic localization pointing at the failure step (for "open a 200 MB case");
 - :func:`make_big_capture_ids` — ``n`` Qwen3.5 token ids that decode with the tiny
   tokenizer (chat frames, image-pad runs, text), e.g. 1,000,000 for the token view.
@@ -468,14 +468,20 @@ def make_big_trace(path: Path, target_bytes: int) -> dict[str, Any]:
 
 
 def make_big_case(dest: Path, target_bytes: int) -> dict[str, Any]:
-    """A single run directory (status ``no_admissible_hints``) whose ``source/trace.json``
-    is big, with a semantic localization selecting the failure step. Returns
-    ``make_big_trace``'s info plus ``case_dir``."""
+    """A single run directory (status ``no_admissible_hints``) whose source trace is big,
+    with a semantic localization selecting the failure step. As the driver leaves it and
+    then copied: the trace is an input OUTSIDE the case root, beside it
+    (``<dest parent>/inputs/<dest name>/trace.json``), and every recorded path names the
+    cluster location ``/data/eviscene/synthetic/…`` (so it is found through the moved-tree
+    rules). Returns ``make_big_trace``'s info plus ``case_dir``."""
     dest = Path(dest)
-    info = make_big_trace(dest / "source" / "trace.json", target_bytes)
-    trace_sha = _sha_file(dest / "source" / "trace.json")
+    dest.mkdir(parents=True, exist_ok=True)
+    trace_path = dest.parent / "inputs" / dest.name / "trace.json"
+    info = make_big_trace(trace_path, target_bytes)
+    trace_sha = _sha_file(trace_path)
     fake = f"{FAKE_ROOT}/{dest.name}"
-    config = {"trace": {"path": f"{fake}/source/trace.json", "sha256": trace_sha}, "output_dir": fake, "search_mode": "single",
+    recorded_trace = f"{FAKE_ROOT}/inputs/{dest.name}/trace.json"
+    config = {"trace": {"path": recorded_trace, "sha256": trace_sha}, "output_dir": fake, "search_mode": "single",
               "policy_model": PROFILE_ID, "hint_count": 1}
     doc = encode_bound(Path("run-inputs.json"), config, {"status": "initialized"})
     for name, data in doc.items():
@@ -494,7 +500,7 @@ def make_big_case(dest: Path, target_bytes: int) -> dict[str, Any]:
     (dest / "repair_candidates.jsonl").write_bytes(b"")
     (dest / "repair_attempts.jsonl").write_bytes(b"")
     (dest / "manifest.json").write_bytes(pretty_json_bytes({
-        "schema_version": "ifv-psd-repair-driver-result-v1", "status": "no_admissible_hints", "trace": f"{fake}/source/trace.json",
+        "schema_version": "ifv-psd-repair-driver-result-v1", "status": "no_admissible_hints", "trace": recorded_trace,
         "runtime_archive": None, "candidate_count": 0, "accepted_count": 0, "pending_hinted_episode_count": 0,
     }))
     return {**info, "case_dir": str(dest)}

@@ -85,6 +85,13 @@ def test_big_trace_shape(tmp_path: Path) -> None:
 
 def test_big_case_checks_clean(tmp_path: Path) -> None:
     info = make_big_case(tmp_path / "big", 1_000_000)
+    # the trace is an input beside the root, recorded at the cluster location
+    assert Path(info["path"]) == tmp_path / "inputs" / "big" / "trace.json"
+    from eviscene_tui.artifacts.case import load_case
+
+    case = load_case(tmp_path / "big")
+    assert case.source_trace_path == Path(info["path"])
+    assert {p.key: p for p in case.input_provenance()}["trace"].rule == "moved tree"
     report = _report(tmp_path / "big")
     assert report["summary"]["problems"] == 0
     assert report["cases"][0]["status"] == "no_admissible_hints"
