@@ -135,3 +135,33 @@ def test_missing_archived_image_is_a_recorded_failure(tmp_path, case, capsys):
     assert err["type"] == "error" and err["kind"] == "request" and "image" in err["message"]
     assert last["type"] == "record" and last["status"] == "failed"
     assert orjson.loads(Path(last["path"]).read_bytes())["error"]["kind"] == "request"
+
+
+def test_stream_on_a_tree_written_elsewhere_and_moved(tmp_path):
+    """The failure step's request comes from the source rollout's archive beside the moved
+    trace (the original location is gone), and the --path-map flag is accepted."""
+    import shutil as _shutil
+
+    from eviscene_tui.samples import generate
+
+    written = tmp_path / "cluster" / "sample_runs"
+    generate(written, base=str(written))
+    moved = tmp_path / "copy" / "runs"
+    moved.parent.mkdir()
+    _shutil.move(str(written), str(moved))
+    _shutil.rmtree(tmp_path / "cluster")
+    case = moved / "feedback-converged-3-rounds"
+    before = _tree_hash(moved)
+    with FakeVLLMServer(scenario={"tokens_per_second": None}) as srv:
+        prof = tmp_path / "profile.json"
+        prof.write_bytes(orjson.dumps(srv.profile_dict()))
+        res = _run([str(case), "--policy-profile", str(prof), "--workdir", str(tmp_path / "wd"), "--json", "--hint", "Compare dates first.",
+                    "--path-map", "/nowhere=/also-nowhere"])
+    assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-2000:]
+    lines = [orjson.loads(line) for line in res.stdout.splitlines()]
+    rec = orjson.loads(Path(lines[-1]["path"]).read_bytes())
+    assert rec["status"] == "complete" and rec["request"]["origin"]["source"] == "archive"
+    assert not any("no runtime store found" in str(line) for line in lines)
+    assert _tree_hash(moved) == before  # nothing written into the tree or its inputs
+    bad = _run([str(case), "--policy-url", "http://127.0.0.1:9/v1", "--policy-model", "m", "--path-map", "no-equals-sign"])
+    assert bad.returncode == 2 and "OLD=NEW" in bad.stderr

@@ -319,3 +319,35 @@ async def test_runner_reports_a_request_it_cannot_build_without_calling_the_serv
     droot = write_driver_case(tmp_path / "out")
     out = await runner(ContinuationJob(case=load_case(droot), source_step_index=999, hint="h", round_index=0))
     assert out.status == "failed" and out.error_type == "request" and "cannot be rebuilt" in out.error
+
+
+async def test_supervised_round_on_a_tree_written_elsewhere_and_moved(tmp_path):
+    """A supervised round reads the moved tree's inputs (trace, contexts, the source
+    rollout's archive) where the move put them; the original location no longer exists."""
+    import shutil
+
+    samples = pytest.importorskip("eviscene_tui.samples")
+    written = tmp_path / "cluster" / "sample_runs"
+    samples.generate(written, base=str(written))
+    runs = tmp_path / "copy" / "runs"
+    runs.parent.mkdir()
+    shutil.move(str(written), str(runs))
+    shutil.rmtree(tmp_path / "cluster")
+    before = tree_hash(runs)
+    case = load_case(runs / "feedback-converged-3-rounds")
+    inputs = inputs_from_case(case, label="moved")
+    assert inputs.trace_path == runs / "inputs" / "feedback-converged-3-rounds" / "trace.json"
+    assert inputs.private_binding is not None and inputs.public_binding is not None
+    prof = json.loads((runs / "serving-profile.json").read_text())
+    with FakeVLLMServer(scenario={"tokens_per_second": None}, profile=prof) as srv:
+        prof = dict(prof, base_url=srv.v1_url)
+        s = SupervisedSearch.start(inputs, tmp_path / "work", settings=SearchSettings(operator="op", policy_model=prof["profile_id"]))
+        s.begin_round()
+        s.accept_site()
+        s.approve_hint(s.add_operator_hint("Search the caption text in quotes on news sites.").index)
+        out = await s.run_continuation(PolicyContinuationRunner(target_from_profile_dict(prof), PolicyConfig()))
+        assert out.ok, out.error
+        assert out.images and 248056 in out.prompt_token_ids  # the archived image, from the moved source rollout
+        s.reject_attempt("not yet", checker={"anchor_matches": True})
+        s.close()
+    assert tree_hash(runs) == before

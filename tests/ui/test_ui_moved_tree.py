@@ -1,0 +1,96 @@
+"""The app on a tree written at one path and moved to another (the original removed),
+its inputs beside the case roots: the case screen paints the source trace's failure
+step, Compare and the token inspector's source captures work, the Integrity tab says
+where each input was found; the escape case never shows the file it points at."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from textual.widgets import Static
+from ui_helpers import make_app, open_case, screen_text, wait_for
+
+from eviscene_tui.samples import generate
+from eviscene_tui.samples.stories import FLOOD
+from eviscene_tui.ui.widgets.trace_view import TraceView
+
+
+def moved_samples(tmp_path: Path) -> Path:
+    written = tmp_path / "cluster" / "exp" / "sample_runs"
+    generate(written, base=str(written))
+    moved = tmp_path / "laptop" / "copy" / "sample_runs"
+    moved.parent.mkdir(parents=True)
+    shutil.move(str(written), str(moved))
+    shutil.rmtree(tmp_path / "cluster")
+    return moved
+
+
+async def test_moved_tree_trace_compare_tokens_and_provenance(tmp_path: Path) -> None:
+    from eviscene_tui.ui.screens.tokens import TokenScreen
+
+    root = moved_samples(tmp_path)
+    app = make_app(root)
+    async with app.run_test(size=(140, 40)) as pilot:
+        screen = await open_case(pilot, app, "feedback-converged-3-rounds")
+        failure = screen.view.failure_index
+        assert failure is not None and screen.trace_rows is not None and screen.trace_rows.failure_index == failure
+        tv = screen.query_one(TraceView)
+        assert await wait_for(pilot, lambda: tv.cursor == failure and tv.failure_painted_at is not None)
+        assert Path(screen.trace.path) == root / "inputs" / "feedback-converged-3-rounds" / "trace.json"
+        assert await wait_for(pilot, lambda: screen.integrity is not None, 20)
+        status = str(screen.query_one("#trace-status", Static).content)
+        assert f"failure at {failure}" in status and "trace: outside root, moved tree, sha256 \u2713" in status
+        assert screen.integrity == []  # nothing wrong with a complete moved copy
+        # Compare: the source failure step against the teacher's repaired step
+        await pilot.press("4")
+        assert await wait_for(pilot, lambda: "waiting for the trace" not in str(screen.query_one("#compare-left").content), 10)
+        left = str(screen.query_one("#compare-left").content)
+        right = str(screen.query_one("#compare-right").content)
+        assert f"step {failure}" in left and right.strip()
+        # Integrity: where each input was found
+        await pilot.press("5")
+        await pilot.pause()
+        doc = str(screen.query_one("#integrity-doc").content)
+        assert "source trace: " + str(root / "inputs" / "feedback-converged-3-rounds" / "trace.json") in doc
+        assert "found by moved tree (" in doc and str(tmp_path / "cluster") in doc
+        # the token inspector on the failure step reads the source capture from the moved trace
+        await pilot.press("1")
+        await pilot.pause()
+        await pilot.press("k")
+        assert await wait_for(pilot, lambda: isinstance(app.screen, TokenScreen) and app.screen.loaded_key is not None, 20)
+        assert app.screen.loaded_key == f"step:{failure}" and app.screen.data.ids
+
+
+async def test_moved_copy_without_inputs_opens_with_clear_messages(tmp_path: Path) -> None:
+    root = moved_samples(tmp_path)
+    shutil.rmtree(root / "inputs" / "single-copied-without-inputs", ignore_errors=True)
+    app = make_app(root)
+    async with app.run_test(size=(140, 40)) as pilot:
+        screen = await open_case(pilot, app, "single-copied-without-inputs")
+        assert await wait_for(pilot, lambda: "source trace unavailable" in str(screen.query_one("#trace-status").content), 10)
+        status = str(screen.query_one("#trace-status").content)
+        assert "source trace not found" in status and "records it at" in status and "looked for" in status
+        assert await wait_for(pilot, lambda: screen.integrity is not None, 20)
+        assert {code for code, _, _ in screen.integrity} == {"missing_artifact"}
+        await pilot.press("3")  # the run's own files still show
+        await pilot.pause()
+        assert "Round" in str(screen.query_one("#rounds-doc").content) or screen.view.rounds
+
+
+async def test_escaping_episode_path_never_shows_the_file_it_names(tmp_path: Path) -> None:
+    root = moved_samples(tmp_path)
+    app = make_app(root)
+    async with app.run_test(size=(140, 50)) as pilot:
+        screen = await open_case(pilot, app, "damaged")
+        assert await wait_for(pilot, lambda: screen.integrity is not None, 20)
+        assert any(code == "path_outside_root" for code, _, _ in screen.integrity)
+        await pilot.press("v")  # privileged material revealed: still only the case's own
+        seen = []
+        for tab in ("1", "2", "3", "4", "5"):
+            await pilot.press(tab)
+            await pilot.pause(0.2)
+            seen.append(screen_text(app))
+            seen.extend(str(w.content) for w in screen.query(Static))
+        # the escaping path names another case's private context (the FLOOD story's fact)
+        assert not any(FLOOD.private_fact in text for text in seen)
