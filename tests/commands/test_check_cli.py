@@ -124,3 +124,21 @@ def test_json_output_escapes_bidi_and_keeps_values(tmp_path: Path, capsys) -> No
     assert "\u202e" not in out and "\x1b" not in out and "\x07" not in out
     report = orjson.loads(out)
     assert report["cases"][0]["case_id"] == "case-\u202eevil\x1b]0;x\x07"
+
+
+def test_path_map_flag_and_config_table_find_inputs_copied_elsewhere(tmp_path: Path, capsys) -> None:
+    """A run copied without its inputs; the inputs were copied somewhere else."""
+    fx.build_run(tmp_path / "runs" / "r", "/remote/runs/r")  # its trace: /remote/runs/inputs/source.json
+    (tmp_path / "runs" / "inputs").rename(tmp_path / "archive")
+    code, out, _ = run_check(capsys, str(tmp_path / "runs"), "--json")
+    report = orjson.loads(out)
+    assert code == 1 and [p["code"] for p in report["cases"][0]["problems"]] == ["missing_artifact"]
+    assert "/remote/runs/inputs/source.json" in report["cases"][0]["problems"][0]["message"]
+    code, out, _ = run_check(capsys, str(tmp_path / "runs"), "--path-map", f"/remote/runs/inputs={tmp_path / 'archive'}")
+    assert code == 0, out
+    config = tmp_path / "config.toml"
+    config.write_text(f'[paths]\nmap = {{ "/remote/runs/inputs" = "{tmp_path / "archive"}" }}\n')
+    code, out, err = run_check(capsys, str(tmp_path / "runs"), "--config", str(config))
+    assert code == 0, out + err
+    code, _, err = run_check(capsys, str(tmp_path / "runs"), "--path-map", "/remote/runs/inputs")
+    assert code == 2 and "OLD=NEW" in err

@@ -40,3 +40,18 @@ def test_help_lists_every_subcommand_one_line_each(capsys):
     lines = out.splitlines()
     for name, (_module, help_) in SUBCOMMANDS.items():
         assert any(line.split()[:1] == [name] and help_ in line for line in lines), name
+
+
+def test_app_path_map_from_flags_then_config(tmp_path, capsys) -> None:
+    import argparse
+
+    from eviscene_tui.cli import main
+    from eviscene_tui.options import AppOptions
+    from eviscene_tui.settings import Settings
+
+    settings = Settings.model_validate({"paths": {"map": {"/cfg/old": str(tmp_path / "cfg-new")}}})
+    args = argparse.Namespace(path_map=[f"/cli/old={tmp_path / 'cli-new'}"], workdir=None, config=None)
+    options = AppOptions.from_args(tmp_path, args, settings=settings)
+    assert options.path_map.entries == (("/cli/old", str(tmp_path / "cli-new")), ("/cfg/old", str(tmp_path / "cfg-new")))
+    assert main(["--path-map", "no-equals", str(tmp_path)]) == 2
+    assert "OLD=NEW" in capsys.readouterr().err
