@@ -523,7 +523,10 @@ class CaseScreen(Screen):
         parts.append(self.view.summary_line())
         for note in self._activity_notes():
             parts.append(("   \u00b7 " + note, "bold $accent"))
-        self.query_one("#case-title", Static).update(Content.assemble(*parts))
+        # the store notifies from its own batch handler, which can run while this screen is
+        # being removed (its children already gone): then there is no header to paint
+        for title in self.query("#case-title").results(Static):
+            title.update(Content.assemble(*parts))
 
     def _activity_notes(self) -> list[str]:
         """What the runs table knows about the case beyond its files: the app's supervised
