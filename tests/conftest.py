@@ -1,19 +1,36 @@
 """Shared test helpers and fixtures for the whole suite.
 
-- :func:`wait_until`: poll a condition with a bounded timeout and ASSERT it (never
-  sleep for readiness);
+- :func:`wait_until` / :func:`wait_until_sync`: poll a condition with a bounded timeout
+  and ASSERT it (never sleep for readiness);
+- :class:`ScreenHarness`: the one App that hosts a screen under test;
+- :func:`screen_text`: the text on screen, through Textual's public screenshot export;
+- the :func:`notices` fixture: every notification text an app posts;
 - the autouse :func:`_hermetic_settings` fixture: no test reads the developer's own
   config file or API keys (XDG config dir in a temp folder, env variables unset).
+
+Helper folders (``tests/<area>/*_fixtures.py``, ``ui_helpers.py``) are importable from
+every test: they are put on ``sys.path`` here, once.
 """
 
 from __future__ import annotations
 
 import asyncio
+import html
+import re
+import sys
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
+from textual.app import App
+from textual.screen import Screen
+
+TESTS = Path(__file__).resolve().parent
+for _helpers in ("artifacts", "supervised", "ui", "policy", "gate"):
+    if str(TESTS / _helpers) not in sys.path:
+        sys.path.append(str(TESTS / _helpers))
 
 #: generous: a loaded 2-core machine can be slow, and a wait returns as soon as it holds
 DEFAULT_TIMEOUT = 30.0
@@ -26,33 +43,42 @@ async def wait_until(
     pilot: Any = None,
     step: float = 0.02,
     what: str | None = None,
-) -> None:
-    """Await ``predicate()`` becoming truthy; fail the test if it has not within ``timeout``.
+) -> Any:
+    """Await ``predicate()`` becoming truthy and return its value; fail the test if it has
+    not within ``timeout``.
 
     With a Textual ``pilot`` the app is given time through ``pilot.pause`` (messages are
     processed, the screen refreshes); without one, ``asyncio.sleep``.
     """
     deadline = time.monotonic() + timeout
     while True:
-        if predicate():
-            return
+        value = predicate()
+        if value:
+            return value
         if time.monotonic() >= deadline:
             break
         if pilot is not None:
             await pilot.pause(step)
         else:
             await asyncio.sleep(step)
-    assert predicate(), f"timed out after {timeout:g} s waiting for {what or getattr(predicate, '__name__', 'the condition')}"
+    value = predicate()
+    assert value, f"timed out after {timeout:g} s waiting for {what or getattr(predicate, '__name__', 'the condition')}"
+    return value
 
 
-def wait_until_sync(predicate: Callable[[], Any], timeout: float = DEFAULT_TIMEOUT, *, step: float = 0.02, what: str | None = None) -> None:
+def wait_until_sync(predicate: Callable[[], Any], timeout: float = DEFAULT_TIMEOUT, *, step: float = 0.02, what: str | None = None) -> Any:
     """:func:`wait_until` for code outside an event loop (threads, subprocesses)."""
     deadline = time.monotonic() + timeout
-    while not predicate():
+    while True:
+        value = predicate()
+        if value:
+            return value
         if time.monotonic() >= deadline:
-            assert predicate(), f"timed out after {timeout:g} s waiting for {what or getattr(predicate, '__name__', 'the condition')}"
-            return
+            break
         time.sleep(step)
+    value = predicate()
+    assert value, f"timed out after {timeout:g} s waiting for {what or getattr(predicate, '__name__', 'the condition')}"
+    return value
 
 
 @pytest.fixture(autouse=True)
@@ -67,8 +93,6 @@ def _hermetic_settings(tmp_path_factory: pytest.TempPathFactory, monkeypatch: py
 def notices(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """The text of every notification any app posts during the test (``App.notify`` is
     wrapped: the public way in, instead of reading Textual's private notification store)."""
-    from textual.app import App
-
     seen: list[str] = []
     original = App.notify
 
@@ -78,3 +102,27 @@ def notices(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 
     monkeypatch.setattr(App, "notify", notify)
     return seen
+
+
+class ScreenHarness(App[None]):
+    """The App that hosts a screen under test: pushes ``screen`` (a Screen, or a
+    callable making one, called once the app runs) on mount."""
+
+    def __init__(self, screen: Screen[Any] | Callable[[], Screen[Any]]) -> None:
+        super().__init__()
+        self.target = screen
+
+    def on_mount(self) -> None:
+        self.push_screen(self.target() if callable(self.target) else self.target)
+
+
+_SVG_TEXT = re.compile(r'<text class="[^"]*" x="([\d.]+)" y="([\d.]+)"[^>]*>(.*?)</text>')
+
+
+def screen_text(app: Any) -> str:
+    """What the screen shows, one line per row (trailing blanks dropped), read from
+    ``App.export_screenshot()``: Textual's public way to get the rendered screen."""
+    rows: dict[float, list[tuple[float, str]]] = {}
+    for m in _SVG_TEXT.finditer(app.export_screenshot()):
+        rows.setdefault(float(m.group(2)), []).append((float(m.group(1)), html.unescape(m.group(3)).replace("\xa0", " ")))
+    return "\n".join("".join(text for _x, text in sorted(cells)) for _y, cells in sorted(rows.items()))

@@ -131,7 +131,8 @@ def _by_stat(kind: str, path: Path, load: Callable[[Path], _T]) -> _T | None:
 
 
 def _trace_path(root: Path) -> Path | None:
-    return _by_stat("trace-path", root / "search-state.json", _trace_path_from)
+    path: Path | None = _by_stat("trace-path", root / "search-state.json", _trace_path_from)
+    return path
 
 
 def _trace_path_from(search_state: Path) -> Path | None:

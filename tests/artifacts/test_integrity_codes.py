@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import os
-import sys
 from pathlib import Path
 
 import orjson
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parent))
 import test_integrity_fixtures as fx
 
 from eviscene_tui.artifacts.integrity import check_case, pad_id_for_ids, pad_runs

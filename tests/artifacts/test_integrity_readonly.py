@@ -4,10 +4,8 @@ from __future__ import annotations
 
 import hashlib
 import os
-import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).parent))
 import test_integrity_fixtures as fx
 
 from eviscene_tui.artifacts.report import build_check_report

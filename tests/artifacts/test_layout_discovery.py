@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 import os
-import sys
 from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parent))
 import test_integrity_fixtures as fx
 
 from eviscene_tui.artifacts.layout import CaseRef, Layout, classify, discover, discover_cases

@@ -12,14 +12,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 sys.path.insert(0, str(Path(__file__).parent))
-import test_integrity_fixtures as fx  # noqa: E402
-from test_moved_trees import opened_files  # noqa: E402
+import test_integrity_fixtures as fx
+from test_moved_trees import opened_files
 
-from eviscene_tui.artifacts.case import load_case  # noqa: E402
-from eviscene_tui.artifacts.integrity import check_case  # noqa: E402
-from eviscene_tui.artifacts.jsonio import canonical_jsonl_bytes, encode_bound  # noqa: E402
-from eviscene_tui.artifacts.layout import CaseRef, Layout  # noqa: E402
-from eviscene_tui.artifacts.paths import (  # noqa: E402
+from eviscene_tui.artifacts.case import load_case
+from eviscene_tui.artifacts.integrity import check_case
+from eviscene_tui.artifacts.jsonio import canonical_jsonl_bytes, encode_bound
+from eviscene_tui.artifacts.layout import CaseRef, Layout
+from eviscene_tui.artifacts.paths import (
     INVALID,
     MISSING,
     OK,

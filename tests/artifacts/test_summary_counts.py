@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import os
-import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).parent))
 import test_integrity_fixtures as fx
 
 from eviscene_tui.artifacts.jsonio import canonical_jsonl_bytes

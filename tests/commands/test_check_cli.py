@@ -9,7 +9,6 @@ from pathlib import Path
 
 import orjson
 
-sys.path.insert(0, str(Path(__file__).parents[1] / "artifacts"))
 import test_integrity_fixtures as fx
 
 from eviscene_tui.cli import main

@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
+from conftest import wait_until_sync
+
 from eviscene_tui.gate.standin import StandinInputs, driver_args, write_inputs
 
 CLI = [sys.executable, "-m", "eviscene_tui"]
@@ -21,15 +23,8 @@ TIMEOUT = 60.0
 
 
 def wait_until(condition: Callable[[], Any], what: str, timeout: float = TIMEOUT) -> Any:
-    """Poll ``condition`` until it returns a truthy value; fail naming ``what``."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = condition()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.02)
+    """Poll ``condition`` until it returns a truthy value (returned); fail naming ``what``."""
+    return wait_until_sync(condition, timeout, what=what)
 
 
 @dataclass

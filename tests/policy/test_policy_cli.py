@@ -7,11 +7,11 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import orjson
 import pytest
+from conftest import wait_until_sync
 
 from eviscene_tui.fake_vllm import FakeVLLMServer
 
@@ -101,16 +101,19 @@ def test_ctrl_c_cancels_and_records(tmp_path, case):
         proc = subprocess.Popen([sys.executable, "-m", "eviscene_tui", "stream", str(case), "--policy-url", srv.v1_url,
                                  "--policy-model", srv.config.alias, "--workdir", str(wd), "--json"],
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO)
-        deadline = time.time() + 20
-        while not srv.recorder.requests and time.time() < deadline:
-            time.sleep(0.05)
-        time.sleep(0.5)
+        # readiness: the first streamed delta on stdout (then the stream is surely running)
+        assert proc.stdout is not None
+        seen = []
+        for line in proc.stdout:
+            seen.append(line)
+            if orjson.loads(line).get("type") == "delta":
+                break
+        else:
+            raise AssertionError(f"the stream ended before a delta: {seen[-3:]!r}")
         proc.send_signal(signal.SIGINT)
-        out, err = proc.communicate(timeout=20)
-        deadline = time.time() + 3
-        while not srv.recorder.disconnects and time.time() < deadline:
-            time.sleep(0.05)
-        assert srv.recorder.disconnects
+        rest, err = proc.communicate(timeout=60)
+        out = "".join(seen) + rest
+        wait_until_sync(lambda: srv.recorder.disconnects, what="the server seeing the client go away")
     assert proc.returncode == 130, err
     last = orjson.loads(out.splitlines()[-1])
     assert last["type"] == "record" and last["status"] == "cancelled"

@@ -8,10 +8,10 @@
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 
 import pytest
+from conftest import wait_until
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -230,11 +230,7 @@ async def test_cancel_mid_stream_closes_the_connection_on_the_direct_path() -> N
                     break
             await stream.aclose()
             assert client.direct_streams == 1
-        for _ in range(100):
-            if srv.recorder.disconnects:
-                break
-            await asyncio.sleep(0.05)
-        assert srv.recorder.disconnects, "the server did not see the client go away"
+        await wait_until(lambda: srv.recorder.disconnects, what="the server seeing the client go away")
 
 
 async def test_a_stream_that_cannot_be_tapped_leaves_the_ordinary_path() -> None:

@@ -4,10 +4,10 @@ never overwritten, outside the evidence root; failed/cancelled never marked comp
 from __future__ import annotations
 
 import asyncio
-import time
 
 import orjson
 import pytest
+from conftest import wait_until
 
 from eviscene_tui.fake_vllm import FakeVLLMServer
 from eviscene_tui.fake_vllm.testing import simple_request, target_for
@@ -31,15 +31,11 @@ async def test_cancel_closes_stream_and_server_sees_disconnect(tmp_path):
 
         async with PolicyClient(target_for(srv), PolicyConfig()) as c:
             task = asyncio.create_task(run_continuation(c, simple_request(tools=False), work=WorkDir(tmp_path), case_ref={"case_id": "cx"}, on_event=on_event, accumulator=acc))
-            await asyncio.wait_for(got.wait(), 10)
-            t0 = time.monotonic()
+            await wait_until(got.is_set, what="200 streamed tokens")
             task.cancel()
             with pytest.raises(asyncio.CancelledError):
-                await task
-            assert time.monotonic() - t0 < 0.5
-        deadline = time.monotonic() + 3
-        while not srv.recorder.disconnects and time.monotonic() < deadline:
-            await asyncio.sleep(0.02)
+                await task  # how fast this returns is measured by `make bench` (policy)
+        await wait_until(lambda: srv.recorder.disconnects, what="the server seeing the client go away")
         assert len(srv.recorder.disconnects) == 1 and not srv.recorder.completed
     recs = list_records(WorkDir(tmp_path))
     assert len(recs) == 1

@@ -7,8 +7,7 @@ import argparse
 from pathlib import Path
 
 import pytest
-from conftest import wait_until
-from textual.app import App
+from conftest import ScreenHarness, wait_until
 from textual.widgets import Static
 
 from eviscene_tui.cli import UsageError
@@ -36,15 +35,6 @@ def test_the_rule() -> None:
         resolve_policy_target(profile="/nonexistent/p.json", url=None, model=None)
 
 
-class _Harness(App[None]):
-    def __init__(self, screen: StreamScreen) -> None:
-        super().__init__()
-        self._screen = screen
-
-    def on_mount(self) -> None:
-        self.push_screen(self._screen)
-
-
 async def test_only_policy_url_reads_the_same_everywhere(tmp_path: Path) -> None:
     """The bug: with only --policy-url the status bar said "needs both" while the
     stream screen said "no policy configured"."""
@@ -57,7 +47,7 @@ async def test_only_policy_url_reads_the_same_everywhere(tmp_path: Path) -> None
         await wait_until(lambda: NEEDS_MODEL in str(bar.render()), pilot=pilot, what="the status bar's message")
 
     screen = StreamScreen(None, options, hint_text="h")
-    async with _Harness(screen).run_test(size=(200, 30)) as pilot:
+    async with ScreenHarness(screen).run_test(size=(200, 30)) as pilot:
         await wait_until(lambda: screen.target_error is not None, pilot=pilot)
         assert screen.target_error == NEEDS_MODEL
         assert NEEDS_MODEL in str(screen.query_one("#stream-policy", Static).render())
@@ -73,7 +63,7 @@ async def test_only_policy_url_reads_the_same_everywhere(tmp_path: Path) -> None
 async def test_no_policy_reads_the_same_everywhere(tmp_path: Path) -> None:
     options = AppOptions(root=tmp_path, workdir=tmp_path / "work")
     screen = StreamScreen(None, options, hint_text="h")
-    async with _Harness(screen).run_test(size=(200, 30)) as pilot:
+    async with ScreenHarness(screen).run_test(size=(200, 30)) as pilot:
         await wait_until(lambda: screen.target_error is not None, pilot=pilot)
         assert screen.target_error == NO_POLICY
     with pytest.raises(ValueError, match="no policy server configured"):

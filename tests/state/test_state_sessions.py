@@ -1,7 +1,5 @@
 """The supervised and stream sessions, without an event loop or Textual."""
 
-import sys
-from pathlib import Path
 
 from eviscene_tui.artifacts.case import load_case
 from eviscene_tui.fake_vllm.testing import simple_request
@@ -10,7 +8,6 @@ from eviscene_tui.state.stream_session import LiveFeed, StreamSession
 from eviscene_tui.state.supervised_session import BETWEEN, SupervisedSession, trace_listing
 from eviscene_tui.supervised import SearchSettings, SupervisedSearch, inputs_from_case
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "supervised"))
 from supervised_fixtures import write_driver_case
 
 

@@ -13,10 +13,10 @@ import os
 import socket
 import stat
 import threading
-import time
 from pathlib import Path
 
 import uvicorn
+from conftest import wait_until_sync
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse
@@ -201,10 +201,7 @@ class ScriptedHintServer:
 
     def __enter__(self) -> "ScriptedHintServer":
         self.thread.start()
-        deadline = time.monotonic() + 10
-        while not self.server.started:
-            assert time.monotonic() < deadline
-            time.sleep(0.005)
+        wait_until_sync(lambda: self.server.started, what="the scripted hint server")
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -5,15 +5,12 @@ opens its gate, and a gated driver that dies is marked gone."""
 from __future__ import annotations
 
 import signal
-import sys
-from pathlib import Path
 
 from conftest import wait_until
 from ui_helpers import make_app, screen_text, wait_scan
 
 from eviscene_tui.ui.screens.gate import GateCard, GateScreen
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "gate"))
 from gate_fixtures import make_case, pending, start_gate, wait_until as wait_sync
 
 

@@ -6,17 +6,14 @@ converge; the decision keys work only on the focused card."""
 from __future__ import annotations
 
 import json
-import sys
-import time
-from pathlib import Path
 
+from conftest import wait_until
 from textual.app import App
 
 from eviscene_tui.gate.sidecar import read_status
 from eviscene_tui.state.gate import GateSession
 from eviscene_tui.ui.screens.gate import GateCard, GateScreen, StepPicker
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "gate"))
 from gate_fixtures import finish, make_case, manifest, start_gate
 
 
@@ -30,11 +27,7 @@ class GateApp(App[None]):
 
 
 async def _until(pilot, condition, what: str, timeout: float = 60.0):
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        await pilot.pause(0.05)
+    await wait_until(condition, timeout, pilot=pilot, what=what)
 
 
 def _waiting(case, kind: str, round_index: int):

@@ -1,18 +1,20 @@
 """Pilot test of the supervised screen: a whole gated round by keyboard."""
 
-import sys
-from pathlib import Path
+import asyncio
 
-from textual.app import App
+import orjson
+from conftest import ScreenHarness, screen_text, wait_until
 
 from eviscene_tui.artifacts.case import load_case
+from eviscene_tui.artifacts.jsonio import read_bound, read_json
 from eviscene_tui.journal import supervised_journal_for_root, verify_chain
 from eviscene_tui.options import AppOptions
 from eviscene_tui.supervised import ContinuationOutcome, SearchSettings
 from eviscene_tui.tokens.tiny import encode
+from eviscene_tui.supervised.feedback import CHECK_NAMES
+from eviscene_tui.ui.screens.dialogs import FormScreen, TriState
 from eviscene_tui.ui.screens.supervised import SupervisedScreen
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "supervised"))
 from supervised_fixtures import tree_hash, write_driver_case
 
 HOSTILE = "Check [b]the[/b] caption [@click=app.quit]x[/] \x1b[2J again."
@@ -27,47 +29,27 @@ async def fake_runner(job):
     )
 
 
-class Harness(App):
-    def __init__(self, screen):
-        super().__init__()
-        self._s = screen
-
-    def on_mount(self):
-        self.push_screen(self._s)
-
-
-async def _until(pilot, pred, timeout=10.0):
-    import time
-
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        if pred():
-            return True
-        await pilot.pause(0.05)
-    return pred()
-
-
 def _supervised(tmp_path):
     """A supervised screen (fake continuation runner) over a fresh driver case, in a harness app."""
     out = tmp_path / "out"
     droot = write_driver_case(out)
     options = AppOptions(root=out, workdir=tmp_path / "out.eviscene-tui", operator="tester")
     screen = SupervisedScreen(load_case(droot), options, runner=fake_runner, settings=SearchSettings(operator="tester"))
-    return screen, Harness(screen), out
+    return screen, ScreenHarness(screen), out
 
 
 async def test_supervised_screen_round_by_keyboard(tmp_path):
     screen, app, out = _supervised(tmp_path)
     before = tree_hash(out)
     async with app.run_test(size=(140, 45)) as pilot:
-        assert await _until(pilot, lambda: screen.search is not None), screen.last_message
+        await wait_until(lambda: screen.search is not None, pilot=pilot, what=screen.last_message)
         s = screen.search
         # the next-round card starts the round
         screen.query_one("#card-next").focus()
         await pilot.press("s")
-        assert await _until(pilot, lambda: s.draft is not None and s.draft.stage == "site"), screen.last_message
+        await wait_until(lambda: s.draft is not None and s.draft.stage == "site", pilot=pilot, what=screen.last_message)
         # the keyboard stays on the card that decided; the message says where the next decision is
-        assert await _until(pilot, lambda: "next: the Site card" in screen.last_message), screen.last_message
+        await wait_until(lambda: "next: the Site card" in screen.last_message, pilot=pilot, what=screen.last_message)
         assert screen.focused is screen.query_one("#card-next")
         # decision keys are scoped: "a" on the next-round card does nothing
         screen.query_one("#card-next").focus()
@@ -76,45 +58,45 @@ async def test_supervised_screen_round_by_keyboard(tmp_path):
         assert s.draft.stage == "site"
         screen.query_one("#card-site").focus()
         await pilot.press("a")
-        assert await _until(pilot, lambda: s.draft.stage == "hints")
+        await wait_until(lambda: s.draft.stage == "hints", pilot=pilot)
         assert "saved" in screen.last_message
         # type a hint in the editor
         screen.query_one("#card-hints").focus()
         await pilot.press("n")
-        assert await _until(pilot, lambda: app.screen.query("#f-editor"))
+        await wait_until(lambda: app.screen.query("#f-editor"), pilot=pilot)
         app.screen.query_one("#f-editor").text = HOSTILE
         await pilot.press("ctrl+s")
-        assert await _until(pilot, lambda: len(s.draft.proposals) == 1)
+        await wait_until(lambda: len(s.draft.proposals) == 1, pilot=pilot)
         assert s.draft.proposals[0].passed
         screen.query_one("#proposals").focus()
         await pilot.press("a")
-        assert await _until(pilot, lambda: s.draft.stage == "continuation"), screen.last_message
+        await wait_until(lambda: s.draft.stage == "continuation", pilot=pilot, what=screen.last_message)
         screen.query_one("#card-cont").focus()
         await pilot.press("c")
-        assert await _until(pilot, lambda: s.draft.stage == "verdict"), screen.last_message
+        await wait_until(lambda: s.draft.stage == "verdict", pilot=pilot, what=screen.last_message)
         # reject with a reason and a checker value
         screen.query_one("#card-verdict").focus()
         await pilot.press("x")
-        assert await _until(pilot, lambda: app.screen.query("#f-reason"))
+        await wait_until(lambda: app.screen.query("#f-reason"), pilot=pilot)
         app.screen.query_one("#f-reason").value = "wrong step"
         app.screen.query_one("#c-anchor_matches").value = "false"
         await pilot.press("ctrl+s")
-        assert await _until(pilot, lambda: s.draft.stage == "closed"), screen.last_message
+        await wait_until(lambda: s.draft.stage == "closed", pilot=pilot, what=screen.last_message)
         assert s.preview_feedback()["needs_relocalization"] is True
         assert "saved" in screen.last_message
         assert app.is_running  # the hostile hint text did not trigger any action
-        text = "\n".join("".join(seg.text for seg in strip) for strip in app.screen._compositor.render_strips())
+        text = screen_text(app)
         assert "needs_relocalization" in text and "\x1b" not in text
         root = s.root
         # the journal view: chain verified; a changed evidence file shows STALE
         screen.query_one("#card-next").focus()
         await pilot.press("j")
-        assert await _until(pilot, lambda: "chain: verified" in screen.query_one("#sup-detail").text)
+        await wait_until(lambda: "chain: verified" in screen.query_one("#sup-detail").text, pilot=pilot)
         assert "STALE" not in screen.query_one("#sup-detail").text
         cont = root / "rounds" / "round-00" / "continuations" / "hint-00.json"
         cont.write_bytes(cont.read_bytes() + b" ")
         await pilot.press("j")
-        assert await _until(pilot, lambda: "STALE" in screen.query_one("#sup-detail").text)
+        await wait_until(lambda: "STALE" in screen.query_one("#sup-detail").text, pilot=pilot)
         await pilot.press("escape")
     assert verify_chain(supervised_journal_for_root(root)).ok
     assert tree_hash(out) == before
@@ -129,9 +111,9 @@ async def test_supervised_screen_second_instance_read_only(tmp_path):
     case = load_case(droot)
     first = SupervisedSearch.start(inputs_from_case(case, label="repairs/0123456789abcdef"), options.workdir, settings=SearchSettings(operator="tester"))
     screen = SupervisedScreen(case, options, runner=fake_runner, settings=SearchSettings(operator="tester"))
-    app = Harness(screen)
+    app = ScreenHarness(screen)
     async with app.run_test(size=(120, 40)) as pilot:
-        assert await _until(pilot, lambda: screen.search is not None), screen.last_message
+        await wait_until(lambda: screen.search is not None, pilot=pilot, what=screen.last_message)
         assert screen.search.read_only
         assert "read-only" in screen.last_message
         screen.query_one("#card-next").focus()
@@ -147,9 +129,9 @@ async def test_supervised_screen_no_recoverable_site_asks_for_a_step(tmp_path):
     case = load_case(droot)
     options = AppOptions(root=out, workdir=tmp_path / "w", operator="tester")
     screen = SupervisedScreen(case, options, runner=fake_runner, settings=SearchSettings(operator="tester"))
-    app = Harness(screen)
+    app = ScreenHarness(screen)
     async with app.run_test(size=(120, 40)) as pilot:
-        assert await _until(pilot, lambda: app.screen.query("#f-step")), screen.last_message
+        await wait_until(lambda: app.screen.query("#f-step"), pilot=pilot, what=screen.last_message)
         form = app.screen
         # the trace is there to pick from; a tool step is refused inside the dialog, keeping the note
         assert form.query_one("#form-trace").option_count == 6
@@ -161,12 +143,12 @@ async def test_supervised_screen_no_recoverable_site_asks_for_a_step(tmp_path):
         assert form.query_one("#f-note").value == "the repeated search"
         form.query_one("#f-step").value = "3"
         await pilot.press("ctrl+s")
-        assert await _until(pilot, lambda: screen.search is not None), screen.last_message
+        await wait_until(lambda: screen.search is not None, pilot=pilot, what=screen.last_message)
         s = screen.search
         assert s.inputs.site["source_step_index"] == 3 and s.inputs.site["localization_kind"] == "operator"
         screen.query_one("#card-next").focus()
         await pilot.press("s")
-        assert await _until(pilot, lambda: s.draft is not None and s.draft.stage == "site"), screen.last_message
+        await wait_until(lambda: s.draft is not None and s.draft.stage == "site", pilot=pilot, what=screen.last_message)
         import orjson
 
         events = [orjson.loads(x) for x in supervised_journal_for_root(s.root).read_bytes().splitlines()]
@@ -193,9 +175,9 @@ async def test_supervised_screen_streams_and_cancels_over_http(tmp_path):
         profile = dict(DEFAULT_PROFILE, base_url=srv.v1_url)
         runner = PolicyContinuationRunner(target_from_profile_dict(profile), PolicyConfig())
         screen = SupervisedScreen(case, options, runner=runner, settings=SearchSettings(operator="tester", policy_model=profile["profile_id"]))
-        app = Harness(screen)
+        app = ScreenHarness(screen)
         async with app.run_test(size=(140, 45)) as pilot:
-            assert await _until(pilot, lambda: screen.search is not None), screen.last_message
+            await wait_until(lambda: screen.search is not None, pilot=pilot, what=screen.last_message)
             s = screen.search
             s.begin_round()
             s.accept_site()
@@ -204,14 +186,14 @@ async def test_supervised_screen_streams_and_cancels_over_http(tmp_path):
             screen.query_one("#card-cont").focus()
             await pilot.press("c")
             view = screen.query_one("#sup-stream")
-            assert await _until(pilot, lambda: view.acc.token_count >= 5, 15), screen.last_message
+            await wait_until(lambda: view.acc.token_count >= 5, pilot=pilot, what=screen.last_message)
             await pilot.press("ctrl+x")
-            assert await _until(pilot, lambda: view.state == "cancelled", 5)
+            await wait_until(lambda: view.state == "cancelled", pilot=pilot)
             assert s.draft.stage == "continuation"
             assert not (s.draft.dir / "continuations" / "hint-00.json").exists()
             srv.set_scenario(tokens_per_second=None, reasoning_tokens=20)
             await pilot.press("c")
-            assert await _until(pilot, lambda: s.draft.stage == "verdict", 15), screen.last_message
+            await wait_until(lambda: s.draft.stage == "verdict", pilot=pilot, what=screen.last_message)
             assert view.state == "complete"
             rec = json.loads((s.draft.dir / "repair_attempts.jsonl").read_text())
             assert rec["local_verification"] == {} and rec["completion_ids"]
@@ -233,18 +215,18 @@ async def test_supervised_screen_torn_journal_tail(tmp_path):
     with open(sj(root), "ab") as fh:
         fh.write(b'{"seq": 1, "torn')
     screen = SupervisedScreen(case, options, runner=fake_runner, settings=SearchSettings(operator="tester"))
-    app = Harness(screen)
+    app = ScreenHarness(screen)
     async with app.run_test(size=(120, 40)) as pilot:
-        assert await _until(pilot, lambda: screen.search is not None)
+        await wait_until(lambda: screen.search is not None, pilot=pilot)
         assert "torn bytes" in screen.last_message
         screen.query_one("#card-site").focus()
         await pilot.press("a")
-        assert await _until(pilot, lambda: "failed" in screen.last_message)
+        await wait_until(lambda: "failed" in screen.last_message, pilot=pilot)
         assert screen.search.draft.stage == "site"
         await pilot.press("ctrl+k")
-        assert await _until(pilot, lambda: "acknowledge torn tail: saved" in screen.last_message)
+        await wait_until(lambda: "acknowledge torn tail: saved" in screen.last_message, pilot=pilot)
         await pilot.press("a")
-        assert await _until(pilot, lambda: screen.search.draft.stage == "hints"), screen.last_message
+        await wait_until(lambda: screen.search.draft.stage == "hints", pilot=pilot, what=screen.last_message)
         await pilot.press("escape")
     assert verify_chain(sj(root)).ok
     assert b'{"seq": 1, "torn\n' in sj(root).read_bytes()
@@ -256,12 +238,12 @@ async def test_embedded_stream_badge_shows_the_session_kind(tmp_path):
     case = load_case(droot)
     options = AppOptions(root=out, workdir=tmp_path / "w", operator="t", policy_url="http://127.0.0.1:9/v1", policy_model="m")
     screen = SupervisedScreen(case, options, runner=fake_runner, settings=SearchSettings(operator="t"))
-    app = Harness(screen)
+    app = ScreenHarness(screen)
     async with app.run_test(size=(140, 45)) as pilot:
         await pilot.pause()
         assert screen.query_one("#sup-stream").badge == "unattested"
     screen = SupervisedScreen(case, AppOptions(root=out, workdir=tmp_path / "w2", operator="t"), runner=fake_runner, settings=SearchSettings(operator="t"))
-    app = Harness(screen)
+    app = ScreenHarness(screen)
     async with app.run_test(size=(140, 45)) as pilot:
         await pilot.pause()
         assert screen.query_one("#sup-stream").badge == "no policy"
@@ -279,7 +261,7 @@ async def test_embedded_stream_badge_attested_with_a_profile(tmp_path):
         profile.write_bytes(orjson.dumps(server.profile_dict()))
         options = AppOptions(root=out, workdir=tmp_path / "w", operator="t", policy_profile=profile)
         screen = SupervisedScreen(case, options, runner=fake_runner, settings=SearchSettings(operator="t"))
-        app = Harness(screen)
+        app = ScreenHarness(screen)
         async with app.run_test(size=(140, 45)) as pilot:
             await pilot.pause()
             assert screen.query_one("#sup-stream").badge == "attested"
@@ -288,40 +270,31 @@ async def test_embedded_stream_badge_attested_with_a_profile(tmp_path):
 async def test_hints_card_gives_arrows_to_the_list_so_any_proposal_can_be_approved(tmp_path):
     screen, app, _ = _supervised(tmp_path)
     async with app.run_test(size=(140, 45)) as pilot:
-        assert await _until(pilot, lambda: screen.search is not None), screen.last_message
+        await wait_until(lambda: screen.search is not None, pilot=pilot, what=screen.last_message)
         s = screen.search
         screen.query_one("#card-next").focus()
         await pilot.press("s")
-        assert await _until(pilot, lambda: s.draft is not None and s.draft.stage == "site")
+        await wait_until(lambda: s.draft is not None and s.draft.stage == "site", pilot=pilot)
         screen.query_one("#card-site").focus()
         await pilot.press("a")
-        assert await _until(pilot, lambda: s.draft.stage == "hints")
+        await wait_until(lambda: s.draft.stage == "hints", pilot=pilot)
         for n, text in enumerate(["Compare the dates of the first copies.", "Quote the caption before judging."], start=1):
             screen.query_one("#card-hints").focus()
             await pilot.press("n")
-            assert await _until(pilot, lambda: app.screen.query("#f-editor"))
+            await wait_until(lambda: app.screen.query("#f-editor"), pilot=pilot)
             app.screen.query_one("#f-editor").text = text
             await pilot.press("ctrl+s")
-            assert await _until(pilot, lambda n=n: len(s.draft.proposals) == n)
+            await wait_until(lambda n=n: len(s.draft.proposals) == n, pilot=pilot)
         screen.query_one("#card-hints").focus()
         await pilot.pause()
         assert screen.focused is screen.query_one("#proposals")  # arrows move the highlight
         await pilot.press("down", "a")
-        assert await _until(pilot, lambda: s.draft.stage == "continuation"), screen.last_message
+        await wait_until(lambda: s.draft.stage == "continuation", pilot=pilot, what=screen.last_message)
         assert s.draft.approved is not None and "caption" in str(s.draft.proposals[1].text)
         assert s.draft.proposals[1].status == "approved" and s.draft.proposals[0].status != "approved"
 
 
 # ============================================================================ reopen, stop, focus, dialogs
-import asyncio  # noqa: E402
-
-import orjson  # noqa: E402
-
-from eviscene_tui.artifacts.jsonio import read_bound, read_json  # noqa: E402
-from eviscene_tui.supervised.feedback import CHECK_NAMES  # noqa: E402
-from eviscene_tui.ui.screens.dialogs import FormScreen, TriState  # noqa: E402
-from conftest import wait_until  # noqa: E402
-
 LOCK = {"source_error_confirmed": True, "repaired_at_selected_step": True, "procedural_hint": True, "anchor_matches": True}
 
 
@@ -338,7 +311,7 @@ class Runner:
         return await fake_runner(job)
 
 
-class QuitHarness(Harness):
+class QuitHarness(ScreenHarness):
     BINDINGS = [("q", "quit", "Quit")]
 
 

@@ -7,6 +7,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+from conftest import ScreenHarness
 from textual.app import App
 
 from eviscene_tui.tokens import tiny
@@ -20,15 +21,6 @@ from eviscene_tui.ui.widgets.token_view import TokenView
 
 def _options(tmp_path: Path, **kw) -> AppOptions:
     return AppOptions(root=tmp_path, workdir=tmp_path / "wd", **kw)
-
-
-class Harness(App):
-    def __init__(self, screen_factory):
-        super().__init__()
-        self._factory = screen_factory
-
-    def on_mount(self) -> None:
-        self.push_screen(self._factory())
 
 
 async def _settle(app, pilot):
@@ -49,7 +41,7 @@ def million():
 
 async def test_million_ids_open_jump_search(million, tmp_path: Path):
     dec = LocalTokenizerDecoder(tiny.tiny_tokenizer_json(), path="tiny-test")
-    app = Harness(lambda: TokenScreen(million, _options(tmp_path), source="step:0", decoder=dec))
+    app = ScreenHarness(lambda: TokenScreen(million, _options(tmp_path), source="step:0", decoder=dec))
     async with app.run_test(size=(140, 40)) as pilot:
         await _settle(app, pilot)
         view = app.screen.query_one("#token-view", TokenView)
@@ -108,7 +100,7 @@ async def test_million_ids_open_jump_search(million, tmp_path: Path):
 async def test_picker_hint_span_and_media(tmp_path: Path):
     case = synthetic_case(tmp_path / "run")
     dec = LocalTokenizerDecoder(tiny.tiny_tokenizer_json(), path="tiny-test")
-    app = Harness(lambda: TokenScreen(case, _options(tmp_path), decoder=dec))
+    app = ScreenHarness(lambda: TokenScreen(case, _options(tmp_path), decoder=dec))
     async with app.run_test(size=(150, 50)) as pilot:
         await _settle(app, pilot)
         screen = app.screen
@@ -154,7 +146,7 @@ async def test_tampered_image_is_visible_and_completion_detail(tmp_path: Path):
     case = synthetic_case(tmp_path / "run")
     [img] = list((tmp_path / "run" / "media").iterdir())
     img.write_bytes(b"not the image any more")
-    app = Harness(lambda: TokenScreen(case, _options(tmp_path), source="attempt:0:completion_ids", decoder=LocalTokenizerDecoder(tiny.tiny_tokenizer_json(), path="t")))
+    app = ScreenHarness(lambda: TokenScreen(case, _options(tmp_path), source="attempt:0:completion_ids", decoder=LocalTokenizerDecoder(tiny.tiny_tokenizer_json(), path="t")))
     async with app.run_test(size=(150, 50)) as pilot:
         await _settle(app, pilot)
         assert "SHA MISMATCH" in _text(app, "#panel-media")
@@ -171,7 +163,7 @@ async def test_tampered_image_is_visible_and_completion_detail(tmp_path: Path):
 
 async def test_raw_fallback_and_bad_source(tmp_path: Path):
     case = synthetic_case(tmp_path / "run")
-    app = Harness(lambda: TokenScreen(case, _options(tmp_path), source="attempt:7:completion_ids", decoder=RawDecoder()))
+    app = ScreenHarness(lambda: TokenScreen(case, _options(tmp_path), source="attempt:7:completion_ids", decoder=RawDecoder()))
     async with app.run_test(size=(120, 30)) as pilot:
         await _settle(app, pilot)
         # a source that names nothing falls back to the picker, with the reason shown
@@ -185,7 +177,7 @@ async def test_decoder_resolved_from_tokenizer_option(tmp_path: Path):
     tok.mkdir()
     (tok / "tokenizer.json").write_text(tiny.tiny_tokenizer_json(), encoding="utf-8")
     case = synthetic_case(tmp_path / "run")
-    app = Harness(lambda: TokenScreen(case, _options(tmp_path, tokenizer=tok), source="attempt:0:student_prompt_ids"))
+    app = ScreenHarness(lambda: TokenScreen(case, _options(tmp_path, tokenizer=tok), source="attempt:0:student_prompt_ids"))
     async with app.run_test(size=(120, 40)) as pilot:
         await _settle(app, pilot)
         header = _text(app, "#tokens-header")
@@ -235,7 +227,7 @@ async def test_server_decoding_in_screen(tmp_path: Path):
 
     case = synthetic_case(tmp_path / "run")
     with FakeVLLMServer(personality="nightly") as srv:
-        app = Harness(lambda: TokenScreen(case, _options(tmp_path, policy_url=srv.v1_url), source="attempt:0:teacher_prompt_ids"))
+        app = ScreenHarness(lambda: TokenScreen(case, _options(tmp_path, policy_url=srv.v1_url), source="attempt:0:teacher_prompt_ids"))
         async with app.run_test(size=(150, 50)) as pilot:
             await _settle(app, pilot)
             await _settle(app, pilot)
@@ -262,7 +254,7 @@ async def test_live_capture_and_empty_capture(tmp_path: Path):
     lps = [{"token": "x", "logprob": -0.2, "token_id": t, "top": [{"token": "x", "logprob": -0.2, "token_id": t}, {"token": "y", "logprob": -2.0, "token_id": 300}]} for t in comp]
     live = from_stream(prompt, comp, logprobs=lps, usage={"completion_tokens": len(comp) + 1, "prompt_tokens": len(prompt)}, status="complete")
     dec = LocalTokenizerDecoder(tiny.tiny_tokenizer_json(), path="t")
-    app = Harness(lambda: TokenScreen(SimpleNamespace(), _options(tmp_path), capture=live, decoder=dec))
+    app = ScreenHarness(lambda: TokenScreen(SimpleNamespace(), _options(tmp_path), capture=live, decoder=dec))
     async with app.run_test(size=(140, 40)) as pilot:
         await _settle(app, pilot)
         checks = _text(app, "#panel-checks")
@@ -280,7 +272,7 @@ async def test_live_capture_and_empty_capture(tmp_path: Path):
         assert "␛" in "".join(view.render_line(y).text for y in range(3))
 
     empty = from_stream([], [])
-    app = Harness(lambda: TokenScreen(SimpleNamespace(), _options(tmp_path), capture=empty, decoder=RawDecoder()))
+    app = ScreenHarness(lambda: TokenScreen(SimpleNamespace(), _options(tmp_path), capture=empty, decoder=RawDecoder()))
     async with app.run_test(size=(100, 30)) as pilot:
         await _settle(app, pilot)
         await pilot.press("right", "down", "end", "n", "i", "h", "s")
@@ -349,7 +341,7 @@ async def test_live_rebuilt_prompt_hint_span_from_its_text_and_first_difference(
     data = _live(student, live, logprobs=False)
     diff_start = data.prompt_diff.prefix
     dec = LocalTokenizerDecoder(tiny.tiny_tokenizer_json(), path="t")
-    app = Harness(lambda: TokenScreen(case, _options(tmp_path), capture=data, decoder=dec))
+    app = ScreenHarness(lambda: TokenScreen(case, _options(tmp_path), capture=data, decoder=dec))
     async with app.run_test(size=(160, 50)) as pilot:
         await _settle(app, pilot)
         screen = app.screen
@@ -379,7 +371,7 @@ async def test_rollout_capture_panel_and_h_give_one_answer(tmp_path: Path):
     same located span (`h` used to say there was none)."""
     case = synthetic_case(tmp_path / "run")
     dec = LocalTokenizerDecoder(tiny.tiny_tokenizer_json(), path="t")
-    app = Harness(lambda: TokenScreen(case, _options(tmp_path), source="attempt:0:repair_rollout_token_capture", decoder=dec))
+    app = ScreenHarness(lambda: TokenScreen(case, _options(tmp_path), source="attempt:0:repair_rollout_token_capture", decoder=dec))
     async with app.run_test(size=(150, 50)) as pilot:
         await _settle(app, pilot)
         screen = app.screen
@@ -395,7 +387,7 @@ async def test_rollout_capture_panel_and_h_give_one_answer(tmp_path: Path):
 async def test_captures_list_opens_with_a_row_highlighted_and_pair_is_aligned(tmp_path: Path):
     case = synthetic_case(tmp_path / "run")
     dec = LocalTokenizerDecoder(tiny.tiny_tokenizer_json(), path="t")
-    app = Harness(lambda: TokenScreen(case, _options(tmp_path), decoder=dec))
+    app = ScreenHarness(lambda: TokenScreen(case, _options(tmp_path), decoder=dec))
     async with app.run_test(size=(150, 30)) as pilot:
         await _settle(app, pilot)
         screen = app.screen
@@ -423,7 +415,7 @@ async def test_captures_list_opens_with_a_row_highlighted_and_pair_is_aligned(tm
 async def test_flowing_view_wraps_text_labels_specials_and_collapses_images(tmp_path: Path):
     case = synthetic_case(tmp_path / "run")
     dec = LocalTokenizerDecoder(tiny.tiny_tokenizer_json(), path="t")
-    app = Harness(lambda: TokenScreen(case, _options(tmp_path), source="attempt:0:teacher_prompt_ids", decoder=dec))
+    app = ScreenHarness(lambda: TokenScreen(case, _options(tmp_path), source="attempt:0:teacher_prompt_ids", decoder=dec))
     async with app.run_test(size=(120, 40)) as pilot:
         await _settle(app, pilot)
         view = app.screen.query_one("#token-view", TokenView)
@@ -454,7 +446,7 @@ async def test_flowing_view_wraps_text_labels_specials_and_collapses_images(tmp_
 
 async def test_million_ids_flowing_view_and_search_progress(million, tmp_path: Path):
     dec = LocalTokenizerDecoder(tiny.tiny_tokenizer_json(), path="tiny-test")
-    app = Harness(lambda: TokenScreen(million, _options(tmp_path), source="step:0", decoder=dec))
+    app = ScreenHarness(lambda: TokenScreen(million, _options(tmp_path), source="step:0", decoder=dec))
     async with app.run_test(size=(140, 40)) as pilot:
         await _settle(app, pilot)
         screen = app.screen
@@ -528,7 +520,7 @@ async def test_remote_pieces_are_asked_for_the_view_and_a_margin_only(tmp_path: 
         def on_token_view_pieces_needed(self, event: TokenView.PiecesNeeded) -> None:
             asked.extend(event.ids)
 
-    app = Harness(Viewer)
+    app = ScreenHarness(Viewer)
     async with app.run_test(size=(100, 30)) as pilot:
         await _settle(app, pilot)
         view = app.screen.query_one(TokenView)

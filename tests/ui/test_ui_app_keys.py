@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ui_helpers import make_app, open_case, sample_root, wait_for, wait_scan
+from ui_helpers import palette_run, make_app, open_case, sample_root, wait_for, wait_scan
 
 from eviscene_tui.settings import load_settings
 from eviscene_tui.ui.screens.help import HelpScreen
@@ -33,12 +33,11 @@ async def test_theme_switch_at_runtime_and_from_option(tmp_path_factory) -> None
         assert app.theme == LIGHT
 
 
-async def test_unknown_theme_falls_back_with_a_message(tmp_path_factory) -> None:
+async def test_unknown_theme_falls_back_with_a_message(tmp_path_factory, notices) -> None:
     app = make_app(sample_root(tmp_path_factory), theme="no-such-theme")
     async with app.run_test(size=(80, 24), notifications=True) as pilot:
-        await pilot.pause()
+        await wait_for(pilot, lambda: any("Unknown theme" in n for n in notices))
         assert app.theme == DARK
-        assert any("Unknown theme" in str(n.message) for n in app._notifications)
 
 
 async def test_help_lists_every_registered_key_and_opens_at_the_screen(tmp_path_factory) -> None:
@@ -112,11 +111,7 @@ async def test_palette_offers_commands_with_their_keys_and_opens_cases_by_name(t
         titles = [c.title for c in app.get_system_commands(app.screen)]
         assert "runs: search  (/)" in titles
         assert "runs: filter triage queue  (t)" in titles
-        await pilot.press("ctrl+p")
-        await pilot.pause(0.2)
-        await pilot.press(*"open paused-pending")
-        await pilot.pause(0.5)
-        await pilot.press("enter")
+        await palette_run(pilot, app, "open paused-pending", "paused-pending")
         assert await wait_for(pilot, lambda: isinstance(app.screen, CaseScreen) and app.screen.key == "search-paused-pending-verifier")
 
 
@@ -128,11 +123,7 @@ async def test_palette_command_runs_case_action(tmp_path_factory) -> None:
         await pilot.press("home")
         await pilot.pause()
         assert tv.cursor == 0
-        await pilot.press("ctrl+p")
-        await pilot.pause(0.2)
-        await pilot.press(*"case: go to failure step")
-        await pilot.pause(0.5)
-        await pilot.press("enter")
+        await palette_run(pilot, app, "case: go to failure step", "go to failure step")
         assert await wait_for(pilot, lambda: app.screen is screen and tv.cursor == screen.view.failure_index)
 
 
@@ -144,11 +135,7 @@ async def test_palette_lists_noun_verb_commands(tmp_path_factory) -> None:
         assert any(t.startswith("runs: filter triage queue") for t in titles)
         assert "theme: switch to light" in titles
         assert all(": " in t for t in titles)
-        await pilot.press("ctrl+p")
-        await pilot.pause(0.2)
-        await pilot.press(*"runs: filter triage")
-        await pilot.pause(0.5)
-        await pilot.press("enter")
+        await palette_run(pilot, app, "runs: filter triage", "filter triage")
         assert await wait_for(pilot, lambda: app.store.filter_name == "triage")
 
 

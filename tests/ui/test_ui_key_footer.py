@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from conftest import screen_text
 from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.widget import Widget
@@ -33,8 +34,7 @@ class FooterApp(App):
 
 
 def _line(app: App) -> str:
-    strips = app.screen._compositor.render_strips()
-    return "".join(seg.text for seg in strips[-1])
+    return screen_text(app).splitlines()[-1]
 
 
 async def test_footer_lists_shown_bindings_and_the_palette_key() -> None:

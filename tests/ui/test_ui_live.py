@@ -8,7 +8,7 @@ from pathlib import Path
 
 import orjson
 import pytest
-from ui_helpers import copy_case, make_app, open_case, wait_for, wait_scan
+from ui_helpers import WatchProbe, copy_case, make_app, open_case, wait_for, wait_scan
 
 CASE = "feedback-converged-3-rounds"
 
@@ -48,18 +48,19 @@ async def test_new_round_attempt_and_status_appear_while_open(tmp_path_factory, 
     root.mkdir()
     case = copy_case(tmp_path_factory, CASE, root)
     app = make_app(root, watch=True, poll=poll)
-    async with app.run_test(size=(100, 40)) as pilot:
+    probe = WatchProbe(root)
+    async with app.run_test(size=(100, 40), message_hook=probe.hook) as pilot:
         screen = await open_case(pilot, app, CASE)
-        assert await wait_for(pilot, app.watch_ready.is_set, 5)
+        await probe.live(pilot)
         before = app.store.get(CASE)
-        await pilot.pause(0.3)
         index = add_round(case, "LIVE-HINT: reread the caption before searching")
         assert await wait_for(
             pilot,
-            lambda: (row := app.store.get(CASE)) is not None and row.rounds == before.rounds + 1 and row.attempts == before.attempts + 1,
-            8,
+            # the manifest is written last: its status says the whole round is in
+            lambda: (row := app.store.get(CASE)) is not None and row.status == "searching",
         ), "runs row did not update"
-        assert app.store.get(CASE).status == "searching"
+        row = app.store.get(CASE)
+        assert row.rounds == before.rounds + 1 and row.attempts == before.attempts + 1
         assert await wait_for(pilot, lambda: f"Round {index:02d}" in str(screen.query_one("#rounds-doc").content), 8)
         doc = str(screen.query_one("#rounds-doc").content)
         assert "LIVE-HINT: reread the caption" in doc
@@ -74,10 +75,10 @@ async def test_torn_line_is_being_written_then_a_problem(tmp_path_factory, tmp_p
     root.mkdir()
     case = copy_case(tmp_path_factory, CASE, root)
     app = make_app(root, watch=True, transient_grace=1.0)
-    async with app.run_test(size=(100, 30)) as pilot:
+    probe = WatchProbe(root)
+    async with app.run_test(size=(100, 30), message_hook=probe.hook) as pilot:
         await wait_scan(pilot, app)
-        assert await wait_for(pilot, app.watch_ready.is_set, 5)
-        await pilot.pause(0.3)
+        await probe.live(pilot)
         problems_before = app.store.get(CASE).problems
         ledger = case / "repair_attempts.jsonl"
         with open(ledger, "ab") as fh:
@@ -94,10 +95,10 @@ async def test_torn_line_completed_in_time_is_never_a_problem(tmp_path_factory, 
     root.mkdir()
     case = copy_case(tmp_path_factory, CASE, root)
     app = make_app(root, watch=True, transient_grace=3.0)
-    async with app.run_test(size=(100, 30)) as pilot:
+    probe = WatchProbe(root)
+    async with app.run_test(size=(100, 30), message_hook=probe.hook) as pilot:
         await wait_scan(pilot, app)
-        assert await wait_for(pilot, app.watch_ready.is_set, 5)
-        await pilot.pause(0.3)
+        await probe.live(pilot)
         ledger = case / "repair_attempts.jsonl"
         rows = [line for line in ledger.read_bytes().split(b"\n") if line.strip()]
         before = app.store.get(CASE)

@@ -5,17 +5,10 @@ from pathlib import Path
 from eviscene_tui.fake_vllm.harness import FakeVLLMServer
 from eviscene_tui.options import AppOptions
 from eviscene_tui.ui.app import EvisceneApp
+from conftest import wait_until
 from textual.widgets import Static
 
 SAMPLES = Path(__file__).resolve().parents[2] / "sample_runs"
-
-
-async def _wait_for(pilot, predicate, tries: int = 100):
-    for _ in range(tries):
-        if predicate():
-            return True
-        await pilot.pause(0.05)
-    return False
 
 
 async def test_status_bar_polls_the_attested_server(tmp_path):
@@ -28,7 +21,7 @@ async def test_status_bar_polls_the_attested_server(tmp_path):
         app = EvisceneApp(options, watch=False)
         async with app.run_test(size=(120, 30)) as pilot:
             bar = app.screen.query_one("#policy-status", Static)
-            assert await _wait_for(pilot, lambda: "healthy" in str(bar.render()))
+            await wait_until(lambda: "healthy" in str(bar.render()), pilot=pilot)
             text = str(bar.render())
             assert "ATTESTED" in text and "run 0 wait 0" in text and "kv" in text
 
@@ -38,9 +31,10 @@ async def test_status_bar_reports_unreachable_and_hidden_without_policy(tmp_path
     app = EvisceneApp(options, watch=False)
     async with app.run_test(size=(120, 30)) as pilot:
         bar = app.screen.query_one("#policy-status", Static)
-        assert await _wait_for(pilot, lambda: "unreachable" in str(bar.render()))
+        await wait_until(lambda: "unreachable" in str(bar.render()), pilot=pilot)
         assert "UNATTESTED" in str(bar.render())
     app = EvisceneApp(AppOptions(root=SAMPLES, workdir=tmp_path / "work2"), watch=False)
     async with app.run_test(size=(120, 30)) as pilot:
-        await pilot.pause(0.2)
+        # nothing to poll: the status worker ends at once, and the bar stays hidden
+        await wait_until(lambda: all(w.is_finished for w in app.workers if w.group == "policy-status"), pilot=pilot)
         assert app.screen.query_one("#policy-status", Static).display is False

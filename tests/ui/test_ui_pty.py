@@ -6,6 +6,7 @@ from __future__ import annotations
 import fcntl
 import os
 import pty
+import re
 import select
 import struct
 import sys
@@ -65,7 +66,19 @@ def build_hostile_root(tmp_factory, dest: Path) -> Path:
     return root
 
 
-def run_in_pty(argv: list[str], keys: list[tuple[float, bytes]], *, cols: int = 100, rows: int = 32, timeout: float = 60.0) -> tuple[bytes, int]:
+_CONTROL = re.compile(rb"\x1b\[[0-9;?<>=]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\\\)|\x1b[()][0-9A-Za-z]|\x1b[=>78]")
+
+
+def _visible(raw: bytes) -> bytes:
+    """The terminal output without its control sequences (text split by style changes joins up)."""
+    return _CONTROL.sub(b"", raw)
+
+
+def run_in_pty(argv: list[str], script: list[tuple[bytes | None, bytes]], *, cols: int = 100, rows: int = 32, timeout: float = 120.0) -> tuple[bytes, int]:
+    """Run ``python argv`` in a pty and drive it by ``script``: each ``(marker, key)``
+    sends ``key`` once ``marker`` has appeared in what the app wrote since the previous
+    key (``None``: once it wrote anything since then). Waits are for what is on screen,
+    never for a time; ``timeout`` only bounds the whole run. Returns (output, status)."""
     pid, fd = pty.fork()
     if pid == 0:  # child
         os.environ["TERM"] = "xterm-256color"
@@ -78,13 +91,21 @@ def run_in_pty(argv: list[str], keys: list[tuple[float, bytes]], *, cols: int = 
             os._exit(127)
     fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
     output = bytearray()
-    start = time.monotonic()
-    pending = list(keys)
+    deadline = time.monotonic() + timeout
+    pending = list(script)
+    since = 0  # where the output after the last key starts
     status = None
-    while time.monotonic() - start < timeout:
-        now = time.monotonic() - start
-        while pending and now >= pending[0][0]:
-            os.write(fd, pending.pop(0)[1])
+    while time.monotonic() < deadline:
+        if pending:
+            marker, key = pending[0]
+            fresh = _visible(bytes(output[since:]))
+            if (marker is None and fresh) or (marker is not None and marker in fresh):
+                pending.pop(0)
+                since = len(output)
+                try:
+                    os.write(fd, key)
+                except OSError:  # the app has already exited (a fallback quit key)
+                    pass
         ready, _, _ = select.select([fd], [], [], 0.05)
         if ready:
             try:
@@ -117,18 +138,34 @@ def run_in_pty(argv: list[str], keys: list[tuple[float, bytes]], *, cols: int = 
     except OSError:
         pass
     os.close(fd)
+    assert not pending or pending[0][1] == b"\x11", f"waited in vain for {pending[0][0]!r} before sending {pending[0][1]!r}; tail: {bytes(output[-600:])!r}"
     return bytes(output), status
 
 
 def test_hostile_strings_never_reach_the_terminal_raw(tmp_path_factory, tmp_path: Path) -> None:
     root = build_hostile_root(tmp_path_factory, tmp_path)
-    t = 4.0
-    script: list[tuple[float, bytes]] = []
-    for key in [b"\r", b"", b"2", b"3", b"v", b"4", b"5", b"1", b"\r", b"\x1b", b"k", b"\x1b", b"\x1b", b"/", b"h", b"\x1b", b"q", b"", b"\x11", b"", b"\x11"]:
-        if key:
-            script.append((t, key))
-        t += 1.0
-    output, status = run_in_pty(["-m", "eviscene_tui", str(root), "--workdir", str(tmp_path / "work")], script, timeout=t + 30)
+    # open the case, every tab, reveal, a step's detail, the token inspector, back,
+    # search the runs, quit: each key once the screen it needs is showing
+    script: list[tuple[bytes | None, bytes]] = [
+        (b"hostile", b"\r"),
+        (b"Localization", b"2"),
+        (None, b"3"),
+        (None, b"v"),
+        (None, b"4"),
+        (None, b"5"),
+        (None, b"1"),
+        (None, b"\r"),
+        (b"Close", b"\x1b"),  # the step detail's footer
+        (b"Next policy", b"k"),  # the case screen's footer is back
+        (b"Token inspector", b"\x1b"),
+        (b"Next policy", b"\x1b"),
+        (b"hostile", b"/"),  # the runs table again
+        (None, b"h"),
+        (None, b"\x1b"),
+        (None, b"q"),
+        (None, b"\x11"),  # ctrl+q in case q went to the search box
+    ]
+    output, status = run_in_pty(["-m", "eviscene_tui", str(root), "--workdir", str(tmp_path / "work")], script)
     assert os.WIFEXITED(status), f"app killed or crashed (status {status}); tail: {output[-400:]!r}"
     assert os.WEXITSTATUS(status) == 0, output[-2000:]
     assert b"Traceback" not in output

@@ -11,6 +11,7 @@ from pathlib import Path
 from ui_helpers import make_app, open_case, sample_root, wait_for
 
 from eviscene_tui.ui.screens.runs import RunsScreen
+from eviscene_tui.ui.screens.step_detail import StepDetailScreen
 
 
 def tree_hash(root: Path) -> str:
@@ -42,7 +43,7 @@ async def test_scripted_session_leaves_root_identical(tmp_path_factory, tmp_path
             screen = await open_case(pilot, app, key)
             await wait_for(pilot, lambda screen=screen: screen.integrity is not None, 20)
             await pilot.press("f", "n", "p", "enter")
-            await pilot.pause(0.2)
+            await wait_for(pilot, lambda: isinstance(app.screen, StepDetailScreen))
             await pilot.press("escape", "2", "3", "v", "4", "5", "1", "escape")
             await wait_for(pilot, lambda: isinstance(app.screen, RunsScreen), 5)
         await pilot.press("t", "n", "a", "s", "S", "slash", "c", "escape", "ctrl+r")

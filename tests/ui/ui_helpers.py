@@ -1,10 +1,13 @@
-"""Shared helpers for the UI tests (imported by test_ui_*.py; not a conftest)."""
+"""Shared helpers for the UI tests: the sample tree, the app, opening a case (the wait
+and screen-text helpers themselves live in tests/conftest.py)."""
 
 from __future__ import annotations
 
 import argparse
 from collections.abc import Callable
 from pathlib import Path
+
+from conftest import DEFAULT_TIMEOUT, screen_text, wait_until
 
 from eviscene_tui.options import AppOptions
 from eviscene_tui.ui.app import EvisceneApp
@@ -37,20 +40,12 @@ def make_app(root: Path, *, watch: bool = False, theme: str | None = None, poll:
     return EvisceneApp(options, watch=watch, **kw)
 
 
-def screen_text(app) -> str:
-    strips = app.screen._compositor.render_strips()
-    return "\n".join("".join(seg.text for seg in strip) for strip in strips)
-
-
-async def wait_for(pilot, predicate: Callable[[], bool], timeout: float = 10.0, step: float = 0.05) -> bool:
-    import time
-
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        await pilot.pause(step)
-    return predicate()
+async def wait_for(pilot, predicate: Callable[[], object], timeout: float = DEFAULT_TIMEOUT) -> bool:
+    """:func:`conftest.wait_until` for a Pilot: fails the test if ``predicate`` does not
+    hold in time. The timeout is a floor of DEFAULT_TIMEOUT: a wait ends as soon as the
+    condition holds, so a short one only makes a loaded machine fail the test."""
+    await wait_until(predicate, max(timeout, DEFAULT_TIMEOUT), pilot=pilot)
+    return True
 
 
 async def wait_scan(pilot, app, timeout: float = 20.0) -> None:
@@ -71,3 +66,56 @@ async def open_case(pilot, app, key: str, timeout: float = 20.0):
     await wait_for(pilot, lambda: screen.trace_rows is not None or "unavailable" in screen_text(app), timeout)
     await pilot.pause()
     return screen
+
+
+async def palette_run(pilot, app, query: str, expect: str) -> None:
+    """Open the command palette, type ``query``, wait until the highlighted command's
+    text contains ``expect`` (the search is asynchronous), then run it with Enter."""
+    from textual.command import CommandList, CommandPalette
+
+    await pilot.press("ctrl+p")
+    await wait_for(pilot, lambda: isinstance(app.screen, CommandPalette))
+    await pilot.press(*query)
+
+    def highlighted() -> str:
+        found = app.screen.query(CommandList)
+        if not found:
+            return ""
+        commands = found.first()
+        index = commands.highlighted
+        return str(commands.get_option_at_index(index).prompt) if index is not None and index < commands.option_count else ""
+
+    await wait_for(pilot, lambda: expect in highlighted())
+    await pilot.press("enter")
+
+
+class WatchProbe:
+    """Readiness of the app's file watcher, awaited instead of slept for: pass
+    ``probe.hook`` as ``run_test(message_hook=...)``, then ``await probe.live(pilot)``
+    touches a probe file at the root's top (no case is there) until the app reports
+    the change. ``watch_ready`` alone is set before the watcher really watches."""
+
+    def __init__(self, root: Path) -> None:
+        self.path = root / ".watch-probe"
+        self.seen: set[str] = set()
+
+    def hook(self, message: object) -> None:
+        from eviscene_tui.ui import messages as M
+
+        if isinstance(message, M.FilesChanged):
+            self.seen.update(message.paths)
+
+    async def live(self, pilot) -> None:
+        import os
+
+        target = os.path.abspath(self.path)
+        polls = 0
+
+        def reported() -> bool:
+            nonlocal polls
+            if polls % 10 == 0:
+                self.path.write_text(str(polls))
+            polls += 1
+            return target in self.seen
+
+        await wait_for(pilot, reported)

@@ -3,7 +3,6 @@ integrity. Files are read and parsed only in workers; handlers paint."""
 
 from __future__ import annotations
 
-import importlib
 import os
 import threading
 import time
@@ -26,19 +25,43 @@ from eviscene_tui.safe_text import safe_text
 from eviscene_tui.state.case_view import (
     CaseView,
     CompareView,
+    L,
+    S,
+    Seg,
     build_case_view,
     build_compare,
+    failure_index_for,
+    marked_rounds,
     pick_teacher_step,
+    place_problems,
+    provenance_lines,
     step_detail_doc,
 )
 from eviscene_tui.state.rows import duration as cell_stale
 from eviscene_tui.state.trace_rows import TraceRows, row_from_brief
-from eviscene_tui.state.trace_search import SearchCorpus
 from eviscene_tui.ui import messages as M
 from eviscene_tui.ui.widgets.doc import doc_content
 from eviscene_tui.ui.widgets.trace_view import TraceView
 from eviscene_tui.ui.widgets.key_footer import KeyFooter
 from eviscene_tui.ui.widgets.search_box import SearchBox
+from eviscene_tui.artifacts.case import load_case
+from eviscene_tui.artifacts.layout import CaseRef, Layout
+from eviscene_tui.artifacts.report import checked_case
+from eviscene_tui.artifacts.trace import load_trace
+from eviscene_tui.journal.review import add_triage_label, open_review_journal
+from eviscene_tui.state.trace_search import SearchCorpus, SearchHit, TraceSearch
+from eviscene_tui.state.transient import TRANSIENT_CODES
+from eviscene_tui.ui.screens.confirm import ConfirmScreen
+from eviscene_tui.ui.screens.goto import GotoStepScreen
+from eviscene_tui.ui.screens.label import TriageLabelScreen
+from eviscene_tui.ui.screens.step_detail import StepDetailScreen
+from eviscene_tui.ui.screens.stream import StreamScreen
+from eviscene_tui.ui.screens.supervised import SupervisedScreen
+from eviscene_tui.ui.screens.tokens import TokenScreen
+from eviscene_tui.artifacts.paths import with_sha_status
+from eviscene_tui.gate.inproc import SESSION_FILE, sidecar_for
+from eviscene_tui.state.gate import GateSession
+from eviscene_tui.ui.widgets.gate_panel import GatePanel
 
 WINDOW = 150  # rows built around the failure step before the first paint
 WINDOW_LAZY = 16  # the same for an indexed trace, whose rows each parse a step: a screenful
@@ -87,8 +110,6 @@ class CaseScreen(Screen):
     BINDINGS = bindings("case")
 
     def action_open_gate(self) -> None:
-        from eviscene_tui.gate.inproc import SESSION_FILE, sidecar_for
-
         if not (sidecar_for(self.case_path) / SESSION_FILE).is_file():
             self.notify("this search was not run under the operator gate (eviscene-tui gate)", severity="warning", markup=False)
             return
@@ -161,12 +182,9 @@ class CaseScreen(Screen):
     def _mount_gate_card(self) -> None:
         """A search run under ``eviscene-tui gate``: its pending gate as a card above the
         tabs (Tab to it; its decision keys work only while it has focus)."""
-        from eviscene_tui.gate.inproc import SESSION_FILE, sidecar_for
 
         if not (sidecar_for(self.case_path) / SESSION_FILE).is_file():
             return
-        from eviscene_tui.state.gate import GateSession
-        from eviscene_tui.ui.widgets.gate_panel import GatePanel
 
         self.mount(GatePanel(GateSession(self.case_path, operator=self.options.operator), compact=True, id="case-gate"),
                    before=self.query_one("#case-tabs"))
@@ -186,7 +204,6 @@ class CaseScreen(Screen):
         """Open the case; on first open read the source trace *first* (the failure step
         is what the operator waits for; a big trace is only indexed), then build the
         panels and the side-by-side comparison, then fill the rest of the trace rows."""
-        from eviscene_tui.artifacts.case import load_case
 
         try:
             bundle = load_case(self.case_path, path_map=self.options.path_map)
@@ -259,7 +276,6 @@ class CaseScreen(Screen):
     def _reload_trace_whole(self, request: int, bundle: Any, broken: Any) -> None:
         """An indexed trace whose range did not parse as one object: read it the whole-file
         way (which reports problems precisely) and show that instead."""
-        from eviscene_tui.artifacts.trace import load_trace
 
         trace, problems = load_trace(broken.path, lazy=False)
         if trace is None:
@@ -290,7 +306,6 @@ class CaseScreen(Screen):
     def _trace_window(self, request: int, bundle: Any) -> tuple[Any, TraceRows, list[int]] | None:
         """Load the trace (a big one is only indexed), build the rows around the failure
         step, post TraceReady; the rows still to build, nearest first."""
-        from eviscene_tui.state.case_view import failure_index_for
 
         try:
             trace, problems = bundle.trace(spool_dir=self.options.workdir / "spool")
@@ -435,9 +450,6 @@ class CaseScreen(Screen):
 
     @work(thread=True, exclusive=True, group="case-integrity", exit_on_error=False)
     def _integrity(self, request: int) -> None:
-        from eviscene_tui.artifacts.layout import CaseRef, Layout
-        from eviscene_tui.artifacts.report import checked_case
-
         layout = Layout(self.bundle.layout) if self.bundle.layout in Layout._value2member_map_ else Layout.UNKNOWN
         ref = self.ref if isinstance(self.ref, CaseRef) else CaseRef(path=self.case_path, layout=layout)
         try:
@@ -451,7 +463,6 @@ class CaseScreen(Screen):
             code, message = str(p.code), safe_text(p.message, single_line=True, limit=500)
             rows.append((code, safe_text(_relpath(p.path, self.options.root), single_line=True), message))
             in_case.append((code, safe_text(_relpath(p.path, self.case_path), single_line=True), message))
-        from eviscene_tui.artifacts.paths import with_sha_status
 
         shown = self.view.provenance if self.view is not None else []
         self.post_message(IntegrityReady(request, rows, in_case, with_sha_status(shown, checked)))
@@ -474,8 +485,6 @@ class CaseScreen(Screen):
 
     # -- problems where they are shown --------------------------------------------------------
     def _place_marks(self) -> None:
-        from eviscene_tui.state.case_view import place_problems
-
         if self.view is None or self.integrity is None:
             self.marks = []
             return
@@ -667,7 +676,6 @@ class CaseScreen(Screen):
         if self.view is None or not self._lazy_ready():
             return
         self.query_one("#loc-doc", Static).update(doc_content(self.view.localization, self.revealed))
-        from eviscene_tui.state.case_view import marked_rounds
 
         rounds = marked_rounds(self.view, self.marks) if self.marks else self.view.rounds
         self.query_one("#rounds-doc", Static).update(doc_content(rounds, self.revealed))
@@ -719,7 +727,6 @@ class CaseScreen(Screen):
             if self._trace_failed:  # no trace will come: say so instead of waiting
                 self.query_one("#compare-left", Static).update(Content("no source trace to compare (see the Trace tab's status line)"))
             return
-        from eviscene_tui.state.case_view import L, Seg
 
         left = [L(Seg(c.left_title, "title"))] + c.left
         right = [L(Seg(c.right_title, "title"))] + c.right
@@ -729,12 +736,9 @@ class CaseScreen(Screen):
             self.query_one("#compare-note", Static).update(Content(c.note))
 
     def _paint_integrity(self) -> None:
-        from eviscene_tui.state.case_view import L, S, Seg
-
         if not self._lazy_ready():
             return
 
-        from eviscene_tui.state.case_view import provenance_lines
 
         lines = []
         if self.integrity is None:
@@ -744,7 +748,6 @@ class CaseScreen(Screen):
             lines.append(L(Seg("\u2713 no problems found", "ok")))
         transient = getattr(self.app, "transient", None)
         writing = transient is not None and self.key in transient.pending_cases()
-        from eviscene_tui.state.transient import TRANSIENT_CODES
 
         for code, path, message in rows:
             if writing and code in TRANSIENT_CODES:
@@ -833,7 +836,6 @@ class CaseScreen(Screen):
         if self.trace_rows is None:
             self.notify("The trace is still loading", markup=False)
             return
-        from eviscene_tui.ui.screens.goto import GotoStepScreen
 
         def done(value: int | None) -> None:
             if value is not None:
@@ -886,8 +888,6 @@ class CaseScreen(Screen):
             self._paint_trace_status()
             return
         if self._trace_search is None or self._trace_search.trace is not self.trace:
-            from eviscene_tui.state.trace_search import TraceSearch
-
             self._trace_search = TraceSearch(self.trace, self._corpus if getattr(self.trace, "lazy", False) else None)
             self._search_status = "searching the steps\u2026"
             self._paint_trace_status()
@@ -899,7 +899,6 @@ class CaseScreen(Screen):
         try:
             hit = search.find(query, start, direction, include_start=include_start, cancelled=lambda: worker.is_cancelled)
         except Exception as exc:  # noqa: BLE001 - shown in the status line, never crashes the screen
-            from eviscene_tui.state.trace_search import SearchHit
 
             self.post_message(M.TraceSearchDone(SearchHit(None, 0, (), query), error=f"{type(exc).__name__}: {exc}"))
             return
@@ -937,15 +936,12 @@ class CaseScreen(Screen):
             detail = self.trace.step_detail(index)
             doc = step_detail_doc(detail, failure_index=self.view.failure_index if self.view else None)
         except Exception as exc:  # noqa: BLE001
-            from eviscene_tui.state.case_view import L, S
 
             doc = [L(S(f"could not read step {index}: {type(exc).__name__}: {exc}", "bad"))]
         self.post_message(M.StepDetailReady(index, doc))
 
     @on(M.StepDetailReady)
     def _on_detail(self, message: M.StepDetailReady) -> None:
-        from eviscene_tui.ui.screens.step_detail import StepDetailScreen
-
         index = message.index
         self.app.push_screen(StepDetailScreen(index, message.detail, self.revealed),
                              callback=lambda result: self._open_tokens(f"step:{index}") if result == "tokens" else None)
@@ -978,8 +974,6 @@ class CaseScreen(Screen):
 
     # -- triage labels --------------------------------------------------------------------------
     def action_triage_label(self) -> None:
-        from eviscene_tui.ui.screens.label import TriageLabelScreen
-
         current = tuple(getattr(self.app, "labels", {}).get(self.key, ()))
 
         def done(result: tuple[str, str] | None) -> None:
@@ -991,8 +985,6 @@ class CaseScreen(Screen):
     @work(thread=True, exclusive=True, group="case-label", exit_on_error=False)
     def _write_label(self, label: str, reason: str) -> None:
         try:
-            from eviscene_tui.journal.review import add_triage_label, open_review_journal
-
             evidence = [p for p in (os.path.join(self.key, "manifest.json"),) if os.path.isfile(os.path.join(self.options.root, p))]
             journal = open_review_journal(self.options.workdir, operator=self.options.operator)
             try:
@@ -1014,19 +1006,6 @@ class CaseScreen(Screen):
         if reload is not None:
             reload()
 
-    # -- other engineers' screens (lazy imports) ---------------------------------------------
-    def _screen_class(self, module: str, name: str) -> Any:
-        try:
-            mod = importlib.import_module(module)
-            return getattr(mod, name)
-        except Exception as exc:  # noqa: BLE001 - a missing feature is a message, not a crash
-            self.notify(
-                f"{name} is not available: {type(exc).__name__}: {safe_text(exc, single_line=True, limit=200)}",
-                severity="warning",
-                markup=False,
-            )
-            return None
-
     def _need_bundle(self) -> bool:
         if self.bundle is None:
             self.notify("The case is still loading", markup=False)
@@ -1039,7 +1018,6 @@ class CaseScreen(Screen):
         if self.integrity is not None and not self.problem_rows():
             go()
             return
-        from eviscene_tui.ui.screens.confirm import ConfirmScreen
 
         if self.integrity is None:
             title = "The integrity check of this case has not finished"
@@ -1061,20 +1039,16 @@ class CaseScreen(Screen):
     def action_open_stream(self) -> None:
         if not self._need_bundle():
             return
-        cls = self._screen_class("eviscene_tui.ui.screens.stream", "StreamScreen")
-        if cls is not None:
-            view = self.view
-            self._after_integrity_consent(
-                "teacher stream",
-                lambda: self.app.push_screen(cls(self.bundle, self.options, round_index=view.latest_round if view else None, hint_text=view.latest_hint if view else None)),
-            )
+        view = self.view
+        self._after_integrity_consent(
+            "teacher stream",
+            lambda: self.app.push_screen(StreamScreen(self.bundle, self.options, round_index=view.latest_round if view else None, hint_text=view.latest_hint if view else None)),
+        )
 
     def action_open_supervised(self) -> None:
         if not self._need_bundle():
             return
-        cls = self._screen_class("eviscene_tui.ui.screens.supervised", "SupervisedScreen")
-        if cls is not None:
-            self._after_integrity_consent("supervised search", lambda: self.app.push_screen(cls(self.bundle, self.options)))
+        self._after_integrity_consent("supervised search", lambda: self.app.push_screen(SupervisedScreen(self.bundle, self.options)))
 
     def action_toggle_wrap(self) -> None:
         tv = self.query_one(TraceView)
@@ -1093,10 +1067,7 @@ class CaseScreen(Screen):
     def _open_tokens(self, source: str | None) -> None:
         if not self._need_bundle():
             return
-        cls = self._screen_class("eviscene_tui.ui.screens.tokens", "TokenScreen")
-        if cls is None:
-            return
-        self.app.push_screen(cls(self.bundle, self.options, source=source))
+        self.app.push_screen(TokenScreen(self.bundle, self.options, source=source))
 
 
 def _relpath(path: str, base: Any) -> str:
