@@ -146,7 +146,7 @@ def local_make_big_trace(path: Path, target_bytes: int) -> None:
 
 
 def _generators() -> tuple[Any, Any, str, str]:
-    """(make_many_cases, make_big_trace, source of each): engineer B's when present."""
+    """(make_many_cases, make_big_trace, source of each): the sample generator's when present."""
     many, big = local_make_many_cases, local_make_big_trace
     many_src = big_src = "bench-local generator"
     try:

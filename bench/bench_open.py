@@ -1,4 +1,4 @@
-"""Instant open and live updates (issue 14 §1, §3, §4): printed, never asserted.
+"""Instant open and live updates : printed, never asserted.
 
 On a generated source trace of the realistic shape (``bench.realistic_trace``: ~720 steps,
 ~7,000-id prompt captures, 20-entry top-k per completion token, ~56 kB page text, about

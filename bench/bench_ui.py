@@ -1,4 +1,4 @@
-"""UI benchmarks (issue 3, "Done when"): printed, not asserted.
+"""UI benchmarks : printed, not asserted.
 
 - runs-screen first paint on 10,000 generated cases (goal < 2 s), the full scan, and the
   background integrity pass that gives every row the problem count of ``check``;

@@ -1,4 +1,4 @@
-"""Full integrity check of one case (psd-run-format §6, issue 2 §2-§3).
+"""Full integrity check of one case (psd-run-format §6).
 
 ``check_case(ref) -> list[Problem]`` recomputes every hash the driver binds and
 reports, with exactly the eleven problem codes:

@@ -1,6 +1,6 @@
 """The ``check`` report: discovery + summary + integrity for every case under a folder.
 
-``build_check_report(root, given)`` returns exactly the ``--json`` shape of issue 2 §3::
+``build_check_report(root, given)`` returns exactly the ``check --json`` shape::
 
     {"root": "<PATH as given>",
      "cases": [{"path", "layout", "status", "rounds", "attempts", "accepted", "pending",

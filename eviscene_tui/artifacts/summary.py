@@ -5,7 +5,7 @@ and candidate ledgers, directory listings): no trace parsing, no hashing. It is 
 the runs screen runs for 10,000 cases, and ``summary_fingerprint`` lets a live
 watcher decide cheaply whether a case needs re-summarising.
 
-Counting (issue 2 §3):
+Counting:
 
 - feedback search: attempts / accepted / pending from the root
   ``repair_attempts.jsonl`` (parseable object rows); pending = rows whose

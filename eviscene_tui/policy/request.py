@@ -2,7 +2,7 @@
 
 Source of the request, best first:
 1. the runtime archive (``context/req-NNNNNN.json`` + ``artifacts/sha256/…``) via
-   :meth:`RuntimeStore.reconstruct_request` (engineer A1);
+   :meth:`RuntimeStore.reconstruct_request`;
 2. the step's ``metadata.policy_input`` (images restored from the store when it exists).
 
 A request whose images cannot be restored is *blocked*: sending it without the
@@ -281,7 +281,7 @@ def teacher_request_from_archived(
     problems: list[str] | None = None,
     template: HintTemplate | None = None,
 ) -> TeacherRequest:
-    """Build the TeacherRequest from an ``ArchivedRequest`` (A1's dataclass, duck-typed).
+    """Build the TeacherRequest from an ``ArchivedRequest`` (the runtime archive's dataclass).
 
     Raises :class:`RequestUnavailable` when an image could not be restored."""
     probs = list(problems or [])

@@ -4,7 +4,7 @@ Keys are case paths relative to ``sample_runs``. ``problems`` is the exact set o
 problem codes; ``problem_paths`` (optional) maps a code to path fragments that at
 least one problem with that code must contain.
 
-Counting follows issue 2 §3: for a feedback search, attempts / accepted / pending
+Counting follows the summary rules (``artifacts/summary.py``): for a feedback search, attempts / accepted / pending
 come from the ROOT ``repair_attempts.jsonl``, which is the concatenation of the
 history rows (``search-state.rounds[*].records``). A round that is paused pending
 its verifier is not in the history yet, so a ``paused_pending_verifier`` search

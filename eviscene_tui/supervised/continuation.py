@@ -72,7 +72,7 @@ class ContinuationOutcome:
     images: list[tuple[str, str, bytes]] = field(default_factory=list)  # (sha256, mime, bytes) of the request's images
     policy_model: str | None = None
     policy_base_url: str | None = None
-    record_path: str | None = None  # C's continuation record in the work dir, when saved
+    record_path: str | None = None  # the policy session's continuation record in the work dir, when saved
 
     @property
     def ok(self) -> bool:

@@ -267,7 +267,7 @@ def token_capture(
 ) -> dict[str, Any]:
     """An ``ifv-policy-token-capture-v1`` from a streamed continuation.
 
-    ``logprobs``: items with ``.logprob`` and ``.top`` (``.token_id``, ``.logprob``) as C's
+    ``logprobs``: items with ``.logprob`` and ``.top`` (``.token_id``, ``.logprob``) as the policy client's
     ``TokenLogprob``; top-k probabilities are renormalised over the returned k.
     """
     import math

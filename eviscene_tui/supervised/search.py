@@ -1,4 +1,4 @@
-"""The operator-gated feedback search (issue 5), written in the driver's format.
+"""The operator-gated feedback search, written in the driver's format.
 
 Layout (default ``<root>.eviscene-tui/supervised/<case-key>/``; nothing is
 written into the driver's root)::

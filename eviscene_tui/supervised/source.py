@@ -1,6 +1,6 @@
 """What a supervised search starts from, read (never written) from the case.
 
-:func:`inputs_from_case` takes engineer A1's ``CaseBundle`` (a driver search root
+:func:`inputs_from_case` takes a ``CaseBundle`` (a driver search root
 or run); :func:`inputs_from_files` takes a source trace + candidate file (and
 optional public / private context files). Either gives :class:`SupervisedInputs`:
 the raw trace, its file sha, the candidate seed, contexts, and the initial

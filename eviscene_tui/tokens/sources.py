@@ -9,7 +9,7 @@ Capture keys (the ``source`` argument of the token screen):
 - ``recorded:<path relative to the work dir>``: a continuation recorded by the app
   (any JSON object with prompt / completion token ids).
 
-Works on engineer A1's ``CaseBundle`` (``case.trace()``, ``case.rounds[i].attempts``,
+Works on a ``CaseBundle`` (``case.trace()``, ``case.rounds[i].attempts``,
 ``.dir``) through attribute access only, so a partial case still lists what it has.
 Textual-free; called from workers.
 """

@@ -1,4 +1,4 @@
-"""Fixture builders for the artifact-layer tests (imported by the other test_* files of A1).
+"""Fixture builders for the artifact-layer tests (imported by the other artifact tests).
 
 Builds small but realistic driver outputs in a temp dir with the shared jsonio writers:
 a source trace with a runtime archive, a feedback search root with two rounds, a single run.

@@ -164,8 +164,8 @@ def test_random_folder(tmp_path_factory, files: dict) -> None:
 # ----------------------------------------------------------------------------- realistic samples
 @pytest.fixture(scope="module")
 def sample_case(tmp_path_factory) -> Path | None:
-    """One realistic case from engineer B's sample generator (skipped when it is unavailable)."""
-    try:  # one case is enough; fall back to the whole tree if B's builder API changes
+    """One realistic case from the sample generator (skipped when it is unavailable)."""
+    try:  # one case is enough; fall back to the whole tree if the builder API changes
         from eviscene_tui.samples.cases import hostile_strings
         from eviscene_tui.samples.tree import Tree
 

@@ -1,4 +1,4 @@
-"""CaseSummary counting rules (issue 2 §3) and the live-update fingerprint."""
+"""CaseSummary counting rules and the live-update fingerprint."""
 
 from __future__ import annotations
 

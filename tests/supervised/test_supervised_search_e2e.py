@@ -1,4 +1,4 @@
-"""A whole supervised search over real loopback HTTP: engineer C's fake vLLM server
+"""A whole supervised search over real loopback HTTP: the bundled fake vLLM server
 for the teacher continuations and a scripted hint-constructor endpoint (Starlette).
 
 reject (round-00) -> relocalize (round-01, as the verdict) -> approve (round-02, converged).
@@ -112,7 +112,7 @@ async def test_supervised_search_reject_relocalize_approve(tmp_path):
         assert outcome.attestation_status == "attested"
         assert outcome.completion_token_ids and outcome.prompt_token_ids
         assert len(events) > 5  # streamed
-        assert outcome.record_path and str(workdir) in outcome.record_path  # C's recorder kept the attempt too
+        assert outcome.record_path and str(workdir) in outcome.record_path  # the policy recorder kept the attempt too
         assert search.draft.stage == "verdict"
         search.reject_attempt("kept repeating the same search", checker=CHECK0)
         assert search.status == "searching"
@@ -282,7 +282,7 @@ async def test_supervised_round_on_a_sample_case_with_images(tmp_path):
     the round records psd_media with the image, and check finds no problem."""
     samples = pytest.importorskip("eviscene_tui.samples")
     runs = tmp_path / "runs"
-    samples.generate(runs)  # engineer B's deterministic generator (the committed sample_runs may be mid-regeneration)
+    samples.generate(runs)  # the deterministic sample generator (the committed sample_runs may be mid-regeneration)
     before = tree_hash(runs)
     case = load_case(runs / "feedback-converged-3-rounds")
     inputs = inputs_from_case(case, label="feedback-converged-3-rounds")

@@ -115,7 +115,7 @@ def test_with_sample_generator(tmp_path: Path):
 
 
 async def test_recorded_continuation_from_policy_recorder(tmp_path: Path, case):
-    """A continuation recorded by the policy client (engineer C) opens as a capture."""
+    """A continuation recorded by the policy client opens as a capture."""
     fake = pytest.importorskip("eviscene_tui.fake_vllm.testing")
     from eviscene_tui.fake_vllm import FakeVLLMServer
     from eviscene_tui.policy.client import PolicyClient
