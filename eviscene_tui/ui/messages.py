@@ -126,6 +126,16 @@ class TraceReady(Message):
         self.trace = trace
 
 
+class TraceLoading(Message):
+    """What the trace worker is doing before the trace is ready (a gzip trace's first
+    open decompresses it, which is slower): shown in the trace status line."""
+
+    def __init__(self, request: int, text: str) -> None:
+        super().__init__()
+        self.request = request
+        self.text = text
+
+
 class TraceRowsFilled(Message):
     def __init__(self, request: int, start: int, end: int) -> None:
         super().__init__()

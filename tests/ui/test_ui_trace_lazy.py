@@ -142,8 +142,17 @@ async def test_gzip_trace_says_so_and_spools_in_the_work_dir(tmp_path: Path, ind
         (case / name).write_bytes((case / name).read_bytes().replace(str(plain.resolve()).encode(), str(gz.resolve()).encode()))
     before = sorted(os.listdir(gz.parent))
     app = make_app(tmp_path / "runs")
+    loading: list[str] = []
+    original = CaseScreen._on_trace_loading
+
+    def spy(self, message):  # the notice shown while the gzip trace is decompressed
+        loading.append(message.text)
+        original(self, message)
+
+    monkeypatch.setattr(CaseScreen, "_on_trace_loading", spy)
     async with app.run_test(size=(120, 40)) as pilot:
         screen = await _open(pilot, app, "lazy-case")
+        assert any("gzip" in text and "slower" in text for text in loading)
         assert screen.trace.lazy and screen.trace.gzip
         assert "gzip" in str(screen.query_one("#trace-status").content)
         assert await wait_for(pilot, lambda: f"RESULT-{FAILURE} page" in screen_text(app), 10)

@@ -308,6 +308,9 @@ class CaseScreen(Screen):
         step, post TraceReady; the rows still to build, nearest first."""
 
         try:
+            path = bundle.source_trace_path
+            if path is not None and str(path).endswith(".gz"):
+                self.post_message(M.TraceLoading(request, "decompressing and indexing the gzip source trace (its first open is slower)\u2026"))
             trace, problems = bundle.trace(spool_dir=self.options.workdir / "spool")
             failure_index = failure_index_for(bundle)
         except Exception as exc:  # noqa: BLE001
@@ -408,6 +411,11 @@ class CaseScreen(Screen):
             self._check_integrity(self._request)
             if self.view.no_site and self.view.closest_step is not None:
                 tv.goto(self.view.closest_step)
+
+    @on(M.TraceLoading)
+    def _on_trace_loading(self, message: M.TraceLoading) -> None:
+        if message.request == self._request and self.trace_rows is None:
+            self.query_one("#trace-status", Static).update(Content(safe_text(message.text, single_line=True, limit=200)))
 
     @on(M.TraceRowsFilled)
     def _on_rows_filled(self, message: M.TraceRowsFilled) -> None:
