@@ -76,6 +76,7 @@ from eviscene_tui.artifacts.paths import (
     PathResolver,
     input_provenance,
     missing_input_message,
+    run_dirs_from_media,
 )
 from eviscene_tui.artifacts.problems import Problem, ProblemCode
 from eviscene_tui.artifacts.runtime_archive import (
@@ -854,6 +855,14 @@ class CaseBundle(_Loader):
             ri = self.rounds[0].run_inputs if self.rounds else None
             if ri is not None:
                 root_at(ri.output_dir)
+        if not resolver.knows_written_location:
+            # a relative --output-dir: the absolute psd_media image paths still say where
+            # each run was written (only then: they are no better evidence than output_dir)
+            for r in self.rounds:
+                for a in r.attempts or []:
+                    media = a.psd_media if isinstance(a.psd_media, dict) else {}
+                    for d in run_dirs_from_media(media.get("image_paths")):
+                        resolver.add_written(d, str(r.dir))
 
     def _input_binding(self, name: str) -> tuple[str | None, str | None, str]:
         """(recorded path, recorded sha256, the file that binds it) of input ``name``:

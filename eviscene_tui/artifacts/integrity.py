@@ -79,6 +79,7 @@ from eviscene_tui.artifacts.paths import (
     PathResolver,
     input_provenance,
     missing_input_message,
+    run_dirs_from_media,
 )
 from eviscene_tui.artifacts.problems import Problem, ProblemCode
 from eviscene_tui.artifacts.summary import ROUND_DIR_RE
@@ -868,6 +869,14 @@ class _Checker:
                     self.paths.add_written(posixpath.dirname(parent), self.root)
             else:
                 self.add_written_root(rec_out, run)
+        attempts_path = _j(run, "repair_attempts.jsonl")
+        attempts = self.ledger(attempts_path)
+        if not self.paths.knows_written_location:
+            # a relative --output-dir: the absolute psd_media image paths still say where
+            # the run was written (only then: they are no better evidence than output_dir)
+            for row in attempts:
+                for d in run_dirs_from_media(_dict(row.get("psd_media")).get("image_paths")):
+                    self.paths.add_written(d, run)
 
         # {path, sha256} input bindings of the run config
         if identity:
@@ -918,8 +927,6 @@ class _Checker:
             self.check_continuation(path, bound, run_sha, site_kind)
 
         # attempts
-        attempts_path = _j(run, "repair_attempts.jsonl")
-        attempts = self.ledger(attempts_path)
         for i, row in enumerate(attempts):
             self.check_attempt(row, i, attempts_path, run)
         self.ledger(_j(run, "repair_attempts.pre-finalize.jsonl"))

@@ -517,6 +517,22 @@ class PathResolver:
         return Found(text, MISSING, None, RULE_NOT_FOUND, "", tuple(ordered))
 
 
+def run_dirs_from_media(image_paths: object) -> list[str]:
+    """The run directories a ``psd_media.image_paths`` list names (``<run>/media/<sha>.image``,
+    absolute, §2.12): where a run whose ``output_dir`` was recorded relative was written."""
+    out: list[str] = []
+    for p in image_paths if isinstance(image_paths, list) else []:
+        text = _usable(p)
+        if text is None or not text.startswith("/"):
+            continue
+        parent = posixpath.dirname(posixpath.normpath(text))
+        if posixpath.basename(parent) == "media" and posixpath.dirname(parent) not in ("/", ""):
+            run = posixpath.dirname(parent)
+            if run not in out:
+                out.append(run)
+    return out
+
+
 def input_provenance(
     key: str,
     referrer: str,
@@ -579,5 +595,6 @@ __all__ = [
     "ancestors",
     "input_provenance",
     "missing_input_message",
+    "run_dirs_from_media",
     "with_sha_status",
 ]

@@ -211,3 +211,25 @@ def test_report_passes_the_path_map_to_every_case(tmp_path: Path) -> None:
 def test_bad_path_map_values(value: str) -> None:
     with pytest.raises(ValueError, match="OLD=NEW"):
         PathMap.parse([value])
+
+
+def test_relative_output_dir_is_placed_by_the_media_paths(tmp_path: Path) -> None:
+    """A single run started with a relative --output-dir: run-inputs records it relative,
+    but psd_media.image_paths are absolute and still tell where the run was written."""
+    import orjson
+
+    from eviscene_tui.artifacts.jsonio import encode_bound
+
+    moved = tmp_path / "copy" / "sample_runs"
+    generate(moved)
+    root = moved / "hostile-strings"
+    doc = orjson.loads((root / "run-inputs.json").read_bytes())
+    ident = dict(doc["identity"], output_dir="sample_runs/hostile-strings")
+    for name, data in encode_bound(root / "run-inputs.json", ident, doc["payload"]).items():
+        (root / name).write_bytes(data)
+    problems = check_case(CaseRef(root, Layout.SINGLE_RUN))
+    # the identity changed, so the continuation's identity hash no longer matches: that is all
+    assert {p.code for p in problems} == {"bound_hash_mismatch"}, problems
+    case = load_case(root)
+    assert case.trace()[0] is not None
+    assert {p.key: p for p in case.input_provenance()}["trace"].rule == "moved tree"
