@@ -726,10 +726,29 @@ class _Checker:
             self.paths.add_written(rec[: -len(suffix)], self.wrapper)
 
     def check_case_inputs(self) -> None:
+        """The wrapper's ``case-inputs/<key>/`` files parse, and the ``{path, sha256}``
+        bindings its ``inputs.json`` records for this case (candidate, gold, public) still
+        hold (bound inputs, ``artifacts.paths``)."""
         assert self.wrapper is not None and self.ref.key
         for path in self.list_files(_j(self.wrapper, "case-inputs", self.ref.key)):
             if path.endswith(".json"):
                 self.json_file(path, obj=False)
+        inputs_path = _j(self.wrapper, "inputs.json")
+        if not os.path.isfile(inputs_path):
+            return
+        bound = safe_read_bound(inputs_path)  # its own problems are reported once, for the wrapper
+        identity = _dict(bound.identity)
+        if isinstance(identity.get("output_dir"), str):
+            self.paths.add_written(identity["output_dir"], self.wrapper)
+        for row in _list(_dict(bound.payload).get("cases")):
+            row = _dict(row)
+            if row.get("key") != self.ref.key:
+                continue
+            for name in ("candidate", "gold", "public"):
+                binding = _dict(row.get(name))
+                if isinstance(binding.get("path"), str):
+                    self.check_input(binding["path"], binding.get("sha256"), referrer=inputs_path,
+                                     what=f"wrapper case input {name}", key=f"case_inputs.{name}")
 
     # ------------------------------------------------------------------ search root
     def check_search(self) -> None:

@@ -233,3 +233,17 @@ def test_relative_output_dir_is_placed_by_the_media_paths(tmp_path: Path) -> Non
     case = load_case(root)
     assert case.trace()[0] is not None
     assert {p.key: p for p in case.input_provenance()}["trace"].rule == "moved tree"
+
+
+def test_wrapper_case_inputs_are_verified_after_a_move(tmp_path: Path) -> None:
+    from eviscene_tui.samples.expected import MULTI_CONVERGED_KEY
+
+    moved = tmp_path / "copy" / "sample_runs"
+    generate(moved)
+    ref = CaseRef(moved / "multi-case" / "repairs" / MULTI_CONVERGED_KEY, Layout.FEEDBACK_SEARCH,
+                  wrapper=moved / "multi-case", key=MULTI_CONVERGED_KEY)
+    assert check_case(ref) == []
+    gold = moved / "multi-case" / "case-inputs" / MULTI_CONVERGED_KEY / "gold.json"
+    gold.write_bytes(gold.read_bytes().replace(b"privileged", b"Privileged"))
+    hit = [p for p in check_case(ref) if p.code == "file_hash_mismatch"]
+    assert [p.path for p in hit] == [str(gold)] and "wrapper case input gold" in hit[0].message
