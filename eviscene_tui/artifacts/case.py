@@ -887,9 +887,6 @@ class CaseBundle(_Loader):
             break
         return None, None, ""
 
-    def _input_binding_path(self, name: str) -> str | None:
-        return self._input_binding(name)[0]
-
     _CASE_INPUT_FILES: dict[str, tuple[str, ...]] = {
         "trace": ("trace.json", "source-trace.json"),
         "candidate": ("candidate.json",),
@@ -926,25 +923,6 @@ class CaseBundle(_Loader):
         """The local path of bound input ``name`` when it was found, else None."""
         found = self.input_found(name)
         return Path(found.path) if found is not None and found.ok and found.path else None
-
-    def resolve(self, value: str | None, *, bases: list[Path] | None = None, problems: list[Problem] | None = None) -> Path | None:
-        """Where the recorded path of a bound input is (None when not found); see
-        ``paths.PathResolver.bound_input``. A not-found value adds a ``missing_artifact``
-        problem to ``problems`` when given."""
-        if not value:
-            return None
-        found = self.paths.bound_input(value, bases=[str(b) for b in bases or ()], want="file")
-        if found.ok and found.path:
-            return Path(found.path)
-        if problems is not None:
-            problems.append(
-                Problem(
-                    code=ProblemCode.MISSING_ARTIFACT if found.outcome != "invalid" else ProblemCode.JSON_INVALID,
-                    path=found.looked_at[0] if found.looked_at else str(value)[:300],
-                    message=missing_input_message("input", "the case", found),
-                )
-            )
-        return None
 
     def _input_readable(self, path: Path) -> bool:
         """Inputs are read wherever they are: no root check, but never a FIFO or device."""

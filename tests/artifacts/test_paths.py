@@ -130,7 +130,10 @@ def _hostile_search(base: Path) -> Path:
 def _rewrite(path: Path, edit) -> None:
     rows = [json.loads(line) for line in path.read_bytes().splitlines() if line.strip()]
     edit(rows)
-    path.write_bytes(canonical_jsonl_bytes(rows))
+    try:
+        path.write_bytes(canonical_jsonl_bytes(rows))
+    except UnicodeEncodeError:  # a lone surrogate: written as a \u escape (orjson then refuses the line)
+        path.write_bytes(b"".join(json.dumps(r, sort_keys=True, separators=(",", ":")).encode() + b"\n" for r in rows))
 
 
 def _inject(root: Path, slot: str, value: str) -> None:
@@ -200,7 +203,7 @@ def test_hostile_path_values_never_raise_and_never_read_outside(tmp_path_factory
             case.runtime_store_for(site.runtime_store_path, source=True)
     assert not [p for p in seen if p == secret or p.startswith(secret + os.sep)], (slots, values)
     for p in problems:
-        assert p.code in {"missing_artifact", "path_outside_root", "json_invalid", "file_hash_mismatch", "bound_hash_mismatch",
+        assert p.code in {"missing_artifact", "path_outside_root", "json_invalid", "jsonl_torn_line", "file_hash_mismatch", "bound_hash_mismatch",
                           "media_mismatch", "token_capture_incomplete", "schema_unknown"}, p
 
 
