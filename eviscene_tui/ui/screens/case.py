@@ -17,7 +17,7 @@ from textual.widget import AwaitMount
 from textual.screen import Screen
 from textual.widgets import Input, OptionList, Static, TabbedContent, TabPane
 from textual.widgets.option_list import Option
-from textual.worker import get_current_worker
+from textual.worker import Worker, WorkerState, get_current_worker
 
 from eviscene_tui.ui.actions import bindings
 from eviscene_tui.options import AppOptions
@@ -450,7 +450,8 @@ class CaseScreen(Screen):
         """One full integrity check at a time (it hashes every bound file, the trace too):
         a request during a check runs one more check when it ends, so a burst of driver
         writes does not pile up checks that compete with the UI."""
-        if self._integrity_running:
+        if self._integrity_running or self.bundle is None:
+            # running: once more when it ends; no case yet: the case's arrival starts it
             self._integrity_pending = True
             return
         self._integrity_running = True
@@ -474,6 +475,15 @@ class CaseScreen(Screen):
 
         shown = self.view.provenance if self.view is not None else []
         self.post_message(IntegrityReady(request, rows, in_case, with_sha_status(shown, checked)))
+
+    @on(Worker.StateChanged)
+    def _integrity_worker_ended(self, event: Worker.StateChanged) -> None:
+        """A check that failed unexpectedly (no IntegrityReady) must not block the next."""
+        if event.worker.group == "case-integrity" and event.state in (WorkerState.ERROR, WorkerState.CANCELLED):
+            self._integrity_running = False
+            if self._integrity_pending:
+                self._integrity_pending = False
+                self._check_integrity(self._request)
 
     @on(IntegrityReady)
     def _on_integrity(self, message: IntegrityReady) -> None:
