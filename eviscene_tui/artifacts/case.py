@@ -38,7 +38,6 @@ import re
 from pathlib import Path
 from typing import Any, Callable, TypeVar
 
-from eviscene_tui.artifacts.jsonio import parse_jsonl_bytes, read_bound, read_json, read_jsonl
 from eviscene_tui.artifacts.models import (
     SCHEMA_FEEDBACK_SEARCH,
     SCHEMA_RUN_RESULT,
@@ -86,6 +85,7 @@ from eviscene_tui.artifacts.runtime_archive import (
     request_from_policy_input,
 )
 from eviscene_tui.artifacts.trace import SourceTrace, load_trace
+from eviscene_tui.artifacts.jsonio import parse_jsonl_bytes, read_bound, read_json, read_jsonl, sha256_file
 
 T = TypeVar("T")
 
@@ -991,8 +991,6 @@ class CaseBundle(_Loader):
                         referrer, found = alt
                 status = None
                 if verify and sha and found is not None and found.ok and found.path:
-                    from eviscene_tui.artifacts.jsonio import sha256_file
-
                     try:
                         status = "verified" if sha256_file(found.path) == sha.lower() else "mismatch"
                     except OSError:

@@ -83,6 +83,7 @@ from eviscene_tui.artifacts.paths import (
 )
 from eviscene_tui.artifacts.problems import Problem, ProblemCode
 from eviscene_tui.artifacts.summary import ROUND_DIR_RE
+from eviscene_tui.artifacts import media as media_mod
 
 # schema strings: one source of truth in artifacts.models
 MEDIA_SCHEMAS = frozenset({SCHEMA_MEDIA_V1, SCHEMA_MEDIA_V2, SCHEMA_MEDIA_V3})
@@ -1101,8 +1102,6 @@ class _Checker:
             # not a media_mismatch
             return
         try:
-            from eviscene_tui.artifacts import media as media_mod
-
             parsed, problems = media_mod.parse_psd_media(media_obj, path=path)
             for p in problems:
                 self.add(p.code, p.path, f"{label}: {p.message}")

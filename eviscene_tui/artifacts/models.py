@@ -129,15 +129,6 @@ PROTOCOL_REJECTION_ACTIONS = frozenset({"format_error", "output_rejected", "poli
 AttemptState = Literal["accepted", "pending", "rejected"]
 
 
-class CallableStr(str):
-    """A ``str`` that returns itself when called (property/method compatibility)."""
-
-    __slots__ = ()
-
-    def __call__(self) -> str:
-        return str(self)
-
-
 # --------------------------------------------------------------------------- base class
 class Tolerant(BaseModel):
     """Base for every artifact model: unknown keys kept, wrong-typed fields dropped.
@@ -881,10 +872,9 @@ class AttemptRecord(Tolerant):
 
     @property
     def hint_text(self) -> str | None:
-        """The hint text (raw). Readable as a property; the returned str is also callable
-        (``rec.hint_text()``) because some callers treat it as a method."""
+        """The hint text (raw), or None."""
         text = self.hint_record.text if self.hint_record is not None else None
-        return CallableStr(text) if isinstance(text, str) else None
+        return text if isinstance(text, str) else None
 
     @property
     def pass_flags(self) -> dict[str, bool | None]:

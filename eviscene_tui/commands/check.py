@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("path", metavar="PATH", help="a run, a search root, a wrapper, or any folder holding them")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")

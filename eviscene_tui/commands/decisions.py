@@ -33,6 +33,7 @@ from eviscene_tui.journal.paths import JOURNAL_DIR, REVIEW_JOURNAL, SUPERVISED_D
 from eviscene_tui.safe_text import safe_text
 from eviscene_tui.storage import default_workdir
 
+
 ROW_FIELDS = (
     "journal", "seq", "id", "ts", "operator", "action", "case", "round", "step_index", "hint_sha256",
     "attempt_id", "label", "reason", "status", "stale", "undone_by", "superseded_by", "evidence", "data",

@@ -27,6 +27,8 @@ from eviscene_tui.cli import UsageError
 from eviscene_tui.policy.config import policy_config
 from eviscene_tui.policy.profile import NO_POLICY, PolicyTarget, ProfileError, resolve_policy_target
 from eviscene_tui.settings import HINT_PLACEMENTS, load_settings
+from eviscene_tui.policy.events import Attested, Delta, event_to_json, StreamError, ToolCallDelta
+from eviscene_tui.safe_text import safe_text
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -62,15 +64,10 @@ class _Out:
         self.out.flush()
 
     def note(self, text: str) -> None:
-        from eviscene_tui.safe_text import safe_text
-
         self.err.write(safe_text(text) + "\n")
         self.err.flush()
 
     def event(self, ev: Any) -> None:
-        from eviscene_tui.policy.events import Attested, Delta, StreamError, ToolCallDelta, event_to_json
-        from eviscene_tui.safe_text import safe_text
-
         if self.json_mode:
             self.json(event_to_json(ev))
             return

@@ -58,7 +58,7 @@ from starlette.responses import JSONResponse, PlainTextResponse, Response, Strea
 from starlette.routing import Route
 
 from eviscene_tui.fake_vllm.script import build_segments, plan_chunks, template_prompt_ids
-from eviscene_tui.tokens.tiny import decode, tokenizer_config
+from eviscene_tui.tokens.tiny import decode, encode, tokenizer_config
 
 PERSONALITIES = ("v0.11", "nightly")
 VERSIONS = {"v0.11": "0.11.2", "nightly": "0.17.1rc1.dev42+g0123abcd"}
@@ -287,8 +287,6 @@ def create_app(cfg: FakeConfig, recorder: FakeRecorder | None = None) -> Starlet
                 expand_images=False,  # /tokenize did not run the mm processor before 0.16 (§2.4)
             )
         elif "prompt" in body:
-            from eviscene_tui.tokens.tiny import encode
-
             ids = encode(str(body["prompt"]), fam)
         else:
             return err(400, "Either `prompt` or `messages` is required.")
@@ -505,7 +503,6 @@ def create_app(cfg: FakeConfig, recorder: FakeRecorder | None = None) -> Starlet
             return bad
         fam = cfg.token_family
         prompt = body.get("prompt")
-        from eviscene_tui.tokens.tiny import encode
 
         if isinstance(prompt, str):
             prompt_ids = encode(prompt, fam)

@@ -38,6 +38,7 @@ from typing import Any
 
 import orjson
 
+from eviscene_tui.artifacts.runtime_archive import ArchivedRequest
 from eviscene_tui.policy.hint_template import HintTemplate, apply_template
 from eviscene_tui.policy.config import PolicyConfig
 from eviscene_tui.settings import HINT_PLACEMENTS
@@ -257,22 +258,21 @@ def _payload_messages(payload: Any) -> list[dict[str, Any]]:
     return [{"role": "user", "content": [{"type": "text", "text": text}, *images]}]
 
 
-def archived_messages(archived: Any, *, image_refs: bool = False) -> list[dict[str, Any]]:
+def archived_messages(archived: ArchivedRequest, *, image_refs: bool = False) -> list[dict[str, Any]]:
     """The chat messages of an ``ArchivedRequest``: its system prompt, then its input
     payload; images restored as data URLs, or kept as their archived refs (``image_refs``,
     for comparing requests without their image bytes)."""
     messages: list[dict[str, Any]] = []
-    system = getattr(archived, "system_prompt", None)
-    if system:
-        messages.append({"role": "system", "content": str(system)})
-    payload = getattr(archived, "input_payload_refs", None) if image_refs else None
+    if archived.system_prompt:
+        messages.append({"role": "system", "content": str(archived.system_prompt)})
+    payload = archived.input_payload_refs if image_refs else None
     if payload is None:
-        payload = getattr(archived, "input_payload", None)
+        payload = archived.input_payload
     return messages + _payload_messages(payload)
 
 
 def teacher_request_from_archived(
-    archived: Any,
+    archived: ArchivedRequest,
     *,
     hint: str | None,
     placement: str = "user_suffix",
@@ -285,8 +285,7 @@ def teacher_request_from_archived(
 
     Raises :class:`RequestUnavailable` when an image could not be restored."""
     probs = list(problems or [])
-    payload = getattr(archived, "input_payload", None)
-    if _has_image_ref(payload):
+    if _has_image_ref(archived.input_payload):
         raise RequestUnavailable(
             "an archived image of the failure step's request is missing or does not match its sha256; "
             "the request cannot be rebuilt faithfully (see the integrity problems)"
@@ -296,20 +295,18 @@ def teacher_request_from_archived(
         raise RequestUnavailable("the archived request has neither a system prompt nor an input payload")
     msgs, loc = apply_hint(messages, hint, placement, template)
     images = []
-    for img in getattr(archived, "images", None) or ():
-        data = getattr(img, "data", b"") or b""
-        images.append(ImageInfo(sha256=str(getattr(img, "sha256", "")), mime=str(getattr(img, "mime", "")), size_bytes=len(data),
-                                width=getattr(img, "width", None), height=getattr(img, "height", None)))
-    tools = list(getattr(archived, "tool_schemas", None) or []) or None
-    store = getattr(archived, "store_path", None)
+    for img in archived.images:
+        images.append(ImageInfo(sha256=img.sha256, mime=img.mime, size_bytes=img.size_bytes, width=img.width, height=img.height))
+    tools = list(archived.tool_schemas) or None
+    store = archived.store_path
     return TeacherRequest(
         messages=msgs,
         tools=tools,
-        response_format=getattr(archived, "response_format", None),
-        generation=dict(getattr(archived, "generation_config", None) or {}),
+        response_format=archived.response_format,
+        generation=dict(archived.generation_config),
         images=images,
-        source=str(getattr(archived, "source", "archive")),
-        request_id=getattr(archived, "request_id", None),
+        source=archived.source,
+        request_id=archived.request_id,
         store_path=str(store) if store is not None else None,
         step_index=step_index,
         round_index=round_index,

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 from eviscene_tui.policy.client import ServerStatus
 from eviscene_tui.policy.profile import NO_POLICY, PolicyTarget, ProfileError, resolve_policy_target
 
+
 if TYPE_CHECKING:
     from eviscene_tui.options import AppOptions
 

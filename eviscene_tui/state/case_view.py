@@ -17,6 +17,7 @@ import orjson
 
 from eviscene_tui.artifacts.models import CHECK_NAMES, SEMANTIC_CATEGORIES, AttemptRecord, SearchManifest, SemanticLocalization
 from eviscene_tui.safe_text import safe_text
+from eviscene_tui.artifacts.jsonio import read_json
 
 if TYPE_CHECKING:
     from eviscene_tui.artifacts.case import CaseBundle, RoundBundle
@@ -362,7 +363,6 @@ def _gold(bundle: CaseBundle) -> Any:
         path = bundle.input_path("gold")  # bound input, or the wrapper's case-inputs copy
         if path is None:
             return None
-        from eviscene_tui.artifacts.jsonio import read_json
 
         raw, _ = read_json(path)
         return raw

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from eviscene_tui.safe_text import safe_text
 from eviscene_tui.state.rows import (
+
     COLUMN_KEYS,
     CONVERGED_STATUSES,
     ENDED_STATUSES,

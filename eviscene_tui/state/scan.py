@@ -21,6 +21,7 @@ from eviscene_tui.state.rows import CaseRow, last_round_status, problem_pairs, r
 from eviscene_tui.state.transient import TransientProblems
 
 
+
 class LockedTransient(TransientProblems):
     """TransientProblems shared between worker threads and the UI thread."""
 

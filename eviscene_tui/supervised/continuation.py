@@ -35,6 +35,7 @@ from eviscene_tui.policy.request import RequestUnavailable, TeacherRequest, chat
 from eviscene_tui.policy.session import run_continuation
 from eviscene_tui.storage import WorkDir
 
+
 if TYPE_CHECKING:
     from eviscene_tui.artifacts.case import CaseBundle
     from eviscene_tui.artifacts.runtime_archive import ArchivedRequest

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from eviscene_tui.artifacts.case import CaseBundle
 from eviscene_tui.artifacts.jsonio import read_json, read_jsonl, sha256_file
 from eviscene_tui.supervised.records import site_from_candidate, site_from_trace, trace_steps_of
 
@@ -37,7 +38,7 @@ class SupervisedInputs:
     private_binding: dict[str, Any] | None = None
     semantic_localization: dict[str, Any] | None = None
     source_root: Path | None = None  # the driver's root (evidence; never written)
-    case: Any = None  # the CaseBundle, for rebuilding archived requests
+    case: CaseBundle | None = None  # for rebuilding archived requests
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -80,7 +81,7 @@ def _initial_site(trace: dict[str, Any], candidate: dict[str, Any] | None, attem
     )
 
 
-def inputs_from_case(case: Any, *, label: str | None = None, source_step_index: int | None = None) -> SupervisedInputs:
+def inputs_from_case(case: CaseBundle, *, label: str | None = None, source_step_index: int | None = None) -> SupervisedInputs:
     """From a ``CaseBundle``: the trace, the latest round's candidate and attempt site, contexts."""
     root = Path(case.root)
     trace_path = case.source_trace_path
@@ -157,7 +158,7 @@ def inputs_from_files(
     private_context: str | os.PathLike[str] | None = None,
     label: str | None = None,
     source_step_index: int | None = None,
-    case: Any = None,
+    case: CaseBundle | None = None,
 ) -> SupervisedInputs:
     """From a source trace + candidate file (a JSON object, or a JSONL whose last row is used)."""
     trace_path = Path(trace)

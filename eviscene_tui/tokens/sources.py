@@ -40,6 +40,7 @@ from eviscene_tui.tokens.capture import (
 from eviscene_tui.tokens.decode import DecodeSource, TokenDecoder
 from eviscene_tui.tokens.diff import align, prompt_diff
 from eviscene_tui.tokens.hintspan import HintSpan, hint_span
+from eviscene_tui.tokens.capture import prob_of
 
 ATTEMPT_FIELDS = ("student_prompt_ids", "teacher_prompt_ids", "completion_ids", "repair_rollout_token_capture")
 FIELD_LABELS = {
@@ -488,8 +489,6 @@ def _recorded_topk(doc: Mapping[str, Any]) -> list[Any] | None:
         return top
     lp = doc.get("logprobs")
     if isinstance(lp, list) and lp and isinstance(lp[0], Mapping) and "top" in lp[0]:
-        from eviscene_tui.tokens.capture import prob_of
-
         rows = []
         for e in lp:
             row = []

@@ -26,7 +26,6 @@ from textual.reactive import reactive
 from textual.screen import Screen
 from textual.worker import get_current_worker
 
-from eviscene_tui.artifacts.layout import CaseRef
 from eviscene_tui.options import AppOptions
 from eviscene_tui.safe_text import safe_text
 from eviscene_tui.state.runs import RunsStore
@@ -34,6 +33,16 @@ from eviscene_tui.state.scan import CaseIndex, CheckResult, LockedTransient, act
 from eviscene_tui.ui import messages as M
 from eviscene_tui.ui.actions import BY_ID, bindings, effective_keys
 from eviscene_tui.ui.themes import DARK, DEFAULT_THEME, LIGHT, app_themes, theme_css_paths
+from eviscene_tui.artifacts.layout import CaseRef, discover_cases
+from eviscene_tui.journal.review import review_state
+from eviscene_tui.policy.client import PolicyClient
+from eviscene_tui.policy.config import policy_config
+from eviscene_tui.policy.status_line import ProfileError, status_summary, target_from_options
+from eviscene_tui.state.gate import GateSession
+from eviscene_tui.ui.screens.case import CaseScreen
+from eviscene_tui.ui.screens.gate import GateScreen
+from eviscene_tui.ui.screens.help import HelpScreen, section_for
+from eviscene_tui.ui.screens.runs import RunsScreen
 
 APP_CSS = Path(__file__).with_name("app.tcss")
 
@@ -92,7 +101,6 @@ class EvisceneApp(App[int]):
             self.set_keymap(self.settings.keys)
         for problem in self.settings.problems:
             self.notify(safe_text(problem, limit=300), title="config", severity="warning", markup=False, timeout=10)
-        from eviscene_tui.ui.screens.runs import RunsScreen
 
         self.push_screen(RunsScreen())
         self.start_scan()
@@ -111,9 +119,6 @@ class EvisceneApp(App[int]):
     @work(exclusive=True, group="policy-status", exit_on_error=False)
     async def poll_policy_status(self) -> None:
         """Poll /health, /version, /v1/models and /metrics of the configured policy."""
-        from eviscene_tui.policy.client import PolicyClient
-        from eviscene_tui.policy.config import policy_config
-        from eviscene_tui.policy.status_line import ProfileError, status_summary, target_from_options
 
         try:
             target = target_from_options(self.options)
@@ -168,8 +173,6 @@ class EvisceneApp(App[int]):
     @work(thread=True, exclusive=True, group="labels", exit_on_error=False)
     def load_labels(self) -> None:
         try:
-            from eviscene_tui.journal.review import review_state
-
             state = review_state(self.options.workdir)
             labels = {case: tuple(sorted(v)) for case, v in state.triage_by_case().items() if v}
         except Exception as exc:  # noqa: BLE001 - labels are optional
@@ -349,7 +352,6 @@ class EvisceneApp(App[int]):
     @on(M.FilesChanged)
     def _on_files_changed(self, message: M.FilesChanged) -> None:
         self._refresh_queue.put(set(message.paths))
-        from eviscene_tui.ui.screens.case import CaseScreen
 
         for screen in self.screen_stack:
             if isinstance(screen, CaseScreen):
@@ -379,8 +381,6 @@ class EvisceneApp(App[int]):
             self._refresh_once(paths, root, root_abs)
 
     def _refresh_once(self, paths: set[str], root: Path, root_abs: str) -> None:
-        from eviscene_tui.artifacts.layout import discover_cases
-
         known: set[str] = set()
         unknown_tops: set[str] = set()
         for path in paths:
@@ -417,8 +417,6 @@ class EvisceneApp(App[int]):
 
     # -- actions -------------------------------------------------------------------------
     def action_help(self) -> None:
-        from eviscene_tui.ui.screens.help import HelpScreen, section_for
-
         if isinstance(self.screen, HelpScreen):
             self.pop_screen()
             return
@@ -436,8 +434,6 @@ class EvisceneApp(App[int]):
 
     def open_gate(self, root: Any) -> None:
         """The operator gate screen of a gated driver search (``eviscene-tui gate``)."""
-        from eviscene_tui.state.gate import GateSession
-        from eviscene_tui.ui.screens.gate import GateScreen
 
         self.push_screen(GateScreen(GateSession(root, operator=self.options.operator)))
 
@@ -447,15 +443,12 @@ class EvisceneApp(App[int]):
         if row is None:
             self.notify("That case is no longer listed", severity="warning", markup=False)
             return
-        from eviscene_tui.ui.screens.runs import RunsScreen
 
         while len(self.screen_stack) > 2 and not isinstance(self.screen, RunsScreen):
             self.pop_screen()
         self.open_case(row)
 
     def open_case(self, row: Any) -> None:
-        from eviscene_tui.ui.screens.case import CaseScreen
-
         ref = row.ref if hasattr(row, "ref") else row
         self.push_screen(CaseScreen(ref, self.options, key=getattr(row, "key", None)))
 

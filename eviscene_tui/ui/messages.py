@@ -14,6 +14,8 @@ from eviscene_tui.state.rows import CaseRow
 from eviscene_tui.state.scan import Activity, CheckResult
 from eviscene_tui.state.trace_rows import TraceRows
 if TYPE_CHECKING:
+    from eviscene_tui.artifacts.case import CaseBundle
+    from eviscene_tui.state.case_view import CaseView
     import subprocess
 
     from eviscene_tui.gate.decide import DecideResult
@@ -101,7 +103,7 @@ class PolicyStatusChanged(Message):
 
 
 class CaseLoaded(Message):
-    def __init__(self, request: int, bundle: Any, view: Any) -> None:
+    def __init__(self, request: int, bundle: CaseBundle, view: CaseView) -> None:
         super().__init__()
         self.request = request
         self.bundle = bundle

@@ -44,7 +44,7 @@ from eviscene_tui.ui.widgets.doc import doc_content
 from eviscene_tui.ui.widgets.trace_view import TraceView
 from eviscene_tui.ui.widgets.key_footer import KeyFooter
 from eviscene_tui.ui.widgets.search_box import SearchBox
-from eviscene_tui.artifacts.case import load_case
+from eviscene_tui.artifacts.case import CaseBundle, load_case
 from eviscene_tui.artifacts.layout import CaseRef, Layout
 from eviscene_tui.artifacts.report import checked_case
 from eviscene_tui.artifacts.trace import load_trace
@@ -121,7 +121,7 @@ class CaseScreen(Screen):
         self.case_path = Path(getattr(ref, "path", ref))
         self.options = options
         self.key = key or self.case_path.name
-        self.bundle: Any = None
+        self.bundle: CaseBundle | None = None
         self.view: CaseView | None = None
         self.trace: Any = None
         self.trace_rows: TraceRows | None = None
@@ -230,7 +230,7 @@ class CaseScreen(Screen):
             self._compare_now(request, bundle, known_trace, view.failure_index)
 
     @work(thread=True, exclusive=True, group="trace-fill", exit_on_error=False)
-    def _background_fill(self, request: int, bundle: Any, trace: Any, data: TraceRows, pending: list[int]) -> None:
+    def _background_fill(self, request: int, bundle: CaseBundle, trace: Any, data: TraceRows, pending: list[int]) -> None:
         """The rest of the rows (a reload of the case after a live update does not stop
         this: the rows belong to the trace, which a reload keeps)."""
         worker = get_current_worker()
@@ -273,7 +273,7 @@ class CaseScreen(Screen):
         self.post_message(M.TraceRowsFilled(request, lo if lo is not None else 0, (hi + 1) if hi is not None else 0))
         return True
 
-    def _reload_trace_whole(self, request: int, bundle: Any, broken: Any) -> None:
+    def _reload_trace_whole(self, request: int, bundle: CaseBundle, broken: Any) -> None:
         """An indexed trace whose range did not parse as one object: read it the whole-file
         way (which reports problems precisely) and show that instead."""
 
@@ -303,7 +303,7 @@ class CaseScreen(Screen):
         finally:
             self._fill_gate.set()
 
-    def _trace_window(self, request: int, bundle: Any) -> tuple[Any, TraceRows, list[int]] | None:
+    def _trace_window(self, request: int, bundle: CaseBundle) -> tuple[Any, TraceRows, list[int]] | None:
         """Load the trace (a big one is only indexed), build the rows around the failure
         step, post TraceReady; the rows still to build, nearest first."""
 
@@ -385,7 +385,7 @@ class CaseScreen(Screen):
         if not first or self.trace is not None or self._trace_failed:
             self._check_integrity(message.request)
 
-    def _compare_now(self, request: int, bundle: Any, trace: Any, failure_index: int | None) -> None:
+    def _compare_now(self, request: int, bundle: CaseBundle, trace: Any, failure_index: int | None) -> None:
         try:
             source = trace.step(failure_index) if failure_index is not None else None
             teacher, label = pick_teacher_step(bundle, failure_index)
@@ -459,7 +459,10 @@ class CaseScreen(Screen):
 
     @work(thread=True, exclusive=True, group="case-integrity", exit_on_error=False)
     def _integrity(self, request: int) -> None:
-        layout = Layout(self.bundle.layout) if self.bundle.layout in Layout._value2member_map_ else Layout.UNKNOWN
+        bundle = self.bundle
+        if bundle is None:  # started only once the case is loaded
+            return
+        layout = Layout(bundle.layout) if bundle.layout in Layout._value2member_map_ else Layout.UNKNOWN
         ref = self.ref if isinstance(self.ref, CaseRef) else CaseRef(path=self.case_path, layout=layout)
         try:
             checked: list[Any] = []
@@ -1064,9 +1067,10 @@ class CaseScreen(Screen):
         )
 
     def action_open_supervised(self) -> None:
-        if not self._need_bundle():
+        bundle = self.bundle
+        if not self._need_bundle() or bundle is None:
             return
-        self._after_integrity_consent("supervised search", lambda: self.app.push_screen(SupervisedScreen(self.bundle, self.options)))
+        self._after_integrity_consent("supervised search", lambda: self.app.push_screen(SupervisedScreen(bundle, self.options)))
 
     def action_toggle_wrap(self) -> None:
         tv = self.query_one(TraceView)

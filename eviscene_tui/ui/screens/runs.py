@@ -19,6 +19,9 @@ from eviscene_tui.state.rows import COLUMNS
 from eviscene_tui.state.runs import FILTERS
 from eviscene_tui.ui.widgets.runs_table import RunsTable
 from eviscene_tui.ui.widgets.key_footer import KeyFooter
+from eviscene_tui.gate.inproc import SESSION_FILE, sidecar_for
+from eviscene_tui.state.gate import gate_marker
+from eviscene_tui.ui.messages import SummariesBatch
 
 REPAINT_INTERVAL = 0.4
 
@@ -263,8 +266,6 @@ class RunsScreen(Screen):
     def _gate_worker(self, rows: list) -> None:
         from dataclasses import replace
 
-        from eviscene_tui.state.gate import gate_marker
-        from eviscene_tui.ui.messages import SummariesBatch
 
         changed = []
         for row in rows:
@@ -276,8 +277,6 @@ class RunsScreen(Screen):
             self.app.post_message(SummariesBatch(changed, done=len(changed), total=None, initial=False))
 
     def action_open_gate(self) -> None:
-        from eviscene_tui.gate.inproc import SESSION_FILE, sidecar_for
-
         row = self.query_one(RunsTable).current_row
         path = getattr(row.ref, "path", None) if row is not None else None
         roots = list(getattr(self.app.options, "gate_roots", ()) or ())  # type: ignore[attr-defined]

@@ -33,6 +33,8 @@ from textual.widgets import Static, TextArea
 from textual.worker import Worker, WorkerState
 
 from eviscene_tui.ui.actions import bindings
+from eviscene_tui.artifacts.case import CaseBundle
+from eviscene_tui.options import AppOptions
 from eviscene_tui.policy.accumulate import StreamAccumulator
 from eviscene_tui.policy.client import PolicyClient, ServerStatus
 from eviscene_tui.policy.events import StreamError
@@ -46,6 +48,11 @@ from eviscene_tui.storage import WorkDir
 from eviscene_tui.ui.widgets.stream_view import StreamView, TextPane
 from eviscene_tui.ui.messages import LiveCaptureReady, RequestReady, StatusPolled, StreamEnded
 from eviscene_tui.ui.widgets.key_footer import KeyFooter
+from eviscene_tui.policy.capture import live_capture, LiveSnapshot
+from eviscene_tui.policy.casefile import case_ref, rebuild_for_case, round_hint
+from eviscene_tui.policy.session import record_failure, run_continuation
+from eviscene_tui.tokens.sources import source_step_prompt_ids
+from eviscene_tui.ui.screens.tokens import TokenScreen
 
 ERROR_TITLES = {
     "connect": "Cannot reach the policy server",
@@ -88,8 +95,8 @@ class StreamScreen(Screen):
 
     def __init__(
         self,
-        case: Any,
-        options: Any,
+        case: CaseBundle | None,
+        options: AppOptions,
         *,
         round_index: int | None = None,
         hint_text: str | None = None,
@@ -221,14 +228,11 @@ class StreamScreen(Screen):
     def _case_ref(self) -> dict[str, Any]:
         if self.case is None:
             return {"case_id": None, "case_key": None, "round_index": self.round_index}
-        from eviscene_tui.policy.casefile import case_ref
 
         return case_ref(self.case, self.round_index)
 
     @work(exclusive=True, group="policy-request", exit_on_error=False, thread=True)
     def _load_request(self) -> None:
-        from eviscene_tui.policy.casefile import rebuild_for_case, round_hint
-
         placement = self.config.hint_placement if self.config else "as_run"
         try:
             if self.case is None:
@@ -308,7 +312,6 @@ class StreamScreen(Screen):
     @work(exclusive=True, group="policy-stream", exit_on_error=False)
     async def _stream(self, request: TeacherRequest, feed: LiveFeed, work_dir: WorkDir | None, case_ref: dict[str, Any]) -> None:
         # only the feed (a plain buffer) is touched here; the view paints it on its timer
-        from eviscene_tui.policy.session import run_continuation
 
         assert self.target is not None and self.config is not None
         async with PolicyClient(self.target, self.config) as client:
@@ -323,8 +326,6 @@ class StreamScreen(Screen):
             return None
 
     def _record_request_failure(self, reason: str) -> None:
-        from eviscene_tui.policy.session import record_failure
-
         assert self.target is not None
         out = record_failure(self.target, work=self._work(), kind="request", message=reason, case_ref=self._case_ref())
         view = self.query_one(StreamView)
@@ -374,7 +375,6 @@ class StreamScreen(Screen):
     # ------------------------------------------------------------------ token inspector
     def action_inspect_tokens(self) -> None:
         """Open the token inspector on the current (a snapshot) or last continuation."""
-        from eviscene_tui.policy.capture import LiveSnapshot
 
         view = self.query_one(StreamView)
         if view.state == "idle":
@@ -389,9 +389,6 @@ class StreamScreen(Screen):
 
     @work(exclusive=True, group="policy-capture", exit_on_error=False, thread=True)
     def _build_live_capture(self, snap: Any, step_index: int | None) -> None:
-        from eviscene_tui.policy.capture import live_capture
-        from eviscene_tui.tokens.sources import source_step_prompt_ids
-
         try:
             student = None
             note = None
@@ -414,7 +411,6 @@ class StreamScreen(Screen):
             return
         if self.app.screen is not self:
             return  # the operator left meanwhile
-        from eviscene_tui.ui.screens.tokens import TokenScreen
 
         self.app.push_screen(TokenScreen(self.case, self.options, capture=message.capture))
 

@@ -68,6 +68,7 @@ from eviscene_tui.ui.screens.dialogs import FormScreen
 from eviscene_tui.ui.widgets.key_footer import KeyFooter
 from eviscene_tui.ui.widgets.stream_view import StreamView, TextPane
 
+
 if TYPE_CHECKING:
     from eviscene_tui.artifacts.case import CaseBundle
 

@@ -44,8 +44,8 @@ from eviscene_tui.tokens.decode import RawDecoder, TokenDecoder
 from eviscene_tui.tokens.flow import FlowLayout, Frag, id_positions
 from eviscene_tui.tokens.layout import CellLayout, PadRun, RowLayout
 from eviscene_tui.tokens.search import find_offset, parse_query
-from eviscene_tui.tokens.vision import VisionIds
 from eviscene_tui.ui.actions import bindings
+from eviscene_tui.tokens.vision import FAMILY_SPECIALS, VisionIds
 
 MODES = ("grid", "flow")
 
@@ -304,8 +304,6 @@ class TokenView(ScrollView, can_focus=True):
             assert self.data is not None and self.cells is not None
             im_start = next((sp.id for sp in self.decoder.specials.values() if sp.content == "<|im_start|>"), None)
             if im_start is None and self.vision is not None and self.vision.family is not None:
-                from eviscene_tui.tokens.vision import FAMILY_SPECIALS
-
                 im_start = next((i for i, n in FAMILY_SPECIALS.get(self.vision.family, {}).items() if n == "<|im_start|>"), None)
             offsets = id_positions(self.data.ids, im_start) if im_start is not None else []
             self._line_starts = [self.cells.cell_of_offset(o) for o in offsets]
