@@ -22,6 +22,7 @@ import orjson
 from eviscene_tui.policy.events import Delta, PolicyEvent, ToolCallDelta
 from eviscene_tui.supervised import records as R
 from eviscene_tui.supervised.search import RoundDraft, SupervisedSearch
+from eviscene_tui.supervised.stages import PartialOutput
 
 GATES = ("site", "hints", "continuation", "verdict")
 BETWEEN = "between rounds"
@@ -72,6 +73,10 @@ class ProposalRow:
 class ContinuationPart:
     approved: str | None
     last_run: str | None  # "complete", "cancelled", "failed (http)", …
+    # what the last cancelled or failed run streamed, as stream events (kept in the round's journal)
+    partial: tuple[PolicyEvent, ...] = ()
+    partial_tokens: int = 0
+    ended: str | None = None  # the stream view's end state for ``partial``: cancelled | failed
 
 
 @dataclass(frozen=True, slots=True)
@@ -315,7 +320,11 @@ class SupervisedSession:
             last = d.outcome.status
             if d.outcome.status == "failed" and d.outcome.error_type:
                 last += f" ({d.outcome.error_type})"
-        return ContinuationPart(d.approved.text, last)
+        p = d.partial
+        if p is None or p.empty or d.outcome is None or d.outcome.ok:
+            return ContinuationPart(d.approved.text, last)
+        ended = "cancelled" if d.outcome.status == "cancelled" else "failed"
+        return ContinuationPart(d.approved.text, last, _partial_events(p), len(p.completion_token_ids), ended)
 
     @staticmethod
     def _verdict(d: RoundDraft | None) -> VerdictPart | None:
@@ -389,6 +398,14 @@ class SupervisedSession:
             return None
         locked = d.feedback.get("locked_hint") if isinstance(d.feedback, dict) else None
         return locked if isinstance(locked, str) and locked else None
+
+
+def _partial_events(p: PartialOutput) -> tuple[PolicyEvent, ...]:
+    """A cut-short run's output as the events a stream of it gives (the stream view replays them)."""
+    events: list[PolicyEvent] = [Delta("reasoning", p.reasoning), Delta("content", p.content, token_ids=tuple(p.completion_token_ids))]
+    for i, call in enumerate(p.tool_calls):
+        events.append(ToolCallDelta(i, id=call.get("id"), name=call.get("name"), arguments=str(call.get("arguments") or "")))
+    return tuple(events)
 
 
 def _recorded_events(step: dict[str, Any], completion_ids: Any) -> tuple[PolicyEvent, ...]:

@@ -101,11 +101,11 @@ class PartialOutput:
     reasoning: str = ""
     content: str = ""
     tool_calls: list[dict[str, Any]] = field(default_factory=list)
-    completion_tokens: int = 0
+    completion_token_ids: list[int] = field(default_factory=list)
 
     @property
     def empty(self) -> bool:
-        return not (self.reasoning or self.content or self.tool_calls or self.completion_tokens)
+        return not (self.reasoning or self.content or self.tool_calls or self.completion_token_ids)
 
 
 @dataclass
@@ -579,7 +579,7 @@ def partial_from_accumulator(acc: StreamAccumulator) -> PartialOutput:
         reasoning="".join(acc.reasoning)[:PARTIAL_TEXT_LIMIT],
         content="".join(acc.content)[:PARTIAL_TEXT_LIMIT],
         tool_calls=[{"id": tc.id, "name": tc.name, "arguments": "".join(tc.arguments)} for _, tc in sorted(acc.tool_calls.items())],
-        completion_tokens=len(acc.completion_token_ids),
+        completion_token_ids=list(acc.completion_token_ids),
     )
 
 
@@ -588,7 +588,7 @@ def partial_to_journal(partial: PartialOutput) -> dict[str, Any]:
         "reasoning": partial.reasoning,
         "content": partial.content,
         "tool_calls": partial.tool_calls,
-        "completion_tokens": partial.completion_tokens,
+        "completion_token_ids": partial.completion_token_ids,
     }
 
 
@@ -609,10 +609,11 @@ def partial_from_journal(events: Sequence[Mapping[str, Any]]) -> PartialOutput |
             {"id": _str_or_none(c.get("id")), "name": _str_or_none(c.get("name")), "arguments": str(c.get("arguments") or "")}
             for c in raw.get("tool_calls") or [] if isinstance(c, dict)
         ]
-        tokens = raw.get("completion_tokens")
+        raw_ids = raw.get("completion_token_ids")
+        ids = [i for i in raw_ids if type(i) is int] if isinstance(raw_ids, list) else []
         return PartialOutput(
             reasoning=str(raw.get("reasoning") or ""), content=str(raw.get("content") or ""), tool_calls=calls,
-            completion_tokens=tokens if type(tokens) is int else 0,
+            completion_token_ids=ids,
         )
     return None
 

@@ -168,7 +168,7 @@ def test_partial_output_survives_the_journal_round_trip():
                ToolCallDelta(0, id="t1", name="web_search", arguments='{"q":')):
         acc.add(ev)
     partial = S.partial_from_accumulator(acc)
-    assert (partial.reasoning, partial.content, partial.completion_tokens) == ("look again", "ok", 3)
+    assert (partial.reasoning, partial.content, partial.completion_token_ids) == ("look again", "ok", [5, 6, 7])
     assert partial.tool_calls == [{"id": "t1", "name": "web_search", "arguments": '{"q":'}]
     events = [{"action": "comment", "data": {"event": "continuation_ended", "partial": S.partial_to_journal(partial)}},
               {"action": "comment", "data": {"event": "accept_site"}}]

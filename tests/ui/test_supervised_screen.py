@@ -9,6 +9,7 @@ from eviscene_tui.artifacts.case import load_case
 from eviscene_tui.artifacts.jsonio import read_bound, read_json
 from eviscene_tui.journal import supervised_journal_for_root, verify_chain
 from eviscene_tui.options import AppOptions
+from eviscene_tui.policy.events import Delta, ToolCallDelta
 from eviscene_tui.supervised import ContinuationOutcome, SearchSettings
 from eviscene_tui.tokens.tiny import encode
 from eviscene_tui.supervised.feedback import CHECK_NAMES
@@ -299,14 +300,23 @@ LOCK = {"source_error_confirmed": True, "repaired_at_selected_step": True, "proc
 
 
 class Runner:
-    """A continuation runner that completes (as ``fake_runner``) or, with ``hang``, waits
-    until it is cancelled."""
+    """A continuation runner that completes (as ``fake_runner``) or, with ``hang``, streams
+    a few tokens and then waits until it is cancelled."""
+
+    PARTIAL = (
+        Delta("reasoning", "Looking at the caption ", token_ids=(11, 12, 13)),
+        Delta("reasoning", "once more.", token_ids=(14,)),
+        Delta("content", "Searching", token_ids=(15, 16)),
+        ToolCallDelta(0, id="call-1", name="web_search", arguments='{"q": "flooded'),
+    )
 
     def __init__(self) -> None:
         self.hang = False
 
     async def __call__(self, job):
         if self.hang:
+            for ev in self.PARTIAL:
+                job.on_event(ev)
             await asyncio.Event().wait()
         return await fake_runner(job)
 
@@ -431,11 +441,16 @@ async def test_every_panel_after_a_reopen_equals_what_it_showed_at_every_gate(tm
         await wait_until(lambda: screen.search.draft.stage == "continuation", pilot=pilot, what=screen.last_message)
         runner.hang = True
         await _press_on(pilot, screen, "#card-cont", "c")
-        await wait_until(lambda: screen.stream_worker is not None and screen.stream_worker.is_running, pilot=pilot)
+        view = screen.query_one("#sup-stream")
+        await wait_until(lambda: view.acc.token_count == 6 and "once more." in screen.query_one("#pane-reasoning").text,
+                         pilot=pilot, what="the streamed tokens on screen")
         await pilot.press("ctrl+x")
 
     before = await step(approve_run_cancel, lambda s: s.draft.outcome is not None and s.draft.outcome.status == "cancelled")
     assert "last run: cancelled" in before[1]["#card-cont"] and "Then search it verbatim." in before[1]["#card-cont"]
+    # what the cancelled run streamed is still shown (and the same after the reopen)
+    assert before[1]["#pane-reasoning"] == "Looking at the caption once more." and before[1]["#pane-content"] == "Searching"
+    assert "web_search" in before[1]["#pane-tools"] and "6 token(s) streamed" in before[1]["#card-cont"]
     assert "APPROVED" in before[1]["proposals"] and "rejected" in before[1]["proposals"]
     runner.hang = False
 

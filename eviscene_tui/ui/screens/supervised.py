@@ -349,6 +349,10 @@ class SupervisedScreen(Screen[None]):
             self._render_hints(snap)
         if prev is None or snap.continuation != prev.continuation:
             self._render_cont(snap)
+            c = snap.continuation
+            if c.partial and c.ended is not None and snap.busy != "continuation" and snap.verdict is None:
+                # a run cut short: the stream view shows what it streamed, as kept in the round (so also after a reopen)
+                self._show_recorded(c.partial, c.ended)
         if prev is None or snap.verdict != prev.verdict:
             self._render_verdict(snap)
             if snap.verdict is not None:
@@ -405,8 +409,10 @@ class SupervisedScreen(Screen[None]):
         if c.approved is None:
             body = Content("no approved hint yet")
         else:
+            streamed = f"\n{c.partial_tokens} token(s) streamed before it ended (shown on the right)" if c.partial else ""
             body = Content.from_markup(
-                "approved:\n$hint$last", hint=_lines(c.approved, 1200), last=f"\nlast run: {c.last_run}" if c.last_run else "",
+                "approved:\n$hint$last$streamed", hint=_lines(c.approved, 1200), last=f"\nlast run: {c.last_run}" if c.last_run else "",
+                streamed=streamed,
             )
         self.query_one("#card-cont", Card).set_body(body)
 
@@ -424,14 +430,14 @@ class SupervisedScreen(Screen[None]):
             )
         self.query_one("#card-verdict", Card).set_body(body)
 
-    def _show_recorded(self, events: tuple[PolicyEvent, ...]) -> None:
+    def _show_recorded(self, events: tuple[PolicyEvent, ...], state: str = "complete") -> None:
         """The stream view shows the continuation as recorded in the round (the same after a
         reopen as right after the live stream, which it replaces with what was written)."""
         view = self.query_one("#sup-stream", StreamView)
         feed = view.attach(LiveFeed(accumulate=True))
         for ev in events:
             feed.push(ev)
-        view.finish("complete")
+        view.finish(state)
 
     def _render_next(self, snap: SupervisedSnapshot) -> None:
         n = snap.next
