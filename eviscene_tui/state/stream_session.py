@@ -66,9 +66,31 @@ class LiveFeed:
 
 
 @dataclass(frozen=True, slots=True)
+class StreamTitle:
+    """The title line: which case and round the continuation repairs."""
+
+    case: str
+    round: str  # the round index, or "current"
+
+
+@dataclass(frozen=True, slots=True)
+class PolicyLine:
+    """The policy line: the target (``label`` None: no policy, ``error`` says why) and the
+    servers' latest status (their base URLs until the first poll answers)."""
+
+    label: str | None
+    attested: bool
+    model: str
+    status: str
+    error: str | None
+
+
+@dataclass(frozen=True, slots=True)
 class StreamSnapshot:
     target_label: str | None  # attested / unattested; None = no policy
     target_error: str | None
+    title: StreamTitle
+    policy: PolicyLine
     request_ready: bool
     request_error: str | None
     hint: str
@@ -95,6 +117,9 @@ class StreamSession:
         self.last_acc: StreamAccumulator | None = None
         self.message = ""
         self.severity = "info"
+        self.case_label = "?"
+        self.round_label = "current"
+        self.server_status = ""  # the latest status poll's summary ("" until one answers)
         self._subscribers: list[Callable[[StreamSnapshot], None]] = []
 
     # ------------------------------------------------------------------ subscription
@@ -116,6 +141,8 @@ class StreamSession:
         return StreamSnapshot(
             target_label=self.target.label if self.target is not None else None,
             target_error=self.target_error,
+            title=StreamTitle(self.case_label, self.round_label),
+            policy=self._policy_line(),
             request_ready=self.base_request is not None,
             request_error=self.request_error,
             hint=self.hint,
@@ -125,7 +152,25 @@ class StreamSession:
             severity=self.severity,
         )
 
+    def _policy_line(self) -> PolicyLine:
+        t = self.target
+        if t is None:
+            return PolicyLine(None, False, "", "", self.target_error)
+        return PolicyLine(t.label, t.attested, t.model, self.server_status or ", ".join(t.base_urls), self.target_error)
+
     # ------------------------------------------------------------------ state
+    def set_case(self, case_label: str, round_index: int | None) -> None:
+        """The case and round the screen continues (the title line)."""
+        self.case_label = case_label
+        self.round_label = str(round_index) if round_index is not None else "current"
+        self._changed()
+
+    def set_server_status(self, summary: str) -> None:
+        """The latest status poll of the policy servers, summarised (the policy line)."""
+        if summary != self.server_status:
+            self.server_status = summary
+            self._changed()
+
     @property
     def state(self) -> str:
         return self.feed.state if self.feed is not None else "idle"

@@ -131,3 +131,27 @@ def test_the_runs_rows_read_a_stop_as_stopped_by_operator(tmp_path):
     s.resume()
     assert supervised_status(tmp_path / "w", "case")[0] == "searching"
     s.close()
+
+
+def test_stream_session_snapshot_holds_the_title_and_the_policy_line():
+    from eviscene_tui.policy.profile import unattested_target
+    from eviscene_tui.state.stream_session import PolicyLine, StreamTitle
+
+    session = StreamSession()
+    seen = []
+    session.subscribe(seen.append)
+    assert session.snapshot().title == StreamTitle("?", "current")
+    assert session.snapshot().policy == PolicyLine(None, False, "", "", None)
+    session.set_target(None, "no policy configured")
+    assert session.snapshot().policy.error == "no policy configured"
+    session.set_case("case-7", 2)
+    session.set_target(unattested_target("http://127.0.0.1:9/v1", "m"), None)
+    snap = session.snapshot()
+    assert snap.title == StreamTitle("case-7", "2")
+    # the servers' base URLs until the first status poll answers, then its summary
+    assert snap.policy == PolicyLine("unattested", False, "m", "http://127.0.0.1:9/v1", None)
+    session.set_server_status("127.0.0.1:9 healthy")
+    assert session.snapshot().policy.status == "127.0.0.1:9 healthy"
+    n = len(seen)
+    session.set_server_status("127.0.0.1:9 healthy")  # the same summary: no change, no notice
+    assert len(seen) == n and seen[-1] == session.snapshot()

@@ -402,3 +402,23 @@ async def test_the_hint_box_shows_and_edits_every_line_of_a_multi_line_hint(tmp_
             assert screen.last_status == "complete"
     sent = [orjson.loads(p.read_bytes()) for p in list_records(opts.work())][0]
     assert locked + "\nThen quote it." in orjson.dumps(sent).decode().replace("\\n", "\n")
+
+
+async def test_title_and_policy_line_are_rendered_from_the_session_snapshot(tmp_path):
+    root = tmp_path / "runs"
+    root.mkdir()
+    opts = AppOptions(root=root, workdir=tmp_path / "wd", policy_url="http://127.0.0.1:9/v1", policy_model="m")
+    screen = StreamScreen(None, opts, request=simple_request(), config=PolicyConfig(status_interval=60, connect_timeout=1))
+    async with ScreenHarness(screen).run_test(size=(120, 30)) as pilot:
+        policy, title = screen.query_one("#stream-policy"), screen.query_one("#stream-title")
+        await wait_until(lambda: "UNATTESTED" in str(policy.render()), pilot=pilot)
+        assert "case ?  round current" in str(title.render())
+        # the first status poll answers (the next one is a minute away), and the line says so
+        await wait_until(lambda: screen.session.server_status != "", pilot=pilot, what="the first status poll")
+        await wait_until(lambda: screen.session.server_status in str(policy.render()), pilot=pilot)
+        # the screen shows what the session holds, whoever changed it
+        screen.session.set_server_status("replica 127.0.0.1:9 [healthy] <b>")
+        screen.session.set_case("case [b]7[/b]", 3)
+        await wait_until(lambda: "replica 127.0.0.1:9 [healthy] <b>" in str(policy.render()), pilot=pilot)
+        await wait_until(lambda: "case case [b]7[/b]  round 3" in str(title.render()), pilot=pilot)
+        assert screen.session.snapshot().policy.status == "replica 127.0.0.1:9 [healthy] <b>"

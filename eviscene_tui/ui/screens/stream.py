@@ -36,7 +36,7 @@ from eviscene_tui.ui.actions import bindings
 from eviscene_tui.artifacts.case import CaseBundle
 from eviscene_tui.options import AppOptions
 from eviscene_tui.policy.accumulate import StreamAccumulator
-from eviscene_tui.policy.client import PolicyClient, ServerStatus
+from eviscene_tui.policy.client import PolicyClient
 from eviscene_tui.policy.events import StreamError
 from eviscene_tui.policy.status_line import status_summary
 from eviscene_tui.policy.config import PolicyConfig, policy_config
@@ -165,11 +165,7 @@ class StreamScreen(Screen):
             self.config = policy_config(self.options.settings.policy)
         self._resolve_target()
         ref = self._case_ref()
-        title = Content.from_markup("[b]Teacher continuation[/]  case $case  round $round",
-                                    case=safe_text(ref.get("case_id") or ref.get("case_key") or "?", single_line=True, limit=60),
-                                    round=str(self.round_index) if self.round_index is not None else "current")
-        self.query_one("#stream-title", Static).update(title)
-        self._render_policy(None)
+        self.session.set_case(str(ref.get("case_id") or ref.get("case_key") or "?"), self.round_index)
         # the stats line was first painted (by StreamView.on_mount) before the target was known
         self.query_one(StreamView).set_badge(self.target.label if self.target else "no policy")
         if self.session.given_request:
@@ -183,6 +179,10 @@ class StreamScreen(Screen):
 
     def _show(self, snap: StreamSnapshot) -> None:
         prev, self._shown = self._shown, snap
+        if prev is None or snap.title != prev.title:
+            self._render_title(snap)
+        if prev is None or snap.policy != prev.policy:
+            self._render_policy(snap)
         if prev is None or (snap.message, snap.severity) != (prev.message, prev.severity):
             style = {"error": "$error", "warning": "$warning", "success": "$success"}.get(snap.severity, "$foreground")
             self.query_one("#stream-message", Static).update(Content.from_markup(f"[{style}]$t[/]", t=safe_text(snap.message, limit=2000)))
@@ -200,18 +200,23 @@ class StreamScreen(Screen):
         else:
             self.session.set_target(target, NO_POLICY if target is None else None)
 
-    def _render_policy(self, statuses: list[ServerStatus] | None) -> None:
+    def _render_title(self, snap: StreamSnapshot) -> None:
+        title = Content.from_markup("[b]Teacher continuation[/]  case $case  round $round",
+                                    case=safe_text(snap.title.case, single_line=True, limit=60), round=snap.title.round)
+        self.query_one("#stream-title", Static).update(title)
+
+    def _render_policy(self, snap: StreamSnapshot) -> None:
         w = self.query_one("#stream-policy", Static)
-        if self.target is None:
-            w.update(Content.from_markup("[b $error]no policy[/] $msg", msg=safe_text(self.target_error or "", single_line=True)))
+        p = snap.policy
+        if p.label is None:
+            w.update(Content.from_markup("[b $error]no policy[/] $msg", msg=safe_text(p.error or "", single_line=True)))
             return
-        template = "[b $success]$label[/] $model  $status" if self.target.attested else "[b $warning]$label[/] $model  $status"
-        summary = status_summary(statuses or ())
+        template = "[b $success]$label[/] $model  $status" if p.attested else "[b $warning]$label[/] $model  $status"
         w.update(Content.from_markup(
             template,
-            label=self.target.label.upper(),
-            model=safe_text(self.target.model, single_line=True, limit=60),
-            status=safe_text(summary or ", ".join(self.target.base_urls), single_line=True, limit=300),
+            label=p.label.upper(),
+            model=safe_text(p.model, single_line=True, limit=60),
+            status=safe_text(p.status, single_line=True, limit=300),
         ))
 
     @work(exclusive=True, group="policy-status", exit_on_error=False)
@@ -222,7 +227,7 @@ class StreamScreen(Screen):
                 self.post_message(StatusPolled(statuses))
 
     def on_status_polled(self, message: StatusPolled) -> None:
-        self._render_policy(message.statuses)
+        self.session.set_server_status(status_summary(message.statuses))
 
     # ------------------------------------------------------------------ request
     def _case_ref(self) -> dict[str, Any]:
