@@ -100,8 +100,7 @@ async def _measure(root: Path, failure: int) -> dict[str, object]:
             wake.set()
         return strip
 
-    TokenView.render_line = render_line  # type: ignore[method-assign]
-
+    TokenView.render_line = render_line  # type: ignore[method-assign]  # a test double
     async def until(cond, timeout: float = 120.0) -> None:
         """Wait for ``cond``, woken by each paint (no busy polling competing for the CPU)."""
         end = time.perf_counter() + timeout
@@ -199,7 +198,7 @@ async def _measure(root: Path, failure: int) -> dict[str, object]:
             await until(lambda: "no match" in str(screen.query_one("#tokens-status").render()), 120)
             out["search"] = time.perf_counter() - t0
     finally:
-        TokenView.render_line = real_render_line  # type: ignore[method-assign]
+        TokenView.render_line = real_render_line  # type: ignore[method-assign]  # a test double
     return out
 
 

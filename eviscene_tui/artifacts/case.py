@@ -515,7 +515,8 @@ class RoundBundle(_Loader):
             if site is not None and (site.localization_kind is None or site.semantic_category is None):
                 site = _enrich_from_semantic(site, self.semantic_localization)
             return site
-        except Exception:  # noqa: BLE001
+        except Exception as exc:  # noqa: BLE001 - recorded as a Problem; the round then has no known site
+            self._add(Problem(code=ProblemCode.JSON_INVALID, path=str(self.dir), message=f"failure site: {type(exc).__name__}"))
             return None
 
     def attempt_for_hint(self, hint_index: int) -> AttemptRecord | None:
@@ -569,7 +570,7 @@ class CaseBundle(_Loader):
         self.layout = LAYOUT_UNKNOWN
         try:
             self.layout = self._detect()
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:  # noqa: BLE001 - recorded as a Problem
             self._add(Problem(code=ProblemCode.JSON_INVALID, path=str(root), message=f"layout detection failed: {type(exc).__name__}"))
         if self.layout == LAYOUT_SLATE:
             self._add(
@@ -779,7 +780,7 @@ class CaseBundle(_Loader):
                 raw, _ = read_json(public_path) if _exists(public_path) and self._readable(public_path) else (None, [])
                 if isinstance(raw, dict) and isinstance(raw.get("repair_search"), dict):
                     result, _ = parse_model(FeedbackObject, raw["repair_search"], str(public_path))
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:  # noqa: BLE001 - recorded as a Problem
             self._add(Problem(code=ProblemCode.JSON_INVALID, path=str(self.root / "requests"), message=f"feedback: {type(exc).__name__}"))
         self._feedback[round_index] = result
         return result
@@ -1022,7 +1023,7 @@ class CaseBundle(_Loader):
             else:
                 try:
                     trace, problems = load_trace(path, spool_dir=spool_dir)
-                except Exception as exc:  # noqa: BLE001
+                except Exception as exc:  # noqa: BLE001 - recorded as a Problem
                     trace, problems = None, [Problem(code=ProblemCode.JSON_INVALID, path=str(path), message=f"trace: {type(exc).__name__}")]
                 self._extend(problems)
                 self._trace = (trace, problems)
@@ -1070,7 +1071,8 @@ class CaseBundle(_Loader):
                 if site is not None:
                     return site
             return site_from_attempts(self.attempts) or site_from_candidates(self.candidates)
-        except Exception:  # noqa: BLE001
+        except Exception as exc:  # noqa: BLE001 - recorded as a Problem; the case then has no known site
+            self._add(Problem(code=ProblemCode.JSON_INVALID, path=str(self.root), message=f"failure site: {type(exc).__name__}"))
             return None
 
     # ---------------------------------------------------------------- runtime

@@ -123,13 +123,13 @@ def _grids(value: Any) -> tuple[list[tuple[int, int, int] | None], str | None]:
     if value is None:
         return [], None
     if isinstance(value, (list, tuple)) and len(value) == 3 and all(isinstance(v, int) and not isinstance(v, bool) for v in value):
-        return [tuple(value)], None  # type: ignore[list-item]
+        return [tuple(value)], None  # type: ignore[list-item]  # three ints, checked above
     if isinstance(value, (list, tuple)):
         out: list[tuple[int, int, int] | None] = []
         bad = None
         for row in value:
             if isinstance(row, (list, tuple)) and len(row) == 3 and all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in row):
-                out.append(tuple(row))  # type: ignore[arg-type]
+                out.append(tuple(row))  # type: ignore[arg-type]  # three ints, checked above
             else:
                 out.append(None)
                 bad = "an image_grid_thw row is not three positive integers"

@@ -338,7 +338,7 @@ def _summarize_search(summary: CaseSummary, path: Path) -> None:
 
 
 def _summarize_run(summary: CaseSummary, path: Path) -> None:
-    path = _abs(path)  # type: ignore[assignment]
+    path = _abs(path)  # type: ignore[assignment]  # the same path, made absolute
     summary.status, _, problems = read_manifest_status(path)
     summary.problems.extend(problems)
     summary.rounds = 1

@@ -713,7 +713,7 @@ def _parse_in_chunks(path: Path, *, gz: bool) -> tuple[dict[str, Any], int] | No
                 size = fh.tell()
             else:
                 with gzip.GzipFile(fileobj=fh) as src:
-                    raw = parse_trace_chunked(src, max_bytes=MAX_GZIP_TRACE_BYTES)  # type: ignore[arg-type]
+                    raw = parse_trace_chunked(src, max_bytes=MAX_GZIP_TRACE_BYTES)  # type: ignore[arg-type]  # a GzipFile reads like a binary file
                     size = src.tell()
     except (OSError, EOFError, zlib.error, ValueError, RecursionError, MemoryError):
         return None
@@ -738,7 +738,7 @@ def _index_trace(path: Path, *, gz: bool, spool_dir: Path | None) -> SourceTrace
                 # unnamed where the OS allows (O_TMPFILE): nothing is left behind
                 spool = tempfile.TemporaryFile(dir=spool_dir, prefix="eviscene-trace-", suffix=".json")
                 with gzip.GzipFile(fileobj=fh) as src:
-                    index = index_steps(src, sink=spool, max_bytes=MAX_GZIP_TRACE_BYTES)  # type: ignore[arg-type]
+                    index = index_steps(src, sink=spool, max_bytes=MAX_GZIP_TRACE_BYTES)  # type: ignore[arg-type]  # a GzipFile reads like a binary file
                 spool.flush()
     except (OSError, EOFError, zlib.error, ValueError, RecursionError, MemoryError):
         index = None

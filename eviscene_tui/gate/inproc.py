@@ -745,7 +745,7 @@ class Gate:
             bound.arguments["execute_round"] = gated_execute_round
             return await run_search(*bound.args, **bound.kwargs)
 
-        gated_run_search.__eviscene_gate__ = True  # type: ignore[attr-defined]
+        gated_run_search.__eviscene_gate__ = True  # type: ignore[attr-defined]  # a marker attribute on the wrapper
         module.run_search = gated_run_search
 
     def wrap_runtime(self, module: Any) -> None:
@@ -769,7 +769,7 @@ class Gate:
                 result = await result
             return await gate.hint_gate(adapter, result)
 
-        gated_propose_hints.__eviscene_gate__ = True  # type: ignore[attr-defined]
+        gated_propose_hints.__eviscene_gate__ = True  # type: ignore[attr-defined]  # a marker attribute on the wrapper
         cls.propose_hints = gated_propose_hints
         self.runtime_patched = True
 

@@ -33,7 +33,7 @@ from eviscene_tui.storage import append_line
 try:  # pragma: no cover - POSIX only; Windows has no flock
     import fcntl
 except ImportError:  # pragma: no cover
-    fcntl = None  # type: ignore[assignment]
+    fcntl = None  # type: ignore[assignment]  # Windows has no flock
 
 
 class JournalError(RuntimeError):

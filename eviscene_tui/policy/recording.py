@@ -111,7 +111,8 @@ def save_record(work: WorkDir, record: dict[str, Any], *, stem: str | None = Non
             return work.write_new(target, data)
         except FileExistsError as exc:  # astronomically unlikely: try another random name
             last = exc
-    raise last  # type: ignore[misc]
+    assert last is not None  # the loop ran and every try collided
+    raise last
 
 
 def list_records(work: WorkDir) -> list[Path]:

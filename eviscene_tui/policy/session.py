@@ -23,7 +23,7 @@ from typing import Any, Callable
 
 from eviscene_tui.policy.accumulate import StreamAccumulator
 from eviscene_tui.policy.client import PolicyClient
-from eviscene_tui.policy.events import PolicyEvent, StreamError
+from eviscene_tui.policy.events import ErrorKind, PolicyEvent, StreamError
 from eviscene_tui.policy.profile import PolicyTarget
 from eviscene_tui.policy.recording import build_record, save_record
 from eviscene_tui.policy.request import TeacherRequest, chat_body
@@ -114,14 +114,14 @@ def record_failure(
     target: PolicyTarget,
     *,
     work: WorkDir | None,
-    kind: str,
+    kind: ErrorKind,
     message: str,
     request: TeacherRequest | None = None,
     case_ref: dict[str, Any] | None = None,
 ) -> ContinuationOutcome:
     """Record an attempt that failed before anything was sent (e.g. the request could not be rebuilt)."""
     acc = StreamAccumulator()
-    acc.add(StreamError(kind, message))  # type: ignore[arg-type]
+    acc.add(StreamError(kind, message))
     record = build_record(acc, target=target, request=request, body=None, case_ref=case_ref)
     stem = (case_ref or {}).get("case_id") or (case_ref or {}).get("case_key")
     path, save_error = _save(work, record, stem)

@@ -354,18 +354,18 @@ def decode_batch(datas: list[bytes | object]) -> tuple[list[PolicyEvent], bool]:
     (events, ended): ended is True after ``[DONE]`` (a :class:`Done` is appended) or a
     :class:`StreamError` (the last event); later data is not decoded."""
     events: list[PolicyEvent] = []
-    kind: str | None = None
+    kind: Literal["reasoning", "content"] | None = None
     texts: list[str] = []
     ids: list[int] = []
     loads = orjson.loads
     for data in datas:
         if data is DONE:
             if kind is not None:
-                events.append(Delta(kind, "".join(texts), tuple(ids)))  # type: ignore[arg-type]
+                events.append(Delta(kind, "".join(texts), tuple(ids)))
             events.append(Done())
             return events, True
         try:
-            obj = loads(data)  # type: ignore[arg-type]
+            obj = loads(data)  # type: ignore[arg-type]  # DONE was handled above: data is bytes here
         except orjson.JSONDecodeError:
             obj = None
             fast = None
@@ -375,20 +375,20 @@ def decode_batch(datas: list[bytes | object]) -> tuple[list[PolicyEvent], bool]:
             k, text, tids = fast
             if k != kind:
                 if kind is not None:
-                    events.append(Delta(kind, "".join(texts), tuple(ids)))  # type: ignore[arg-type]
+                    events.append(Delta(kind, "".join(texts), tuple(ids)))
                 kind, texts, ids = k, [], []
             texts.append(text)
             if tids:
                 ids += tids
             continue
         if kind is not None:
-            events.append(Delta(kind, "".join(texts), tuple(ids)))  # type: ignore[arg-type]
+            events.append(Delta(kind, "".join(texts), tuple(ids)))
             kind = None
-        more = decode_data(data) if obj is None else chunk_events(obj, fast=False) if type(obj) is dict and "error" not in obj else chunk_events(obj)  # type: ignore[arg-type]
+        more = decode_data(data) if obj is None else chunk_events(obj, fast=False) if type(obj) is dict and "error" not in obj else chunk_events(obj)  # type: ignore[arg-type]  # obj is None only when data is bytes
         for ev in more:
             events.append(ev)
             if type(ev) is StreamError:
                 return events, True
     if kind is not None:
-        events.append(Delta(kind, "".join(texts), tuple(ids)))  # type: ignore[arg-type]
+        events.append(Delta(kind, "".join(texts), tuple(ids)))
     return events, False

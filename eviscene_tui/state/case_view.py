@@ -382,7 +382,7 @@ def _no_site_doc(bundle: CaseBundle, sl: Any, view: CaseView) -> list[Line]:
     try:
         trace, _ = bundle.trace()
         rejections = protocol_rejections(trace) if trace is not None else None
-    except Exception:  # noqa: BLE001
+    except Exception:  # noqa: BLE001 - shown as "unknown (source trace unavailable)"
         rejections = None
     if rejections is None:
         out.append(L(Seg("  \u2022 protocol rejections: unknown (source trace unavailable)", "dim")))

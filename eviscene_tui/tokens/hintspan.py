@@ -62,7 +62,7 @@ class HintSpan:
 
     @property
     def range(self) -> tuple[int, int] | None:
-        return (self.start, self.end) if self.found else None  # type: ignore[return-value]
+        return (self.start, self.end) if self.found else None  # type: ignore[return-value]  # found implies both ends are set
 
 
 _WS = re.compile(rb"\s+")

@@ -156,7 +156,7 @@ def _recorded_ids(doc: Any) -> tuple[list[int] | None, list[int] | None]:
             completion = completion if completion is not None else inner.get(
                 "completion_token_ids", inner.get("completion_ids", inner.get("token_ids"))
             )
-    ok = lambda v: isinstance(v, list) and all(isinstance(x, int) and not isinstance(x, bool) for x in v)  # noqa: E731
+    ok = lambda v: isinstance(v, list) and all(isinstance(x, int) and not isinstance(x, bool) for x in v)  # noqa: E731 - a one-line check
     return (prompt if ok(prompt) else None), (completion if ok(completion) else None)
 
 

@@ -71,8 +71,8 @@ def _attempt(raw: dict[str, Any]) -> Any:
 
 def synthetic_case(run_dir: Path, *, family: str = "qwen3_5", pads: int = 64, seed: int = 7) -> SyntheticCase:
     rng = random.Random(seed)
-    S = lambda name: tiny.special_id(name, family)  # noqa: E731
-    enc = lambda text: tiny.encode(text, family)  # noqa: E731
+    S = lambda name: tiny.special_id(name, family)  # noqa: E731 - one-line aliases
+    enc = lambda text: tiny.encode(text, family)  # noqa: E731 - one-line aliases
     (run_dir / "media").mkdir(parents=True, exist_ok=True)
     image = _png(64, 32)
     sha = hashlib.sha256(image).hexdigest()
@@ -127,7 +127,7 @@ def synthetic_case(run_dir: Path, *, family: str = "qwen3_5", pads: int = 64, se
 def big_ids(n: int, *, family: str = "qwen3_5", pads: int = 1024, seed: int = 1) -> list[int]:
     """``n`` ids: text tokens with an image (vision_start, pads, vision_end) every ~50k ids."""
     rng = random.Random(seed)
-    S = lambda name: tiny.special_id(name, family)  # noqa: E731
+    S = lambda name: tiny.special_id(name, family)  # noqa: E731 - one-line aliases
     words = tiny.encode(" the image search result is not a match for the claim because the caption date", family)
     out: list[int] = []
     while len(out) < n:

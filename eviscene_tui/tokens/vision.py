@@ -120,11 +120,11 @@ def from_config(config: Mapping[str, Any], basis: str = "config.json") -> Vision
         "video_pad": config.get("video_token_id"),
     }
     if all(isinstance(ids[k], int) for k in ("vision_start", "vision_end", "image_pad")):
-        fam = _family_of_ids(ids)  # type: ignore[arg-type]
+        fam = _family_of_ids(ids)  # type: ignore[arg-type]  # checked int just above
         return VisionIds(
-            vision_start=ids["vision_start"],  # type: ignore[arg-type]
-            vision_end=ids["vision_end"],  # type: ignore[arg-type]
-            image_pad=ids["image_pad"],  # type: ignore[arg-type]
+            vision_start=ids["vision_start"],  # type: ignore[arg-type]  # checked int just above
+            vision_end=ids["vision_end"],  # type: ignore[arg-type]  # checked int just above
+            image_pad=ids["image_pad"],  # type: ignore[arg-type]  # checked int just above
             video_pad=ids["video_pad"] if isinstance(ids["video_pad"], int) else None,
             vision_pad=VISION_FAMILIES[fam]["vision_pad"] if fam else None,
             family=fam,

@@ -243,7 +243,7 @@ def _check_registry() -> None:
     """Ids are unique and every action's section is listed (at import: a typo fails at once)."""
     if len(BY_ID) != len(ACTIONS):
         seen: set[str] = set()
-        dupes = [a.id for a in ACTIONS if a.id in seen or seen.add(a.id)]  # type: ignore[func-returns-value]
+        dupes = [a.id for a in ACTIONS if a.id in seen or seen.add(a.id)]  # type: ignore[func-returns-value]  # set.add returns None: the `or` records the id
         raise ValueError(f"duplicate action ids: {dupes}")
     unknown = sorted({a.scope for a in ACTIONS} - set(SECTIONS))
     if unknown:

@@ -70,15 +70,13 @@ def opened_files() -> Iterator[list[str]]:
         note(path)
         return real_os_open(path, *args, **kwargs)
 
-    builtins.open = fake_open  # type: ignore[assignment]
-    io.open = fake_open  # type: ignore[assignment]
-    os.open = fake_os_open  # type: ignore[assignment]
+    builtins.open = fake_open  # type: ignore[assignment]  # a test double
+    io.open = fake_open  # type: ignore[assignment]  # a test double
+    os.open = fake_os_open  # type: ignore[assignment]  # a test double
     try:
         yield seen
     finally:
-        builtins.open, io.open, os.open = real_open, real_io_open, real_os_open  # type: ignore[assignment]
-
-
+        builtins.open, io.open, os.open = real_open, real_io_open, real_os_open  # type: ignore[assignment]  # a test double
 def test_check_is_the_same_before_and_after_a_move(tmp_path: Path) -> None:
     original = written_tree(tmp_path / "cluster")
     before = build_check_report(original, "sample_runs", workers=1)

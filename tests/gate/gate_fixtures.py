@@ -58,13 +58,13 @@ def start_gate(case: Case, *, resume: bool = False, gate_opts: list[str] | None 
             [*CLI, "gate", *(gate_opts or []), "--", *case.argv(resume=resume, extra=extra)],
             stdout=out, stderr=err, env=ENV, cwd=case.base,
         )
-    proc.log = log  # type: ignore[attr-defined]
+    proc.log = log  # type: ignore[attr-defined]  # the log file rides on the process object
     return proc
 
 
 def output_of(proc: subprocess.Popen) -> tuple[str, str]:
     """(stdout, stderr) of a process started by :func:`start_gate`."""
-    log = proc.log  # type: ignore[attr-defined]
+    log = proc.log  # type: ignore[attr-defined]  # the log file rides on the process object
     return (Path(f"{log}.out").read_text(encoding="utf-8", errors="replace"),
             Path(f"{log}.err").read_text(encoding="utf-8", errors="replace"))
 

@@ -111,7 +111,7 @@ def write_driver_case(out: Path, *, with_site: bool = True) -> Path:
     root = out / "repairs" / KEY
     rdir = root / "rounds" / "round-00"
     rdir.mkdir(parents=True)
-    binding = lambda p: {"path": str(p.resolve()), "sha256": sha256_file(p)}  # noqa: E731
+    binding = lambda p: {"path": str(p.resolve()), "sha256": sha256_file(p)}  # noqa: E731 - a one-line helper
     identity = {
         "version": "ifv-psd-feedback-search-v1",
         "inputs": {

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import math
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from eviscene_tui.tokens import tiny
 from eviscene_tui.tokens.capture import from_policy_capture, logprob_bucket, normalise_topk
 from eviscene_tui.tokens.diff import align, alignment_summary, prompt_diff
@@ -70,9 +73,6 @@ def test_capture_checks_and_buckets():
     assert logprob_bucket(math.log(0.2)) == "low" and logprob_bucket(-5) == "vlow" and logprob_bucket(None) is None
     assert normalise_topk([{"7": 0.2, "3": 0.8}])[0][0].token_id == 3
 
-
-from hypothesis import given, settings  # noqa: E402
-from hypothesis import strategies as st  # noqa: E402
 
 _val = st.recursive(
     st.none() | st.booleans() | st.integers(-3, 10) | st.floats(allow_nan=True) | st.text(max_size=5),

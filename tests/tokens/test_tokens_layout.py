@@ -14,7 +14,7 @@ from eviscene_tui.tokens.vision import from_family, guess_from_ids
 
 
 def _prompt(family: str, runs: list[int]) -> list[int]:
-    S = lambda n: tiny.special_id(n, family)  # noqa: E731
+    S = lambda n: tiny.special_id(n, family)  # noqa: E731 - a one-line alias
     ids = [S("<|im_start|>")] + tiny.encode("user\n", family)
     for n in runs:
         ids += [S("<|vision_start|>")] + [S("<|image_pad|>")] * n + [S("<|vision_end|>")]

@@ -64,7 +64,7 @@ async def test_footer_follows_focus_and_repaints_only_on_change() -> None:
         assert " w Pane key " in _line(app)
         refreshed: list[int] = []
         original = footer.refresh
-        footer.refresh = lambda *a, **k: refreshed.append(1) or original(*a, **k)  # type: ignore[method-assign]
+        footer.refresh = lambda *a, **k: refreshed.append(1) or original(*a, **k)  # type: ignore[method-assign]  # a test double
         app.screen.refresh_bindings()
         await pilot.pause()
         assert refreshed == []  # same keys: no repaint

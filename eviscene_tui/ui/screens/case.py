@@ -113,7 +113,7 @@ class CaseScreen(Screen):
         if not (sidecar_for(self.case_path) / SESSION_FILE).is_file():
             self.notify("this search was not run under the operator gate (eviscene-tui gate)", severity="warning", markup=False)
             return
-        self.app.open_gate(self.case_path)  # type: ignore[attr-defined]
+        self.app.open_gate(self.case_path)  # type: ignore[attr-defined]  # the EvisceneApp's
 
     def __init__(self, ref: Any, options: AppOptions, *, key: str | None = None) -> None:
         super().__init__()
@@ -217,7 +217,7 @@ class CaseScreen(Screen):
             bundle.adopt_trace(known_trace)
         try:
             view = build_case_view(bundle, key=self.key, base=self.options.root)
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:  # noqa: BLE001 - shown as the case's load error
             self.post_message(M.CaseLoadFailed(request, f"{type(exc).__name__}: {exc}"))
             return
         self.post_message(M.CaseLoaded(request, bundle, view))
@@ -313,7 +313,7 @@ class CaseScreen(Screen):
                 self.post_message(M.TraceLoading(request, "decompressing and indexing the gzip source trace (its first open is slower)\u2026"))
             trace, problems = bundle.trace(spool_dir=self.options.workdir / "spool")
             failure_index = failure_index_for(bundle)
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:  # noqa: BLE001 - shown as the trace's load error
             self.post_message(M.TraceFailed(request, f"{type(exc).__name__}: {exc}"))
             return None
         if trace is None:
@@ -390,7 +390,7 @@ class CaseScreen(Screen):
             source = trace.step(failure_index) if failure_index is not None else None
             teacher, label = pick_teacher_step(bundle, failure_index)
             compare = build_compare(source, teacher, source_index=failure_index, teacher_label=label)
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:  # noqa: BLE001 - shown in the Compare tab
             compare = CompareView("source step", "teacher step", [], [], note=f"could not compare: {type(exc).__name__}")
         self.post_message(CompareReady(request, compare))
 
@@ -956,7 +956,7 @@ class CaseScreen(Screen):
         try:
             detail = self.trace.step_detail(index)
             doc = step_detail_doc(detail, failure_index=self.view.failure_index if self.view else None)
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:  # noqa: BLE001 - shown in the step detail
 
             doc = [L(S(f"could not read step {index}: {type(exc).__name__}: {exc}", "bad"))]
         self.post_message(M.StepDetailReady(index, doc))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from functools import partial
+from typing import TYPE_CHECKING, cast
 
 from textual import on
 from textual.app import ComposeResult
@@ -16,7 +17,7 @@ from textual.widgets.option_list import Option
 from eviscene_tui.ui.actions import BY_ID, bindings, effective_keys
 from eviscene_tui.safe_text import safe_text
 from eviscene_tui.state.rows import COLUMNS
-from eviscene_tui.state.runs import FILTERS
+from eviscene_tui.state.runs import FILTERS, RunsStore
 from eviscene_tui.ui.widgets.runs_table import RunsTable
 from eviscene_tui.ui.widgets.key_footer import KeyFooter
 from eviscene_tui.gate.inproc import SESSION_FILE, sidecar_for
@@ -42,6 +43,8 @@ FILTER_SHORT: dict[str, str] = {
 # the "awaiting" (operator gate) filter is on "w" and in the palette, not in the bar
 GATE_REFRESH_INTERVAL = 1.0  # gate markers follow the sidecars' heartbeats (state.gate.gate_marker)
 
+if TYPE_CHECKING:
+    from eviscene_tui.ui.app import EvisceneApp
 
 _POLICY_TEMPLATES = {
     "attested": "[b $success]$label[/] $text",
@@ -109,11 +112,16 @@ class RunsScreen(Screen):
         yield KeyFooter()
 
     @property
-    def store(self):
-        return self.app.store  # type: ignore[attr-defined]
+    def eviscene(self) -> EvisceneApp:
+        """The app, as its own type (this screen runs only inside it)."""
+        return cast("EvisceneApp", self.app)
+
+    @property
+    def store(self) -> RunsStore:
+        return self.eviscene.store
 
     def on_mount(self) -> None:
-        root = safe_text(str(self.app.options.root), single_line=True, limit=120)  # type: ignore[attr-defined]
+        root = safe_text(str(self.eviscene.options.root), single_line=True, limit=120)
         self.query_one("#runs-title", Static).update(Content.from_markup("eviscene-tui  [dim]$root[/]", root=root))
         self._unsubscribe = self.store.subscribe(self._store_changed)
         self.watch(self.app, "policy_status", self._policy_status_changed)
@@ -190,7 +198,7 @@ class RunsScreen(Screen):
         if hidden:
             text += " \u00b7 not shown (narrow terminal): " + ", ".join(c.title for c in hidden)
         if not store.scanning and len(store) == 0:
-            root = safe_text(str(self.app.options.root), single_line=True, limit=80)  # type: ignore[attr-defined]
+            root = safe_text(str(self.eviscene.options.root), single_line=True, limit=80)
             text = f"no PSD cases found under {root} (feedback search roots, run directories or multi-case wrappers)"
         self.query_one("#runs-status", Static).update(Content(text))
 
@@ -244,7 +252,7 @@ class RunsScreen(Screen):
         self.store.set_sort(self.store.sort_key, reverse=not self.store.sort_reverse)
 
     def action_rescan(self) -> None:
-        self.app.start_scan()  # type: ignore[attr-defined]
+        self.eviscene.start_scan()
 
     def sort_by(self, key: str) -> None:
         self.store.set_sort(key, reverse=False)
@@ -255,7 +263,7 @@ class RunsScreen(Screen):
 
     @on(RunsTable.Selected)
     def _open(self, event: RunsTable.Selected) -> None:
-        self.app.open_case(event.row)  # type: ignore[attr-defined]
+        self.eviscene.open_case(event.row)
 
     # -- operator gate ---------------------------------------------------------------------
     def _refresh_gates(self) -> None:
@@ -279,13 +287,13 @@ class RunsScreen(Screen):
     def action_open_gate(self) -> None:
         row = self.query_one(RunsTable).current_row
         path = getattr(row.ref, "path", None) if row is not None else None
-        roots = list(getattr(self.app.options, "gate_roots", ()) or ())  # type: ignore[attr-defined]
+        roots = list(self.eviscene.options.gate_roots)
         if path is not None and (sidecar_for(path) / SESSION_FILE).is_file():
             roots.insert(0, path)
         if not roots:
             self.notify("the highlighted case has no operator gate (run its driver with eviscene-tui gate)", severity="warning", markup=False)
             return
-        self.app.open_gate(roots[0])  # type: ignore[attr-defined]
+        self.eviscene.open_gate(roots[0])
 
     # -- palette ---------------------------------------------------------------------------
     def palette_commands(self) -> list[tuple[str, str, Callable[[], object]]]:

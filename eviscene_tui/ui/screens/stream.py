@@ -407,7 +407,7 @@ class StreamScreen(Screen):
             if note:
                 data.notes.append(note)
             self.post_message(LiveCaptureReady(data))
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:  # noqa: BLE001 - shown as the capture's error
             self.post_message(LiveCaptureReady(None, f"{type(exc).__name__}: {exc}"))
 
     def on_live_capture_ready(self, message: LiveCaptureReady) -> None:

@@ -117,7 +117,7 @@ class TokenScreen(Screen[None]):
 
     def palette_commands(self) -> list[tuple[str, str, Any]]:
         """Commands for the app's palette (the app collects them from the active screen)."""
-        view = lambda: self.query_one("#token-view", TokenView)  # noqa: E731
+        view = lambda: self.query_one("#token-view", TokenView)  # noqa: E731 - a one-line accessor
         return [
             ("tokens: pick a capture", "List every token capture of this case", self.action_pick),
             ("tokens: search", "Search by id (#248056) or by decoded text", lambda: self.action_open_prompt("search")),
@@ -372,7 +372,7 @@ class TokenScreen(Screen[None]):
         if span is None:
             return
         if span.found:
-            a, b = span.range  # type: ignore[misc]
+            a, b = span.range  # type: ignore[misc]  # a found span has a range
             span.texts["hint"] = await decoder.decode_span_async(prompt[a:b][:4096])
         if span.difference is not None:
             d = span.difference

@@ -302,7 +302,7 @@ class GatePanel(Vertical):
         self.run_worker(partial(self._resume_worker, argv), thread=True, group="gate-resume", exit_on_error=False)
 
     def _resume_worker(self, argv: list[str]) -> None:
-        gate_dir = self.session.snapshot().status.gate_dir  # type: ignore[union-attr]
+        gate_dir = self.session.snapshot().status.gate_dir  # type: ignore[union-attr]  # resume is offered only with a known status
         log = gate_dir / f"driver-resume-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}.log"
         try:
             with open(log, "ab") as out:

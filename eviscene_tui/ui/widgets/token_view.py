@@ -377,10 +377,10 @@ class TokenView(ScrollView, can_focus=True):
 
     def _cell_text(self, cell: int) -> tuple[str, str | None, int, int, PadRun | None]:
         """(display text, kind-style, offset, length, run)."""
-        offset, length, run = self.cells.cell(cell)  # type: ignore[union-attr]
+        offset, length, run = self.cells.cell(cell)  # type: ignore[union-attr]  # cells are drawn only once data is set
         if run is not None:
             return run_label(run, self._pad_name(run)), "image", offset, length, run
-        tid = self.data.ids[offset]  # type: ignore[union-attr]
+        tid = self.data.ids[offset]  # type: ignore[union-attr]  # cells are drawn only once data is set
         name = self.token_label(tid)
         if name is not None:
             return name, "special", offset, 1, None
@@ -391,10 +391,10 @@ class TokenView(ScrollView, can_focus=True):
 
     def _flow_text(self, cell: int) -> tuple[str, str | None]:
         """What ``cell`` shows in flowing mode: its decoded text, or a chip."""
-        offset, length, run = self.cells.cell(cell)  # type: ignore[union-attr]
+        offset, length, run = self.cells.cell(cell)  # type: ignore[union-attr]  # cells are drawn only once data is set
         if run is not None:
             return f"[{run_label(run, self._pad_name(run))}]", "image"
-        tid = self.data.ids[offset]  # type: ignore[union-attr]
+        tid = self.data.ids[offset]  # type: ignore[union-attr]  # cells are drawn only once data is set
         name = self.token_label(tid)
         if name is not None:
             return name, "special"
