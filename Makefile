@@ -37,4 +37,4 @@ samples: $(RUN_STAMP)
 	$(PY) -m eviscene_tui.samples sample_runs
 
 clean:
-	rm -rf $(VENV) .pytest_cache .hypothesis
+	rm -rf $(VENV) .pytest_cache .hypothesis .mypy_cache .ruff_cache
