@@ -4,7 +4,8 @@
   ``on_event``) and the view that paints it. ``push`` is cheap (append to pending
   lists); the view's timer ``take``s what arrived since its last flush. The
   worker never touches a widget: it only pushes into this object.
-- :class:`StreamSession`: the stream screen's state — the policy target, the
+- :class:`StreamSession`: the stream screen's state — the case and round (the
+  title), the policy target and its servers' latest status (the policy line), the
   rebuilt request, the hint being edited, the current feed, the last outcome and
   the message — with ``subscribe`` / ``snapshot`` as the other sessions.
 """

@@ -11,7 +11,10 @@ Public API::
     search.reject_attempt("...", checker={...}) / search.approve_attempt() / search.relocalize(step, note)
     search.stop("note") between rounds (paused_execution_error / OperatorStoppedSearch); search.resume()
 
-Pure rules: ``revision_context``, ``revision_rejection``, ``audit_hint``, ``next_stop``.
+Pure rules: ``revision_context``, ``revision_rejection``, ``audit_hint``, ``next_stop``
+(``feedback``, ``audit``) and the search's stage logic (``stages``). ``SupervisedSearch``
+(``search``) coordinates them with the layout writer (``layout``: atomic writes in the
+app's work directory) and the proposal client (``proposer``: the hint constructor's HTTP).
 """
 
 from eviscene_tui.supervised.audit import AUDIT_CODES, audit_hint
