@@ -422,3 +422,39 @@ async def test_title_and_policy_line_are_rendered_from_the_session_snapshot(tmp_
         await wait_until(lambda: "replica 127.0.0.1:9 [healthy] <b>" in str(policy.render()), pilot=pilot)
         await wait_until(lambda: "case case [b]7[/b]  round 3" in str(title.render()), pilot=pilot)
         assert screen.session.snapshot().policy.status == "replica 127.0.0.1:9 [healthy] <b>"
+
+
+@pytest.mark.skipif(not (REPO / "sample_runs" / "hostile-strings").is_dir(), reason="sample_runs not generated")
+async def test_a_hostile_run_hint_is_shown_sanitised_in_the_hint_box_and_sent_as_recorded(tmp_path):
+    """The hostile-strings sample's hint holds an OSC title sequence, BEL and a bidi
+    override: the editor shows visible placeholders, never the raw characters, and
+    the request keeps the recorded hint until the operator edits it."""
+    from textual.geometry import Region
+
+    from eviscene_tui.artifacts.case import load_case
+    from eviscene_tui.samples import copy_case
+    from eviscene_tui.ui.widgets.untrusted_edit import UntrustedTextArea
+
+    case = load_case(copy_case(REPO / "sample_runs", "hostile-strings", tmp_path / "runs"))
+    screen = StreamScreen(case, _options(tmp_path, None), config=PolicyConfig(status_interval=5))
+    raw_chars = ("\x1b", "\x07", "\u202e")
+    async with ScreenHarness(screen).run_test(size=(120, 40)) as pilot:
+        box = screen.query_one("#hint", UntrustedTextArea)
+        await wait_until(lambda: screen.session.hint, pilot=pilot, what="the run's hint in the session")
+        raw = screen.session.hint
+        assert any(c in raw for c in raw_chars), "the sample's hint should be hostile"
+        await wait_until(lambda: box.text, pilot=pilot, what="the hint in the box")
+        await pilot.pause()
+        assert not any(c in box.text for c in raw_chars)
+        assert "\u241b" in box.text  # ESC as a visible picture
+        rendered = "".join(seg.text for strip in box.render_lines(Region(0, 0, box.size.width, box.size.height)) for seg in strip)
+        assert not any(c in rendered for c in raw_chars)
+        assert not any(c in screen_text(pilot.app) for c in raw_chars)
+        # unedited: the recorded hint is what is sent
+        assert box.value == raw and screen.session.hint == raw
+        req = screen.current_request()
+        assert req is not None and req.hint is not None and "\x1b" in req.hint
+        # edited: the typed text is sent
+        box.move_cursor(box.document.end)
+        await pilot.press(*" ok")
+        assert screen.session.hint == box.text and box.text.endswith(" ok") and "\x1b" not in screen.session.hint

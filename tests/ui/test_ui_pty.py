@@ -174,3 +174,32 @@ def test_hostile_strings_never_reach_the_terminal_raw(tmp_path_factory, tmp_path
     assert b"PWNED-TITLE" in output
     for raw in (b"\x1b]0;PWNED", b"\x1b]52;", b"\x1b[2JC", b"\x1b]0;DIRNAME", "\u202e".encode(), "\u2066".encode(), b"\x07I", "\x9b".encode()):
         assert raw not in output, f"raw {raw!r} reached the terminal"
+
+
+def test_the_stream_screen_writes_a_hostile_run_hint_sanitised(tmp_path: Path) -> None:
+    """The hostile-strings sample's hint carries ``ESC ] 0 ; hint BEL`` (a terminal
+    title) and a bidi override; the stream screen's hint editor shows them as
+    placeholders, so neither reaches the terminal."""
+    from eviscene_tui.samples import copy_case
+
+    sample = Path(__file__).resolve().parents[2] / "sample_runs"
+    if not (sample / "hostile-strings").is_dir():
+        import pytest
+
+        pytest.skip("sample_runs not generated")
+    root = tmp_path / "runs"
+    copy_case(sample, "hostile-strings", root)
+    script: list[tuple[bytes | None, bytes]] = [
+        (b"hostile", b"\r"),
+        (b"Next policy", b"t"),
+        (b"repair hint", b"\x1b"),
+        (b"Next policy", b"\x1b"),
+        (b"hostile", b"q"),
+        (None, b"\x11"),
+    ]
+    output, status = run_in_pty(["-m", "eviscene_tui", str(root), "--workdir", str(tmp_path / "work")], script)
+    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, output[-2000:]
+    visible = _visible(output)
+    assert b"repair hint" in visible and "\u241b]0;hint\u2407".encode() in visible  # the hint was shown, sanitised
+    for raw in (b"\x1b]0;hint", b"hint\x07", "\u202e".encode(), "\u2028".encode(), "\x85".encode()):
+        assert raw not in output, f"raw {raw!r} reached the terminal"

@@ -605,6 +605,10 @@ class CaseScreen(Screen):
     def _mount_panels(self) -> None:
         if self._panels_mounted:
             return
+        if not all(pane.is_attached for pane in self.query(TabPane)):
+            # the tab panes are not in the DOM yet (a fast case under load): try after the next refresh
+            self.call_after_refresh(self._mount_panels)
+            return
         self._panels_mounted = True
         bodies = {
             "localization": VerticalScroll(

@@ -24,6 +24,7 @@ from textual.widgets.option_list import Option
 
 from eviscene_tui.safe_text import safe_text
 from eviscene_tui.ui.actions import bindings
+from eviscene_tui.ui.widgets.untrusted_edit import UntrustedTextArea
 
 TRI_VALUES = ("unset", "true", "false")
 Validator = Callable[[dict[str, Any]], "str | None"]
@@ -133,7 +134,8 @@ class FormScreen(ModalScreen["dict[str, Any] | None"]):
                 yield Input(placeholder=placeholder, id=f"f-{name}")
             if self.editor:
                 yield Static(self.editor + " (Enter types a new line)", markup=False)
-                yield TextArea(self.editor_text, id="f-editor", soft_wrap=True)
+                # the prefill (a locked hint) comes from the run: shown sanitised
+                yield UntrustedTextArea(self.editor_text, id="f-editor", soft_wrap=True)
             if self.checker:
                 yield Static("checker values (unset = not judged)", markup=False)
                 for name in self.checker:
@@ -157,7 +159,7 @@ class FormScreen(ModalScreen["dict[str, Any] | None"]):
     def values(self) -> dict[str, Any]:
         out: dict[str, Any] = {name: self.query_one(f"#f-{name}", Input).value for name, _, _ in self.fields}
         if self.editor:
-            out["editor"] = self.query_one("#f-editor", TextArea).text
+            out["editor"] = self.query_one("#f-editor", UntrustedTextArea).value
         if self.checker:
             checker = {}
             for name in self.checker:

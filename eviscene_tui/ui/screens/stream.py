@@ -45,6 +45,7 @@ from eviscene_tui.policy.request import RequestUnavailable, TeacherRequest, chat
 from eviscene_tui.safe_text import safe_text
 from eviscene_tui.state.stream_session import LiveFeed, StreamSession, StreamSnapshot
 from eviscene_tui.storage import WorkDir
+from eviscene_tui.ui.widgets.untrusted_edit import UntrustedTextArea
 from eviscene_tui.ui.widgets.stream_view import StreamView, TextPane
 from eviscene_tui.ui.messages import LiveCaptureReady, RequestReady, StatusPolled, StreamEnded
 from eviscene_tui.ui.widgets.key_footer import KeyFooter
@@ -152,7 +153,8 @@ class StreamScreen(Screen):
         yield Static("", id="stream-title", markup=False)
         yield Static("", id="stream-policy", markup=False)
         yield TextPane("request (images as placeholders)", id="request-pane")
-        hint = TextArea(self.session.hint, id="hint", soft_wrap=True, tab_behavior="focus")
+        # the hint comes from the run: shown sanitised, sent as recorded unless edited
+        hint = UntrustedTextArea(self.session.hint, id="hint", soft_wrap=True, tab_behavior="focus")
         hint.border_title = "repair hint (Enter: new line · ctrl+s sends)"
         yield hint
         yield Static("", id="stream-message", markup=False)
@@ -186,9 +188,9 @@ class StreamScreen(Screen):
         if prev is None or (snap.message, snap.severity) != (prev.message, prev.severity):
             style = {"error": "$error", "warning": "$warning", "success": "$success"}.get(snap.severity, "$foreground")
             self.query_one("#stream-message", Static).update(Content.from_markup(f"[{style}]$t[/]", t=safe_text(snap.message, limit=2000)))
-        hint = self.query_one("#hint", TextArea)
-        if snap.hint != hint.text:
-            hint.text = snap.hint  # a prefill (the run's hint); typing changes the session, not the reverse
+        hint = self.query_one("#hint", UntrustedTextArea)
+        if snap.hint != hint.value:
+            hint.set_untrusted(snap.hint)  # a prefill (the run's hint); typing changes the session, not the reverse
 
     # ------------------------------------------------------------------ policy target / status
     def _resolve_target(self) -> None:
@@ -285,7 +287,7 @@ class StreamScreen(Screen):
 
     @on(TextArea.Changed, "#hint")
     def _hint_changed(self, event: TextArea.Changed) -> None:
-        self.session.set_hint(event.text_area.text)
+        self.session.set_hint(self.query_one("#hint", UntrustedTextArea).value)
         if self._preview_timer is not None:
             self._preview_timer.stop()
         self._preview_timer = self.set_timer(0.25, self._refresh_preview)
