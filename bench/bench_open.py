@@ -57,7 +57,8 @@ def send_key(app, key):
     # a key as the terminal driver delivers it (Pilot.press waits for the process to be
     # idle after each key, up to 1 s, which it never is while a background fill runs)
     from textual import events
-    event = events.Key(key, None)
+    char = " " if key == "space" else (key if len(key) == 1 else ("/" if key == "slash" else None))
+    event = events.Key(key, char)
     event.set_sender(app)
     app._driver.send_message(event)
 
@@ -142,9 +143,11 @@ async def main():
         await pilot.pause(0.3)
         out["rss_filled_kb"] = peak_rss_kb()
         # search: "/" and the phrase, until the status line answers (includes the 0.12 s typing pause)
-        await pilot.press("slash")
+        send_key(app, "slash")
+        await until(lambda: screen.query_one("#trace-search").has_focus)
         for ch in sys.argv[4]:
-            await pilot.press("space" if ch == " " else ch)
+            send_key(app, "space" if ch == " " else ch)
+        await until(lambda: screen.query_one("#trace-search").value == sys.argv[4])
         t = time.perf_counter()
         await until(lambda: (screen._search_status or "").startswith("no step contains"), timeout=120)
         out["search_keys_s"] = time.perf_counter() - t

@@ -251,7 +251,7 @@ class CaseScreen(Screen):
             if n % 16 == 0 and worker.is_cancelled:
                 return False
             # what the operator waits for (rows on screen, a step's detail) goes first
-            self._fill_gate.wait(1.0)
+            self._fill_gate.wait(0.25)
             if corpus is not None:
                 # an indexed trace: every step fully parsed once here (which verifies its
                 # range); its brief is the reference for a row built from a cut parse
@@ -963,6 +963,8 @@ class CaseScreen(Screen):
         except Exception as exc:  # noqa: BLE001 - shown in the step detail
 
             doc = [L(S(f"could not read step {index}: {type(exc).__name__}: {exc}", "bad"))]
+        finally:
+            self._fill_gate.set()
         self.post_message(M.StepDetailReady(index, doc))
 
     @on(M.StepDetailReady)
@@ -970,7 +972,6 @@ class CaseScreen(Screen):
         index = message.index
         self.app.push_screen(StepDetailScreen(index, message.detail, self.revealed),
                              callback=lambda result: self._open_tokens(f"step:{index}") if result == "tokens" else None)
-        self.app.call_after_refresh(self._fill_gate.set)  # the background fill resumes once it is painted
 
     def action_toggle_reveal(self) -> None:
         self.revealed = not self.revealed
