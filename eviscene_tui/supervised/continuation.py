@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from eviscene_tui.policy.accumulate import StreamAccumulator
-from eviscene_tui.policy.casefile import observed_hint_template
+from eviscene_tui.policy.casefile import case_ref, observed_hint_template
 from eviscene_tui.policy.client import PolicyClient
 from eviscene_tui.policy.config import PolicyConfig, policy_config
 from eviscene_tui.policy.events import PolicyEvent
@@ -179,9 +179,14 @@ class PolicyContinuationRunner:
         if req is None:
             return ContinuationOutcome(status="failed", error=why_not, error_type="request", topk=self.topk)
         acc = StreamAccumulator()
-        case_ref = {"case_key": f"supervised-round-{job.round_index:02d}"}
+        # the record names its case as the stream screen's records do (the token inspector
+        # lists a case's recorded captures by it), and says it is a supervised round's
+        ref: dict[str, Any] = (
+            case_ref(job.case, job.round_index) if job.case is not None else {"case_id": None, "case_key": None, "round_index": job.round_index}
+        )
+        ref["origin"] = "supervised"
         async with PolicyClient(self.target, self.config) as client:
-            result = await run_continuation(client, req, work=self.work, case_ref=case_ref, on_event=job.on_event, accumulator=acc)
+            result = await run_continuation(client, req, work=self.work, case_ref=ref, on_event=job.on_event, accumulator=acc)
             body = chat_body(req, self.config, model=self.target.model)
         out = outcome_from_accumulator(acc, topk=self.topk)
         out.request = redact_images(body, req.images)

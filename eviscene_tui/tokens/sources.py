@@ -139,7 +139,13 @@ def enumerate_captures(case: Any, *, workdir: str | os.PathLike[str] | None = No
                 refs.append(CaptureRef(key, f"round {rnd}{hint_no}: {FIELD_LABELS[field]}", "attempt", n))
     if workdir is not None:
         root = getattr(case, "root", None)
-        refs.extend(recorded_captures(workdir, case_root=str(root) if root is not None else None))
+        case_id = getattr(case, "case_id", None)
+        refs.extend(recorded_captures(
+            workdir,
+            case_root=str(root) if root is not None else None,
+            case_id=case_id if isinstance(case_id, str) else None,
+            case_key=Path(root).name if root is not None else None,
+        ))
     return refs
 
 
@@ -160,17 +166,41 @@ def _recorded_ids(doc: Any) -> tuple[list[int] | None, list[int] | None]:
     return (prompt if ok(prompt) else None), (completion if ok(completion) else None)
 
 
-def _record_case_root(doc: Any) -> str | None:
+def _record_case(doc: Any) -> Mapping[str, Any]:
     case = doc.get("case") if isinstance(doc, Mapping) else None
-    value = case.get("case_root") if isinstance(case, Mapping) else None
+    return case if isinstance(case, Mapping) else {}
+
+
+def _text(value: Any) -> str | None:
     return value if isinstance(value, str) and value else None
 
 
-def recorded_captures(workdir: str | os.PathLike[str], *, case_root: str | None = None) -> list[CaptureRef]:
+def record_is_of_case(doc: Any, *, case_root: str, case_id: str | None = None, case_key: str | None = None) -> bool:
+    """Whether a recorded continuation names this case. Its recorded ``case_root`` is the
+    case's root; or, once the tree was moved (the recorded root is no longer a folder),
+    both its ``case_id`` and ``case_key`` (the case folder's name) are this case's. A record
+    that names no case belongs to none: it is never shown as another case's capture."""
+    ref = _record_case(doc)
+    other = _text(ref.get("case_root"))
+    if other is not None and os.path.normpath(other) == os.path.normpath(case_root):
+        return True
+    if other is not None and os.path.isdir(other):
+        return False  # another case that still exists where it was recorded
+    rid, rkey = _text(ref.get("case_id")), _text(ref.get("case_key"))
+    return rid is not None and rkey is not None and rid == case_id and rkey == case_key
+
+
+def recorded_captures(
+    workdir: str | os.PathLike[str],
+    *,
+    case_root: str | None = None,
+    case_id: str | None = None,
+    case_key: str | None = None,
+) -> list[CaptureRef]:
     """Continuations the app recorded in its work directory (never the evidence root).
 
-    With ``case_root``, records that name another case (``case.case_root``) are left out;
-    records without case information are kept.
+    With ``case_root``, only the records of that case (:func:`record_is_of_case`);
+    without, every record.
     """
     root = Path(workdir)
     refs: list[CaptureRef] = []
@@ -192,8 +222,7 @@ def recorded_captures(workdir: str | os.PathLike[str], *, case_root: str | None 
             prompt, completion = _recorded_ids(doc)
             if prompt is None and completion is None:
                 continue
-            other = _record_case_root(doc)
-            if case_root is not None and other is not None and os.path.normpath(other) != os.path.normpath(case_root):
+            if case_root is not None and not record_is_of_case(doc, case_root=case_root, case_id=case_id, case_key=case_key):
                 continue
             seen += 1
             rel = path.relative_to(root).as_posix()

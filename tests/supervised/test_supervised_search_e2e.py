@@ -7,6 +7,7 @@ reject (round-00) -> relocalize (round-01, as the verdict) -> approve (round-02,
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import orjson
 import pytest
@@ -113,6 +114,10 @@ async def test_supervised_search_reject_relocalize_approve(tmp_path):
         assert outcome.completion_token_ids and outcome.prompt_token_ids
         assert len(events) > 5  # streamed
         assert outcome.record_path and str(workdir) in outcome.record_path  # the policy recorder kept the attempt too
+        # the record names its case as the stream screen's do, so the token inspector lists it for this case only
+        rec_case = json.loads(Path(outcome.record_path).read_text())["case"]
+        assert rec_case["case_id"] == case.case_id and rec_case["case_key"] == droot.name
+        assert rec_case["case_root"] == str(droot) and rec_case["round_index"] == 0 and rec_case["origin"] == "supervised"
         assert search.draft.stage == "verdict"
         search.reject_attempt("kept repeating the same search", checker=CHECK0)
         assert search.status == "searching"

@@ -21,7 +21,7 @@ def case(tmp_path: Path):
 def test_enumerate(case, tmp_path: Path):
     wd = tmp_path / "wd"
     (wd / "streams").mkdir(parents=True)
-    (wd / "streams" / "c1.json").write_bytes(orjson.dumps({"status": "complete", "prompt_token_ids": [1, 2], "completion_token_ids": [3], "usage": {"completion_tokens": 2}}))
+    (wd / "streams" / "c1.json").write_bytes(orjson.dumps({"status": "complete", "case": {"case_root": str(case.root)}, "prompt_token_ids": [1, 2], "completion_token_ids": [3], "usage": {"completion_tokens": 2}}))
     (wd / "streams" / "other.json").write_bytes(b'{"no": "ids"}')
     refs = enumerate_captures(case, workdir=wd)
     keys = [r.key for r in refs]
@@ -112,6 +112,34 @@ def test_with_sample_generator(tmp_path: Path):
             assert len(data.ids) == ref.size
             found += 1
     assert found > 10
+
+
+def test_each_case_lists_only_the_recorded_continuations_that_name_it(tmp_path: Path) -> None:
+    """A record that names no case, or another case, is not a capture of this case; a
+    record of this case still is once the tree (and the work dir) were moved."""
+    from eviscene_tui.tokens.sources import recorded_captures
+
+    a, b = synthetic_case(tmp_path / "tree" / "case-a"), synthetic_case(tmp_path / "tree" / "case-b")
+    a.case_id = b.case_id = "case-flood-0001"  # one source case, two copies: the folder tells them apart
+    wd = tmp_path / "wd" / "continuations"
+    wd.mkdir(parents=True)
+    ids = {"status": "complete", "prompt_token_ids": [1, 2], "completion_token_ids": [3]}
+    docs = {
+        "of-a.json": {"case": {"case_id": a.case_id, "case_key": "case-a", "case_root": str(a.root)}},
+        "of-b.json": {"case": {"case_id": b.case_id, "case_key": "case-b", "case_root": str(b.root)}},
+        "no-case.json": {"case": {"case_key": "supervised-round-01"}},
+        "moved-a.json": {"case": {"case_id": a.case_id, "case_key": "case-a", "case_root": "/data/eviscene/gone/case-a"}},
+        "moved-other.json": {"case": {"case_id": a.case_id, "case_key": "case-z", "case_root": "/data/eviscene/gone/case-z"}},
+    }
+    for name, doc in docs.items():
+        (wd / name).write_bytes(orjson.dumps({**ids, **doc}))
+
+    def listed(case) -> list[str]:
+        return sorted(r.key.rsplit("/", 1)[-1] for r in enumerate_captures(case, workdir=wd.parent) if r.group == "recorded")
+
+    assert listed(a) == ["moved-a.json", "of-a.json"]
+    assert listed(b) == ["of-b.json"]
+    assert len(recorded_captures(wd.parent)) == 5  # no case asked: every record
 
 
 async def test_recorded_continuation_from_policy_recorder(tmp_path: Path, case):
