@@ -65,7 +65,7 @@ def add_app_arguments(parser: argparse.ArgumentParser) -> None:
     add_path_map_argument(parser)
     parser.add_argument("--poll", action="store_true", help="use a polling file watcher (network filesystems)")
     parser.add_argument("--operator", help="operator name recorded with decisions")
-    parser.add_argument("--workdir", help="the app's own directory (default: <root>.eviscene-tui beside the root)")
+    parser.add_argument("--workdir", help="the app's own directory (default: <tree>.eviscene-tui beside the tree holding the root)")
     parser.add_argument("--policy-profile", help="serving profile (ifv-qwen-serving-profile-v1) of the policy server")
     parser.add_argument("--policy-url", help="policy base URL for an unattested session")
     parser.add_argument("--policy-model", help="served model name for an unattested session")

@@ -9,7 +9,7 @@ from typing import Any
 
 from eviscene_tui.artifacts.paths import PathMap
 from eviscene_tui.settings import Settings, load_settings
-from eviscene_tui.storage import WorkDir, default_workdir
+from eviscene_tui.storage import WorkDir, default_workdir, runs_tree_root
 
 
 @dataclass(frozen=True)
@@ -32,6 +32,15 @@ class AppOptions:
     gate_roots: tuple[Path, ...] = ()
     #: ``--path-map OLD=NEW`` values (they come before the config file's ``[paths] map``)
     path_map_args: tuple[str, ...] = ()
+    #: the tree that holds ``root`` (``storage.runs_tree_root``): case keys, journal targets and
+    #: supervised keys are relative to it, so a case opened on its own shares them with its
+    #: tree in the shared work directory; None = ``root``
+    base: Path | None = None
+
+    @property
+    def key_root(self) -> Path:
+        """What case keys (runs rows, journal targets, supervised searches) are relative to."""
+        return self.base if self.base is not None else self.root
 
     @property
     def path_map(self) -> PathMap:
@@ -49,9 +58,11 @@ class AppOptions:
             return getattr(args, name, None)
 
         workdir = Path(get("workdir")) if get("workdir") else default_workdir(root)
+        tree = runs_tree_root(root)
         return cls(
             root=Path(root),
             workdir=workdir,
+            base=None if tree == Path(root).resolve() else tree,
             theme=get("theme"),
             poll=bool(get("poll")),
             operator=get("operator") or os.environ.get("USER") or "operator",

@@ -10,6 +10,9 @@ A *case* is one of:
 - each ``repairs/<key>/`` of a multi-case wrapper (``repairs/`` next to
   ``case-inputs/``, ``progress.json`` or ``inputs.json``), whatever it holds yet.
 
+The tool's own folders (``*.eviscene-tui`` work directories, ``*.eviscene-gate``
+gate sidecars) are never cases and are not descended into.
+
 Round directories (``rounds/round-NN``) belong to their search root and are not
 cases. Discovery never descends into a case, reads at most one small
 ``manifest.json`` per directory, never follows a symlink out of the root, and
@@ -65,6 +68,14 @@ RUN_ONLY_FILES = frozenset(
 RUN_ONLY_DIRS = frozenset({"continuations", "episodes", "judge-cache"})  # not "runtime": too generic a name
 MAX_MANIFEST_PROBE = 4 << 20  # a manifest larger than this is not read during discovery
 MAX_DEPTH = 64
+#: the app's own work directories (``<root>.eviscene-tui``) and the operator gate's
+#: sidecars (``<root>.eviscene-gate``): written by this tool, never evidence, never cases
+TOOL_DIR_SUFFIXES = (".eviscene-tui", ".eviscene-gate")
+
+
+def is_tool_dir(name: str) -> bool:
+    """True for a folder this tool writes (a work directory or a gate sidecar)."""
+    return name.endswith(TOOL_DIR_SUFFIXES)
 
 
 class Layout(StrEnum):
@@ -216,7 +227,7 @@ def discover_cases(root: Path, problems: list[Problem] | None = None) -> Iterato
             continue
         children: list[Path] = []
         for name in dirs:
-            if name.startswith("."):
+            if name.startswith(".") or is_tool_dir(name):
                 continue
             child = path / name
             if not _within_root(child, real_root, sink):
@@ -257,7 +268,7 @@ def _wrapper_cases(wrapper: Path, sink: list[Problem]) -> Iterator[CaseRef]:
         sink.append(Problem(code=ProblemCode.MISSING_ARTIFACT, path=str(repairs), message=f"cannot read directory: {exc.strerror or exc}"))
         return
     for entry in entries:
-        if entry.name.startswith("."):
+        if entry.name.startswith(".") or is_tool_dir(entry.name):
             continue
         try:
             if not entry.is_dir():

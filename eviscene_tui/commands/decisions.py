@@ -31,7 +31,7 @@ import orjson
 from eviscene_tui.journal import fold, journals_in_workdir, parse_journal_bytes, stale_paths, verify_chain
 from eviscene_tui.journal.paths import JOURNAL_DIR, REVIEW_JOURNAL, SUPERVISED_DIR, SUPERVISED_SUFFIX, supervised_journal_for_root
 from eviscene_tui.safe_text import safe_text
-from eviscene_tui.storage import default_workdir
+from eviscene_tui.storage import default_workdir, workdir_beside
 
 
 ROW_FIELDS = (
@@ -97,7 +97,7 @@ def find_journals(path: Path, workdir: Path | None = None) -> tuple[list[Path], 
     # opened folder: the work directory of the nearest enclosing folder that has one
     resolved = path.resolve()
     for candidate in (resolved, *resolved.parents):
-        found = journals_in_workdir(default_workdir(candidate))
+        found = journals_in_workdir(workdir_beside(candidate))
         if found:
             return found + gate, candidate
     return gate, resolved

@@ -40,7 +40,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--policy-profile", help="serving profile (ifv-qwen-serving-profile-v1): attested session")
     parser.add_argument("--policy-url", help="policy base URL for an unattested session (with --policy-model)")
     parser.add_argument("--policy-model", help="served model name for an unattested session")
-    parser.add_argument("--workdir", help="where records go (default: <root>.eviscene-tui beside the case)")
+    parser.add_argument("--workdir", help="where records go (default: the work directory of the tree holding the case, <tree>.eviscene-tui)")
     parser.add_argument("--config", help="config file ([policy] table: timeouts, temperature, logprobs, hint_placement, api_key)")
     parser.add_argument("--hint-placement", choices=HINT_PLACEMENTS, help="override the configured hint placement (as_run: as the run's own hinted requests show; the default)")
     parser.add_argument("--read-timeout", type=float, help="seconds to wait for the first token (prefill)")

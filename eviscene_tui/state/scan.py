@@ -185,12 +185,14 @@ def scan_rows(
     *,
     cancelled: Callable[[], bool] = lambda: False,
     problems: list[Any] | None = None,
+    base: Path | None = None,
 ) -> Iterator[CaseRow]:
-    """Discover and summarise every case under ``root``, one row at a time."""
+    """Discover and summarise every case under ``root``, one row at a time; row keys are
+    relative to ``base`` (default ``root``)."""
     for ref in discover_cases(root, problems):
         if cancelled():
             return
-        yield build_row(ref, root, transient, initial=True)
+        yield build_row(ref, base if base is not None else root, transient, initial=True)
 
 
 def batched(rows: Iterable[CaseRow], *, first: int = 20, size: int = 500, interval: float = 0.2) -> Iterator[list[CaseRow]]:

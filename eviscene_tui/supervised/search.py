@@ -176,10 +176,10 @@ class SupervisedSearch:
     ) -> SupervisedSearch:
         """Start from a ``CaseBundle`` and the app's ``AppOptions``.
 
-        ``label`` defaults to the case path relative to ``options.root``; budgets come
+        ``label`` defaults to the case path relative to ``options.key_root``; budgets come
         from the ``[supervised]`` table of the config file (driver defaults otherwise)."""
         if label is None:
-            rel = os.path.relpath(os.path.abspath(case.root), os.path.abspath(options.root))
+            rel = os.path.relpath(os.path.abspath(case.root), os.path.abspath(options.key_root))
             label = rel if not rel.startswith("..") else str(case.root)
         inputs = inputs_from_case(case, label=label, source_step_index=source_step_index)
         settings = settings or SearchSettings(

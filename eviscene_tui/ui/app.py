@@ -155,7 +155,7 @@ class EvisceneApp(App[int]):
         problems: list[Any] = []
         started = time.perf_counter()
         done = 0
-        rows = scan_rows(root, self.transient, cancelled=lambda: worker.is_cancelled, problems=problems)
+        rows = scan_rows(root, self.transient, cancelled=lambda: worker.is_cancelled, problems=problems, base=self.options.key_root)
         for batch in batched(rows):
             if worker.is_cancelled:
                 return
@@ -260,7 +260,7 @@ class EvisceneApp(App[int]):
     def check_integrity(self, scan_id: int, items: list[tuple[str, CaseRef]]) -> None:
         worker = get_current_worker()
         started = time.perf_counter()
-        base = os.path.abspath(self.options.root)
+        base = os.path.abspath(self.options.key_root)
         done = 0
         pending: list[CheckResult] = []
         last_post = time.monotonic()
@@ -402,12 +402,12 @@ class EvisceneApp(App[int]):
             if not os.path.isdir(ref.path):
                 removed.append(key)
                 continue
-            rows.append(build_row(ref, root, self.transient, full=True, path_map=self.options.path_map))
+            rows.append(build_row(ref, self.options.key_root, self.transient, full=True, path_map=self.options.path_map))
         for top in unknown_tops:
             if not os.path.isdir(top):
                 continue
             for ref in discover_cases(Path(top)):
-                row = build_row(ref, root, self.transient, full=True, path_map=self.options.path_map)
+                row = build_row(ref, self.options.key_root, self.transient, full=True, path_map=self.options.path_map)
                 if self.store.get(row.key) is None or row.key not in known:
                     rows.append(row)
         if removed:

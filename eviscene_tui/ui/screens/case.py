@@ -216,7 +216,7 @@ class CaseScreen(Screen):
         else:
             bundle.adopt_trace(known_trace)
         try:
-            view = build_case_view(bundle, key=self.key, base=self.options.root)
+            view = build_case_view(bundle, key=self.key, base=self.options.key_root)
         except Exception as exc:  # noqa: BLE001 - shown as the case's load error
             self.post_message(M.CaseLoadFailed(request, f"{type(exc).__name__}: {exc}"))
             return
@@ -466,14 +466,14 @@ class CaseScreen(Screen):
         ref = self.ref if isinstance(self.ref, CaseRef) else CaseRef(path=self.case_path, layout=layout)
         try:
             checked: list[Any] = []
-            _summary, problems = checked_case(ref, self.options.root, path_map=self.options.path_map, provenance=checked)
+            _summary, problems = checked_case(ref, self.options.key_root, path_map=self.options.path_map, provenance=checked)
         except (OSError, ValueError) as exc:
             self.post_message(IntegrityReady(request, [("error", str(self.case_path), f"integrity check failed: {type(exc).__name__}: {exc}")]))
             return
         rows, in_case = [], []
         for p in problems:
             code, message = str(p.code), safe_text(p.message, single_line=True, limit=500)
-            rows.append((code, safe_text(_relpath(p.path, self.options.root), single_line=True), message))
+            rows.append((code, safe_text(_relpath(p.path, self.options.key_root), single_line=True), message))
             in_case.append((code, safe_text(_relpath(p.path, self.case_path), single_line=True), message))
 
         shown = self.view.provenance if self.view is not None else []
@@ -1011,10 +1011,10 @@ class CaseScreen(Screen):
     @work(thread=True, exclusive=True, group="case-label", exit_on_error=False)
     def _write_label(self, label: str, reason: str) -> None:
         try:
-            evidence = [p for p in (os.path.join(self.key, "manifest.json"),) if os.path.isfile(os.path.join(self.options.root, p))]
+            evidence = [p for p in (os.path.join(self.key, "manifest.json"),) if os.path.isfile(os.path.join(self.options.key_root, p))]
             journal = open_review_journal(self.options.workdir, operator=self.options.operator)
             try:
-                add_triage_label(journal, self.key, label, reason, root=self.options.root, evidence=evidence)
+                add_triage_label(journal, self.key, label, reason, root=self.options.key_root, evidence=evidence)
             finally:
                 journal.close()
         except Exception as exc:  # noqa: BLE001 - shown, never crashes

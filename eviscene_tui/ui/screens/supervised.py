@@ -302,7 +302,7 @@ class SupervisedScreen(Screen[None]):
         self.query_one("#sup-stream", StreamView).set_badge(badge)
 
     def _label(self) -> str:
-        root, base = self.case.root, self.options.root
+        root, base = self.case.root, self.options.key_root
         try:
             rel = os.path.relpath(os.path.abspath(root), os.path.abspath(base))
         except ValueError:
