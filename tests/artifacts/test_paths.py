@@ -150,8 +150,11 @@ def _inject(root: Path, slot: str, value: str) -> None:
             payload["rounds"][0]["files"][value] = "0" * 64
         elif slot == "trace":
             ident["inputs"]["trace"]["path"] = value
-        for name, data in encode_bound(root / "search-state.json", ident, payload).items():
-            (root / name).write_bytes(data)
+        try:
+            for name, data in encode_bound(root / "search-state.json", ident, payload).items():
+                (root / name).write_bytes(data)
+        except UnicodeEncodeError:  # a lone surrogate: written as a \u escape (orjson then refuses the file)
+            (root / "search-state.json").write_text(json.dumps({"identity": ident, "payload": payload, "payload_sha256": "0" * 64}))
         if slot == "manifest_rounds":
             m = json.loads((root / "manifest.json").read_bytes())
             m["rounds"] = [value]
@@ -249,3 +252,15 @@ def test_every_written_slot_refuses_every_escape(tmp_path: Path, slot: str, valu
         if ep is not None and ep.runtime_store is not None:
             case.runtime_store_for(ep.runtime_store.runtime_path)
     assert not [p for p in seen if p == secret or p.startswith(secret + os.sep)]
+
+
+@pytest.mark.parametrize("slot", WRITTEN_SLOTS + INPUT_SLOTS)
+@pytest.mark.parametrize("value", ["\udcff\udcfe.json", "a\x00b", "x" * 5000, "/" + "d/" * 700 + "f.json", ""])
+def test_every_slot_takes_unusable_values(tmp_path: Path, slot: str, value: str) -> None:
+    root = _hostile_search(tmp_path)
+    _inject(root, slot, value)
+    check_case(CaseRef(root, Layout.FEEDBACK_SEARCH))  # never raises
+    case = load_case(root)
+    case.all_problems()
+    case.input_provenance(verify=True)
+    case.source_runtime_store()
