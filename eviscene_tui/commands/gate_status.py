@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 import orjson
 
@@ -26,10 +27,44 @@ def _line(text: str) -> str:
     return safe_text(text, single_line=True, limit=240)
 
 
+def gated_roots_under(folder: Path, depth: int = 4) -> list[Path]:
+    """The search roots with a gate sidecar (``<root>.eviscene-gate``) under ``folder``,
+    so a folder holding one gated search (the demo's work directory) finds it."""
+    from eviscene_tui.gate.inproc import sidecar_for
+
+    found: list[Path] = []
+    level = [folder]
+    for _ in range(depth):
+        nxt: list[Path] = []
+        for directory in level:
+            try:
+                children = sorted(p for p in directory.iterdir() if p.is_dir() and not p.is_symlink())
+            except OSError:
+                continue
+            for child in children:
+                if child.name.endswith(".eviscene-gate"):
+                    continue
+                if sidecar_for(child).is_dir():
+                    found.append(child)
+                else:
+                    nxt.append(child)
+        level = nxt
+    return found
+
+
 def run(args: argparse.Namespace) -> int:
     from eviscene_tui.gate.sidecar import read_status
 
     status = read_status(args.root, args.gate_dir)
+    if not status.exists and args.gate_dir is None and Path(args.root).is_dir():
+        found = gated_roots_under(Path(args.root))
+        if len(found) == 1:
+            status = read_status(found[0])
+        elif found:
+            print(_line(f"{args.root} holds {len(found)} gated searches; name one:"))
+            for root in found:
+                print(_line(f"  {root}"))
+            return 1
     if args.json:
         sys.stdout.write(orjson.dumps(status.as_json(), option=orjson.OPT_INDENT_2).decode() + "\n")
         return 0 if status.exists else 1

@@ -45,10 +45,46 @@ class GatedDemo:
                 pass
 
 
+DEMO_FOLDER = "gated-standin"  # <work dir>/demo/gated-standin/repairs/search-0001: the same path every start
+
+
+def demo_root(base: Path) -> Path:
+    """The stand-in search root of the demo whose work sub-directory is ``base``."""
+    return base / DEMO_FOLDER / "repairs" / "search-0001"
+
+
+def _driver_alive(folder: Path) -> bool:
+    """Whether a stand-in driver of an earlier demo still runs in ``folder`` (its heartbeat)."""
+    from eviscene_tui.gate.sidecar import read_status
+
+    root = folder / "repairs" / "search-0001"
+    if not proto.sidecar_for(root).is_dir():
+        return False
+    return read_status(root).driver.alive
+
+
+def _clean(base: Path) -> Path:
+    """Make room for a fresh stand-in search: the previous demo's folder (and those of
+    older demos, named ``gated-standin-<stamp>``) are removed unless their driver still
+    runs. They are the demo's own scratch in the app's work directory, never evidence.
+    Returns the folder to use: the fixed one, or a stamped one while another demo's
+    driver is alive in it."""
+    import shutil
+
+    for old in sorted(base.glob(DEMO_FOLDER + "-*")) if base.is_dir() else []:
+        if old.is_dir() and not _driver_alive(old):
+            shutil.rmtree(old, ignore_errors=True)
+    folder = base / DEMO_FOLDER
+    if folder.exists():
+        if _driver_alive(folder):
+            return base / f"{DEMO_FOLDER}-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}-{os.getpid()}"
+        shutil.rmtree(folder)
+    return folder
+
+
 def start_gated_demo(base: Path, *, policy_url: str, policy_model: str, operator: str | None = None,
                      step_seconds: float = 1.0) -> GatedDemo:
-    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
-    folder = base / f"gated-standin-{stamp}"
+    folder = _clean(base)
     inputs = write_inputs(folder / "inputs" / "standin-flood-photo")
     root = folder / "repairs" / "search-0001"
     log = folder / "driver.log"

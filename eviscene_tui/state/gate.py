@@ -63,6 +63,13 @@ class GateSnapshot:
     search_status: str = ""
     message: str = ""  # the last decision's outcome, for the screen
     history: tuple[dict[str, Any], ...] = ()  # the latest round gate's history summary
+    stopped_by_operator: bool = False  # paused_execution_error with execution_error.type OperatorStoppedSearch
+
+    @property
+    def search_label(self) -> str:
+        """The search status in words: an operator's stop reads as the supervised search and
+        the runs rows say it ("stopped by operator"), not as an execution error."""
+        return "stopped by operator" if self.stopped_by_operator else self.search_status
 
     @property
     def fingerprint(self) -> tuple[Any, ...]:
@@ -70,7 +77,8 @@ class GateSnapshot:
         return (
             st.driver.alive, st.driver.state, st.driver.waiting, st.driver.exit_code,
             tuple(p.name + p.sha256 for p in st.pending), tuple(d.decision_id for d in st.decisions), st.problems,
-            self.progress, self.search_status, self.message, len(self.steps),
+            self.progress, self.search_status, self.stopped_by_operator, self.message, len(self.steps),
+            tuple(row.get("round") for row in self.history),
         )
 
 
@@ -309,6 +317,28 @@ def _request_payload(root: Path, round_index: int) -> dict[str, Any] | None:
     return bound.payload if isinstance(bound.payload, dict) else None
 
 
+def _closed_round_gate(gate_dir: Path, round_index: int) -> GateRequest | None:
+    """The round gate of ``round_index`` as the operator last saw it: the open gate file,
+    or, after a stop the driver consumed, the closed copy set aside in ``consumed/``."""
+    name = proto.gate_name(round_index)
+    request = gate_request(gate_dir, name)
+    if request is not None:
+        return request
+    try:
+        closed = sorted(p for p in (gate_dir / proto.CONSUMED_DIR).glob(f"{name}.gate-closed.*.json") if p.is_file())
+    except OSError:
+        return None
+    for path in reversed(closed):  # the newest first (the names carry a UTC stamp)
+        doc, _ = proto.read_document(path)
+        if isinstance(doc, dict):
+            try:
+                data = path.read_bytes()
+            except OSError:
+                continue
+            return GateRequest(name, "round", round_index, None, doc, path, proto.sha256_bytes(data))
+    return None
+
+
 def load_snapshot(root: str | os.PathLike[str], gate_dir: str | os.PathLike[str] | None = None, *, message: str = "") -> GateSnapshot:
     """Read everything the gate screen shows (file I/O; never raises for bad content)."""
     status = read_status(root, gate_dir)
@@ -320,16 +350,22 @@ def load_snapshot(root: str | os.PathLike[str], gate_dir: str | os.PathLike[str]
         changes = tuple(safe_text(c, single_line=True, limit=200) for c in feedback_changes(previous, card.feedback))
     history: tuple[dict[str, Any], ...] = ()
     rounds = sorted(d.round for d in status.decisions if d.kind == "round") + ([card.round] if card is not None else [])
-    if rounds:
-        request = gate_request(status.gate_dir, proto.gate_name(max(rounds)))
+    for round_index in sorted(set(rounds), reverse=True):
+        # the latest round gate still on disk holds the history; a stop closes its gate,
+        # and the history then comes from the closed copy (it stays visible while paused)
+        request = _closed_round_gate(status.gate_dir, round_index)
         rows = request.doc.get("history") if request is not None else None
-        history = tuple(r for r in rows if isinstance(r, dict)) if isinstance(rows, list) else ()
+        if isinstance(rows, list):
+            history = tuple(r for r in rows if isinstance(r, dict))
+            break
     latest = _latest_round(root_path)
     progress = round_progress(root_path, latest) if latest is not None else None
     manifest, _ = read_json(root_path / "manifest.json")
     search_status = str(manifest.get("status") or "") if isinstance(manifest, dict) else ""
+    error = manifest.get("execution_error") if isinstance(manifest, dict) else None
+    stopped = search_status == "paused_execution_error" and isinstance(error, dict) and error.get("type") == "OperatorStoppedSearch"
     return GateSnapshot(status, card, changes, trace_steps(_trace_path(root_path)), progress,
-                        safe_text(search_status, single_line=True), message, history)
+                        safe_text(search_status, single_line=True), message, history, stopped)
 
 
 # ---------------------------------------------------------------------- session
@@ -374,11 +410,15 @@ class GateSession:
         default the current one) from a worker thread. A gate that changed since is refused."""
         card = card or (self._snapshot.card if self._snapshot else None)
         if card is None:
-            return DecideResult(False, "nothing is pending")
+            return DecideResult(False, "no gate pending")
         result = decide(self.root, action, card.round, step=step, reason=reason, operator=self.operator,
                         gate_dir=self.gate_dir, expect_gate_sha256=card.sha256)
         self._message = result.message if result.taken else f"refused: {result.message}"
         return result
+
+    def clear_message(self) -> None:
+        """Forget the last decision's outcome (the driver was resumed: it is no longer news)."""
+        self._message = ""
 
     def resume_argv(self) -> list[str] | None:
         """The command that resumes this search under the gate (None while the driver

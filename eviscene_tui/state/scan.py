@@ -179,6 +179,17 @@ def integrity_pass(
         yield from integrity_pass([item for chunk in left for item in chunk], base, cancelled=cancelled, workers=1, path_map=path_map)
 
 
+def outside(root: Path, extra: Iterable[Path]) -> list[Path]:
+    """The ``extra`` roots that are not under ``root`` (those the scan of ``root`` misses)."""
+    base = os.path.abspath(root)
+    out = []
+    for path in extra:
+        apath = os.path.abspath(path)
+        if apath != base and not apath.startswith(base.rstrip(os.sep) + os.sep):
+            out.append(Path(apath))
+    return out
+
+
 def scan_rows(
     root: Path,
     transient: TransientProblems | None = None,
@@ -186,13 +197,38 @@ def scan_rows(
     cancelled: Callable[[], bool] = lambda: False,
     problems: list[Any] | None = None,
     base: Path | None = None,
+    extra: Iterable[Path] = (),
 ) -> Iterator[CaseRow]:
     """Discover and summarise every case under ``root``, one row at a time; row keys are
-    relative to ``base`` (default ``root``)."""
+    relative to ``base`` (default ``root``). Then the cases of the ``extra`` roots outside
+    ``root`` (gated searches the app was told about, such as the demo's stand-in search
+    in the work directory)."""
+    key_base = base if base is not None else root
     for ref in discover_cases(root, problems):
         if cancelled():
             return
-        yield build_row(ref, base if base is not None else root, transient, initial=True)
+        yield build_row(ref, key_base, transient, initial=True)
+    for other in outside(root, extra):
+        if not other.exists():
+            continue  # not written yet: the runs screen adds it once it is (see extra_rows)
+        for ref in discover_cases(other, problems):
+            if cancelled():
+                return
+            yield build_row(ref, key_base, transient, initial=True)
+
+
+def extra_rows(root: Path, extra: Iterable[Path], known: set[str], base: Path | None = None) -> list[CaseRow]:
+    """Rows of the cases of the ``extra`` roots outside ``root`` whose absolute paths are
+    not in ``known`` (a gated search whose driver wrote its root after the scan); keys
+    relative to ``base`` (default ``root``) as :func:`scan_rows` makes them."""
+    out = []
+    for other in outside(root, extra):
+        if not other.exists():
+            continue
+        for ref in discover_cases(other):
+            if os.path.abspath(ref.path) not in known:
+                out.append(build_row(ref, base if base is not None else root, None))
+    return out
 
 
 def batched(rows: Iterable[CaseRow], *, first: int = 20, size: int = 500, interval: float = 0.2) -> Iterator[list[CaseRow]]:

@@ -155,7 +155,8 @@ class EvisceneApp(App[int]):
         problems: list[Any] = []
         started = time.perf_counter()
         done = 0
-        rows = scan_rows(root, self.transient, cancelled=lambda: worker.is_cancelled, problems=problems, base=self.options.key_root)
+        rows = scan_rows(root, self.transient, cancelled=lambda: worker.is_cancelled, problems=problems, base=self.options.key_root,
+                         extra=self.options.gate_roots)
         for batch in batched(rows):
             if worker.is_cancelled:
                 return

@@ -71,8 +71,11 @@ async def test_gate_card_steps_the_driver(tmp_path):
             assert "newly excluded hint" in str(_card(app).render())
             await pilot.press("r")
             await _until(pilot, lambda: isinstance(app.screen, StepPicker), "the step picker")
-            # option 0 is "no step"; the source trace's step K is option K + 1
-            for _ in range(6):
+            # the list opens on the current site; option 0 is "no step", the trace's step K is option K + 1
+            picker = app.screen
+            assert isinstance(picker.current, int)
+            assert picker.query_one("#gate-steps").highlighted == picker.current + 1
+            for _ in range(5 - picker.current):
                 await pilot.press("down")
             await pilot.press("enter")
             await pilot.press(*"early stop")

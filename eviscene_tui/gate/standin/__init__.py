@@ -31,12 +31,22 @@ class StandinInputs:
     public_context: Path
 
 
+def token_capture(prompt: int, completion: int, seed: int) -> dict:
+    """A complete ``ifv-policy-token-capture-v1`` of one policy request (synthetic ids,
+    as many as the step's token counts), as a real rollout records for every policy step."""
+    return {"schema_version": "ifv-policy-token-capture-v1", "status": "complete",
+            "prompt_token_ids": [(seed * 7919 + k) % 150000 + 1 for k in range(prompt)],
+            "completion_token_ids": [(seed * 104729 + k) % 150000 + 1 for k in range(completion)],
+            "completion_logprobs": [-0.1] * completion, "completion_topk_by_position": [], "topk": 0, "missing": []}
+
+
 def _step(i: int, thought: str, tool: str, args: dict, result: str) -> dict:
+    prompt, completion = 900 + 40 * i, 60
     return {
         "round": i, "stage": "unified_react", "action_type": "tool_call", "tool_name": tool, "tool_args": args,
-        "tool_result": result, "thought": thought, "tokens": {"prompt": 900 + 40 * i, "completion": 60, "thought": 30},
+        "tool_result": result, "thought": thought, "tokens": {"prompt": prompt, "completion": completion, "thought": 30},
         "metadata": {"policy_input": {"input_payload": {"step": i}}, "policy_action": {"tool": tool, "arguments": args},
-                     "context_request_id": f"req-{i + 1:06d}"},
+                     "context_request_id": f"req-{i + 1:06d}", "policy_token_capture": token_capture(prompt, completion, i)},
     }
 
 
@@ -52,7 +62,8 @@ def source_trace(case_id: str = "standin-flood-photo") -> dict:
     ]
     steps.append({"round": 7, "stage": "unified_judgment", "action_type": "output", "tool_name": None, "tool_args": {},
                   "tool_result": "", "thought": "", "output": "verdict: real", "tokens": {"prompt": 1400, "completion": 40, "thought": 0},
-                  "metadata": {"policy_input": {"input_payload": {"step": 7}}, "policy_action": {"verdict": "real"}}})
+                  "metadata": {"policy_input": {"input_payload": {"step": 7}}, "policy_action": {"verdict": "real"},
+                               "context_request_id": "req-000008", "policy_token_capture": token_capture(1400, 40, 7)}})
     return {
         "image_id": case_id, "case_id": case_id, "claim": "This photo shows last week's flood in the city centre.",
         "verdict": "real", "termination": "success",

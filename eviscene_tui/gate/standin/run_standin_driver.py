@@ -99,6 +99,27 @@ def selected_step(localization: dict[str, Any]) -> int | None:
 
 
 # ------------------------------------------------------------------ scripted judge
+def _source_capture(trace: dict[str, Any], site: int) -> dict[str, Any]:
+    """The rollout's token capture of the source step at the failure site."""
+    steps = (trace.get("state") or {}).get("all_steps") or []
+    meta = steps[site].get("metadata") if 0 <= site < len(steps) and isinstance(steps[site], dict) else None
+    capture = meta.get("policy_token_capture") if isinstance(meta, dict) else None
+    return capture if isinstance(capture, dict) else {}
+
+
+def _teacher_capture(episode: dict[str, Any]) -> dict[str, Any]:
+    """The capture of the first complete teacher action (psd_teacher_repair + tool_call) of
+    the hinted episode: where the attempt's teacher_prompt_ids / completion_ids come from."""
+    for step in (episode.get("state") or {}).get("all_steps") or []:
+        meta = step.get("metadata") if isinstance(step, dict) else None
+        if not isinstance(meta, dict) or not meta.get("psd_suffix_step"):
+            continue
+        capture = meta.get("policy_token_capture")
+        if isinstance(capture, dict) and capture.get("status") == "complete":
+            return capture
+    return {}
+
+
 def judge(site: int, gold: dict[str, Any], hint: HintProposal, record_base: dict[str, Any]) -> dict[str, Any]:
     repaired = site == gold.get("error_step")
     checks = {"source_error_confirmed": True, "repaired_at_selected_step": repaired, "grounded_episode": True,
@@ -153,7 +174,8 @@ async def _run_single(args: argparse.Namespace) -> dict[str, Any]:
                  "class": "repair_seed", "candidate_status": "localized", "case_id": trace.get("case_id"), "episode_id": episode_id,
                  "repair_signal": "terminal_outcome_mismatch",
                  "repair_site": {"step_id": step_id, "source_step_index": site, "stage": "unified_react", "example_type": "react",
-                                 "runtime_store_path": runtime_path}}
+                                 "runtime_store_path": runtime_path,
+                                 "rollout_token_capture": _source_capture(trace, site)}}
     write_jsonl(output_dir / "repair_candidates.jsonl", [candidate])
     if not (output_dir / "manifest.json").exists():
         write_json(output_dir / "manifest.json", {"schema_version": "ifv-psd-repair-driver-result-v1", "status": "generating",
@@ -200,6 +222,7 @@ async def _run_single(args: argparse.Namespace) -> dict[str, Any]:
             save_bound(cache, identity=identity, payload={"teacher_steps": continuation.teacher_steps, "student_steps": [],
                                                           "hint": hint.text, "teacher_complete": True, "student_complete": False,
                                                           "stop_reason": continuation.stop_reason, "teacher_episode_trace": episode})
+        teacher_capture = _teacher_capture(episode)
         name = f"hint-{index:02d}-teacher.json"
         write_json(output_dir / "episodes" / name, episode)
         base = {"repair_step_id": step_id}
@@ -218,6 +241,10 @@ async def _run_single(args: argparse.Namespace) -> dict[str, Any]:
             "verification": {"source_rollout_failed": True, "hinted_local_pass": accepted, "hinted_episode_pass": accepted,
                              "repair_tier": "causal_episode_pass" if accepted else "unrepairable", "reasons": [] if accepted else ["hinted_local_verifier_failed"]},
             "local_verification": verification, "accepted": accepted, "scaffold_only": False,
+            "student_prompt_ids": list(_source_capture(trace, site).get("prompt_token_ids") or []),
+            "teacher_prompt_ids": list(teacher_capture.get("prompt_token_ids") or []),
+            "completion_ids": list(teacher_capture.get("completion_token_ids") or []),
+            "repair_rollout_token_capture": teacher_capture,
             "source_trace_sha256": sha256_file(args.trace),
             "continuation": {"teacher_complete": True, "student_complete": False, "stop_reason": "teacher_episode_complete",
                              "teacher_step_count": 2, "student_step_count": 0, "hinted_teacher_episode_trace": f"episodes/{name}",

@@ -22,6 +22,7 @@ from eviscene_tui.ui.widgets.runs_table import RunsTable
 from eviscene_tui.ui.widgets.key_footer import KeyFooter
 from eviscene_tui.gate.inproc import SESSION_FILE, sidecar_for
 from eviscene_tui.state.gate import gate_marker
+from eviscene_tui.state.scan import build_row, extra_rows, outside
 from eviscene_tui.ui.messages import SummariesBatch
 
 REPAINT_INTERVAL = 0.4
@@ -268,32 +269,44 @@ class RunsScreen(Screen):
     # -- operator gate ---------------------------------------------------------------------
     def _refresh_gates(self) -> None:
         gated = [row for row in self.store.rows() if row.gate]
-        if gated:
-            self.run_worker(lambda: self._gate_worker(gated), thread=True, exclusive=True, group="runs-gates", exit_on_error=False)
+        extra = tuple(self.eviscene.options.gate_roots)
+        if gated or extra:
+            known = set(self.eviscene.case_index.paths())
+            self.run_worker(lambda: self._gate_worker(gated, extra, known), thread=True, exclusive=True, group="runs-gates",
+                            exit_on_error=False)
 
-    def _gate_worker(self, rows: list) -> None:
+    def _gate_worker(self, rows: list, extra: tuple, known: set[str]) -> None:
         from dataclasses import replace
 
-
+        root = self.eviscene.options.root
+        key_root = self.eviscene.options.key_root  # the base of the row keys (see scan_rows)
+        outer = {str(p) for p in outside(root, extra)}
         changed = []
         for row in rows:
             path = getattr(row.ref, "path", None)
             marker = gate_marker(path) if path is not None else ""
             if marker != row.gate:
-                changed.append(replace(row, gate=marker))
+                if str(path) in outer:
+                    # a gated root outside the opened folder is not watched: re-read its row
+                    # whenever its gate moves, so its status follows the driver too
+                    changed.append(build_row(row.ref, key_root, None))
+                else:
+                    changed.append(replace(row, gate=marker))
+        # a gated search the app was told about whose driver wrote its root after the scan
+        changed.extend(extra_rows(root, extra, known, key_root))
         if changed:
             self.app.post_message(SummariesBatch(changed, done=len(changed), total=None, initial=False))
 
     def action_open_gate(self) -> None:
+        """The gate of the highlighted case, or a message saying it has none."""
         row = self.query_one(RunsTable).current_row
         path = getattr(row.ref, "path", None) if row is not None else None
-        roots = list(self.eviscene.options.gate_roots)
-        if path is not None and (sidecar_for(path) / SESSION_FILE).is_file():
-            roots.insert(0, path)
-        if not roots:
-            self.notify("the highlighted case has no operator gate (run its driver with eviscene-tui gate)", severity="warning", markup=False)
+        if path is None or not (sidecar_for(path) / SESSION_FILE).is_file():
+            name = safe_text(row.key, single_line=True, limit=80) if row is not None else "no case"
+            self.notify(f"{name} has no operator gate (its driver was not run under eviscene-tui gate)", severity="warning",
+                        markup=False)
             return
-        self.eviscene.open_gate(roots[0])
+        self.eviscene.open_gate(path)
 
     # -- palette ---------------------------------------------------------------------------
     def palette_commands(self) -> list[tuple[str, str, Callable[[], object]]]:

@@ -33,6 +33,9 @@ POLL_SECONDS = 0.5
 
 
 def _s(value: object, limit: int | None = 240) -> str:
+    """One safe line of a run value; an absent value (JSON null) reads "—", never "null"."""
+    if value is None:
+        return "\u2014"
     return safe_text(value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str), single_line=True, limit=limit)
 
 
@@ -53,7 +56,7 @@ def render_header(snap: GateSnapshot) -> Text:
     else:
         text.append(f"driver GONE: pid {d.pid} on {_s(d.host or '?')}, last seen {_s(d.last_seen or '?')}", style="bold red")
     if snap.search_status:
-        text.append(f"   search: {snap.search_status}")
+        text.append(f"   search: {snap.search_label}")
     for problem in st.problems:
         text.append("\nproblem: ", style="bold red")
         text.append(_s(problem))
@@ -108,6 +111,32 @@ def render_card(snap: GateSnapshot) -> Text:
         text.append("\n")
         if snap.progress is not None and snap.progress.round == card.round and snap.progress.audits:
             text.append(f"  audit rows so far: {', '.join(snap.progress.audits)}\n")
+    return text
+
+
+def dialog_context(card: GateRequest) -> Text:
+    """What a decision dialog acts on: the hint (text, level, proposal, audit) of a hint
+    gate, or the feedback round N will get (site, lock, exclusions, the last round)."""
+    text = Text()
+    if card.kind == "hint":
+        hint: dict[str, Any] = card.hint if isinstance(card.hint, dict) else {}
+        text.append(f"hint {card.hint_index} of round {card.round}: ", style="bold")
+        text.append(_s(hint.get("text") or "", 600) + "\n")
+        raw_audit = hint.get("audit")
+        audit: dict[str, Any] = raw_audit if isinstance(raw_audit, dict) else {}
+        text.append(f"level {_s(hint.get('level'))} · proposal {_s(hint.get('proposal_id'), 60)} · proposer audit "
+                    + ("passed" if audit.get("passed") is True else "FAILED"))
+        return text
+    fb = card.feedback
+    text.append(f"round {card.round} will get: ", style="bold")
+    text.append(f"current site step {_s(card.doc.get('current_site'))} · needs_relocalization {_s(fb.get('needs_relocalization'))}"
+                f" · locked hint {_s(fb.get('locked_hint') or None, 120)} · {len(fb.get('excluded_hints') or [])} excluded hint(s)")
+    rounds = fb.get("previous_rounds") or []
+    last = rounds[-1] if rounds and isinstance(rounds[-1], dict) else None
+    if last is not None:
+        reasons = last.get("rejected_proposal_reasons") or []
+        text.append(f"\nlast round: {_s(last.get('status') or '?')}, {len(last.get('attempts') or [])} attempt(s)"
+                    + (f", rejected: {', '.join(_s(r) for r in reasons)}" if reasons else ""))
     return text
 
 
@@ -176,14 +205,16 @@ class GateCard(Static, can_focus=True):
     kind: str | None = None
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """Only the keys of the pending gate's kind are shown and run; with no gate
+        pending every decision key is hidden (nothing to decide)."""
         if action != "decide":
             return True
         wanted = parameters[0] if parameters else None
         if self.kind == "round":
-            return wanted in ("approve", "relocalize", "stop") or None
+            return wanted in ("approve", "relocalize", "stop")
         if self.kind == "hint":
-            return wanted in ("approve", "reject-hint") or None
-        return None
+            return wanted in ("approve", "reject-hint")
+        return False
 
     def action_decide(self, action: str) -> None:
         if self.kind == "round" and action == "approve":
@@ -256,7 +287,7 @@ class GatePanel(Vertical):
         message.stop()
         snap = self.session.snapshot()
         if snap is None or snap.card is None:
-            self.notify("nothing is pending", markup=False)
+            self.notify("no gate pending", markup=False)
             return
         action = message.action
         card = snap.card  # the decision is for the card shown now, even if the gate moves on meanwhile
@@ -267,15 +298,19 @@ class GatePanel(Vertical):
                 if picked is not None:
                     self._take(card, action, picked[0], picked[1])
 
-            self.app.push_screen(StepPicker(snap.steps, current if isinstance(current, int) else None), callback=picked_step)
+            self.app.push_screen(StepPicker(snap.steps, current if isinstance(current, int) else None, dialog_context(card)),
+                                 callback=picked_step)
         elif action in ("stop", "reject-hint"):
-            title = "Stop the search before round %d" % card.round if action == "stop" else "Reject the hint of round %d" % card.round
+            if action == "stop":
+                title = "Stop the search before round %d" % card.round
+            else:
+                title = "Reject hint %s of round %d" % ("?" if card.hint_index is None else card.hint_index, card.round)
 
             def given_reason(reason: str | None) -> None:
                 if reason is not None:
                     self._take(card, action, None, reason)
 
-            self.app.push_screen(ReasonPrompt(title), callback=given_reason)
+            self.app.push_screen(ReasonPrompt(title, dialog_context(card), required=action == "reject-hint"), callback=given_reason)
         else:
             self._take(card, action, None, "")
 
@@ -314,6 +349,8 @@ class GatePanel(Vertical):
 
     @on(GateResumed)
     def _on_resumed(self, message: GateResumed) -> None:
+        if message.ok:
+            self.session.clear_message()  # the last decision's outcome is history once the driver runs again
         if message.process is not None:
             self._resumed.append(message.process)
         self.notify(safe_text(message.message, single_line=True), severity="information" if message.ok else "error", markup=False)
