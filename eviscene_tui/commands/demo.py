@@ -9,9 +9,12 @@
    OpenAI-compatible endpoint answering ``{"hints": [...]}``, so supervised
    rounds can fetch proposals without a model;
 4. start a gated search: the bundled STAND-IN driver (``eviscene_tui.gate.standin``,
-   not EviScene) under ``eviscene-tui gate`` in the work directory, its teacher
-   step served by the fake vLLM; ``G`` on the runs screen opens its gate (approve,
-   relocalize, reject a hint, stop, ``R`` resume); it is stopped when the app exits;
+   not EviScene) under ``eviscene-tui gate`` in the work directory
+   (``demo/gated-standin/``, the same folder every start: the previous demo's is
+   cleaned), its teacher step served by the fake vLLM. It is a row of the runs
+   screen (``awaiting operator``, filter ``w``); ``G`` on that row opens its gate
+   (approve, relocalize, reject a hint, stop, ``R`` resume); it is stopped when the
+   app exits;
 5. open the app (``eviscene_tui.ui.launch.run_app``) with ``policy_profile``
    pointing at the copy, so live teacher continuations are attested and stream
    without a GPU. If the app cannot be opened, print the ``check`` report instead.
@@ -93,8 +96,9 @@ def run(args: argparse.Namespace) -> int:
 
         gated = start_gated_demo(work.sub("demo"), policy_url=server.v1_url, policy_model=str(prof.get("profile_id")),
                                  operator=args.operator)
-        print(f"gated STAND-IN driver (not EviScene) at {gated.root}: press G on the runs screen; "
-              f"headless: eviscene-tui gate-status {gated.root}", file=sys.stderr)
+        print(f"gated STAND-IN driver (not EviScene) at {gated.root}: its row on the runs screen is "
+              f"'awaiting operator' (w filters), G opens its gate; headless: eviscene-tui gate-status {gated.root}",
+              file=sys.stderr)
         app_args = argparse.Namespace(
             path=str(root), theme=args.theme, poll=args.poll, operator=args.operator, workdir=str(workdir),
             policy_profile=str(prof_path), policy_url=None, policy_model=None, hint_url=hints.v1_url, hint_model="demo-hint-constructor",

@@ -18,7 +18,7 @@ from eviscene_tui.safe_text import safe_text
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("root", help="the search root (the driver's --output-dir)")
+    parser.add_argument("root", help="the search root (the driver's --output-dir), or a folder holding one gated search")
     parser.add_argument("--gate-dir", help="the gate's sidecar directory (default: <root>.eviscene-gate)")
     parser.add_argument("--json", action="store_true", help="JSON output")
 

@@ -48,10 +48,13 @@ def build_row(ref: CaseRef, root: Path, transient: TransientProblems | None, *, 
     so the row's problem count is final; otherwise the cheap summary's problems stand
     in until the integrity pass reaches the case."""
     problems = None
+    # a case outside the opened folder (a gated search in the work directory) is keyed
+    # by extra_base, whoever rebuilds its row (scan, watcher, recheck, gate refresh)
+    base = extra_base(root, Path(ref.path)) if outside(root, [Path(ref.path)]) else root
     if full:
-        summary, problems = checked_case(ref, root, fingerprint=True, path_map=path_map)
+        summary, problems = checked_case(ref, base, fingerprint=True, path_map=path_map)
     else:
-        summary = summarize_case(ref, base=root)
+        summary = summarize_case(ref, base=base)
     last = last_round_status(summary.path) if summary.status == "no_further_grounded_hint" else None
     if transient is not None and initial:
         # files last written before the grace period are not being written now
@@ -188,6 +191,17 @@ def outside(root: Path, extra: Iterable[Path]) -> list[Path]:
         if apath != base and not apath.startswith(base.rstrip(os.sep) + os.sep):
             out.append(Path(apath))
     return out
+
+
+def extra_base(root: Path, path: Path) -> Path:
+    """The base an extra root's row key is relative to: the opened folder's parent when
+    the extra root is beside it (the default work directory ``<root>.eviscene-tui``:
+    ``sample_runs.eviscene-tui/demo/…``), else the file-system root. Never ``../`` keys."""
+    parent = Path(os.path.abspath(root)).parent
+    apath = os.path.abspath(path)
+    if apath.startswith(str(parent).rstrip(os.sep) + os.sep):
+        return parent
+    return Path(Path(apath).anchor)
 
 
 def scan_rows(

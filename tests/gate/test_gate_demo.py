@@ -36,3 +36,46 @@ def test_gated_demo_runs_the_standin_and_stops_it(tmp_path):
             demo.stop()
         assert demo.process.poll() is not None
         wait_until(lambda: not read_status(demo.root).driver.alive, "the demo driver reported stopped")
+
+
+def test_demo_reuses_one_standin_folder_and_its_search_checks_clean(tmp_path):
+    """Each start uses the same folder (the previous one's, and older stamped ones, are
+    cleaned once their driver is gone), ``gate-status`` finds the search from the demo
+    folder, and the stand-in's trace and attempt records carry complete token captures:
+    ``check`` on it reports no problem."""
+    import json
+    import subprocess
+
+    from eviscene_tui.artifacts.layout import discover_cases
+    from eviscene_tui.artifacts.report import checked_case
+
+    from gate_fixtures import CLI, ENV
+
+    base = tmp_path / "work" / "demo"
+    old = base / "gated-standin-20260101T000000Z" / "repairs"
+    old.mkdir(parents=True)  # an older demo's stamped folder, its driver long gone
+    with FakeVLLMServer(scenario={"tokens_per_second": None}) as server:
+        model = server.profile_dict()["profile_id"]
+        first = start_gated_demo(base, policy_url=server.v1_url, policy_model=model, operator="newcomer", step_seconds=0.0)
+        try:
+            wait_until(_waiting(first.root, "round", 0), "the first demo's round-0 gate")
+            assert decide(first.root, "approve-round", 0, operator="newcomer").taken
+            wait_until(_waiting(first.root, "hint", 0), "the hint gate")
+            assert decide(first.root, "approve-hint", 0, operator="newcomer").taken
+            wait_until(_waiting(first.root, "round", 1), "the round-1 gate (round 0's attempt recorded)")
+            (ref,) = list(discover_cases(first.root))
+            _summary, problems = checked_case(ref, first.root)
+            assert [(p.code, p.message) for p in problems] == []
+            out = subprocess.run([*CLI, "gate-status", str(base), "--json"], capture_output=True, text=True, env=ENV, timeout=60)
+            assert out.returncode == 0, out.stdout + out.stderr
+            assert json.loads(out.stdout)["root"] == str(first.root)
+        finally:
+            first.stop()
+        wait_until(lambda: not read_status(first.root).driver.alive, "the first demo's driver stopped")
+        second = start_gated_demo(base, policy_url=server.v1_url, policy_model=model, step_seconds=0.0)
+        try:
+            assert second.root == first.root
+            wait_until(_waiting(second.root, "round", 0), "the second demo's round-0 gate (a fresh search)")
+            assert sorted(p.name for p in base.iterdir()) == ["gated-standin"]
+        finally:
+            second.stop()

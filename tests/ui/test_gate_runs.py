@@ -81,3 +81,72 @@ def read_decisions(case) -> list[str]:
     from eviscene_tui.gate.sidecar import read_status
 
     return [d.action for d in read_status(case.root).decisions]
+
+
+async def test_a_gated_root_outside_the_opened_folder_is_a_row_and_G_opens_only_the_highlighted_gate(tmp_path):
+    """The demo's case: the app opens a folder while the gated stand-in search lives in the
+    app's work directory (outside it). The search becomes a row once its driver wrote it
+    (also after a rescan), marked awaiting operator and found by ``w``; ``G`` on another
+    row says that case has no gate instead of opening some other search's gate."""
+    import argparse
+    import shutil
+    from pathlib import Path
+
+    from eviscene_tui.options import AppOptions
+    from eviscene_tui.settings import Settings
+    from eviscene_tui.ui.app import EvisceneApp
+    from eviscene_tui.ui.widgets.runs_table import RunsTable
+
+    from gate_fixtures import Case
+
+    opened = tmp_path / "runs"
+    sample = Path(__file__).resolve().parents[2] / "sample_runs" / "feedback-converged-3-rounds"
+    shutil.copytree(sample, opened / "feedback-converged-3-rounds")
+    from eviscene_tui.gate.standin import write_inputs
+
+    demo = tmp_path / "runs.eviscene-tui" / "demo" / "gated-standin"
+    case = Case(demo, write_inputs(demo / "inputs" / "standin-flood-photo"), demo / "repairs" / "search-0001")
+    args = argparse.Namespace(theme=None, poll=False, operator="tester", workdir=None, config=None, gate_roots=[str(case.root)])
+    app = EvisceneApp(AppOptions.from_args(opened, args, settings=Settings()), watch=False)
+    proc = None
+    try:
+        async with app.run_test(size=(160, 40)) as pilot:
+            await wait_scan(pilot, app)
+            assert [r.key for r in app.store.rows()] == ["feedback-converged-3-rounds"]  # not written yet
+            proc = start_gate(case)
+
+            def gated_row():
+                return next((r for r in app.store.rows() if r.gate == "awaiting operator"), None)
+
+            row = await wait_until(gated_row, 60, pilot=pilot, what="the gated search listed, awaiting operator")
+            assert row.in_triage and row.awaiting_operator
+            assert row.key == "runs.eviscene-tui/demo/gated-standin/repairs/search-0001"  # named from beside the folder, no ../
+
+            table = app.screen.query_one(RunsTable)
+            assert table.select_key("feedback-converged-3-rounds")
+            await pilot.press("G")
+            await wait_until(lambda: any("has no operator gate" in n.message for n in app._notifications), pilot=pilot,
+                             what="the no-gate message")
+            assert not isinstance(app.screen, GateScreen)
+
+            await pilot.press("w")
+            await wait_until(lambda: app.store.filter_name == "awaiting", pilot=pilot, what="the awaiting filter")
+            assert [r.key for r in app.store.visible()] == [row.key]
+            assert table.select_key(row.key)
+            await pilot.press("G")
+            await wait_until(lambda: isinstance(app.screen, GateScreen), pilot=pilot, what="the gate screen")
+            assert app.screen.session.root == case.root
+            await pilot.press("escape")
+
+            await pilot.press("ctrl+r")  # a rescan lists it at once
+            await wait_until(lambda: app.scan_seconds is not None and gated_row() is not None, pilot=pilot,
+                             what="the gated row after a rescan")
+            assert [r.key for r in app.store.rows()].count(row.key) == 1
+        # the scan itself lists the gated root once it exists (not only the runs screen's refresh)
+        from eviscene_tui.state.scan import scan_rows
+
+        assert [r.key for r in scan_rows(opened, extra=[case.root])] == ["feedback-converged-3-rounds", row.key]
+    finally:
+        if proc is not None and proc.poll() is None:
+            proc.kill()
+            proc.wait()

@@ -129,3 +129,100 @@ async def test_gate_card_steps_the_driver(tmp_path):
     assert decisions[2].step == 5 and decisions[2].reason == "early stop"
     assert [d.action for d in decisions[5:]] == ["approve-round", "approve-hint"]
     assert resumed != proc.pid
+
+
+def _header(app) -> str:
+    return str(app.screen.query_one("#gate-header").render())
+
+
+def _history(app) -> str:
+    return str(app.screen.query_one("#gate-history").render())
+
+
+def _inside(widget, size: tuple[int, int]) -> bool:
+    region = widget.region
+    return region.x >= 0 and region.y >= 0 and region.right <= size[0] and region.bottom <= size[1]
+
+
+async def test_gate_dialogs_and_the_paused_search_at_80x24(tmp_path):
+    """Small terminal: the cards show no JSON null; the dialogs fit, keep the gate screen
+    visible behind them and say what they act on; an empty reject reason is refused in
+    the dialog; after a stop the history stays, the status reads "stopped by operator",
+    the decision keys are hidden, and the stop message is gone once R resumed the driver."""
+    from textual.widgets import Input
+
+    from eviscene_tui.ui.screens.gate import ReasonPrompt
+
+    size = (80, 24)
+    case = make_case(tmp_path)
+    proc = start_gate(case)
+    app = GateApp(GateSession(case.root, operator="pilot"))
+    try:
+        async with app.run_test(size=size) as pilot:
+            await _until(pilot, _card_shows(app, "ROUND GATE · round 0"), "the round-0 card")
+            card_text = str(_card(app).render())
+            assert "null" not in card_text
+            assert "selected step \u2014, earliest error step \u2014" in card_text
+
+            await pilot.press("r")
+            await _until(pilot, lambda: isinstance(app.screen, StepPicker), "the step picker")
+            picker = app.screen
+            await pilot.pause()
+            assert picker.styles.background.a < 1  # the gate screen stays visible behind
+            assert _inside(picker.query_one("#gate-dialog"), size)
+            assert "round 0 will get" in str(picker.query_one("#gate-dialog-context").render())
+            await pilot.press("escape")
+            await _until(pilot, lambda: isinstance(app.screen, GateScreen), "the picker closed")
+
+            await pilot.press("a")
+            await _until(pilot, _card_shows(app, "HINT GATE · round 0"), "the hint card")
+            hint_text = read_status(case.root).pending[0].hint["text"]
+            await pilot.press("x")
+            await _until(pilot, lambda: isinstance(app.screen, ReasonPrompt), "the reject dialog")
+            prompt = app.screen
+            await pilot.pause()
+            assert _inside(prompt.query_one("#gate-dialog"), size)
+            assert hint_text[:40] in str(prompt.query_one("#gate-dialog-context").render()).replace("\n", " ")
+            await pilot.press(*"vag")
+            await pilot.press("backspace", "backspace", "backspace")  # typed, then erased: empty again
+            await pilot.press("enter")
+            await pilot.pause()
+            assert app.screen is prompt, "an empty reject reason closed the dialog"
+            assert "reason is required" in str(prompt.query_one("#gate-dialog-error").render())
+            assert read_status(case.root).decisions[-1].action == "approve-round"  # nothing taken
+            await pilot.press(*"vague")
+            assert prompt.query_one(Input).value == "vague"
+            await pilot.press("enter")
+            await _until(pilot, _card_shows(app, "ROUND GATE · round 1"), "the round-1 card")
+
+            await pilot.press("s")
+            await _until(pilot, lambda: isinstance(app.screen, ReasonPrompt), "the stop dialog")
+            assert "round 1 will get" in str(app.screen.query_one("#gate-dialog-context").render())
+            await pilot.press(*"later")
+            await pilot.press("enter")
+            await _until(pilot, lambda: proc.poll() is not None, "the driver to stop")
+            await _until(pilot, lambda: "stopped by operator" in _header(app), "the stopped wording")
+            await _until(pilot, _card_shows(app, "No gate pending"), "the empty card")
+            assert "paused_execution_error" not in _header(app)
+            assert "round 0:" in _history(app) and "(no earlier round)" not in _history(app)
+            assert "decided stop for round 1" in _header(app)  # the decision's outcome, until the driver runs again
+            _card(app).focus()
+            await pilot.pause()
+            assert not {"a", "r", "s", "x"} & set(app.screen.active_bindings), "decision keys shown with no gate pending"
+
+            await pilot.press("R")
+            await _until(pilot, _card_shows(app, "ROUND GATE · round 1"), "the resumed round-1 card")
+            await _until(pilot, lambda: read_status(case.root).driver.alive, "the resumed driver alive")
+            await pilot.pause()
+            assert "decided stop" not in _header(app), "the stop message outlived the resume"
+            assert "round 0:" in _history(app)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        st = read_status(case.root)
+        if st.driver.alive and st.driver.pid and st.driver.pid != proc.pid:  # the driver the app resumed
+            import os
+            import signal
+
+            os.kill(st.driver.pid, signal.SIGKILL)
