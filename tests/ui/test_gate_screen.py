@@ -210,6 +210,7 @@ async def test_gate_dialogs_and_the_paused_search_at_80x24(tmp_path):
             await pilot.pause()
             assert not {"a", "r", "s", "x"} & set(app.screen.active_bindings), "decision keys shown with no gate pending"
 
+            await _until(pilot, lambda: "R resumes" in str(_card(app).render()), "the app seeing the driver gone (resume offered)")
             await pilot.press("R")
             await _until(pilot, _card_shows(app, "ROUND GATE · round 1"), "the resumed round-1 card")
             await _until(pilot, lambda: read_status(case.root).driver.alive, "the resumed driver alive")
