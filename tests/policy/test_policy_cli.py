@@ -96,7 +96,9 @@ def test_stream_plain_and_exit_codes(tmp_path, case):
 
 
 def test_ctrl_c_cancels_and_records(tmp_path, case):
-    with FakeVLLMServer(scenario={"tokens_per_second": 200, "content_tokens": 5000, "reasoning": "", "tool_calls": []}) as srv:
+    # far more tokens than can stream before the interrupt, even when a starved server
+    # catches up on its pacing in a burst: the stream is always cut, never completed
+    with FakeVLLMServer(scenario={"tokens_per_second": 200, "content_tokens": 200_000, "reasoning": "", "tool_calls": []}) as srv:
         wd = tmp_path / "wd"
         proc = subprocess.Popen([sys.executable, "-m", "eviscene_tui", "stream", str(case), "--policy-url", srv.v1_url,
                                  "--policy-model", srv.config.alias, "--workdir", str(wd), "--json"],
@@ -118,7 +120,7 @@ def test_ctrl_c_cancels_and_records(tmp_path, case):
     last = orjson.loads(out.splitlines()[-1])
     assert last["type"] == "record" and last["status"] == "cancelled"
     rec = orjson.loads(Path(last["path"]).read_bytes())
-    assert rec["status"] == "cancelled" and 0 < len(rec["completion_token_ids"]) < 5000
+    assert rec["status"] == "cancelled" and 0 < len(rec["completion_token_ids"]) < 200_000
 
 
 def test_missing_archived_image_is_a_recorded_failure(tmp_path, case, capsys):
