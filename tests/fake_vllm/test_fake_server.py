@@ -144,7 +144,7 @@ def test_fast_stream_5000_tokens_per_second():
     with FakeVLLMServer(scenario={"tokens_per_second": 5000, "content_tokens": 5000, "reasoning": "", "tool_calls": []}) as s:
         r = httpx.post(s.v1_url + "/chat/completions", json={"model": s.config.alias, "messages": MSGS, "stream": True, "return_token_ids": True}, timeout=60)
         n = sum(len(e["choices"][0].get("token_ids") or []) for e in _sse(r.text)[1:-1])
-    assert n == 5001  # 5000 content ids + <|im_end|>; the pacing (~1 s) is measured by `make bench` (policy)
+    assert n == 5001  # 5000 content ids + <|im_end|> (the pacing is not asserted: a loaded machine decides that)
 
 
 def test_fake_vllm_cli_subprocess(tmp_path):

@@ -34,7 +34,7 @@ async def test_cancel_closes_stream_and_server_sees_disconnect(tmp_path):
             await wait_until(got.is_set, what="200 streamed tokens")
             task.cancel()
             with pytest.raises(asyncio.CancelledError):
-                await task  # how fast this returns is measured by `make bench` (policy)
+                await task  # how fast is not asserted: a loaded machine decides that
         await wait_until(lambda: srv.recorder.disconnects, what="the server seeing the client go away")
         assert len(srv.recorder.disconnects) == 1 and not srv.recorder.completed
     recs = list_records(WorkDir(tmp_path))
