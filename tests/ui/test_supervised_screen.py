@@ -722,3 +722,27 @@ async def test_an_unexpected_failure_in_an_operation_is_shown_and_frees_the_scre
         await _press_on(pilot, screen, "#card-next", "s")
         await wait_until(lambda: "failed" in screen.last_message, pilot=pilot)
         assert "internal error: KeyError" in screen.last_message and screen.session.busy is None
+
+
+async def test_relocalize_by_keys_from_the_current_site_then_the_keys_follow_the_open_gate(tmp_path):
+    """The relocalize dialog opens on the trace list at the current site (↑/↓ and Enter
+    pick a step, the note is next); once the round closes, the keys are on the Next
+    round card, not on the Site card whose gate is gone."""
+    screen, app = _screen(tmp_path)
+    async with app.run_test(size=(140, 50)) as pilot:
+        await _opened(pilot, screen)
+        await _press_on(pilot, screen, "#card-next", "s")
+        await wait_until(lambda: screen.search.draft is not None, pilot=pilot)
+        await _press_on(pilot, screen, "#card-site", "r")
+        form = await _form(pilot, app)
+        trace = form.query_one("#form-trace")
+        assert form.focused is trace
+        assert trace.get_option_at_index(trace.highlighted).id == "step-3"  # the current site
+        await pilot.press("up", "enter")  # step 2 is not a policy step: up lands on step 1
+        assert form.query_one("#f-step").value == "1"
+        assert form.focused is form.query_one("#f-note")
+        await pilot.press(*"the first search went wrong", "ctrl+s")
+        await wait_until(lambda: app.screen is screen and screen.search.draft is None or screen.search.draft.stage == "closed", pilot=pilot)
+        await wait_until(lambda: screen.focused is screen.query_one("#card-next"), pilot=pilot, what="the keys on the Next round card")
+        assert "a accept site" not in screen.query_one("#card-site").border_subtitle
+

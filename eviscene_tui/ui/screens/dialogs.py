@@ -92,6 +92,7 @@ class FormScreen(ModalScreen["dict[str, Any] | None"]):
         *,
         context: str | None = None,
         trace: Sequence[tuple[int, bool, str]] | None = None,
+        trace_at: int | None = None,
         editor: str | None = None,
         editor_text: str = "",
         checker: Sequence[str] = (),
@@ -102,6 +103,7 @@ class FormScreen(ModalScreen["dict[str, Any] | None"]):
         self.fields = list(fields)
         self.context = context
         self.trace = list(trace) if trace is not None else None
+        self.trace_at = trace_at  # the step the trace list starts highlighted on (the current site)
         self.editor = editor
         self.editor_text = editor_text
         self.checker = list(checker)
@@ -148,6 +150,18 @@ class FormScreen(ModalScreen["dict[str, Any] | None"]):
                 yield Button("Cancel", id="form-cancel")
 
     def on_mount(self) -> None:
+        if self.trace is not None:
+            # a step is picked from the trace: the list has the keys, highlighting the current site
+            steps = self.query_one("#form-trace", OptionList)
+            enabled = [n for n, (_i, policy, _s) in enumerate(self.trace) if policy]
+            at = next((n for n, (i, policy, _s) in enumerate(self.trace) if i == self.trace_at and policy), None)
+            if at is None and enabled:
+                at = enabled[0]
+            steps.focus()
+            if at is not None:
+                steps.highlighted = at
+                steps.scroll_to_highlight()
+            return
         # the editor is the form's main field when there is one; otherwise the first input
         inputs = self.query("TextArea") or self.query("Input")
         if inputs:
@@ -202,4 +216,7 @@ class FormScreen(ModalScreen["dict[str, Any] | None"]):
     def _pick_step(self, event: OptionList.OptionSelected) -> None:
         if event.option.id and self.query("#f-step"):
             self.query_one("#f-step", Input).value = event.option.id.removeprefix("step-")
-            self.query_one("#f-step", Input).focus()
+            # the step is set: the keys go to the next field (the note), else to the step's input
+            names = [name for name, _, _ in self.fields]
+            after = names[names.index("step") + 1] if "step" in names and names.index("step") + 1 < len(names) else "step"
+            self.query_one(f"#f-{after}", Input).focus()

@@ -338,11 +338,14 @@ class SupervisedScreen(Screen[None]):
         if prev is None or snap.gate != prev.gate:
             for gate, card_id in CARD_OF_GATE.items():
                 self.query_one(card_id, Card).set_class(gate != snap.gate, "-inactive")
-            if not self._focused_first and snap.gate is not None:
-                # once, when the search opens: the keyboard starts on the open gate's card;
-                # afterwards focus moves only when the operator moves it
+            round_closed = snap.gate == BETWEEN and prev is not None and prev.gate not in (None, BETWEEN)
+            if snap.gate is not None and (not self._focused_first or (round_closed and isinstance(self.focused, Card))):
+                # the keys start on the open gate's card when the search opens. Within a round they
+                # stay on the card that decided (a key pressed twice never decides the next gate;
+                # the message says where the next decision is); once the round has closed the
+                # cards of its gates have no keys, so they move to the Next round card
                 self._focused_first = True
-                self.query_one(CARD_OF_GATE[snap.gate], Card).focus()
+                self._give_keys(CARD_OF_GATE[snap.gate])
         if prev is None or snap.site != prev.site:
             self._render_site(snap)
         if prev is None or snap.proposals != prev.proposals:
@@ -687,7 +690,8 @@ class SupervisedScreen(Screen[None]):
             FormScreen(
                 "Relocalize: pick the step where the failure really is",
                 [("step", "source step index", "e.g. 7"), ("note", "note (why)", "required"), ("category", "semantic category (optional)", "e.g. wrong_search_direction")],
-                context=here, trace=self.session.trace_listing(), validate=validate,
+                context=here, trace=self.session.trace_listing(),
+                trace_at=snap.site.step_index if snap.site is not None else None, validate=validate,
             ),
             done,
         )
@@ -876,7 +880,14 @@ class SupervisedScreen(Screen[None]):
     def action_goto_gate(self) -> None:
         gate = self._gate()
         if gate is not None:
-            self.query_one(CARD_OF_GATE[gate], Card).focus()
+            self._give_keys(CARD_OF_GATE[gate])
+
+    def _give_keys(self, card_id: str) -> None:
+        """Focus the card (its keys act) and scroll it into view once laid out (a small
+        terminal shows only part of the left column)."""
+        card = self.query_one(card_id, Card)
+        card.focus(scroll_visible=False)
+        self.call_after_refresh(card.scroll_visible, animate=False, top=False)
 
     def action_journal(self) -> None:
         if self.session.search is not None:
