@@ -235,7 +235,9 @@ def index_steps(
             a = counted - base
             depth += buf.count(b"[", a, k + 1) - buf.count(b"]", a, k + 1)
             counted = end
-            ok = depth == 0
+            # balanced brackets alone can be faked by a ']' inside a string before a nested
+            # object that starts with the step key: a true step also balances its braces
+            ok = depth == 0 and buf.count(b"{", cur - base, k + 1) == buf.count(b"}", cur - base, k + 1)
             if not ok:
                 with memoryview(buf) as view:
                     ok = _is_object(view[cur - base : k + 1])
@@ -247,6 +249,37 @@ def index_steps(
                 depth = 0
                 merges = 0
             else:
+                if starts and verified[-1] == 0 and starts[-1] >= 0:
+                    # the previous cut was taken on counts alone: strings holding ']' and '}'
+                    # can fake them, so that cut may lie inside the step this one ends.
+                    # Bring its bytes back and parse it; undo it when it is not one object
+                    older = src.reread(starts[-1], base) if starts[-1] < base else b""
+                    if older is not None:
+                        shift = len(older)
+                        if shift:
+                            buf[:0] = older
+                            base -= shift
+                            h += shift
+                            k += shift
+                            brace += shift
+                            n += shift
+                        with memoryview(buf) as view:
+                            prev_ok = _is_object(view[starts[-1] - base : ends[-1] - base])
+                        if not prev_ok:
+                            cur = starts.pop()
+                            ends.pop()
+                            verified.pop()
+                            with memoryview(buf) as view:
+                                ok = _is_object(view[cur - base : k + 1])
+                            if ok:
+                                starts.append(cur)
+                                ends.append(end)
+                                verified.append(1)
+                                cur = counted = base + brace
+                                depth = 0
+                                merges = 0
+                                rel = h + 1
+                                continue
                 merges += 1  # a cut inside a step: the range goes on
                 if merges > MAX_MERGES:
                     return None
@@ -283,7 +316,10 @@ def index_steps(
         older = src.reread(start, base)
         if older is None:
             return None
-        found = _array_end(prefix, older + buf, len(older))
+        joined = older + buf
+        # usually the scan ran past the array and its end lies in the dropped range; but the
+        # dropped start may instead have been a cut inside the last step, whose end follows
+        found = _array_end(prefix, joined, len(older)) or _array_end(prefix, joined, len(joined))
         buf[:0] = older
         base = start
     end, skeleton, steps_at = found

@@ -316,3 +316,18 @@ def test_the_cut_empties_the_capture_lists_and_keeps_everything_else() -> None:
                            "completion_topk_by_position": [], "topk": 20, "missing": []}
         assert got["tool_args"] == {"prompt_token_ids": [9, 9]} and got["thought"] == "x]]y" and got["metadata"]["interaction_id"] == "ia"
     assert without_capture_lists(orjson.dumps({"round": 1})) is None
+
+
+def test_strings_that_fake_the_bracket_counts_do_not_cut_a_step() -> None:
+    # ']' and '}' in a string before a nested object that starts with the step key balance
+    # the counts of a cut inside the step: the index must still find the steps, not decline
+    faked = [
+        [_step({"stage": "]", "thought": [{}, {"round": None}]})],
+        [_step({"stage": "]}", "thought": [{}, {"round": None}]}), _step({})],
+        [_step({"stage": ["]"], "thought": [{}, {"round": None}]}), _step({"x": 1}), _step({})],
+    ]
+    for steps in faked:
+        data = _dump({"state": {"runtime_case": {"x": 1}, "all_steps": steps}}, 0)
+        for block in (1, 5, 97, 1 << 20):
+            index = _check(data, block)
+            assert index is not None and len(index) == len(steps)
