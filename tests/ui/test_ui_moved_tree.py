@@ -11,7 +11,7 @@ from pathlib import Path
 from textual.widgets import Static
 from ui_helpers import make_app, open_case, screen_text, wait_for
 
-from eviscene_tui.samples import generate
+from eviscene_tui.samples import copy_case, generate
 from eviscene_tui.samples.stories import FLOOD
 from eviscene_tui.ui.widgets.trace_view import TraceView
 
@@ -94,3 +94,45 @@ async def test_escaping_episode_path_never_shows_the_file_it_names(tmp_path: Pat
             seen.extend(str(w.content) for w in screen.query(Static))
         # the escaping path names another case's private context (the FLOOD story's fact)
         assert not any(FLOOD.private_fact in text for text in seen)
+
+
+async def test_feedback_search_copied_without_inputs_finishes_its_integrity_check(tmp_path: Path) -> None:
+    """A multi-round search whose inputs were left behind: the full check ends (the badge
+    shows the missing inputs) instead of "checking" forever."""
+    samples = tmp_path / "samples"
+    generate(samples, base="/data/eviscene/sample_runs")
+    root = tmp_path / "a"
+    copy_case(samples, "feedback-converged-3-rounds", root, with_inputs=False)
+    app = make_app(root)
+    async with app.run_test(size=(140, 40)) as pilot:
+        screen = await open_case(pilot, app, "feedback-converged-3-rounds")
+        assert await wait_for(pilot, lambda: screen.integrity is not None, 30)
+        assert screen.integrity and {code for code, _, _ in screen.integrity} == {"missing_artifact"}
+        await pilot.press("5")
+        await pilot.pause()
+        assert "running the full integrity check" not in str(screen.query_one("#integrity-doc").content)
+
+
+async def test_an_integrity_check_that_raises_is_shown_not_waited_for(tmp_path: Path, monkeypatch) -> None:
+    """A full check that raises something unexpected ends as an "error" row on the
+    Integrity tab (the badge counts it), not as "running the full integrity check" forever."""
+    from eviscene_tui.ui.screens import case as case_screen
+
+    def broken(*_a, **_kw):
+        raise KeyError("no such binding")
+
+    monkeypatch.setattr(case_screen, "checked_case", broken)
+    samples = tmp_path / "samples"
+    generate(samples, base="/data/eviscene/sample_runs")
+    root = tmp_path / "a"
+    copy_case(samples, "feedback-converged-3-rounds", root)
+    app = make_app(root)
+    async with app.run_test(size=(140, 40)) as pilot:
+        screen = await open_case(pilot, app, "feedback-converged-3-rounds")
+        assert await wait_for(pilot, lambda: screen.integrity is not None, 30)
+        assert [code for code, _, _ in screen.integrity] == ["error"]
+        assert "integrity check failed: KeyError" in screen.integrity[0][2]
+        await pilot.press("5")
+        await pilot.pause()
+        doc = str(screen.query_one("#integrity-doc").content)
+        assert "running the full integrity check" not in doc and "integrity check failed: KeyError" in doc

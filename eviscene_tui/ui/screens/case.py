@@ -69,6 +69,12 @@ TABS = ("trace", "localization", "rounds", "compare", "integrity")
 RELOAD_DELAY = 0.15  # seconds from a change in the open case to its reload
 
 
+def _check_failed_row(case_path: Any, exc: BaseException) -> tuple[str, str, str]:
+    """The Integrity row of a full check that raised instead of answering."""
+    text = safe_text(f"integrity check failed: {type(exc).__name__}: {exc}", single_line=True, limit=500)
+    return ("error", safe_text(str(case_path), single_line=True), text)
+
+
 class IntegrityReady(M.Message):
     """The full integrity result of the case: (code, path under the opened folder, message)
     for the Integrity tab and (code, path in the case, message) to place the marks;
@@ -467,8 +473,8 @@ class CaseScreen(Screen):
         try:
             checked: list[Any] = []
             _summary, problems = checked_case(ref, self.options.key_root, path_map=self.options.path_map, provenance=checked)
-        except (OSError, ValueError) as exc:
-            self.post_message(IntegrityReady(request, [("error", str(self.case_path), f"integrity check failed: {type(exc).__name__}: {exc}")]))
+        except Exception as exc:  # noqa: BLE001 - shown as the check's one problem in the Integrity tab and badge
+            self.post_message(IntegrityReady(request, [_check_failed_row(self.case_path, exc)]))
             return
         rows, in_case = [], []
         for p in problems:
@@ -484,6 +490,11 @@ class CaseScreen(Screen):
         """A check that failed unexpectedly (no IntegrityReady) must not block the next."""
         if event.worker.group == "case-integrity" and event.state in (WorkerState.ERROR, WorkerState.CANCELLED):
             self._integrity_running = False
+            if event.state == WorkerState.ERROR and not self._integrity_pending:
+                # shown, never "running..." forever: the failure is the check's result
+                error = event.worker.error if isinstance(event.worker.error, BaseException) else RuntimeError("no result")
+                self.post_message(IntegrityReady(self._request, [_check_failed_row(self.case_path, error)]))
+                return
             if self._integrity_pending:
                 self._integrity_pending = False
                 self._check_integrity(self._request)
