@@ -145,6 +145,15 @@ def main(argv: list[str] | None = None) -> int:
     if not path.exists():
         print(f"eviscene-tui: error: {path} does not exist", file=sys.stderr)
         return 2
+    if not (sys.stdin.isatty() and sys.stdout.isatty()):
+        # the full-screen app would write escape codes into a pipe and spin on a stdin
+        # that never answers: refuse, and point at the headless commands
+        print(
+            "eviscene-tui: error: the app needs a terminal (stdin and stdout must be a TTY); "
+            "without one use a headless command, e.g. `eviscene-tui check PATH` (see --help)",
+            file=sys.stderr,
+        )
+        return 2
     from eviscene_tui.ui.launch import run_app  # lazy: Textual loads only here
 
     return int(run_app(path, args) or 0)

@@ -55,3 +55,18 @@ def test_app_path_map_from_flags_then_config(tmp_path, capsys) -> None:
     assert options.path_map.entries == (("/cli/old", str(tmp_path / "cli-new")), ("/cfg/old", str(tmp_path / "cfg-new")))
     assert main(["--path-map", "no-equals", str(tmp_path)]) == 2
     assert "OLD=NEW" in capsys.readouterr().err
+
+
+def test_app_without_a_terminal_refuses(tmp_path):
+    """Opening the app with stdin/stdout not a TTY (a pipe, a file, a background job)
+    says why and exits 2 instead of painting escape codes into the pipe."""
+    out = subprocess.run(
+        [sys.executable, "-m", "eviscene_tui", str(tmp_path)],
+        stdin=subprocess.DEVNULL, capture_output=True, timeout=60,
+    )
+    assert out.returncode == 2, out.stderr
+    assert b"needs a terminal" in out.stderr and b"eviscene-tui check" in out.stderr
+    assert out.stdout == b"" and b"\x1b" not in out.stderr and b"Traceback" not in out.stderr
+    # the headless commands are unaffected
+    check = subprocess.run([sys.executable, "-m", "eviscene_tui", "check", str(tmp_path)], stdin=subprocess.DEVNULL, capture_output=True, timeout=60)
+    assert b"needs a terminal" not in check.stderr and check.returncode in (0, 1)
