@@ -74,6 +74,7 @@ class ContinuationOutcome:
     policy_model: str | None = None
     policy_base_url: str | None = None
     record_path: str | None = None  # the policy session's continuation record in the work dir, when saved
+    timings: dict[str, Any] | None = None  # ttft_s, wall_s, tokens_per_s as measured while it streamed
 
     @property
     def ok(self) -> bool:
@@ -95,6 +96,7 @@ def outcome_from_accumulator(acc: StreamAccumulator, *, topk: int = 0) -> Contin
         status = "failed"
     att = acc.attestation
     out = ContinuationOutcome(
+        timings=acc.timings() if acc.t_sent is not None else None,
         status=status,
         content="".join(acc.content),
         reasoning="".join(acc.reasoning),

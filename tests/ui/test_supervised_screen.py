@@ -746,3 +746,35 @@ async def test_relocalize_by_keys_from_the_current_site_then_the_keys_follow_the
         await wait_until(lambda: screen.focused is screen.query_one("#card-next"), pilot=pilot, what="the keys on the Next round card")
         assert "a accept site" not in screen.query_one("#card-site").border_subtitle
 
+
+
+async def test_the_stream_stats_of_a_recorded_continuation_are_the_measured_ones(tmp_path):
+    """At the verdict gate the stream view replays the round's recorded continuation: its
+    stats are the timings measured while it streamed, never the replay's own (which made
+    a tok/s in the hundreds of thousands)."""
+
+    async def timed_runner(job):
+        out = await fake_runner(job)
+        out.timings = {"ttft_s": 0.25, "wall_s": 1.5, "tokens_per_s": 301.0}
+        return out
+
+    screen, app = _screen(tmp_path, timed_runner)
+    async with app.run_test(size=(140, 50)) as pilot:
+        await _opened(pilot, screen)
+        s = screen.search
+        await _press_on(pilot, screen, "#card-next", "s")
+        await wait_until(lambda: s.draft is not None and s.draft.stage == "site", pilot=pilot)
+        await _press_on(pilot, screen, "#card-site", "a")
+        await wait_until(lambda: s.draft.stage == "hints", pilot=pilot)
+        await _press_on(pilot, screen, "#card-hints", "n")
+        form = await _form(pilot, app)
+        form.query_one("#f-editor").text = "Check the photo's date first."
+        await pilot.press("ctrl+s")
+        await wait_until(lambda: len(s.draft.proposals) == 1, pilot=pilot)
+        await _press_on(pilot, screen, "#proposals", "a")
+        await wait_until(lambda: s.draft.stage == "continuation", pilot=pilot, what=screen.last_message)
+        await _press_on(pilot, screen, "#card-cont", "c")
+        await wait_until(lambda: s.draft.stage == "verdict", pilot=pilot, what=screen.last_message)
+        stats = screen.query_one("#sup-stream").query_one("#stream-stats")
+        await wait_until(lambda: "ttft 0.25 s" in str(stats.render()), pilot=pilot, what=f"the measured ttft ({stats.render()})")
+        assert "tok/s 301 " in str(stats.render())

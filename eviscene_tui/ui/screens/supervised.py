@@ -440,7 +440,12 @@ class SupervisedScreen(Screen[None]):
         feed = view.attach(LiveFeed(accumulate=True))
         for ev in events:
             feed.push(ev)
-        view.finish(state)
+        # the replay's own arrival times are no stream's: show the timings measured while it
+        # streamed when this session ran it, else none (a reopened round does not keep them)
+        search = self.session.search
+        outcome = search.draft.outcome if search is not None and search.draft is not None else None
+        measured = outcome.timings if outcome is not None else None
+        view.finish(state, timings=measured or {"ttft_s": None, "tokens_per_s": None})
 
     def _render_next(self, snap: SupervisedSnapshot) -> None:
         n = snap.next

@@ -224,6 +224,7 @@ class StreamView(Vertical):
         self._feed.dirty = False
         self._badge = "unattested"  # session kind until a call's attestation result arrives (set_badge / Attested)
         self._idle = True
+        self._timings: dict[str, Any] | None = None  # measured timings of a replayed feed (see finish)
         self.flushes = 0
         self._started_at: float | None = None
         self._last_flush = 0.0
@@ -261,6 +262,7 @@ class StreamView(Vertical):
         self._badge = badge or self._feed.badge or self._badge
         self._feed = feed
         self._idle = False
+        self._timings = None
         self._started_at = time.monotonic()
         for pane in self.query(TextPane):
             pane.clear()
@@ -292,8 +294,12 @@ class StreamView(Vertical):
         """Buffer one event into the attached feed (for producers that hold the view)."""
         self._feed.push(ev)
 
-    def finish(self, state: str) -> None:
+    def finish(self, state: str, *, timings: dict[str, Any] | None = None) -> None:
+        """The continuation ended. ``timings`` (``ttft_s``, ``tokens_per_s``) are the ones
+        measured while it streamed, for a feed replayed from a record: its own arrival
+        times say nothing about the stream."""
         self._idle = False
+        self._timings = timings
         self._feed.finish(state)
         self.flush(force=True)
 
@@ -330,7 +336,7 @@ class StreamView(Vertical):
 
     def _render_stats(self) -> None:
         acc = self.acc
-        t = acc.timings()
+        t = self._timings if self._timings is not None else acc.timings()
         content = Content.from_markup(
             STATS_TEMPLATES[BADGE_STYLES.get(self.badge, "$warning")],
             badge=self.badge.upper(),
