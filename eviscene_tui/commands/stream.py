@@ -106,7 +106,7 @@ def _resolve_target(args: argparse.Namespace) -> PolicyTarget:
 
 def run(args: argparse.Namespace, *, out: TextIO | None = None, err: TextIO | None = None) -> int:
     from eviscene_tui.artifacts.case import load_case
-    from eviscene_tui.policy.casefile import case_ref, rebuild_for_case, round_hint
+    from eviscene_tui.policy.casefile import case_ref, rebuild_for_case, round_hint, site_for_round
     from eviscene_tui.policy.accumulate import StreamAccumulator
     from eviscene_tui.policy.client import PolicyClient
     from eviscene_tui.policy.events import StreamError
@@ -148,6 +148,10 @@ def run(args: argparse.Namespace, *, out: TextIO | None = None, err: TextIO | No
     ref = case_ref(case, args.round)
     if args.round is not None and case.round(args.round) is None:
         raise UsageError(f"case has no round {args.round}")
+    if site_for_round(case, args.round) is None:
+        # nothing to continue: refused before anything is written to the work directory
+        which = f"round {args.round}" if args.round is not None else "this case"
+        raise UsageError(f"{which} has no localized failure site, so there is no failure step to stream a continuation from; nothing was written")
     if hint_text is None:
         hint_text = round_hint(case, args.round)
     try:
@@ -208,8 +212,11 @@ def _final(o: _Out, outcome: Any) -> None:
         o.out.write("\n")
         o.out.flush()
     t = acc.timings()
-    o.note(f"status: {outcome.status}; finish_reason: {acc.finish_reason}; tokens: {acc.token_count}; "
-           f"ttft: {t['ttft_s']} s; tokens/s: {t['tokens_per_s']}; wall: {t['wall_s']} s")
+    def shown(value: Any, unit: str = "") -> str:
+        return "n/a" if value is None else f"{value}{unit}"
+
+    o.note(f"status: {outcome.status}; finish_reason: {shown(acc.finish_reason)}; tokens: {acc.token_count}; "
+           f"ttft: {shown(t['ttft_s'], ' s')}; tokens/s: {shown(t['tokens_per_s'])}; wall: {shown(t['wall_s'], ' s')}")
     o.note(f"accounting: {acc.accounting()['note']}")
     if outcome.save_error:
         o.note(outcome.save_error)

@@ -170,3 +170,19 @@ def test_stream_on_a_tree_written_elsewhere_and_moved(tmp_path):
     assert _tree_hash(moved) == before  # nothing written into the tree or its inputs
     bad = _run([str(case), "--policy-url", "http://127.0.0.1:9/v1", "--policy-model", "m", "--path-map", "no-equals-sign"])
     assert bad.returncode == 2 and "OLD=NEW" in bad.stderr
+
+
+def test_case_without_a_failure_site_is_refused_before_writing(tmp_path, capsys):
+    """A search that found no recoverable site has no failure step to continue: `stream`
+    says so and exits 2 (bad usage) without writing a record to the work directory."""
+    from eviscene_tui.cli import main
+    from eviscene_tui.samples import copy_case
+
+    case = copy_case(SAMPLE.parent, "search-no-recoverable-site", tmp_path / "runs")
+    wd = tmp_path / "wd"
+    code = main(["stream", str(case), "--policy-url", "http://127.0.0.1:9/v1", "--policy-model", "m", "--workdir", str(wd)])
+    captured = capsys.readouterr()
+    assert code == 2
+    assert "no localized failure site" in captured.err and "nothing was written" in captured.err
+    assert "None" not in captured.err and captured.out == ""
+    assert not [p for p in wd.rglob("*") if p.is_file()]  # no failed record
