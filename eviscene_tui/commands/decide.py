@@ -3,7 +3,7 @@
 ACTION: approve-round, relocalize, stop, approve-hint, reject-hint. Exit 0
 when the decision is taken, 1 when refused (nothing pending of that kind for
 that round, or already decided: the message names who decided what and when),
-2 for bad usage.
+2 for bad usage (also a ROOT that does not exist or has no gate directory).
 """
 
 from __future__ import annotations
@@ -28,8 +28,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from eviscene_tui.gate.decide import DecideUsage, decide
+    import os
+    from pathlib import Path
 
+    from eviscene_tui.gate.decide import DecideUsage, decide
+    from eviscene_tui.gate.sidecar import gate_dir_for
+
+    root = Path(args.root)
+    if not root.exists():
+        raise UsageError(f"{args.root} does not exist")
+    gdir = gate_dir_for(os.path.abspath(root), args.gate_dir)
+    if not gdir.is_dir():
+        # nothing was ever gated here: a wrong ROOT or --gate-dir, not a refused decision
+        raise UsageError(f"no gate directory {gdir}: no driver was gated for {root} (a gated driver runs under `eviscene-tui gate`)")
     try:
         result = decide(args.root, args.action, args.round, step=args.step, reason=args.reason,
                         operator=args.operator, gate_dir=args.gate_dir)

@@ -3,7 +3,7 @@
 JSON: ``{"root", "driver": {"pid", "host", "alive", "last_seen"},
 "pending": [{"kind", "round", "feedback", "hint"}], "decisions": [{"kind",
 "round", "action", "operator", "at"}], "problems": [...]}``. Reading only.
-Exit 0, or 1 when ROOT has no gate directory.
+Exit 0, 1 when ROOT has no gate directory (said on stderr with --json), 2 when ROOT does not exist.
 """
 
 from __future__ import annotations
@@ -55,6 +55,9 @@ def gated_roots_under(folder: Path, depth: int = 4) -> list[Path]:
 def run(args: argparse.Namespace) -> int:
     from eviscene_tui.gate.sidecar import read_status
 
+    if not Path(args.root).exists():
+        print(_line(f"eviscene-tui gate-status: error: {args.root} does not exist"), file=sys.stderr)
+        return 2
     status = read_status(args.root, args.gate_dir)
     if not status.exists and args.gate_dir is None and Path(args.root).is_dir():
         found = gated_roots_under(Path(args.root))
@@ -67,6 +70,8 @@ def run(args: argparse.Namespace) -> int:
             return 1
     if args.json:
         sys.stdout.write(orjson.dumps(status.as_json(), option=orjson.OPT_INDENT_2).decode() + "\n")
+        if not status.exists:  # the document alone looks like an idle gate: say why it is empty
+            print(_line(f"no gate directory {status.gate_dir}: no driver was gated for {status.root}"), file=sys.stderr)
         return 0 if status.exists else 1
     if not status.exists:
         print(_line(f"no gate directory {status.gate_dir}: no driver was gated for {status.root}"))
