@@ -39,6 +39,23 @@ class Frag:
     kind: str | None  # None: text, "nl": the mark of a newline, or a chip kind
 
 
+def _carry_word(line: list[Frag]) -> list[Frag] | None:
+    """Cut ``line`` after its last space (in place) and return the fragments after it (the
+    start of the word that does not fit), or None when the line holds no space in text."""
+    for i in range(len(line) - 1, -1, -1):
+        frag = line[i]
+        if frag.kind is not None:
+            return None  # a chip or a newline mark: no word continues across it
+        cut = frag.text.rfind(" ")
+        if cut >= 0:
+            tail = line[i + 1 :]
+            head_text, word = frag.text[: cut + 1], frag.text[cut + 1 :]
+            del line[i:]
+            line.append(Frag(frag.cell, head_text, None))
+            return ([Frag(frag.cell, word, None)] if word else []) + tail
+    return None
+
+
 class _Fenwick:
     """Prefix sums with point updates over non-negative ints."""
 
@@ -200,10 +217,28 @@ class FlowLayout:
                 while part:
                     room = width - col
                     if room <= 0:
+                        carried = _carry_word(cur) if not part[0].isspace() and cur and cur[-1].kind is None and not cur[-1].text[-1:].isspace() else None
                         lines.append(cur)
-                        cur, col = [], 0
-                        room = width
+                        cur = carried or []
+                        col = sum(cell_len(f.text) for f in cur)
+                        room = width - col
+                        if room <= 0:  # one word fills the line: it is cut
+                            lines.append(cur)
+                            cur, col, room = [], 0, width
                     take, rest = _split_cells(part, room)
+                    if rest and not rest[0].isspace() and take and not take[-1].isspace():
+                        # the line ends inside a word: break after the word's preceding space,
+                        # in this piece or (moving the word's start down) in the line's earlier pieces
+                        cut = max(take.rfind(" "), take.rfind("\t"))
+                        if cut >= 0:
+                            take, rest = take[: cut + 1], take[cut + 1 :] + rest
+                        elif col:
+                            carried = _carry_word(cur)
+                            if carried is not None:
+                                lines.append(cur)
+                                cur = carried
+                                col = sum(cell_len(f.text) for f in cur)
+                                continue
                     if not take:
                         if col:
                             lines.append(cur)

@@ -82,3 +82,24 @@ def test_fenwick_and_positions():
     assert f.set(1, 6) == 5 and f.total == 19 and f.find(8) == 1 and f.find(9) == 2
     assert id_positions([1, 2, 1, 3, 1], 1) == [0, 2, 4] and id_positions([1, 2], 9) == []
     assert id_positions((5, 1, 5), 5) == [0, 2]
+
+
+def test_text_wraps_at_word_boundaries_across_token_pieces() -> None:
+    """Tokens split words anywhere ("compare its date with t" | "he claimed"): a line
+    ends after a space, the word that does not fit starts the next line, and only a
+    word longer than a line is cut."""
+    sentence = "Hint: Open the oldest reverse-image match and compare its date with the claimed event. "
+    pieces = ["Hint", ":", " Open", " the", " old", "est", " reverse", "-image", " match", " and", " compare",
+              " its", " date", " with", " t", "he", " claimed", " event", ". "] * 3 + ["x" * 70]
+    cells = CellLayout(list(range(len(pieces))), None)
+    for width in (17, 24, 31, 40):
+        layout = FlowLayout(cells, width, lambda c: (pieces[c], None))
+        lines, y = [], 0
+        while y < len(layout):  # walking wraps each segment exactly (the total may change on the way)
+            lines.append("".join(f.text for f in layout.line(y)))
+            y += 1
+        assert "".join(lines) == sentence * 3 + "x" * 70  # nothing lost or doubled
+        for line, nxt in zip(lines, lines[1:]):
+            assert cell_len(line) <= width
+            if not nxt.startswith("x"):
+                assert line.endswith(" ") or nxt.startswith(" "), (width, line, nxt)  # every break is at a space
