@@ -41,6 +41,9 @@ ACTIONS = (
     # the operator gate inside the driver's own search loop (eviscene_tui.gate)
     "approve_round",
     "stop_search",
+    # the app's supervised search: the site gate and an operator resume after a stop
+    "accept_site",
+    "resume_search",
 )
 TRIAGE_LABELS = ("needs_relocalization", "unrecoverable", "data_problem", "note")
 TARGET_KEYS = ("case", "round", "step_index", "hint_sha256", "attempt_id")

@@ -388,7 +388,7 @@ class SupervisedSearch:
     def accept_site(self, note: str = "") -> dict[str, Any]:
         d = self._require_stage("site")
         ev = self._journal(
-            "comment",
+            "accept_site",
             reason=note or "site accepted",
             evidence=[d.dir / "repair_candidates.jsonl", d.dir / "run-inputs.json"],
             data={"event": "accept_site", "source_step_index": d.site.get("source_step_index")},
@@ -805,7 +805,7 @@ class SupervisedSearch:
         index = len(self.history)
         error = S.operator_stop_error(index)
         ev = self._journal(
-            "comment", reason=note or "operator stopped the search", round=index, step_index=None,
+            "stop_search", reason=note or "operator stopped the search", round=index, step_index=None,
             data={"event": "stop", "status": PAUSED_EXECUTION_ERROR, "execution_error": error},
         )
         self.state["status"] = PAUSED_EXECUTION_ERROR
@@ -820,7 +820,7 @@ class SupervisedSearch:
         if not self.stopped_by_operator:
             raise SearchError(f"the search was not stopped by the operator (status {self.status})")
         index = len(self.history)
-        ev = self._journal("comment", reason=note or "operator resumed the search", round=index, step_index=None,
+        ev = self._journal("resume_search", reason=note or "operator resumed the search", round=index, step_index=None,
                            data={"event": "resume", "status": "searching"})
         self.state["status"] = "searching"
         self.state["execution_error"] = None

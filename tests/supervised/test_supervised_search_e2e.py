@@ -246,7 +246,8 @@ async def test_supervised_search_reject_relocalize_approve(tmp_path):
     rep = verify_chain(jpath)
     assert rep.ok, rep.problems
     evs = [orjson.loads(line) for line in jpath.read_bytes().splitlines()]
-    actions = [e["action"] for e in evs if e["action"] != "comment"]
+    actions = [e["action"] for e in evs if e["action"] not in ("comment", "accept_site")]
+    assert [e["data"]["event"] for e in evs if e["action"] == "accept_site"] == ["accept_site"] * 3
     assert actions == [
         "reject_hint", "reject_hint", "approve_hint", "reject_attempt",
         "reject_hint", "approve_hint", "reject_attempt", "relocalize",

@@ -51,6 +51,7 @@ def test_stop_is_written_as_the_driver_gate_writes_it_and_blocks_the_next_round(
     assert manifest["stop_reason"] == "paused_execution_error"
     stop = _events(s)[-1]
     assert stop["data"]["event"] == "stop" and stop["data"]["status"] == "paused_execution_error"
+    assert stop["action"] == "stop_search"  # the driver gate's word: a stop reads as a stop in `decisions`
     assert s.status_label == "stopped by operator"
     with pytest.raises(SearchError, match="stopped by the operator"):
         s.begin_round()
@@ -65,6 +66,7 @@ def test_stop_is_written_as_the_driver_gate_writes_it_and_blocks_the_next_round(
     assert "execution_error" not in read_bound(s.root / "search-state.json").payload
     assert read_json(s.root / "manifest.json")[0]["execution_error"] is None
     assert _events(s)[-1]["data"] == {"event": "resume", "status": "searching"}
+    assert _events(s)[-1]["action"] == "resume_search"
     s.begin_round()
     assert s.draft.index == 0
     s.close()
@@ -158,3 +160,19 @@ async def test_fetched_proposals_survive_a_reopen_even_when_the_fetch_was_interr
     s = _open(tmp_path)
     assert [(p.text, p.status) for p in s.draft.proposals] == [(h1, "rejected"), (h2, "pending")]
     s.close()
+
+
+def test_decisions_export_shows_the_stop_and_the_resume(tmp_path, capsys):
+    """`decisions` lists an operator stop as stop_search (as the driver gate's) and the
+    resume as resume_search, not as two comments."""
+    from eviscene_tui.cli import main
+
+    s = _open(tmp_path)
+    s.stop("end of day")
+    s.resume("back")
+    s.close()
+    assert main(["decisions", str(tmp_path / "out"), "--workdir", str(tmp_path / "w"), "--csv"]) == 0
+    out = capsys.readouterr().out
+    rows = [line for line in out.splitlines() if "end of day" in line or ",back" in line]
+    assert any("stop_search" in r and "end of day" in r for r in rows), out
+    assert any("resume_search" in r for r in rows), out
