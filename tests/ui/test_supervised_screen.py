@@ -778,3 +778,11 @@ async def test_the_stream_stats_of_a_recorded_continuation_are_the_measured_ones
         stats = screen.query_one("#sup-stream").query_one("#stream-stats")
         await wait_until(lambda: "ttft 0.25 s" in str(stats.render()), pilot=pilot, what=f"the measured ttft ({stats.render()})")
         assert "tok/s 301 " in str(stats.render())
+
+
+async def test_at_80x24_the_header_shows_the_status_and_the_gate(tmp_path):
+    screen, app = _screen(tmp_path)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await _opened(pilot, screen)
+        await wait_until(lambda: "gate between rounds" in " ".join(screen_text(app).split()), pilot=pilot,
+                         what="the whole header on screen")

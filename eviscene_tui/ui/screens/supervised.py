@@ -226,7 +226,7 @@ class SupervisedScreen(Screen[None]):
 
     DEFAULT_CSS = """
     SupervisedScreen { layout: vertical; }
-    SupervisedScreen #sup-title { height: 1; padding: 0 1; background: $panel; }
+    SupervisedScreen #sup-title { height: auto; max-height: 3; padding: 0 1; background: $panel; }
     SupervisedScreen #sup-message { height: auto; max-height: 3; padding: 0 1; }
     SupervisedScreen #sup-body { height: 1fr; }
     SupervisedScreen #sup-cards { width: 1fr; }
