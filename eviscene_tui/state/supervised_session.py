@@ -26,6 +26,12 @@ from eviscene_tui.supervised.stages import PartialOutput
 
 GATES = ("site", "hints", "continuation", "verdict")
 BETWEEN = "between rounds"
+ENDED = "none (search ended)"  # the title's gate once the search reached a terminal status
+
+
+def _ended(search: SupervisedSearch) -> bool:
+    """The search reached a terminal status (not an operator stop, which resumes)."""
+    return search.stopped and not search.stopped_by_operator
 CARD_TITLES = {"site": "Site", "hints": "Hints", "continuation": "Continuation", "verdict": "Verdict", BETWEEN: "Next round"}
 
 
@@ -208,7 +214,11 @@ class SupervisedSession:
         if detail:
             text += f" — {detail}"
         gate = self._gate()
-        if gate != self._gate_at_begin and gate is not None:
+        s = self.search
+        if s is not None and gate == BETWEEN and _ended(s):
+            # converged or out of budget: no next round to point at
+            text += f" · the search has ended ({s.status_label}): no further round"
+        elif gate != self._gate_at_begin and gate is not None:
             # the keyboard stays where it is: say where the next decision is taken
             text += f" · next: the {CARD_TITLES.get(gate, gate)} card (g moves the keys there)"
         self.say(text, "ok")
@@ -249,7 +259,7 @@ class SupervisedSession:
             label=s.inputs.label,
             round=d.index if d is not None else len(s.history),
             status=s.status_label,
-            gate=gate,
+            gate=ENDED if gate == BETWEEN and _ended(s) else gate,
             read_only=s.read_only,
         )
         detail = self._detail[1] if self._detail is not None and self._detail[0] == gate else self._feedback_text(s, d)

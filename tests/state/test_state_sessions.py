@@ -5,7 +5,7 @@ from eviscene_tui.artifacts.case import load_case
 from eviscene_tui.fake_vllm.testing import simple_request
 from eviscene_tui.policy.events import Attestation, Attested, Delta, ToolCallDelta
 from eviscene_tui.state.stream_session import LiveFeed, StreamSession
-from eviscene_tui.state.supervised_session import BETWEEN, SupervisedSession, trace_listing
+from eviscene_tui.state.supervised_session import BETWEEN, ENDED, SupervisedSession, trace_listing
 from eviscene_tui.supervised import SearchSettings, SupervisedSearch, inputs_from_case
 
 from supervised_fixtures import write_driver_case
@@ -73,6 +73,21 @@ def test_stopped_search_snapshot(tmp_path):
     session.search.stop()
     snap = session.snapshot()
     assert snap.title.status == "stopped by operator" and snap.next.kind == "stopped"
+    session.close()
+
+
+def test_an_ended_search_points_at_no_next_round(tmp_path):
+    """Once the verdict ends the search (converged here: the search's own status, as
+    approve_attempt leaves it), the message says it ended instead of pointing at the Next
+    round card, and the title's gate is not "between rounds"."""
+    session = SupervisedSession()
+    session.opened(_search(tmp_path))
+    assert session.begin("approve attempt")
+    session.search.state["status"] = "converged"
+    session.finished("approve attempt", saved=True)
+    snap = session.snapshot()
+    assert "the search has ended (converged)" in snap.message.text and "next:" not in snap.message.text
+    assert snap.title.gate == ENDED and snap.gate == BETWEEN
     session.close()
 
 
