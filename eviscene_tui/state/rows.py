@@ -186,7 +186,9 @@ def column_widths(rows: list["CaseRow"], width: int, *, sort_key: str = "") -> l
     """Which columns to show and how wide, for a table ``width`` cells wide.
 
     Columns are dropped in their ``drop`` order until the rest fit at their minimum
-    (case, status and problems always stay). Then the spare cells go, one at a time,
+    (case, status and problems always stay). The columns with a comfortable width
+    (case, status) start at it, the sorted column keeps room for its arrow. Then the
+    spare cells go, one at a time,
     to the visible column furthest from its content's natural width (the longest
     value, capped by ``max_width``), so a long case name and a long category share the
     room instead of one of them taking it all; what is left goes to the case column.
@@ -201,8 +203,12 @@ def column_widths(rows: list["CaseRow"], width: int, *, sort_key: str = "") -> l
     shown = list(COLUMNS)
     droppable = sorted((c for c in COLUMNS if c.drop), key=lambda c: c.drop)
 
+    def floor(c: Column) -> int:
+        # the sorted column's title keeps room for its sort arrow
+        return max(c.min_width, cell_len(c.title) + 1) if c.key == sort_key else c.min_width
+
     def least(c: Column) -> int:
-        return max(c.min_width, min(natural[c.key], c.comfort)) if c.comfort else c.min_width
+        return max(floor(c), min(natural[c.key], c.comfort)) if c.comfort else floor(c)
 
     def needed(columns: list[Column]) -> int:
         return sum(least(c) for c in columns) + SEPARATOR * (len(columns) - 1)
@@ -210,7 +216,9 @@ def column_widths(rows: list["CaseRow"], width: int, *, sort_key: str = "") -> l
     while needed(shown) > width and droppable:
         gone = droppable.pop(0)
         shown = [c for c in shown if c is not gone]
-    widths = {c.key: c.min_width for c in shown}
+    # the columns with a comfortable width (case, status) get it first: status is what the
+    # operator triages on; the rest is shared by content
+    widths = {c.key: least(c) for c in shown}
     weights = {c.key: c.weight for c in shown}
     spare = width - sum(widths.values()) - SEPARATOR * (len(shown) - 1)
     while spare > 0:

@@ -340,6 +340,29 @@ def supervised_status(workdir: Path | None, key: str) -> tuple[str, float]:
     return (status if isinstance(status, str) and status else "unreadable"), mtime
 
 
+def supervised_stamp(workdir: Path | None) -> tuple[tuple[str, int, int], ...]:
+    """(search, mtime ns, size) of every supervised search state file in the work
+    directory: a cheap fingerprint that changes when any search (this app's or another
+    instance's) writes its state. A few ``stat`` calls; run it off the UI thread."""
+    if workdir is None:
+        return ()
+    from eviscene_tui.journal.paths import SUPERVISED_DIR
+
+    out = []
+    try:
+        with os.scandir(Path(workdir) / SUPERVISED_DIR) as it:
+            names = [e.name for e in it if e.is_dir()]
+    except OSError:
+        return ()
+    for name in sorted(names):
+        try:
+            st = os.stat(Path(workdir) / SUPERVISED_DIR / name / "search-state.json")
+        except OSError:
+            continue
+        out.append((name, st.st_mtime_ns, st.st_size))
+    return tuple(out)
+
+
 def activity(rows: Iterable[CaseRow], workdir: Path | None, *, now: float | None = None) -> dict[str, Activity]:
     """The :class:`Activity` of each row (file reads: run it in a worker thread)."""
     now = time.time() if now is None else now

@@ -63,6 +63,14 @@ SECTIONS: dict[str, str] = {
 }
 
 
+#: the footer / help label of each runs filter (a noun, not the first word of its title)
+FILTER_LABELS = {
+    "all": "All", "triage": "Triage", "nosite": "No site", "converged": "Converged", "running": "Running",
+    "paused": "Paused", "ended": "Ended", "pending": "Pending", "problems": "Problems", "labelled": "Labelled",
+    "awaiting": "Awaiting",
+}
+
+
 def _filters() -> tuple[Action, ...]:
     keys = {
         "all": "a", "triage": "t", "nosite": "n", "converged": "c", "running": "r", "paused": "p",
@@ -72,7 +80,7 @@ def _filters() -> tuple[Action, ...]:
     for name, key in keys.items():
         flt = FILTERS[name]
         verb = "filter triage queue" if name == "triage" else f"filter {flt.title}"
-        out.append(Action(f"runs.filter.{name}", "runs", key, f"filter('{name}')", flt.title.split()[0].capitalize(), flt.help, f"runs: {verb}", show=False))
+        out.append(Action(f"runs.filter.{name}", "runs", key, f"filter('{name}')", FILTER_LABELS[name], flt.help, f"runs: {verb}", show=False))
     return tuple(out)
 
 

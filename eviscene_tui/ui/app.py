@@ -110,6 +110,7 @@ class EvisceneApp(App[int]):
             self.watch_root()
         self.poll_policy_status()
         self.set_interval(self.ACTIVITY_INTERVAL, self.check_activity)
+        self.set_interval(self.SUPERVISED_POLL, self.poll_supervised)
 
     async def action_quit(self) -> None:
         self._stop_watch.set()
@@ -242,6 +243,27 @@ class EvisceneApp(App[int]):
     @on(M.ActivityChecked)
     def _on_activity(self, message: M.ActivityChecked) -> None:
         self.store.apply_activity(message.marks)
+
+    #: how often the work directory's supervised search state files are looked at (a few
+    #: ``stat`` calls): a search run by this app or another instance shows in its row soon
+    SUPERVISED_POLL = 1.0
+    _supervised_stamp: tuple[tuple[str, int, int], ...] | None = None
+
+    @work(thread=True, exclusive=True, group="supervised-poll", exit_on_error=False)
+    def poll_supervised(self) -> None:
+        from eviscene_tui.state.scan import supervised_stamp
+
+        self.post_message(M.SupervisedStamp(supervised_stamp(self.options.workdir)))
+
+    @on(M.SupervisedChanged)
+    def _on_supervised_changed(self, _message: M.SupervisedChanged) -> None:
+        self.check_activity()
+
+    @on(M.SupervisedStamp)
+    def _on_supervised_stamp(self, message: M.SupervisedStamp) -> None:
+        if message.stamp != self._supervised_stamp:
+            self._supervised_stamp = message.stamp
+            self.check_activity()
 
     # -- full integrity pass (the same result as ``check``) -----------------------------------
     def start_integrity_pass(self) -> None:

@@ -79,6 +79,20 @@ class ActivityChecked(Message):
         self.marks = marks
 
 
+class SupervisedStamp(Message):
+    """The fingerprint of the work directory's supervised search state files
+    (``state.scan.supervised_stamp``); a change means a search wrote its state."""
+
+    def __init__(self, stamp: tuple[tuple[str, int, int], ...]) -> None:
+        super().__init__()
+        self.stamp = stamp
+
+
+class SupervisedChanged(Message):
+    """A supervised search of this app wrote its state (a round, a decision, a stop): the
+    runs rows re-read the work directory at once."""
+
+
 class CasesRemoved(Message):
     def __init__(self, keys: list[str]) -> None:
         super().__init__()

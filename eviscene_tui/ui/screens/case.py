@@ -158,6 +158,7 @@ class CaseScreen(Screen):
         self._search_timer: Any = None
         self._search_status: str | None = None
         self.failure_shown_at: float | None = None
+        self._when_loaded: Any = None  # an action asked for before the case's files were read
 
     # -- compose -----------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
@@ -166,6 +167,8 @@ class CaseScreen(Screen):
         with CaseTabs(initial="trace", id="case-tabs"):
             with TabPane("1 Trace", id="trace"):
                 yield TraceView(id="trace-view")
+                # shown instead of the steps when the source trace cannot be read
+                yield Static(id="trace-missing", classes="-hidden")
                 yield SearchBox(placeholder="search the steps (Enter / down: next, up: previous, Esc: close)", id="trace-search", classes="-hidden")
                 yield Static(Content("reading the source trace\u2026"), id="trace-status", classes="status-bar")
             # the other tabs' bodies are mounted after the failure step is on screen
@@ -323,7 +326,7 @@ class CaseScreen(Screen):
             self.post_message(M.TraceFailed(request, f"{type(exc).__name__}: {exc}"))
             return None
         if trace is None:
-            why = "; ".join(safe_text(p.message, single_line=True, limit=200) for p in problems) or "no source trace is referenced by this case"
+            why = "; ".join(safe_text(p.message, single_line=True, limit=1000) for p in problems) or "no source trace is referenced by this case"
             self.post_message(M.TraceFailed(request, why))
             return None
         return self._publish_trace(request, trace, problems, failure_index, window=WINDOW_LAZY if trace.lazy else WINDOW)
@@ -372,6 +375,10 @@ class CaseScreen(Screen):
         previous_failure = self.view.failure_index if self.view else None
         self.bundle = message.bundle
         self.view = message.view
+        if self._when_loaded is not None:
+            # a key pressed while the files were read (g, e, t): run it now
+            queued, self._when_loaded = self._when_loaded, None
+            self.call_after_refresh(queued)
         self._place_marks()
         self._paint_case()
         self.updated_at = time.perf_counter()
@@ -442,10 +449,28 @@ class CaseScreen(Screen):
             return
         self._trace_failed = True
         self._mount_panels()
-        self.query_one("#trace-status", Static).update(Content("source trace unavailable: " + safe_text(message.message, single_line=True, limit=300)))
+        self._show_trace_missing(message.message)
+        self.query_one("#trace-status", Static).update(Content("source trace unavailable (why: above; every missing input: 5 Integrity)"))
         self._check_integrity(self._request)
         if self._lazy_ready():
             self.query_one("#compare-left", Static).update(Content("source trace unavailable"))
+
+    def _show_trace_missing(self, why: str) -> None:
+        """The Trace tab's body says what is missing and where it was looked for (wrapped),
+        instead of an empty step list."""
+        body = self.query_one("#trace-missing", Static)
+        body.update(Content.assemble(
+            ("The source trace of this case is not available.", "bold $error"),
+            "\n\n",
+            safe_text(why, limit=2000),
+            "\n\n",
+            ("The driver keeps its inputs (source trace, candidate, gold, images) outside the run "
+             "directory and records their absolute paths; --path-map OLD=NEW (or [paths] map in the "
+             "config file) says where a copied tree's inputs are now. The other tabs show what the "
+             "run directory holds; 5 Integrity lists every missing input.", "dim"),
+        ))
+        body.remove_class("-hidden")
+        self.query_one(TraceView).display = False
 
     @on(CompareReady)
     def _on_compare(self, message: CompareReady) -> None:
@@ -546,43 +571,76 @@ class CaseScreen(Screen):
             tab.label = Content.assemble("5 Integrity ", ("\u2713", "$success"))
         self._paint_title()
 
-    def _paint_title(self) -> None:
-        """The case header: the problem badge first (it must survive a narrow terminal),
-        then the case's status line and what the runs table knows about it."""
-        if self.view is None:
-            return
-        parts: list[Any] = []
+    def on_resize(self) -> None:
+        self._paint_title()
+
+    def _title_parts(self) -> list[tuple[int, str, str]]:
+        """The header's parts in display order as (rank, text, style): the lower the rank
+        the more it matters; parts of the highest rank are dropped first when the header
+        does not fit (the problem badge, rank 0, always stays)."""
+        view = self.view
+        assert view is not None
+        parts: list[tuple[int, str, str]] = []
+        sep = " \u00b7 "
         if self.integrity is None:
-            parts.append(("checking integrity\u2026 ", "dim"))
+            parts.append((0, "checking integrity\u2026", "dim"))
         else:
             count = len(self.problem_rows())
             if count:
-                parts.append((f" \u26a0 {count} problem{'s' if count != 1 else ''} ", "bold reverse $error"))
-                parts.append((" (! next, 5 lists) ", "dim"))
+                parts.append((0, f" \u26a0 {count} problem{'s' if count != 1 else ''} ", "bold reverse $error"))
+                parts.append((5, " (! next, 5 lists)", "dim"))
             else:
-                parts.append(("\u2713 no integrity problems ", "$success"))
-        parts.append(self.view.summary_line())
-        for note in self._activity_notes():
-            parts.append(("   \u00b7 " + note, "bold $accent"))
+                parts.append((0, "\u2713 no integrity problems", "$success"))
+        parts.append((1, sep + view.status, ""))
+        if view.failure_index is not None:
+            parts.append((2, f"{sep}failure step {view.failure_index}", ""))
+        elif view.no_site:
+            parts.append((2, f"{sep}no recoverable site", ""))
+        for _rank, text, hint in self._activity_notes():
+            parts.append((1, sep + text, "bold $accent"))
+            if hint:
+                parts.append((6, f" ({hint})", "$accent"))
+        parts.append((3, sep + view.title, ""))
+        parts.append((4, sep + view.layout, "dim"))
+        return parts
+
+    def _paint_title(self) -> None:
+        """The case header: the problem badge first, then the case's status, the app's
+        supervised search / gate / staleness, the failure step, the title and layout;
+        fitted to the width by dropping the least important parts first."""
+        if self.view is None:
+            return
+        parts = self._title_parts()
+        width = self.size.width or 10_000
+        from rich.cells import cell_len
+
+        while sum(cell_len(t) for _r, t, _s in parts) > width:
+            worst = max(r for r, _t, _s in parts)
+            if worst == 0:
+                break
+            # drop the last part of the worst rank (a title goes before the status)
+            index = max(i for i, (r, _t, _s) in enumerate(parts) if r == worst)
+            del parts[index]
         # the store notifies from its own batch handler, which can run while this screen is
         # being removed (its children already gone): then there is no header to paint
         for title in self.query("#case-title").results(Static):
-            title.update(Content.assemble(*parts))
+            title.update(Content.assemble(*((t, s) if s else t for _r, t, s in parts)))
 
-    def _activity_notes(self) -> list[str]:
+    def _activity_notes(self) -> list[tuple[int, str, str]]:
         """What the runs table knows about the case beyond its files: the app's supervised
-        search of it, a gated driver, a search gone quiet (already sanitised in the row)."""
+        search of it, a gated driver, a search gone quiet (already sanitised in the row),
+        as (rank, note, key hint)."""
         store = getattr(self.app, "store", None)
         row = store.get(self.key) if store is not None else None
         if row is None:
             return []
         notes = []
         if row.supervised:
-            notes.append(f"supervised search: {row.supervised} (g reopens it)")
+            notes.append((1, f"supervised search: {row.supervised}", "g reopens it"))
         if row.gate:
-            notes.append(f"driver gate: {row.gate} (G opens it)")
+            notes.append((1, f"driver gate: {row.gate}", "G opens it"))
         if row.stale_for:
-            notes.append("stale: no writes for " + cell_stale(row.stale_for))
+            notes.append((1, "stale: no writes for " + cell_stale(row.stale_for), ""))
         return notes
 
     def _store_changed(self, reason: str) -> None:
@@ -761,7 +819,7 @@ class CaseScreen(Screen):
             return
         if c is None:
             if self._trace_failed:  # no trace will come: say so instead of waiting
-                self.query_one("#compare-left", Static).update(Content("no source trace to compare (see the Trace tab's status line)"))
+                self.query_one("#compare-left", Static).update(Content("no source trace to compare (the Trace tab says why)"))
             return
 
         left = [L(Seg(c.left_title, "title"))] + c.left
@@ -847,7 +905,7 @@ class CaseScreen(Screen):
 
     def action_goto_failure(self) -> None:
         if self.view is None:
-            self.notify("The case is still loading", markup=False)
+            self._need_bundle("failure step", self.action_goto_failure)
             return
         target = self.view.failure_index
         if target is None and self.view.closest_step is not None:
@@ -1043,11 +1101,18 @@ class CaseScreen(Screen):
         if reload is not None:
             reload()
 
-    def _need_bundle(self) -> bool:
-        if self.bundle is None:
-            self.notify("The case is still loading", markup=False)
-            return False
-        return True
+    def _need_bundle(self, what: str = "", then: Any = None) -> bool:
+        """True when the case's files are read. Otherwise say what is still being read
+        and, with ``then``, run it as soon as they are (the last key pressed wins)."""
+        if self.bundle is not None:
+            return True
+        reading = "the case's files (manifest, rounds, hints, run inputs, integrity bindings)"
+        if then is not None:
+            self._when_loaded = then
+            self.notify(f"Still reading {reading}; the {what} opens as soon as they are read", markup=False)
+        else:
+            self.notify(f"Still reading {reading}; try again in a moment", markup=False)
+        return False
 
     def _after_integrity_consent(self, what: str, go: Any) -> None:
         """Run ``go`` at once on a sound case; on a case with integrity problems (or one
@@ -1074,7 +1139,7 @@ class CaseScreen(Screen):
         self.app.push_screen(ConfirmScreen(title, lines, f"Open the {what} anyway?"), done)
 
     def action_open_stream(self) -> None:
-        if not self._need_bundle():
+        if not self._need_bundle("teacher stream", self.action_open_stream):
             return
         view = self.view
         self._after_integrity_consent(
@@ -1084,7 +1149,7 @@ class CaseScreen(Screen):
 
     def action_open_supervised(self) -> None:
         bundle = self.bundle
-        if not self._need_bundle() or bundle is None:
+        if not self._need_bundle("supervised search", self.action_open_supervised) or bundle is None:
             return
         self._after_integrity_consent("supervised search", lambda: self.app.push_screen(SupervisedScreen(bundle, self.options)))
 
@@ -1103,7 +1168,7 @@ class CaseScreen(Screen):
         self._open_tokens(source)
 
     def _open_tokens(self, source: str | None) -> None:
-        if not self._need_bundle():
+        if not self._need_bundle("token inspector", lambda: self._open_tokens(source)):
             return
         self.app.push_screen(TokenScreen(self.bundle, self.options, source=source))
 

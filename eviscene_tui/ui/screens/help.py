@@ -5,7 +5,10 @@ was opened from."""
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Callable
+
+from rich.cells import cell_len, set_cell_size
 
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -14,7 +17,7 @@ from textual.content import Content
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
-from eviscene_tui.ui.actions import SECTIONS, actions, bindings, effective_keys
+from eviscene_tui.ui.actions import SECTIONS, Action, actions, bindings, effective_keys
 from eviscene_tui.settings import config_path
 
 # the screen a help request comes from -> the section the help opens at
@@ -44,27 +47,69 @@ def _section_id(scope: str) -> str:
     return "help-" + scope.replace(".", "-")
 
 
-def section_content(scope: str, keymap: dict[str, str], display: Callable[[Binding], str] | None = None) -> Content:
-    """One section: its title and one line per action (keys, label, id, help)."""
+#: the grid's columns never grow past these (a longer key list / label / id is cut with …)
+MAX_KEYS, MAX_LABEL, MAX_ID = 16, 24, 34
+#: below this many cells of description beside the grid, descriptions go on their own line
+MIN_DESCRIPTION = 24
+
+
+def _cut(text: str, width: int) -> str:
+    return text if cell_len(text) <= width else set_cell_size(text, width - 1) + "\u2026"
+
+
+def _keys_of(action: Action, keymap: dict[str, str], display: Callable[[Binding], str] | None) -> str:
+    keys = effective_keys(action, keymap)
+    if display is not None:
+        keys = [display(Binding(k, action.action, action.label)) for k in keys]
+    return ", ".join(keys)
+
+
+def grid_widths(keymap: dict[str, str], display: Callable[[Binding], str] | None = None) -> tuple[int, int, int]:
+    """(keys, label, id) column widths: the longest of every section (one grid for the
+    whole help), capped."""
+    every = [a for scope in SECTIONS for a in actions(scope)]
+    keys = max((cell_len(_keys_of(a, keymap, display)) for a in every), default=4)
+    label = max((cell_len(a.label) for a in every), default=8)
+    ident = max((cell_len(a.id) for a in every), default=8)
+    return min(keys, MAX_KEYS), min(label, MAX_LABEL), min(ident, MAX_ID)
+
+
+def _wrap(text: str, width: int) -> list[str]:
+    lines = textwrap.wrap(text, width=max(width, 8), break_long_words=True, break_on_hyphens=False)
+    return lines or [""]
+
+
+def section_content(scope: str, keymap: dict[str, str], display: Callable[[Binding], str] | None = None, *,
+                    width: int | None = None, grid: tuple[int, int, int] | None = None) -> Content:
+    """One section: its title and one line per action (keys, label, id, help) on one grid;
+    with ``width``, descriptions are wrapped to hang under the description column (or, on
+    a terminal too narrow for that, go on their own indented lines)."""
+    kw, lw, iw = grid if grid is not None else grid_widths(keymap, display)
     lines = [Content.from_markup("[b $accent]$t[/]", t=SECTIONS[scope])]
+    indent = 2 + kw + 1 + lw + 1 + iw + 1
     for action in actions(scope):
-        keys = effective_keys(action, keymap)
-        if display is not None:
-            keys = [display(Binding(k, action.action, action.label)) for k in keys]
-        lines.append(
-            Content.assemble(
-                (f"  {', '.join(keys):<12}", "bold"),
-                (f"{action.label:<18}", ""),
-                (f" {action.id:<32}", "dim"),
-                (f" {action.help}", "dim italic"),
-            )
-        )
+        head = [
+            ("  " + _cut(_keys_of(action, keymap, display), kw).ljust(kw) + " ", "bold"),
+            (_cut(action.label, lw).ljust(lw) + " ", ""),
+            (_cut(action.id, iw).ljust(iw) + " ", "dim"),
+        ]
+        if width is None:
+            lines.append(Content.assemble(*head, (action.help, "dim italic")))
+            continue
+        if width - indent >= MIN_DESCRIPTION:
+            wrapped = _wrap(action.help, width - indent)
+            lines.append(Content.assemble(*head, (wrapped[0], "dim italic")))
+            lines.extend(Content.assemble((" " * indent + more, "dim italic")) for more in wrapped[1:])
+        else:
+            lines.append(Content.assemble(*head))
+            lines.extend(Content.assemble(("      " + more, "dim italic")) for more in _wrap(action.help, width - 6) if action.help)
     return Content("\n").join(lines)
 
 
-def help_content(keymap: dict[str, str], display: Callable[[Binding], str] | None = None) -> Content:
+def help_content(keymap: dict[str, str], display: Callable[[Binding], str] | None = None, *, width: int | None = None) -> Content:
     """The whole help text (every section)."""
-    parts = [_header()] + [section_content(scope, keymap, display) for scope in SECTIONS]
+    grid = grid_widths(keymap, display)
+    parts = [_header()] + [section_content(scope, keymap, display, width=width, grid=grid) for scope in SECTIONS]
     return Content("\n\n").join(parts)
 
 
@@ -91,6 +136,20 @@ class HelpScreen(ModalScreen[None]):
             yield Static(_header(), id="help-header")
             for scope in SECTIONS:
                 yield Static(section_content(scope, keymap, display), id=_section_id(scope), classes="help-section")
+
+    def on_resize(self) -> None:
+        # after the layout, so each section knows its own width
+        self.call_after_refresh(self._paint_sections)
+
+    def _paint_sections(self) -> None:
+        """Re-lay the sections for the width they have (descriptions hang under their column)."""
+        keymap = dict(getattr(self.app, "_keymap", {}) or {})
+        display = self.app.get_key_display
+        grid = grid_widths(keymap, display)
+        for scope in SECTIONS:
+            section = self.query_one(f"#{_section_id(scope)}", Static)
+            width = section.content_region.width or max(self.query_one("#help-body", VerticalScroll).scrollable_content_region.width - 2, 20)
+            section.update(section_content(scope, keymap, display, width=width, grid=grid))
 
     def on_mount(self) -> None:
         body = self.query_one("#help-body", VerticalScroll)

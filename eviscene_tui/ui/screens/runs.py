@@ -54,6 +54,24 @@ _POLICY_TEMPLATES = {
 }
 
 
+def hidden_note(before: str, titles: list[str], width: int) -> str:
+    """`` · not shown (narrow terminal): a, b`` in the room the status line has left after
+    ``before``; shorter forms when it does not fit, down to a count of hidden columns."""
+    from rich.cells import cell_len
+
+    names = ", ".join(titles)
+    room = width - cell_len(before)
+    for note in (
+        f" \u00b7 not shown (narrow terminal): {names}",
+        f" \u00b7 not shown: {names}",
+        f" \u00b7 {len(titles)} column{'s' if len(titles) != 1 else ''} not shown (widen)",
+        f" \u00b7 {len(titles)} hidden",
+    ):
+        if cell_len(note) <= room:
+            return note
+    return f" \u00b7 {len(titles)} hidden"
+
+
 class SortChooser(ModalScreen[str | None]):
     """Pick the column to sort the runs table by (Enter); the current one is highlighted
     and picking it again reverses the order."""
@@ -130,6 +148,12 @@ class RunsScreen(Screen):
         self.query_one(RunsTable).focus()
         self.set_interval(GATE_REFRESH_INTERVAL, self._refresh_gates)
 
+    def on_screen_resume(self) -> None:
+        # back from a case / supervised screen: re-read the supervised searches' files now
+        from eviscene_tui.ui.messages import SupervisedChanged
+
+        self.app.post_message(SupervisedChanged())
+
     def _policy_status_changed(self, status: tuple[str, str] | None) -> None:
         bar = self.query_one("#policy-status", Static)
         bar.display = status is not None
@@ -197,11 +221,15 @@ class RunsScreen(Screen):
             text += f" \u00b7 match {table.cursor + 1} of {matches}" if matches else " \u00b7 no match"
         hidden = self.query_one(RunsTable).hidden_columns
         if hidden:
-            text += " \u00b7 not shown (narrow terminal): " + ", ".join(c.title for c in hidden)
+            text += hidden_note(text, [c.title for c in hidden], self.size.width or 10_000)
         if not store.scanning and len(store) == 0:
             root = safe_text(str(self.eviscene.options.root), single_line=True, limit=80)
             text = f"no PSD cases found under {root} (feedback search roots, run directories or multi-case wrappers)"
         self.query_one("#runs-status", Static).update(Content(text))
+
+    @on(RunsTable.ColumnsChanged)
+    def _columns_changed(self, _event: RunsTable.ColumnsChanged) -> None:
+        self._paint_status()
 
     # -- actions -------------------------------------------------------------------------
     def action_search(self) -> None:

@@ -63,7 +63,7 @@ from eviscene_tui.supervised.feedback import CHECK_NAMES, Budgets
 from eviscene_tui.supervised.search import Proposal, SearchError
 from eviscene_tui.supervised.source import load_trace
 from eviscene_tui.ui.actions import actions, bindings, effective_keys
-from eviscene_tui.ui.messages import ContinuationFinished, JournalView, NeedSite, OpDone, OpFailed, SearchOpened
+from eviscene_tui.ui.messages import ContinuationFinished, JournalView, NeedSite, OpDone, OpFailed, SearchOpened, SupervisedChanged
 from eviscene_tui.ui.screens.dialogs import FormScreen
 from eviscene_tui.ui.widgets.key_footer import KeyFooter
 from eviscene_tui.ui.widgets.stream_view import StreamView, TextPane
@@ -543,6 +543,9 @@ class SupervisedScreen(Screen[None]):
 
     def on_op_done(self, message: OpDone) -> None:
         self.session.finished(message.label, saved=message.saved, detail=message.detail)
+        if message.saved:
+            # the runs row (and the case header) follow the search's files at once
+            self.app.post_message(SupervisedChanged())
 
     def on_op_failed(self, message: OpFailed) -> None:
         self.session.failed(message.label, message.message)

@@ -80,6 +80,10 @@ class RunsTable(ScrollView, can_focus=True):
             super().__init__()
             self.row = row
 
+    class ColumnsChanged(Message):
+        """The set of shown columns changed (a resize or new rows): notes about hidden
+        columns are redrawn."""
+
     def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
         super().__init__(id=id, classes=classes)
         self.rows: list[CaseRow] = []
@@ -122,7 +126,10 @@ class RunsTable(ScrollView, can_focus=True):
     # -- layout ------------------------------------------------------------------------
     def _layout_columns(self) -> None:
         width = max(self.scrollable_content_region.width, 20) if self.is_mounted else 100
+        before = [c.key for c, _w in self._layout]
         self._layout = column_widths(self.rows, width, sort_key=self.sort_key)
+        if self.is_mounted and [c.key for c, _w in self._layout] != before:
+            self.post_message(self.ColumnsChanged())
         total = sum(w for _c, w in self._layout) + len(SEP) * (len(self._layout) - 1)
         self.virtual_size = Size(total, len(self.rows) + 1)
 
