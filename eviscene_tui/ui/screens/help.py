@@ -51,6 +51,8 @@ def _section_id(scope: str) -> str:
 MAX_KEYS, MAX_LABEL, MAX_ID = 16, 24, 34
 #: below this many cells of description beside the grid, descriptions go on their own line
 MIN_DESCRIPTION = 24
+#: cells of the help body that text cannot use: its border (2), padding (2), scrollbar (2)
+HELP_CHROME = 6
 
 
 def _cut(text: str, width: int) -> str:
@@ -134,12 +136,17 @@ class HelpScreen(ModalScreen[None]):
         display = self.app.get_key_display
         with VerticalScroll(id="help-body"):
             yield Static(_header(), id="help-header")
+            # laid out for the terminal's width from the start (border, padding, scrollbar
+            # off), so the section the help opens at is where the first layout puts it
+            self._width = max(self.app.size.width - HELP_CHROME, 20)
+            grid = grid_widths(keymap, display)
             for scope in SECTIONS:
-                yield Static(section_content(scope, keymap, display), id=_section_id(scope), classes="help-section")
+                yield Static(section_content(scope, keymap, display, width=self._width, grid=grid), id=_section_id(scope), classes="help-section")
 
     def on_resize(self) -> None:
-        # after the layout, so each section knows its own width
-        self.call_after_refresh(self._paint_sections)
+        if max(self.app.size.width - HELP_CHROME, 20) != self._width:
+            # after the layout, so each section knows its own width
+            self.call_after_refresh(self._paint_sections)
 
     def _paint_sections(self) -> None:
         """Re-lay the sections for the width they have (descriptions hang under their column)."""
@@ -148,8 +155,13 @@ class HelpScreen(ModalScreen[None]):
         grid = grid_widths(keymap, display)
         for scope in SECTIONS:
             section = self.query_one(f"#{_section_id(scope)}", Static)
-            width = section.content_region.width or max(self.query_one("#help-body", VerticalScroll).scrollable_content_region.width - 2, 20)
+            width = section.content_region.width or max(self.app.size.width - HELP_CHROME, 20)
             section.update(section_content(scope, keymap, display, width=width, grid=grid))
+        self._width = max(self.app.size.width - HELP_CHROME, 20)
+        if self.section != "app":
+            # the wrapped sections changed height: back at the asked section once the
+            # layout that the new heights cause is done
+            self.call_after_refresh(self.call_after_refresh, self._scroll_to_section)
 
     def on_mount(self) -> None:
         body = self.query_one("#help-body", VerticalScroll)
