@@ -219,6 +219,9 @@ def column_widths(rows: list["CaseRow"], width: int, *, sort_key: str = "") -> l
     # the columns with a comfortable width (case, status) get it first: status is what the
     # operator triages on; the rest is shared by content
     widths = {c.key: least(c) for c in shown}
+    if sum(widths.values()) + SEPARATOR * (len(shown) - 1) > width:
+        # not even the comfortable widths fit (only the kept columns are left): start lower
+        widths = {c.key: floor(c) for c in shown}
     weights = {c.key: c.weight for c in shown}
     spare = width - sum(widths.values()) - SEPARATOR * (len(shown) - 1)
     while spare > 0:
