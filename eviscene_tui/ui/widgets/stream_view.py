@@ -346,4 +346,7 @@ class StreamView(Vertical):
             tps=_fmt(t["tokens_per_s"], ".0f"),
             finish=safe_text(acc.finish_reason or "—", single_line=True, limit=20),
         )
-        self.query_one("#stream-stats", StatsLine).set(content)
+        # a flush or a status change can arrive while the screen is being torn down (its
+        # children already gone): then there is no stats line to update
+        for stats in self.query("#stream-stats").results(StatsLine):
+            stats.set(content)
