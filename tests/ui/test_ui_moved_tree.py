@@ -69,8 +69,9 @@ async def test_moved_copy_without_inputs_opens_with_clear_messages(tmp_path: Pat
     async with app.run_test(size=(140, 40)) as pilot:
         screen = await open_case(pilot, app, "single-copied-without-inputs")
         assert await wait_for(pilot, lambda: "source trace unavailable" in str(screen.query_one("#trace-status").content), 10)
-        status = str(screen.query_one("#trace-status").content)
-        assert "source trace not found" in status and "records it at" in status and "looked for" in status
+        # the trace area itself says what is missing, where it was recorded and looked for
+        missing = str(screen.query_one("#trace-missing", Static).content)
+        assert "source trace not found" in missing and "records it at" in missing and "looked for" in missing
         assert await wait_for(pilot, lambda: screen.integrity is not None, 20)
         assert {code for code, _, _ in screen.integrity} == {"missing_artifact"}
         await pilot.press("3")  # the run's own files still show

@@ -154,7 +154,7 @@ def test_hostile_strings_never_reach_the_terminal_raw(tmp_path_factory, tmp_path
         (None, b"4"),
         (None, b"5"),
         (None, b"1"),
-        (None, b"\r"),
+        (b"step 2 of 5", b"\r"),  # the trace tab is showing again, its view holding the keys
         (b"Close", b"\x1b"),  # the step detail's footer
         (b"Next policy", b"k"),  # the case screen's footer is back
         (b"Token inspector", b"\x1b"),
@@ -191,7 +191,8 @@ def test_the_stream_screen_writes_a_hostile_run_hint_sanitised(tmp_path: Path) -
     copy_case(sample, "hostile-strings", root)
     script: list[tuple[bytes | None, bytes]] = [
         (b"hostile", b"\r"),
-        (b"Next policy", b"t"),
+        # t asks first while the case's integrity check is still running: wait for its result
+        (b"no integrity problems", b"t"),
         (b"repair hint", b"\x1b"),
         (b"Next policy", b"\x1b"),
         (b"hostile", b"q"),
