@@ -1,0 +1,201 @@
+"""The shape rules of the README's Architecture section, checked on the source.
+
+- No function longer than ``MAX_LINES`` lines, except declarative tables listed in ``TABLES``.
+- No block nesting deeper than ``MAX_DEPTH`` inside one function (nested functions count afresh).
+- Imports sit at the top of a module. An import inside a function must say why on its line with
+  a ``# lazy: <reason>`` comment (Textual behind the CLI so ``--help`` stays fast, an optional
+  dependency, code run by a worker process or by the driver's own interpreter).
+
+``DEBT`` lists the places that do not follow the rules yet. The test fails on any new one, and on
+an entry that no longer needs to be there, so the list can only shrink.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parents[2] / "eviscene_tui"
+MAX_LINES = 80
+MAX_DEPTH = 4
+_BLOCKS = (ast.If, ast.For, ast.While, ast.With, ast.Try, ast.AsyncFor, ast.AsyncWith, ast.Match)
+_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
+
+# functions that are declarative tables (a route table, a list of rows), allowed to be long
+TABLES: set[str] = set()
+
+# "rule path:function" entries not yet fixed; remove an entry when its function follows the rule
+DEBT: set[str] = {
+    "deep artifacts/case.py:_tell_written_location",
+    "deep artifacts/case.py:runtime_store_dirs",
+    "deep artifacts/integrity.py:check_input",
+    "deep artifacts/integrity.py:generic",
+    "deep artifacts/runtime_archive.py:reconstruct_request",
+    "deep artifacts/step_index.py:index_steps",
+    "deep commands/stream.py:event",
+    "deep fake_vllm/script.py:plan_chunks",
+    "deep fake_vllm/script.py:template_prompt_ids",
+    "deep fake_vllm/server.py:gen",
+    "deep gate/inproc.py:wait_for",
+    "deep journal/fold.py:fold",
+    "deep policy/accumulate.py:add",
+    "deep policy/client.py:stream_chat_batches",
+    "deep policy/hint_template.py:infer_hint_template",
+    "deep policy/session.py:run_continuation",
+    "deep state/trace_search.py:matches",
+    "deep tokens/capture.py:normalise_topk",
+    "deep tokens/flow.py:_wrap",
+    "deep ui/screens/tokens.py:_render_selected",
+    "import artifacts/media.py:_dimensions",
+    "import artifacts/models.py:hints",
+    "import artifacts/paths.py:with_sha_status",
+    "import artifacts/problems.py:relative_to",
+    "import artifacts/report.py:build_check_report",
+    "import artifacts/summary.py:read_ledger",
+    "import cli.py:_quiet_broken_pipe",
+    "import cli.py:path_map_from_args",
+    "import commands/check.py:_cell",
+    "import commands/check.py:add_arguments",
+    "import commands/check.py:run",
+    "import commands/decide.py:run",
+    "import commands/decisions.py:run",
+    "import commands/demo.py:demo_profile",
+    "import commands/demo.py:run",
+    "import commands/fake_vllm.py:run",
+    "import commands/gate.py:build_argv",
+    "import commands/gate_status.py:gated_roots_under",
+    "import commands/gate_status.py:run",
+    "import commands/stream.py:add_arguments",
+    "import commands/stream.py:run",
+    "import fake_vllm/script.py:_specials",
+    "import fake_vllm/script.py:image_pad_count",
+    "import fake_vllm/testing.py:png_data_url",
+    "import gate/demo.py:_clean",
+    "import gate/demo.py:_driver_alive",
+    "import gate/demo.py:stop",
+    "import gate/inproc.py:main",
+    "import gate/standin/eviscene_training/psd_repair_runtime.py:propose_hints",
+    "import gate/standin/run_standin_driver.py:_run",
+    "import gate/standin/run_standin_driver.py:_run_single",
+    "import loopback.py:start",
+    "import samples/__init__.py:build",
+    "import samples/__init__.py:copy_case",
+    "import samples/__init__.py:generate",
+    "import samples/cases.py:damaged",
+    "import samples/cases.py:search_paused_pending",
+    "import samples/cases.py:single_generating",
+    "import samples/cases.py:slate_unsupported",
+    "import samples/synthetic.py:make_many_cases",
+    "import samples/synthetic.py:make_slate_case",
+    "import samples/tree.py:__init__",
+    "import state/rows.py:last_round_status",
+    "import state/rows.py:problem_pairs",
+    "import state/runs.py:apply_activity",
+    "import state/runs.py:set_labels",
+    "import state/scan.py:_start_resource_tracker",
+    "import state/scan.py:integrity_pass",
+    "import state/scan.py:supervised_stamp",
+    "import state/scan.py:supervised_status",
+    "import state/trace_rows.py:next_policy",
+    "import storage.py:_holds_cases",
+    "import supervised/demo_hints.py:create_app",
+    "import supervised/records.py:token_capture",
+    "import tokens/decode.py:__init__",
+    "import tokens/search.py:find_text",
+    "import tokens/synthetic.py:_attempt",
+    "import tokens/synthetic.py:_png",
+    "import tokens/synthetic.py:_trace",
+    "import ui/app.py:poll_supervised",
+    "import ui/app.py:watch_root",
+    "import ui/launch.py:_prepare_graphics",
+    "import ui/launch.py:build_app",
+    "import ui/screens/case.py:_paint_title",
+    "import ui/screens/runs.py:_gate_worker",
+    "import ui/screens/runs.py:hidden_note",
+    "import ui/screens/runs.py:on_screen_resume",
+    "import ui/widgets/gate_panel.py:_requested",
+    "import ui/widgets/image_preview.py:load_preview_image",
+    "import ui/widgets/image_preview.py:prepare_terminal_graphics",
+    "import ui/widgets/image_preview.py:set_image",
+    "import ui/widgets/runs_table.py:render_line",
+    "long artifacts/integrity.py:check_run",
+    "long artifacts/integrity.py:check_search",
+    "long artifacts/media.py:verify_media",
+    "long artifacts/step_index.py:index_steps",
+    "long commands/stream.py:run",
+    "long fake_vllm/script.py:plan_chunks",
+    "long fake_vllm/server.py:chat",
+    "long fake_vllm/server.py:create_app",
+    "long gate/decide.py:decide",
+    "long gate/standin/run_standin_driver.py:_run_single",
+    "long policy/client.py:stream_chat_batches",
+    "long samples/builders.py:add_request",
+    "long samples/synthetic.py:_single_run",
+    "long state/case_view.py:_round_doc",
+    "long tokens/sources.py:load_capture",
+}
+
+
+def _functions(tree: ast.AST) -> list[ast.FunctionDef | ast.AsyncFunctionDef]:
+    return [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+
+
+def _depth(node: ast.AST, depth: int = 0) -> int:
+    deepest = depth
+    for child in ast.iter_child_nodes(node):
+        if isinstance(child, _SCOPES):
+            continue
+        deepest = max(deepest, _depth(child, depth + 1 if isinstance(child, _BLOCKS) else depth))
+    return deepest
+
+
+def _own_imports(func: ast.AST) -> list[ast.Import | ast.ImportFrom]:
+    found: list[ast.Import | ast.ImportFrom] = []
+    stack = list(ast.iter_child_nodes(func))
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            found.append(node)
+        elif not isinstance(node, _SCOPES):
+            stack.extend(ast.iter_child_nodes(node))
+    return found
+
+
+def _findings() -> set[str]:
+    found: set[str] = set()
+    for path in sorted(PACKAGE.rglob("*.py")):
+        rel = path.relative_to(PACKAGE).as_posix()
+        source = path.read_text(encoding="utf-8")
+        lines = source.splitlines()
+        for func in _functions(ast.parse(source)):
+            where = f"{rel}:{func.name}"
+            length = (func.end_lineno or func.lineno) - func.lineno + 1
+            if length > MAX_LINES and where not in TABLES:
+                found.add(f"long {where}")
+            if _depth(func) > MAX_DEPTH:
+                found.add(f"deep {where}")
+            for node in _own_imports(func):
+                text = " ".join(lines[node.lineno - 1 : (node.end_lineno or node.lineno)])
+                if "# lazy:" not in text:
+                    found.add(f"import {where}")
+    return found
+
+
+def test_no_new_long_deep_or_lazily_importing_function() -> None:
+    new = sorted(_findings() - DEBT)
+    assert not new, "these functions break the shape rules (split them, or say `# lazy: why`):\n" + "\n".join(new)
+
+
+def test_the_debt_list_only_names_what_is_still_owed() -> None:
+    paid = sorted(DEBT - _findings())
+    assert not paid, "fixed — remove these entries from DEBT:\n" + "\n".join(paid)
+
+
+def test_the_rules_see_a_long_deep_function_and_a_bare_lazy_import() -> None:
+    body = "\n".join(["    x = 1"] * (MAX_LINES + 1))
+    deep = "def g():\n" + "".join("    " * (i + 1) + "if x:\n" for i in range(MAX_DEPTH + 1)) + "    " * (MAX_DEPTH + 2) + "pass\n"
+    tree = ast.parse(f"def f():\n{body}\n" + deep + "def h():\n    import os\n")
+    funcs = {f.name: f for f in _functions(tree)}
+    assert (funcs["f"].end_lineno or 0) - funcs["f"].lineno + 1 > MAX_LINES
+    assert _depth(funcs["g"]) == MAX_DEPTH + 1
+    assert len(_own_imports(funcs["h"])) == 1
