@@ -83,7 +83,7 @@ def read_decisions(case) -> list[str]:
     return [d.action for d in read_status(case.root).decisions]
 
 
-async def test_a_gated_root_outside_the_opened_folder_is_a_row_and_G_opens_only_the_highlighted_gate(tmp_path):
+async def test_a_gated_root_outside_the_opened_folder_is_a_row_and_G_opens_only_the_highlighted_gate(tmp_path, notices):
     """The demo's case: the app opens a folder while the gated stand-in search lives in the
     app's work directory (outside it). The search becomes a row once its driver wrote it
     (also after a rescan), marked awaiting operator and found by ``w``; ``G`` on another
@@ -125,7 +125,7 @@ async def test_a_gated_root_outside_the_opened_folder_is_a_row_and_G_opens_only_
             table = app.screen.query_one(RunsTable)
             assert table.select_key("feedback-converged-3-rounds")
             await pilot.press("G")
-            await wait_until(lambda: any("has no operator gate" in n.message for n in app._notifications), pilot=pilot,
+            await wait_until(lambda: any("has no operator gate" in n for n in notices), pilot=pilot,
                              what="the no-gate message")
             assert not isinstance(app.screen, GateScreen)
 

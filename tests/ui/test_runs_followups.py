@@ -132,7 +132,7 @@ async def test_trace_tab_says_what_is_missing_and_where_it_was_looked_for(tmp_pa
         assert not screen.query_one("#trace-view").display
 
 
-async def test_a_key_pressed_while_the_case_files_are_read_runs_when_they_are(tmp_path_factory, tmp_path) -> None:
+async def test_a_key_pressed_while_the_case_files_are_read_runs_when_they_are(tmp_path_factory, tmp_path, notices) -> None:
     from ui_helpers import sample_root
 
     from eviscene_tui.ui.screens.case import ConfirmScreen
@@ -146,8 +146,7 @@ async def test_a_key_pressed_while_the_case_files_are_read_runs_when_they_are(tm
         screen.action_open_supervised()
 
         def told() -> bool:
-            notes = [str(n.message) for n in app._notifications]
-            return any("Still reading the case's files" in n and "supervised search opens as soon as" in n for n in notes)
+            return any("Still reading the case's files" in n and "supervised search opens as soon as" in n for n in notices)
 
         assert await wait_for(pilot, told)
         screen.integrity = None  # the queued key then stops at the integrity consent

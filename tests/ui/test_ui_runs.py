@@ -233,7 +233,7 @@ async def test_supervised_search_and_stale_search_are_shown(tmp_path_factory, tm
         assert "supervised search: searching" in str(screen.query_one("#case-title").content)
 
 
-async def test_integrity_pass_uses_worker_processes_inside_the_app(tmp_path) -> None:
+async def test_integrity_pass_uses_worker_processes_inside_the_app(tmp_path, notices) -> None:
     """Past PARALLEL_MIN_CASES the pass runs in spawned processes; inside the Textual app
     (whose stderr is a capture object) that must work and agree with ``check``."""
     from eviscene_tui.artifacts.report import build_check_report
@@ -247,7 +247,7 @@ async def test_integrity_pass_uses_worker_processes_inside_the_app(tmp_path) -> 
     async with app.run_test(size=(120, 30), notifications=True) as pilot:
         await wait_scan(pilot, app, timeout=120)
         assert await wait_for(pilot, lambda: app.check_seconds is not None, 240), "integrity pass did not finish"
-        errors = [str(n.message) for n in app._notifications if "Integrity check" in str(n.message)]
+        errors = [n for n in notices if "Integrity check" in n]
         assert not errors, errors
         assert all(r.checked for r in app.store.rows())
         assert {r.key: r.problems for r in app.store.rows()} == expected
