@@ -75,7 +75,17 @@ def _case() -> tuple[Path, int]:
     return case, failure
 
 
-async def _measure(root: Path, failure: int) -> dict[str, object]:
+def _row_key(table, case: Path) -> str | None:
+    """The runs-table key of the row that opens ``case`` (None while the table lacks it)."""
+    want = case.resolve()
+    for row in table.rows:
+        path = getattr(row.ref, "path", None)
+        if path is not None and Path(path).resolve() == want:
+            return row.key
+    return None
+
+
+async def _measure(case: Path, failure: int) -> dict[str, object]:
     import argparse
 
     from eviscene_tui.options import AppOptions
@@ -127,14 +137,19 @@ async def _measure(root: Path, failure: int) -> dict[str, object]:
 
     out: dict[str, object] = {}
     args = argparse.Namespace(theme=None, poll=False, operator="bench", workdir=None, config=None)
-    app = EvisceneApp(AppOptions.from_args(root, args, settings=Settings()), watch=False)
+    app = EvisceneApp(AppOptions.from_args(case.parent, args, settings=Settings()), watch=False)
     try:
         async with app.run_test(size=(160, 50)) as pilot:
             await until(lambda: app.scan_seconds is not None)
-            await pilot.pause()
             table = app.screen.query_one(RunsTable)
-            if not table.select_key("tokens-case"):
+            # the row's key is relative to the tree that holds the opened folder (the bench
+            # directory holds other benchmarks' cases, so that tree may be the bench
+            # directory itself): find the row by the case's path, once the table shows it
+            await until(lambda: _row_key(table, case) is not None, 30)
+            key = _row_key(table, case)
+            if key is None or not table.select_key(key):
                 raise RuntimeError("the benchmark case is not in the runs table")
+            await pilot.pause()
             await pilot.press("enter")
             await until(lambda: isinstance(app.screen, CaseScreen) and app.screen.trace_rows is not None)
             case_screen = app.screen
@@ -213,7 +228,7 @@ def run() -> list[tuple[str, str]]:
     t = time.perf_counter()
     case, failure = _case()
     prep = time.perf_counter() - t
-    got = asyncio.run(_measure(case.parent, failure))
+    got = asyncio.run(_measure(case, failure))
     n = got["ids"]
     first = got["first_paint"]
     rows = [
