@@ -443,7 +443,7 @@ class EvisceneApp(App[int]):
         if isinstance(self.screen, HelpScreen):
             self.pop_screen()
             return
-        self.push_screen(HelpScreen(section_for(self.screen)))
+        self.push_screen(HelpScreen(section_for(self.screen), config=self.settings.path))
 
     def action_toggle_theme(self) -> None:
         self.switch_theme(LIGHT if self.theme == DARK else DARK)

@@ -37,3 +37,22 @@ async def test_help_grid_and_hanging_descriptions(tmp_path_factory) -> None:
         continued = [line for line in lines if not line[:column].strip()]
         assert continued, "some description wraps at 100 columns"
         assert all(line[:described].strip() == "" and line[described] != " " for line in continued), continued
+
+
+async def test_help_names_the_config_file_in_use(tmp_path_factory, tmp_path) -> None:
+    """With ``--config PATH``, the help tells the user to override keys in PATH (the file
+    the settings were read from), not in the default location."""
+    from eviscene_tui.settings import config_path, load_settings
+    from eviscene_tui.ui.screens.help import HelpScreen
+
+    chosen = tmp_path / "elsewhere" / "my-eviscene.toml"
+    chosen.parent.mkdir()
+    chosen.write_text('theme = "textual-dark"\n', encoding="utf-8")
+    assert chosen != config_path()
+    app = make_app(sample_root(tmp_path_factory), settings=load_settings(chosen))
+    async with app.run_test(size=(160, 40)) as pilot:
+        await pilot.press("question_mark")
+        assert await wait_for(pilot, lambda: isinstance(app.screen, HelpScreen))
+        header = str(app.screen.query_one("#help-header").content)
+        assert str(chosen) in header, header
+        assert str(config_path()) not in header, header

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import textwrap
 from collections.abc import Callable
+from pathlib import Path
 
 from rich.cells import cell_len, set_cell_size
 
@@ -108,18 +109,22 @@ def section_content(scope: str, keymap: dict[str, str], display: Callable[[Bindi
     return Content("\n").join(lines)
 
 
-def help_content(keymap: dict[str, str], display: Callable[[Binding], str] | None = None, *, width: int | None = None) -> Content:
-    """The whole help text (every section)."""
+def help_content(keymap: dict[str, str], display: Callable[[Binding], str] | None = None, *, width: int | None = None,
+                 config: Path | None = None) -> Content:
+    """The whole help text (every section); ``config`` is the settings file in use."""
     grid = grid_widths(keymap, display)
-    parts = [_header()] + [section_content(scope, keymap, display, width=width, grid=grid) for scope in SECTIONS]
+    parts = [_header(config)] + [section_content(scope, keymap, display, width=width, grid=grid) for scope in SECTIONS]
     return Content("\n\n").join(parts)
 
 
-def _header() -> Content:
+def _header(config: Path | None) -> Content:
+    """The title line and where to override keys: the settings file the app was started
+    with (``--config``, the environment, or the default location it looked at)."""
+    shown = config if config is not None else config_path()
     return Content("\n").join(
         [
             Content.assemble(("eviscene-tui keys", "bold $primary"), ('   ctrl+p: command palette ("noun: verb" commands, each with its key) \u00b7 ?/f1/esc: close help', "dim")),
-            Content.assemble(("Override keys in ", "dim"), (str(config_path()), "dim italic"), (' with a [keys] table: "binding.id" = "key"', "dim")),
+            Content.assemble(("Override keys in ", "dim"), (str(shown), "dim italic"), (' with a [keys] table: "binding.id" = "key"', "dim")),
         ]
     )
 
@@ -127,15 +132,16 @@ def _header() -> Content:
 class HelpScreen(ModalScreen[None]):
     BINDINGS = bindings("help")
 
-    def __init__(self, section: str = "app") -> None:
+    def __init__(self, section: str = "app", *, config: Path | None = None) -> None:
         super().__init__()
         self.section = section if section in SECTIONS else "app"
+        self.config = config  # the settings file in use (None: where the default lookup goes)
 
     def compose(self) -> ComposeResult:
         keymap = dict(getattr(self.app, "_keymap", {}) or {})
         display = self.app.get_key_display
         with VerticalScroll(id="help-body"):
-            yield Static(_header(), id="help-header")
+            yield Static(_header(self.config), id="help-header")
             # laid out for the terminal's width from the start (border, padding, scrollbar
             # off), so the section the help opens at is where the first layout puts it
             self._width = max(self.app.size.width - HELP_CHROME, 20)
