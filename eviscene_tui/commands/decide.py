@@ -9,9 +9,13 @@ that round, or already decided: the message names who decided what and when),
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+from pathlib import Path
 
 from eviscene_tui.cli import UsageError
+from eviscene_tui.gate.decide import DecideUsage, decide
+from eviscene_tui.gate.sidecar import gate_dir_for
 from eviscene_tui.safe_text import safe_text
 
 ACTIONS = ("approve-round", "relocalize", "stop", "approve-hint", "reject-hint")
@@ -28,12 +32,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    import os
-    from pathlib import Path
-
-    from eviscene_tui.gate.decide import DecideUsage, decide
-    from eviscene_tui.gate.sidecar import gate_dir_for
-
     root = Path(args.root)
     if not root.exists():
         raise UsageError(f"{args.root} does not exist")

@@ -28,6 +28,7 @@ from typing import Any
 
 import orjson
 
+from eviscene_tui.cli import UsageError
 from eviscene_tui.journal import fold, journals_in_workdir, parse_journal_bytes, stale_paths, verify_chain
 from eviscene_tui.journal.paths import JOURNAL_DIR, REVIEW_JOURNAL, SUPERVISED_DIR, SUPERVISED_SUFFIX, supervised_journal_for_root
 from eviscene_tui.safe_text import safe_text
@@ -124,8 +125,6 @@ def _cell(value: Any) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from eviscene_tui.cli import UsageError
-
     path = Path(args.path)
     if not path.exists():
         raise UsageError(f"{args.path} does not exist")

@@ -15,6 +15,8 @@ import shutil
 import sys
 
 from eviscene_tui.cli import UsageError
+from eviscene_tui.gate import INPROC_PATH
+from eviscene_tui.gate.inproc import search_mode_of
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -26,9 +28,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def build_argv(args: argparse.Namespace) -> list[str]:
-    from eviscene_tui.gate import INPROC_PATH
-    from eviscene_tui.gate.inproc import search_mode_of
-
     driver = list(args.driver or [])
     if driver and driver[0] == "--":
         driver = driver[1:]

@@ -14,6 +14,8 @@ from pathlib import Path
 
 import orjson
 
+from eviscene_tui.gate.inproc import sidecar_for
+from eviscene_tui.gate.sidecar import read_status
 from eviscene_tui.safe_text import safe_text
 
 
@@ -30,8 +32,6 @@ def _line(text: str) -> str:
 def gated_roots_under(folder: Path, depth: int = 4) -> list[Path]:
     """The search roots with a gate sidecar (``<root>.eviscene-gate``) under ``folder``,
     so a folder holding one gated search (the demo's work directory) finds it."""
-    from eviscene_tui.gate.inproc import sidecar_for
-
     found: list[Path] = []
     level = [folder]
     for _ in range(depth):
@@ -53,8 +53,6 @@ def gated_roots_under(folder: Path, depth: int = 4) -> list[Path]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from eviscene_tui.gate.sidecar import read_status
-
     if not Path(args.root).exists():
         print(_line(f"eviscene-tui gate-status: error: {args.root} does not exist"), file=sys.stderr)
         return 2

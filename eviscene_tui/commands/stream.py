@@ -23,12 +23,19 @@ from typing import Any, TextIO
 
 import orjson
 
-from eviscene_tui.cli import UsageError
-from eviscene_tui.policy.config import policy_config
+from eviscene_tui.artifacts.case import CaseBundle, load_case
+from eviscene_tui.cli import UsageError, add_path_map_argument, path_map_from_args
+from eviscene_tui.policy.accumulate import StreamAccumulator
+from eviscene_tui.policy.casefile import case_ref, rebuild_for_case, round_hint, site_for_round
+from eviscene_tui.policy.client import PolicyClient
+from eviscene_tui.policy.config import PolicyConfig, policy_config
+from eviscene_tui.policy.events import Attested, Delta, StreamError, ToolCallDelta, event_to_json
 from eviscene_tui.policy.profile import NO_POLICY, PolicyTarget, ProfileError, resolve_policy_target
-from eviscene_tui.settings import HINT_PLACEMENTS, load_settings
-from eviscene_tui.policy.events import Attested, Delta, event_to_json, StreamError, ToolCallDelta
+from eviscene_tui.policy.request import TeacherRequest, RequestUnavailable, chat_body, redact_images
+from eviscene_tui.policy.session import record_failure, run_continuation
 from eviscene_tui.safe_text import safe_text
+from eviscene_tui.settings import HINT_PLACEMENTS, Settings, load_settings
+from eviscene_tui.storage import EvidenceWriteRefused, WorkDir, default_workdir
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -47,8 +54,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--stall-timeout", type=float, help="seconds of silence tolerated once tokens flow")
     parser.add_argument("--max-tokens", type=int, help="max_tokens for the continuation")
     parser.add_argument("--json", action="store_true", help="one JSON object per line per event")
-    from eviscene_tui.cli import add_path_map_argument
-
     add_path_map_argument(parser)
 
 
@@ -72,26 +77,38 @@ class _Out:
             self.json(event_to_json(ev))
             return
         if isinstance(ev, Delta) and ev.text:
-            if ev.kind != self._kind:
-                self.out.write(("\n" if self._kind else "") + f"[{ev.kind}]\n")
-                self._kind = ev.kind
-            self.out.write(safe_text(ev.text))
-            self.out.flush()
+            self._delta(ev)
         elif isinstance(ev, ToolCallDelta):
-            if ev.name:
-                self.out.write(("\n" if self._kind else "") + f"[tool_call {safe_text(ev.name, single_line=True)}]\n")
-                self._kind = "tool"
-            if ev.arguments:
-                self.out.write(safe_text(ev.arguments))
-            self.out.flush()
+            self._tool_call(ev)
         elif isinstance(ev, Attested):
             a = ev.attestation
             self.note(f"attestation: {a.status} {a.base_url} — {a.message}")
         elif isinstance(ev, StreamError):
-            if self._kind:
-                self.out.write("\n")
-                self.out.flush()
-            self.note(f"error ({ev.kind}{', HTTP ' + str(ev.status) if ev.status else ''}): {ev.message}")
+            self._error(ev)
+
+    def _section(self, kind: str, heading: str) -> None:
+        """Start a new ``[heading]`` section on its own line when the stream's kind changes."""
+        self.out.write(("\n" if self._kind else "") + f"[{heading}]\n")
+        self._kind = kind
+
+    def _delta(self, ev: Delta) -> None:
+        if ev.kind != self._kind:
+            self._section(ev.kind, ev.kind)
+        self.out.write(safe_text(ev.text))
+        self.out.flush()
+
+    def _tool_call(self, ev: ToolCallDelta) -> None:
+        if ev.name:
+            self._section("tool", f"tool_call {safe_text(ev.name, single_line=True)}")
+        if ev.arguments:
+            self.out.write(safe_text(ev.arguments))
+        self.out.flush()
+
+    def _error(self, ev: StreamError) -> None:
+        if self._kind:
+            self.out.write("\n")
+            self.out.flush()
+        self.note(f"error ({ev.kind}{', HTTP ' + str(ev.status) if ev.status else ''}): {ev.message}")
 
 
 def _resolve_target(args: argparse.Namespace) -> PolicyTarget:
@@ -105,53 +122,17 @@ def _resolve_target(args: argparse.Namespace) -> PolicyTarget:
 
 
 def run(args: argparse.Namespace, *, out: TextIO | None = None, err: TextIO | None = None) -> int:
-    from eviscene_tui.artifacts.case import load_case
-    from eviscene_tui.policy.casefile import case_ref, rebuild_for_case, round_hint, site_for_round
-    from eviscene_tui.policy.accumulate import StreamAccumulator
-    from eviscene_tui.policy.client import PolicyClient
-    from eviscene_tui.policy.events import StreamError
-    from eviscene_tui.policy.request import RequestUnavailable, chat_body, redact_images
-    from eviscene_tui.policy.session import record_failure, run_continuation
-    from eviscene_tui.storage import EvidenceWriteRefused, WorkDir, default_workdir
-
     o = _Out(bool(args.json), out or sys.stdout, err or sys.stderr)
-    root = Path(args.case_path)
-    if not root.exists():
-        raise UsageError(f"{root} does not exist")
-    if not root.is_dir():
-        raise UsageError(f"{root} is not a case folder")
+    root = _case_folder(args.case_path)
     target = _resolve_target(args)
     settings = load_settings(args.config)
     for problem in settings.problems:
         o.note(f"warning: {problem}")
-    hint_text = args.hint
-    if args.hint_file:
-        try:
-            hint_text = Path(args.hint_file).read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            raise UsageError(f"cannot read --hint-file {args.hint_file}: {exc}") from None
-    try:
-        config = policy_config(
-            settings.policy, hint_placement=args.hint_placement, read_timeout=args.read_timeout,
-            stall_timeout=args.stall_timeout, max_tokens=args.max_tokens,
-        )
-    except (TypeError, ValueError) as exc:
-        raise UsageError(f"bad policy configuration: {exc}") from None
-    try:
-        work = WorkDir(Path(args.workdir) if args.workdir else default_workdir(root), evidence_roots=[root])
-    except EvidenceWriteRefused as exc:
-        raise UsageError(str(exc)) from None
-
-    from eviscene_tui.cli import path_map_from_args
-
-    case = load_case(root, path_map=path_map_from_args(args, settings))
+    hint_text = _hint_from_file(args) if args.hint_file else args.hint
+    config = _config_from(args, settings)
+    work = _work_dir(args, root)
+    case = _case_with_site(root, args, settings)
     ref = case_ref(case, args.round)
-    if args.round is not None and case.round(args.round) is None:
-        raise UsageError(f"case has no round {args.round}")
-    if site_for_round(case, args.round) is None:
-        # nothing to continue: refused before anything is written to the work directory
-        which = f"round {args.round}" if args.round is not None else "this case"
-        raise UsageError(f"{which} has no localized failure site, so there is no failure step to stream a continuation from; nothing was written")
     if hint_text is None:
         hint_text = round_hint(case, args.round)
     try:
@@ -161,7 +142,56 @@ def run(args: argparse.Namespace, *, out: TextIO | None = None, err: TextIO | No
         o.event(StreamError("request", str(exc)))
         _final(o, outcome)
         return 1
+    _show_request(o, request, config, target)
+    return _stream(o, target, config, request, work, ref)
 
+
+def _case_folder(given: str) -> Path:
+    root = Path(given)
+    if not root.exists():
+        raise UsageError(f"{root} does not exist")
+    if not root.is_dir():
+        raise UsageError(f"{root} is not a case folder")
+    return root
+
+
+def _hint_from_file(args: argparse.Namespace) -> str:
+    try:
+        return Path(args.hint_file).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UsageError(f"cannot read --hint-file {args.hint_file}: {exc}") from None
+
+
+def _config_from(args: argparse.Namespace, settings: Settings) -> PolicyConfig:
+    try:
+        return policy_config(
+            settings.policy, hint_placement=args.hint_placement, read_timeout=args.read_timeout,
+            stall_timeout=args.stall_timeout, max_tokens=args.max_tokens,
+        )
+    except (TypeError, ValueError) as exc:
+        raise UsageError(f"bad policy configuration: {exc}") from None
+
+
+def _work_dir(args: argparse.Namespace, root: Path) -> WorkDir:
+    try:
+        return WorkDir(Path(args.workdir) if args.workdir else default_workdir(root), evidence_roots=[root])
+    except EvidenceWriteRefused as exc:
+        raise UsageError(str(exc)) from None
+
+
+def _case_with_site(root: Path, args: argparse.Namespace, settings: Settings) -> CaseBundle:
+    """The case, refused (before anything is written to the work directory) when the
+    asked round does not exist or has no localized failure site to continue from."""
+    case = load_case(root, path_map=path_map_from_args(args, settings))
+    if args.round is not None and case.round(args.round) is None:
+        raise UsageError(f"case has no round {args.round}")
+    if site_for_round(case, args.round) is None:
+        which = f"round {args.round}" if args.round is not None else "this case"
+        raise UsageError(f"{which} has no localized failure site, so there is no failure step to stream a continuation from; nothing was written")
+    return case
+
+
+def _show_request(o: _Out, request: TeacherRequest, config: PolicyConfig, target: PolicyTarget) -> None:
     body = chat_body(request, config, model=target.model)
     if o.json_mode:
         o.json({
@@ -171,13 +201,16 @@ def run(args: argparse.Namespace, *, out: TextIO | None = None, err: TextIO | No
             "images": [i.to_json() for i in request.images], "problems": request.problems,
             "body": redact_images(body, request.images),
         })
-    else:
-        o.note(f"policy: {target.model} ({target.label}) via {', '.join(target.base_urls)}")
-        o.note(f"request: {request.source} {request.request_id or ''} step {request.step_index}")
-        o.note(f"hint placement: {request.hint_rule()}")
-        for p in request.problems:
-            o.note(f"note: {p}")
+        return
+    o.note(f"policy: {target.model} ({target.label}) via {', '.join(target.base_urls)}")
+    o.note(f"request: {request.source} {request.request_id or ''} step {request.step_index}")
+    o.note(f"hint placement: {request.hint_rule()}")
+    for p in request.problems:
+        o.note(f"note: {p}")
 
+
+def _stream(o: _Out, target: PolicyTarget, config: PolicyConfig, request: TeacherRequest, work: WorkDir, ref: dict[str, Any]) -> int:
+    """Stream the continuation to ``o``; 0 complete, 1 failed, 130 after Ctrl-C (saved as cancelled)."""
     outcome_box: list[Any] = []
     acc = StreamAccumulator()
 

@@ -5,7 +5,9 @@
 from __future__ import annotations
 
 import os
+import shutil
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -13,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from eviscene_tui.gate import inproc as proto
+from eviscene_tui.gate.sidecar import read_status
 from eviscene_tui.gate.standin import DRIVER_PATH, driver_args, write_inputs
 
 
@@ -36,8 +39,6 @@ class GatedDemo:
         if not doc or doc.get("state") == "exited" or type(doc.get("pid")) is not int:
             return
         argv = doc.get("argv") or []
-        import socket
-
         if doc.get("host") == socket.gethostname() and argv and argv[0] == str(DRIVER_PATH) and doc["pid"] != self.process.pid:
             try:
                 os.kill(doc["pid"], signal.SIGTERM)
@@ -55,8 +56,6 @@ def demo_root(base: Path) -> Path:
 
 def _driver_alive(folder: Path) -> bool:
     """Whether a stand-in driver of an earlier demo still runs in ``folder`` (its heartbeat)."""
-    from eviscene_tui.gate.sidecar import read_status
-
     root = folder / "repairs" / "search-0001"
     if not proto.sidecar_for(root).is_dir():
         return False
@@ -69,8 +68,6 @@ def _clean(base: Path) -> Path:
     runs. They are the demo's own scratch in the app's work directory, never evidence.
     Returns the folder to use: the fixed one, or a stamped one while another demo's
     driver is alive in it."""
-    import shutil
-
     for old in sorted(base.glob(DEMO_FOLDER + "-*")) if base.is_dir() else []:
         if old.is_dir() and not _driver_alive(old):
             shutil.rmtree(old, ignore_errors=True)

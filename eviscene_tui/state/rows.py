@@ -7,10 +7,14 @@ No Textual import here.
 
 from __future__ import annotations
 
+import os
+import re
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
+import orjson
 from rich.cells import cell_len
 
 from eviscene_tui.safe_text import safe_text
@@ -324,12 +328,6 @@ def sort_value(row: CaseRow, key: str) -> Any:
 def last_round_status(case_path: Any) -> str | None:
     """Status of the newest ``rounds/round-NN/manifest.json`` of a search root (one
     small read; called from a worker thread, never from a widget)."""
-    import os
-    import re
-    from pathlib import Path
-
-    import orjson
-
     rounds = Path(case_path) / "rounds"
     try:
         names = [n for n in (e.name for e in os.scandir(rounds)) if re.match(r"^round-\d{2,}$", n)]
@@ -351,8 +349,6 @@ def last_round_status(case_path: Any) -> str | None:
 
 def problem_pairs(problems: Any) -> list[tuple[str, str]]:
     """(code, absolute path) of each problem: how rows and the transient tracker name them."""
-    import os
-
     return [(str(p.code), os.path.abspath(str(p.path))) for p in problems]
 
 

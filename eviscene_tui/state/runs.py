@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from eviscene_tui.safe_text import safe_text
 from eviscene_tui.state.rows import (
@@ -156,8 +156,6 @@ class RunsStore:
 
     def set_labels(self, labels: Mapping[str, Iterable[str]]) -> None:
         """Apply operator triage labels (case key -> labels) from the review journal."""
-        from dataclasses import replace
-
         changed = []
         for key, row in self._rows.items():
             new = tuple(sorted(labels.get(key, ())))
@@ -209,8 +207,6 @@ class RunsStore:
 
     def apply_activity(self, marks: dict[str, Activity]) -> int:
         """Set each row's supervised-search status and staleness (``state.scan.Activity``)."""
-        from dataclasses import replace
-
         changed = []
         for key, mark in marks.items():
             row = self._rows.get(key)

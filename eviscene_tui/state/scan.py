@@ -4,18 +4,25 @@ mapping changed paths to cases. Textual-free.
 
 from __future__ import annotations
 
+import multiprocessing
 import os
+import sys
 import threading
 import time
-from dataclasses import dataclass
 from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass
+from multiprocessing import resource_tracker
 from pathlib import Path
 from typing import Any
 
+from eviscene_tui.artifacts.integrity import safe_read_bound
 from eviscene_tui.artifacts.layout import CaseRef, discover_cases
 from eviscene_tui.artifacts.paths import PathMap
 from eviscene_tui.artifacts.report import checked_case
 from eviscene_tui.artifacts.summary import summarize_case
+from eviscene_tui.journal.paths import SUPERVISED_DIR, case_key, supervised_root_path
 from eviscene_tui.state.gate import gate_marker
 from eviscene_tui.state.rows import CaseRow, last_round_status, problem_pairs, row_from_summary, row_key
 from eviscene_tui.state.transient import TransientProblems
@@ -110,9 +117,6 @@ def _start_resource_tracker() -> None:
     its child; inside the Textual app ``sys.stderr`` is Textual's capture object, whose
     ``fileno()`` is no descriptor, and spawning then fails ("bad value(s) in
     fds_to_keep"). The interpreter's own stderr is put back for that one call."""
-    import sys
-    from multiprocessing import resource_tracker
-
     current = sys.stderr
     try:
         usable = current is not None and current.fileno() >= 0
@@ -147,9 +151,6 @@ def integrity_pass(
             yield check_refs(items[start : start + THREAD_CHUNK], base, path_map)
             time.sleep(0.002)  # hand the GIL to the UI thread between batches
         return
-    import multiprocessing
-    from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
-
     # the app runs threads: forking it is unsafe, so the workers are spawned
     context = multiprocessing.get_context("spawn")
     chunks = [items[i : i + POOL_CHUNK] for i in range(0, len(items), POOL_CHUNK)]
@@ -160,8 +161,6 @@ def integrity_pass(
     except (OSError, RuntimeError, ValueError):  # no semaphores, no process: check in this thread
         yield from integrity_pass(items, base, cancelled=cancelled, workers=1, path_map=path_map)
         return
-    from concurrent.futures.process import BrokenProcessPool
-
     left: list[list[tuple[str, CaseRef]]] = []
     try:
         while pending:
@@ -323,9 +322,6 @@ def supervised_status(workdir: Path | None, key: str) -> tuple[str, float]:
     """(status, mtime) of the app's supervised search of case ``key``, or ("", 0.0)."""
     if workdir is None:
         return "", 0.0
-    from eviscene_tui.artifacts.integrity import safe_read_bound
-    from eviscene_tui.journal.paths import case_key, supervised_root_path
-
     state = supervised_root_path(workdir, case_key(key)) / "search-state.json"
     try:
         mtime = state.stat().st_mtime
@@ -346,8 +342,6 @@ def supervised_stamp(workdir: Path | None) -> tuple[tuple[str, int, int], ...]:
     instance's) writes its state. A few ``stat`` calls; run it off the UI thread."""
     if workdir is None:
         return ()
-    from eviscene_tui.journal.paths import SUPERVISED_DIR
-
     out = []
     try:
         with os.scandir(Path(workdir) / SUPERVISED_DIR) as it:

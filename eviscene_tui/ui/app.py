@@ -25,11 +25,12 @@ from textual.content import Content
 from textual.reactive import reactive
 from textual.screen import Screen
 from textual.worker import get_current_worker
+from watchfiles import awatch
 
 from eviscene_tui.options import AppOptions
 from eviscene_tui.safe_text import safe_text
 from eviscene_tui.state.runs import RunsStore
-from eviscene_tui.state.scan import CaseIndex, CheckResult, LockedTransient, activity, batched, build_row, integrity_pass, scan_rows
+from eviscene_tui.state.scan import CaseIndex, CheckResult, LockedTransient, activity, batched, build_row, integrity_pass, scan_rows, supervised_stamp
 from eviscene_tui.ui import messages as M
 from eviscene_tui.ui.actions import BY_ID, bindings, effective_keys
 from eviscene_tui.ui.themes import DARK, DEFAULT_THEME, LIGHT, app_themes, theme_css_paths
@@ -251,8 +252,6 @@ class EvisceneApp(App[int]):
 
     @work(thread=True, exclusive=True, group="supervised-poll", exit_on_error=False)
     def poll_supervised(self) -> None:
-        from eviscene_tui.state.scan import supervised_stamp
-
         self.post_message(M.SupervisedStamp(supervised_stamp(self.options.workdir)))
 
     @on(M.SupervisedChanged)
@@ -340,8 +339,6 @@ class EvisceneApp(App[int]):
     # -- live updates --------------------------------------------------------------------
     @work(exclusive=True, group="watch", exit_on_error=False)
     async def watch_root(self) -> None:
-        from watchfiles import awatch
-
         root = str(self.options.root)
         kwargs: dict[str, Any] = {"debounce": 150, "step": 40, "recursive": True, "ignore_permission_denied": True}
         if self.options.poll:

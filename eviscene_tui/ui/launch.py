@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import sys
 from pathlib import Path
 
+from eviscene_tui.options import AppOptions
+from eviscene_tui.ui.app import EvisceneApp
+from eviscene_tui.ui.widgets.image_preview import prepare_terminal_graphics
 
-def build_app(path: Path, args: object):
-    from eviscene_tui.options import AppOptions
-    from eviscene_tui.ui.app import EvisceneApp
 
+def build_app(path: Path, args: object) -> EvisceneApp:
     options = AppOptions.from_args(Path(path), args)
     return EvisceneApp(options)
 
@@ -21,15 +23,11 @@ def _prepare_graphics() -> None:
     ``EVISCENE_TUI_NO_GRAPHICS`` is set; never fatal."""
     if os.environ.get("EVISCENE_TUI_NO_GRAPHICS") or not sys.stdout.isatty() or not sys.stdin.isatty():
         return
-    import logging
-
     # the probe logs a traceback when the terminal does not answer; keep it off the screen
     probe_log = logging.getLogger("textual_image")
     probe_log.addHandler(logging.NullHandler())
     probe_log.propagate = False
     try:
-        from eviscene_tui.ui.widgets.image_preview import prepare_terminal_graphics
-
         prepare_terminal_graphics()
     except Exception:  # noqa: BLE001 - a preview nicety must not stop the app
         pass

@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from rich.cells import cell_len
 from textual import on, work
 from textual.app import ComposeResult
 from textual.containers import Horizontal, VerticalScroll
@@ -612,8 +613,6 @@ class CaseScreen(Screen):
             return
         parts = self._title_parts()
         width = self.size.width or 10_000
-        from rich.cells import cell_len
-
         while sum(cell_len(t) for _r, t, _s in parts) > width:
             worst = max(r for r, _t, _s in parts)
             if worst == 0:

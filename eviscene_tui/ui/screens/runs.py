@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from functools import partial
 from typing import TYPE_CHECKING, cast
 
+from rich.cells import cell_len
 from textual import on
 from textual.app import ComposeResult
 from textual.content import Content
@@ -23,7 +25,7 @@ from eviscene_tui.ui.widgets.key_footer import KeyFooter
 from eviscene_tui.gate.inproc import SESSION_FILE, sidecar_for
 from eviscene_tui.state.gate import gate_marker
 from eviscene_tui.state.scan import build_row, extra_rows, outside
-from eviscene_tui.ui.messages import SummariesBatch
+from eviscene_tui.ui.messages import SummariesBatch, SupervisedChanged
 
 REPAINT_INTERVAL = 0.4
 
@@ -57,8 +59,6 @@ _POLICY_TEMPLATES = {
 def hidden_note(before: str, titles: list[str], width: int) -> str:
     """`` · not shown (narrow terminal): a, b`` in the room the status line has left after
     ``before``; shorter forms when it does not fit, down to a count of hidden columns."""
-    from rich.cells import cell_len
-
     names = ", ".join(titles)
     room = width - cell_len(before)
     for note in (
@@ -150,8 +150,6 @@ class RunsScreen(Screen):
 
     def on_screen_resume(self) -> None:
         # back from a case / supervised screen: re-read the supervised searches' files now
-        from eviscene_tui.ui.messages import SupervisedChanged
-
         self.app.post_message(SupervisedChanged())
 
     def _policy_status_changed(self, status: tuple[str, str] | None) -> None:
@@ -304,8 +302,6 @@ class RunsScreen(Screen):
                             exit_on_error=False)
 
     def _gate_worker(self, rows: list, extra: tuple, known: set[str]) -> None:
-        from dataclasses import replace
-
         root = self.eviscene.options.root
         key_root = self.eviscene.options.key_root  # the base of the row keys (see scan_rows)
         outer = {str(p) for p in outside(root, extra)}

@@ -27,6 +27,7 @@ from eviscene_tui.safe_text import safe_text
 from eviscene_tui.gate.sidecar import GateRequest
 from eviscene_tui.state.gate import GateSession, GateSnapshot
 from eviscene_tui.ui.actions import bindings
+from eviscene_tui.ui.screens.dialogs import ReasonPrompt, StepPicker
 from eviscene_tui.ui.messages import GateDecisionDone, GateDecisionRequested, GateResumed, GateSnapshotLoaded
 
 POLL_SECONDS = 0.5
@@ -282,8 +283,6 @@ class GatePanel(Vertical):
     # ------------------------------------------------------------ deciding
     @on(GateDecisionRequested)
     def _requested(self, message: GateDecisionRequested) -> None:
-        from eviscene_tui.ui.screens.gate import ReasonPrompt, StepPicker  # modal screens (lazy: screens import this widget)
-
         message.stop()
         snap = self.session.snapshot()
         if snap is None or snap.card is None:

@@ -42,7 +42,7 @@ def prepare_terminal_graphics() -> bool:
     if _graphics_ready:
         return True
     try:
-        import textual_image.widget  # noqa: F401  (probes the terminal once)
+        import textual_image.widget  # noqa: F401  # lazy: optional terminal-image package; importing it probes the terminal, once, before the app reads stdin
     except Exception:  # noqa: BLE001 - no tty, closed stdout, odd terminal: the text fallback is shown
         return False
     _graphics_ready = True
@@ -65,7 +65,7 @@ def load_preview_image(path: str | Path) -> tuple[Any | None, dict[str, Any]]:
     """
     info: dict[str, Any] = {"width": None, "height": None, "format": None, "error": None}
     try:
-        from PIL import Image
+        from PIL import Image  # lazy: the preview's decoder (Pillow) loads with the first image, in a worker thread, not at app start
 
         with Image.open(path) as im:
             info["width"], info["height"], info["format"] = im.width, im.height, im.format
@@ -169,7 +169,7 @@ class ImagePreview(Vertical):
         if image is None:
             return
         if graphics_mode() != "half-block":
-            from textual_image.widget import Image as TIImage
+            from textual_image.widget import Image as TIImage  # lazy: optional terminal-image package, present only once prepare_terminal_graphics probed the terminal
 
             widget = TIImage(image, classes="image-preview--picture")
             widget.styles.width = "auto"

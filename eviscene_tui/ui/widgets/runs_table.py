@@ -7,6 +7,8 @@ they scroll into view.
 
 from __future__ import annotations
 
+import time
+
 from rich.cells import cell_len, set_cell_size
 from rich.segment import Segment
 from rich.style import Style
@@ -211,8 +213,6 @@ class RunsTable(ScrollView, can_focus=True):
             return cached
         strip = self._header_strip() if index < 0 else self._row_strip(index, index == self.cursor)
         if index >= 0 and self.first_row_painted_at is None:
-            import time
-
             self.first_row_painted_at = time.perf_counter()
         total = self.virtual_size.width
         strip = strip.crop_extend(scroll_x, scroll_x + max(width, 1), self.rich_style)
