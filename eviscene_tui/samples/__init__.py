@@ -7,17 +7,19 @@
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
+from eviscene_tui.samples.builders import inputs_rel
+from eviscene_tui.samples.cases import build_all
 from eviscene_tui.samples.expected import EXPECTED
+from eviscene_tui.samples.tree import Tree, reset_dir
 
 
-def build(base: str | None = None):
+def build(base: str | None = None) -> Tree:
     """The whole sample tree in memory (``Tree.files``: relative path -> bytes).
     ``base``: the absolute location its recorded paths name (default the fictitious
     cluster prefix ``/data/eviscene/sample_runs``)."""
-    from eviscene_tui.samples.cases import build_all
-
     return build_all(base)
 
 
@@ -25,8 +27,6 @@ def generate(dest: Path, *, replace: bool = True, base: str | None = None) -> in
     """Write ``sample_runs`` into ``dest``; returns the number of files written.
     ``base``: see :func:`build` (pass ``str(dest.resolve())`` for a tree that was really
     written where it is, as a test of a later move does)."""
-    from eviscene_tui.samples.tree import reset_dir
-
     tree = build(base)
     if replace:
         reset_dir(Path(dest))
@@ -38,10 +38,6 @@ def copy_case(samples: Path, case_rel: str, dest: Path, *, name: str | None = No
     """Copy sample case ``case_rel`` to ``dest/<name or case_rel>`` as a researcher would
     copy a run off the cluster: with its inputs (``dest/inputs/<slug>/``, beside it)
     unless ``with_inputs`` is false. Returns the copied case root."""
-    import shutil
-
-    from eviscene_tui.samples.builders import inputs_rel
-
     samples, dest = Path(samples), Path(dest)
     target = dest / (name or case_rel)
     shutil.copytree(samples / case_rel, target, symlinks=True)

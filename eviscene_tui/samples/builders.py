@@ -38,12 +38,11 @@ from eviscene_tui.artifacts.jsonio import (
     pretty_json_bytes,
     sha256_bytes,
 )
-from eviscene_tui.artifacts.models import CHECK_NAMES  # noqa: F401  (re-exported to samples.runs)
 from eviscene_tui.samples import convo
 from eviscene_tui.samples.stories import GENERATION_CONFIG, JUDGMENT_FORMAT, SYSTEM_PROMPT, TOOLS, Act, Story, Verdict
+from eviscene_tui.samples.tree import FAKE_BASE as FAKE_BASE  # re-exported beside FAKE_CWD
 from eviscene_tui.samples.tree import Tree, make_png
 
-FAKE_BASE = "/data/eviscene/sample_runs"
 FAKE_CWD = "/data/eviscene"  # the driver's working directory (relative runtime paths)
 INPUTS_DIR = "inputs"  # sample_runs/inputs/<slug>/: the driver inputs, beside the case roots
 PROFILE_ID = "ifv-qwen3.5-9b"
@@ -689,12 +688,13 @@ class Case:
         }
         response = {"id": f"int-{hexid(seed, 'loc', n=16)}", "status": "completed", "model": JUDGE_MODEL, "usage": usage,
                     "outputs": [{"type": "text", "text": json.dumps({k: body[k] for k in ("passed", "candidates", "explanation")}, ensure_ascii=False)}]}
-        body["provenance"] = {
+        provenance: dict[str, Any] = {
             "interaction_id": response["id"],
             "usage": usage,
             "request_binding": binding,
             "response_sha256": canonical_sha256(response),
         }
         if previous:
-            body["provenance"]["previous_anchor_disagreement"] = previous
+            provenance["previous_anchor_disagreement"] = previous
+        body["provenance"] = provenance
         return {"doc": body, "cache": {"identity": binding, "response": response, "response_sha256": canonical_sha256(response)}}

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import gzip
 import hashlib
+import io
 import json
 from typing import Any
 
-from eviscene_tui.artifacts.jsonio import canonical_jsonl_bytes
-from eviscene_tui.samples.builders import Case, serving_profile
+from eviscene_tui.artifacts.jsonio import canonical_jsonl_bytes, pretty_json_bytes
+from eviscene_tui.samples.builders import Case, RuntimeStore, hexid, serving_profile
 from eviscene_tui.samples.runs import Judgement, RunBuilder, SearchBuilder, judgement
 from eviscene_tui.samples.stories import FLOOD, PROTEST
 from eviscene_tui.samples.tree import Tree
@@ -134,8 +136,6 @@ def search_paused_pending(tree: Tree) -> Case:
     _round(sb, 0, semantic_input_rel="inputs/semantic-verification.json", copy_from="inputs/semantic-verification.json",
            hints=[H_PROTEST_1], verdict=None, judge_errors=[{"hint_index": 0, "error_type": "ReadTimeout"}], close=False)
     # the operator resumed once: every driver invocation opens a new (here empty) proposer store
-    from eviscene_tui.samples.builders import RuntimeStore, hexid
-
     RuntimeStore(c, "rounds/round-00/runtime", f"psd-proposer-{hexid(c.case_id, 'resume-1')}", clock=c.tick(3600)).finish()
     sb.finish("paused_pending_verifier", extra_elapsed=388.0)
     return c
@@ -174,8 +174,6 @@ def single_generating(tree: Tree) -> Case:
     rb.generate(0, try_count=2)  # retry 0 failed with ReadTimeout: generation-last-error.json stays (stale)
     rb.manifest_progress()
     # hint-01 is being generated right now: its store holds a started request and a torn last event
-    from eviscene_tui.samples.builders import RuntimeStore, hexid
-
     live = RuntimeStore(c, "runtime", f"hint-01-{hexid(c.case_id, '', 1, 0, 'try')}", clock=c.tick())
     live._event("context_request_started", {"request_id": "req-000001", "stage": "psd_teacher_repair"})
     live.finish(torn_tail=b'{"attempt_id":"hint-01-')
@@ -189,7 +187,7 @@ def hostile_strings(tree: Tree) -> Case:
     rb.begin(copy_from="inputs/semantic-verification.json")
     # U+2028 / U+2029 / U+0085 stay raw inside JSONL rows: readers must split on "\n" only
     rb.propose([H_FLOOD_1 + " [@click=app.quit]x[/] \x1b]0;hint\x07 \u202edesrever\u202c\u2028line\u2029para\u0085end"])
-    att = rb.generate(0)
+    att = rb.generate_attempt(0)
     rb.manifest_progress()
     rb.backup_pre_finalize()
     rb.judge(att, judgement(earliest=1, why="Grounded repair [/] \x1b[5mblink\x1b[0m."))
@@ -207,7 +205,7 @@ def copied_without_inputs(tree: Tree) -> Case:
     rb = RunBuilder(c, "", hint_count=1)
     rb.begin(copy_from="inputs/semantic-verification.json")
     rb.propose([H_PROTEST_1])
-    att = rb.generate(0)
+    att = rb.generate_attempt(0)
     rb.manifest_progress()
     rb.backup_pre_finalize()
     rb.judge(att, judgement(earliest=1, why="Opened the oldest copy at the anchor."))
@@ -316,8 +314,6 @@ def damaged(tree: Tree) -> Case:
     first_end = data.index(b"\n") + 1
     f[p("repair_attempts.jsonl")] = data[: first_end + (len(data) - first_end) // 3]
     # bound_hash_mismatch: the round-01 request edited by hand, payload_sha256 left as it was
-    from eviscene_tui.artifacts.jsonio import pretty_json_bytes
-
     doc = json.loads(f[p("requests/round-01.json")])
     doc["payload"]["needs_relocalization"] = False
     f[p("requests/round-01.json")] = pretty_json_bytes(doc)
@@ -365,9 +361,6 @@ def slate_unsupported(tree: Tree, base: str = "slate-unsupported") -> None:
 
     Not part of sample_runs (other tests expect every sample to be a loadable
     search or run); written by ``synthetic.make_slate_case``."""
-    import gzip
-    import io
-
     fake = f"{tree.base}/{base}"
     tree.bound(
         f"{base}/slate-state.json",

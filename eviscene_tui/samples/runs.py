@@ -10,8 +10,8 @@ from typing import Any
 from eviscene_tui.artifacts import projection
 from eviscene_tui.artifacts.jsonio import canonical_sha256, hint_sha256
 from eviscene_tui.samples import convo
+from eviscene_tui.artifacts.models import CHECK_NAMES
 from eviscene_tui.samples.builders import (
-    CHECK_NAMES,
     CONTINUATION_POLICY_VERSION,
     ENGINE_MODEL_PATH,
     HINT_MODEL,
@@ -29,6 +29,8 @@ from eviscene_tui.samples.builders import (
     step_stage,
     totals,
 )
+from eviscene_tui.supervised.records import attempt_record, model_roles, proposal_id_for
+from eviscene_tui.supervised.stages import attempt_continuation
 
 PROPOSER_SYSTEM = (
     "You write one short procedural hint for a frozen fact-checking policy that failed at the "
@@ -43,7 +45,7 @@ PROPOSER_FORMAT = {
 }
 
 
-def driver_inputs(c: Case, *, public_rel: str, semantic_rel: str, search_media: Any, output_dir: str, hint_count: int,
+def driver_inputs(c: Case, *, public_rel: str, semantic_rel: str | None, search_media: Any, output_dir: str, hint_count: int,
                   search_mode: str, repair_attempts: int, proposal_rounds: int, search_seconds: int) -> dict[str, Any]:
     """The driver's run config (the ``run-inputs.json`` identity and a search's ``inputs``),
     in the driver's key order; the callers add their own trailing keys."""
@@ -373,7 +375,7 @@ class RunBuilder:
                 {
                     "text": h,
                     "level": 1,
-                    "proposal_id": "psd-repair-hint:" + canonical_sha256({"candidate_id": self.site["step_id"], "hint": h, "level": 1}),
+                    "proposal_id": proposal_id_for(self.site["step_id"], h, 1),
                     "provider": "gemini",
                     "model": HINT_MODEL,
                     "audit": audit,
@@ -461,6 +463,13 @@ class RunBuilder:
             self.write_attempts()
         return att
 
+    def generate_attempt(self, index: int) -> Attempt:
+        """:meth:`generate` with a complete teacher capture: the attempt it always records."""
+        att = self.generate(index)
+        if att is None:
+            raise RuntimeError(f"proposal {index} recorded no attempt")
+        return att
+
     def _episode(self, teacher_steps: list[dict[str, Any]], store: RuntimeStore, proposal: dict[str, Any]) -> dict[str, Any]:
         c = self.case
         anchor = self.site["source_step_index"]
@@ -530,80 +539,30 @@ class RunBuilder:
             "merge_size": convo.MERGE_SIZE,
         }
 
-    def _record(self, proposal, episode_rel, teacher_cap, src_cap, media, teacher_count) -> dict[str, Any]:
+    def _record(self, proposal: dict[str, Any], episode_rel: str, teacher_cap: dict[str, Any], src_cap: dict[str, Any],
+                media: dict[str, Any], teacher_count: int) -> dict[str, Any]:
+        """The attempt record as the driver writes it before its verifier ran (its local
+        verifier answer is not in yet, so the reason reads as the driver's)."""
         c = self.case
-        hint = proposal["text"]
-        return {
-            "schema_version": "ifv-psd-repair-attempt-v1",
-            "candidate_id": self.candidate["candidate_id"],
-            "attempt_id": proposal["proposal_id"],
-            "case_id": c.case_id,
-            "episode_id": c.episode_id,
-            "repair_step_id": self.site["step_id"],
-            "model_roles": {
-                "hint_constructor": {"provider": "gemini", "model": HINT_MODEL, "supplies_training_distribution": False},
-                "frozen_self_teacher": {
-                    "provider": "qwen_local",
-                    "model": PROFILE_ID,
-                    "round_start_checkpoint": ENGINE_MODEL_PATH,
-                    "checkpoint_manifest_sha256": None,
-                    "sees_hint": True,
-                    "supplies_training_distribution": True,
-                },
-                "trainable_student": {
-                    "provider": "qwen_local",
-                    "model": PROFILE_ID,
-                    "initial_checkpoint": ENGINE_MODEL_PATH,
-                    "checkpoint_manifest_sha256": None,
-                    "sees_hint": False,
-                },
-            },
-            "repair_site": dict(self.site),
-            "repair_tier": "unrepairable",
-            "source_rollout_failed": True,
-            "hinted_local_pass": False,
-            "hinted_episode_pass": False,
-            "hinted_strict_trace_audit_pass": True,
-            "hint_record": {
-                "text": hint,
-                "level": 1,
-                "provider": "gemini",
-                "model": HINT_MODEL,
-                "proposal_id": proposal["proposal_id"],
-                "audit": proposal["audit"],
-            },
-            "verification": {
-                "source_rollout_failed": True,
-                "hinted_local_pass": False,
-                "hinted_episode_pass": False,
-                "hinted_strict_trace_audit_pass": True,
-                "repair_tier": "unrepairable",
-                "hinted_recorded_verdict": None,
-                "expected_verdict": c.story.gold_verdict,
-                "reasons": ["local:local_verifier_schema_invalid"],
-            },
-            "local_verification": {},
-            "accepted": False,
-            "scaffold_only": False,
-            "student_prompt_ids": src_cap["prompt_token_ids"],
-            "teacher_prompt_ids": teacher_cap["prompt_token_ids"],
-            "completion_ids": teacher_cap["completion_token_ids"],
-            "repair_rollout_token_capture": teacher_cap,
-            "source_trace_sha256": c.trace_sha,
-            "continuation": {
-                "teacher_complete": True,
-                "student_complete": False,
-                "stop_reason": "teacher_episode_complete",
-                "teacher_step_count": teacher_count,
-                "student_step_count": 0,
-                "hinted_teacher_episode_verified": True,
-                "unhinted_student_diagnostic": None,
-                "unhinted_student_affects_acceptance": False,
-                "hinted_teacher_episode_trace": episode_rel,
-                "hinted_teacher_episode_trace_sha256": c.sha(self.r(episode_rel)),
-            },
-            "psd_media": media,
-        }
+        if self.candidate is None:
+            raise RuntimeError("bind_site() binds the candidate before an attempt is recorded")
+        roles = model_roles(hint_provider="gemini", hint_model=HINT_MODEL, policy_model=PROFILE_ID,
+                            checkpoint=ENGINE_MODEL_PATH, manifest_sha=None)
+        continuation = attempt_continuation("teacher_episode_complete", c.sha(self.r(episode_rel)),
+                                            teacher_steps=teacher_count, verified=True, episode_trace=episode_rel)
+        return attempt_record(
+            candidate=self.candidate,
+            site=self.site,
+            proposal=proposal,
+            roles=roles,
+            student_prompt_ids=src_cap["prompt_token_ids"],
+            teacher_capture=teacher_cap,
+            source_trace_sha256=c.trace_sha,
+            continuation=continuation,
+            psd_media=media,
+            expected_verdict=c.story.gold_verdict,
+            pending_reasons=("local:local_verifier_schema_invalid",),
+        )
 
     def write_attempts(self, rel: str = "repair_attempts.jsonl") -> None:
         self.case.jsonl(self.r(rel), [a.record for a in self.attempts])
@@ -852,7 +811,7 @@ class SearchBuilder:
             "previous_rounds": previous,
             "locked_hint": lock,
             "excluded_hints": [a["hint"] for a in attempts],
-            "needs_relocalization": bool(last) and not lock and last["checker"].get("anchor_matches") is False,
+            "needs_relocalization": last is not None and not lock and last["checker"].get("anchor_matches") is False,
             "anchor_feedback": (
                 {"selected_source_step": last["selected_source_step"], "earliest_error_step": last["earliest_error_step"], "checker": last["checker"]}
                 if last

@@ -17,8 +17,10 @@ files. Absolute paths lie under ``/data/eviscene/synthetic/<case>`` (the recorde
 
 from __future__ import annotations
 
+import concurrent.futures
 import hashlib
 import json
+import multiprocessing
 import os
 from pathlib import Path
 from typing import Any
@@ -26,6 +28,8 @@ from typing import Any
 import orjson
 
 from eviscene_tui.artifacts.jsonio import encode_bound, hint_sha256, pretty_json_bytes
+from eviscene_tui.samples.cases import slate_unsupported
+from eviscene_tui.samples.tree import Tree
 from eviscene_tui.tokens.tiny import encode, special_id
 
 FAKE_ROOT = "/data/eviscene/synthetic"
@@ -188,7 +192,7 @@ def _trace(case_id: str, steps: list[dict[str, Any]], runtime_path: str) -> dict
     }
 
 
-def _single_run(w: _Writer, prefix: str, case_id: str, status: str, *, public_rel: str, accept: bool | None,
+def _single_run(w: _Writer, prefix: str, case_id: str, status: str, *, public_rel: str | None, accept: bool | None,
                 extra_inputs: dict[str, Any] | None = None) -> list[dict[str, Any]]:
     """Write one run directory under ``prefix`` ('' = case root); return its attempt records.
 
@@ -328,7 +332,7 @@ def _write_case(dest: Path, index: int) -> None:
     accept = {"converged": True, "no_further_grounded_hint": None, "paused_pending_verifier": None}[status]
     records = _single_run(w, "rounds/round-00/", case_id, run_status, public_rel="round-inputs/round-00/public.json", accept=accept,
                           extra_inputs={"search_media": w.binding("round-inputs/round-00/media.json")})
-    rows = []
+    rows: list[dict[str, Any]] = []
     if status != "paused_pending_verifier":
         files = {w.abs(rel): _sha(data) for rel, data in w.files.items()
                  if rel.startswith("rounds/round-00/") and rel.count("/") == 2 and rel.rsplit("/", 1)[1] in (
@@ -378,9 +382,6 @@ def make_many_cases(dest: Path, n: int, *, workers: int | None = None) -> None:
     if n < 400 or workers <= 1:
         _write_range((str(dest), 0, n))
         return
-    import concurrent.futures
-    import multiprocessing
-
     step = max(100, n // (workers * 4))
     chunks = [(str(dest), a, min(n, a + step)) for a in range(0, n, step)]
     ctx = multiprocessing.get_context("fork") if hasattr(os, "fork") else None
@@ -508,9 +509,6 @@ def make_big_case(dest: Path, target_bytes: int) -> dict[str, Any]:
 
 def make_slate_case(dest: Path) -> None:
     """A slate-mode search root at ``dest`` (layout ``slate``, problem ``unsupported_layout``)."""
-    from eviscene_tui.samples.cases import slate_unsupported
-    from eviscene_tui.samples.tree import Tree
-
     tree = Tree()
     slate_unsupported(tree, base="slate")
     dest = Path(dest)

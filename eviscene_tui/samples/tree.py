@@ -15,6 +15,9 @@ from typing import Any
 
 from eviscene_tui.artifacts.jsonio import canonical_jsonl_bytes, encode_bound, pretty_json_bytes
 
+#: the fictitious cluster location the committed samples' recorded paths name
+FAKE_BASE = "/data/eviscene/sample_runs"
+
 
 class Tree:
     """``{posix relative path: bytes}`` with the driver's writers."""
@@ -23,8 +26,6 @@ class Tree:
         self.files: dict[str, bytes] = {}
         # where the tree was "written": the absolute prefix every recorded path names
         # (the committed samples use a fictitious cluster location; tests pass a real one)
-        from eviscene_tui.samples.builders import FAKE_BASE
-
         self.base = (base or FAKE_BASE).rstrip("/")
 
     def put(self, rel: str, data: bytes) -> bytes:

@@ -456,8 +456,16 @@ def attempt_record(
     source_trace_sha256: str,
     continuation: Mapping[str, Any],
     psd_media: Mapping[str, Any] | None,
+    expected_verdict: str | None = None,
+    pending_reasons: Sequence[str] = ("local:operator_verdict_pending",),
 ) -> dict[str, Any]:
-    """A pending attempt record (``local_verification: {}``, not accepted) as at write time."""
+    """A pending attempt record (``local_verification: {}``, not accepted) as at write time.
+
+    The one builder of the record's shape (psd-run-format §2.11), for the supervised search
+    and the sample trees alike. ``expected_verdict`` is the private gold verdict when the
+    writer knows it (the driver does; the supervised search does not); ``pending_reasons``
+    say why the attempt is not verified yet.
+    """
     verification = {
         "source_rollout_failed": True,
         "hinted_local_pass": False,
@@ -465,8 +473,8 @@ def attempt_record(
         "hinted_strict_trace_audit_pass": True,
         "repair_tier": "unrepairable",
         "hinted_recorded_verdict": None,
-        "expected_verdict": None,
-        "reasons": ["local:operator_verdict_pending"],
+        "expected_verdict": expected_verdict,
+        "reasons": list(pending_reasons),
     }
     record: dict[str, Any] = {
         "schema_version": ATTEMPT_SCHEMA,

@@ -640,18 +640,27 @@ def continuation_payload(step: dict[str, Any], hint: str, stop_reason: str, epis
     }
 
 
-def attempt_continuation(stop_reason: str, episode_sha256: str) -> dict[str, Any]:
-    """The ``continuation`` block of an attempt record (the episode path relative to the round)."""
+def attempt_continuation(
+    stop_reason: str,
+    episode_sha256: str,
+    *,
+    teacher_steps: int = 1,
+    verified: bool = False,
+    episode_trace: str = EPISODE_FILE,
+) -> dict[str, Any]:
+    """The ``continuation`` block of an attempt record (the episode path relative to the
+    round or run). The supervised search records one teacher step, not verified by the
+    driver's episode check; the sample trees record what their driver runs did."""
     return {
         "teacher_complete": True,
         "student_complete": False,
         "stop_reason": stop_reason,
-        "teacher_step_count": 1,
+        "teacher_step_count": teacher_steps,
         "student_step_count": 0,
-        "hinted_teacher_episode_verified": False,
+        "hinted_teacher_episode_verified": verified,
         "unhinted_student_diagnostic": None,
         "unhinted_student_affects_acceptance": False,
-        "hinted_teacher_episode_trace": EPISODE_FILE,
+        "hinted_teacher_episode_trace": episode_trace,
         "hinted_teacher_episode_trace_sha256": episode_sha256,
     }
 

@@ -1,7 +1,7 @@
 """Synthetic cases with token captures, for tests and benchmarks (Textual-free).
 
-:func:`synthetic_case` builds a duck-typed case (``trace()``, ``rounds[i].attempts``,
-``rounds[i].dir``) with one source step capture and one attempt whose student and
+:func:`synthetic_case` builds a stand-in for a case bundle (``trace()``, ``rounds[i].attempts``,
+``rounds[i].dir``: what the token sources read) with one source step capture and one attempt whose student and
 teacher prompts differ by a hint, an image-pad run, logprobs, top-k and a v3
 ``psd_media`` whose image is written to ``<run_dir>/media/<sha>.image``.
 :func:`big_case` gives a capture of any size (1,000,000 ids for the benchmark).
@@ -17,6 +17,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from PIL import Image
+
+from eviscene_tui.artifacts.models import AttemptRecord
+from eviscene_tui.artifacts.problems import Problem
+from eviscene_tui.artifacts.trace import SourceTrace
 from eviscene_tui.tokens import tiny
 
 HINT = "search the caption text before judging the photo."
@@ -27,45 +32,38 @@ HINT_TEXT = "\nHint: " + HINT  # what the teacher prompt holds (framing + the hi
 class SyntheticRound:
     index: int
     dir: Path
-    attempts: list[Any]
+    attempts: list[AttemptRecord]
 
 
 @dataclass
 class SyntheticCase:
-    trace_obj: Any
+    trace_obj: SourceTrace
     rounds: list[SyntheticRound] = field(default_factory=list)
     root: Path | None = None
 
-    def trace(self) -> tuple[Any, list[Any]]:
+    def trace(self) -> tuple[SourceTrace, list[Problem]]:
         return self.trace_obj, []
 
     @property
-    def attempts(self) -> list[Any]:
+    def attempts(self) -> list[AttemptRecord]:
         return [a for r in self.rounds for a in r.attempts]
 
 
 def _png(width: int, height: int) -> bytes:
-    from PIL import Image
-
     img = Image.new("RGB", (width, height))
-    px = img.load()
-    for y in range(height):
-        for x in range(width):
-            px[x, y] = (x * 255 // max(1, width - 1), y * 255 // max(1, height - 1), 128)
+    # a gradient, row by row (the order putdata expects)
+    img.putdata([(x * 255 // max(1, width - 1), y * 255 // max(1, height - 1), 128)
+                 for y in range(height) for x in range(width)])
     buf = io.BytesIO()
     img.save(buf, format="PNG")
     return buf.getvalue()
 
 
-def _trace(steps: list[dict[str, Any]]) -> Any:
-    from eviscene_tui.artifacts.trace import SourceTrace
-
+def _trace(steps: list[dict[str, Any]]) -> SourceTrace:
     return SourceTrace({"image_id": "synthetic", "state": {"all_steps": steps}})
 
 
-def _attempt(raw: dict[str, Any]) -> Any:
-    from eviscene_tui.artifacts.models import AttemptRecord
-
+def _attempt(raw: dict[str, Any]) -> AttemptRecord:
     return AttemptRecord.model_validate(raw)
 
 

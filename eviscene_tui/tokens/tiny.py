@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 from functools import lru_cache
+from typing import Any
 
 from tokenizers import Tokenizer
 
@@ -75,7 +76,7 @@ def tiny_tokenizer_json(family: str = "qwen3_5") -> str:
     merges: list[tuple[str, str]] = []
     for word in _WORDS:
         _merges_for(_to_byte_level(word), vocab, merges)
-    added = [
+    added: list[dict[str, Any]] = [
         {
             "id": ids[column],
             "content": name,
