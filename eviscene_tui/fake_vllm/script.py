@@ -23,9 +23,10 @@ from functools import lru_cache
 from typing import Any
 
 import orjson
+from PIL import Image
 
 from eviscene_tui.tokens.bytelevel import BYTE_DECODER
-from eviscene_tui.tokens.tiny import encode, special_id, tiny_tokenizer
+from eviscene_tui.tokens.tiny import SPECIAL_TOKENS, encode, special_id, tiny_tokenizer
 
 
 @lru_cache(maxsize=4)
@@ -37,16 +38,9 @@ def token_bytes_table(family: str) -> dict[int, bytes]:
             table[tid] = bytes(BYTE_DECODER[c] for c in piece)
         except KeyError:
             table[tid] = piece.encode()
-    for name in _specials(family):
+    for name in SPECIAL_TOKENS:
         table[special_id(name, family)] = name.encode()
     return table
-
-
-@lru_cache(maxsize=4)
-def _specials(family: str) -> frozenset[str]:
-    from eviscene_tui.tokens.tiny import SPECIAL_TOKENS
-
-    return frozenset(SPECIAL_TOKENS)
 
 
 @dataclass
@@ -122,6 +116,12 @@ def build_segments(scenario: dict[str, Any], family: str, *, prompt_think: bool)
     return segs
 
 
+#: one streamed id: (token id, the segment it belongs to, its position in the segment)
+_Flat = tuple[int, Segment, int]
+#: (id(segment), position) -> the tool-call fragment sent with that token
+_Fragments = dict[tuple[int, int], dict[str, Any]]
+
+
 def plan_chunks(
     segments: list[Segment],
     family: str,
@@ -138,73 +138,83 @@ def plan_chunks(
     sent at all, so their token ids are lost.
     """
     table = token_bytes_table(family)
-    flat: list[tuple[int, Segment, int]] = []  # (id, segment, position in segment)
-    for seg in segments:
-        for pos, tid in enumerate(seg.ids):
-            flat.append((tid, seg, pos))
-    finish = "tool_calls" if any(s.kind == "tool" for s in segments) else "stop"
-    if max_tokens is not None and max_tokens >= 0 and len(flat) > max_tokens:
-        flat = flat[:max_tokens]
-        finish = "length"
-    total = len(flat)
-    # tool fragments: header at position min(3, len-2), args spread over the rest
-    frag_at: dict[tuple[int, int], dict[str, Any]] = {}
-    for seg in segments:
-        if seg.kind != "tool":
-            continue
-        n = len(seg.ids)
-        hdr = min(3, max(0, n - 2))
-        frag_at[(id(seg), hdr)] = {
-            "index": seg.tool_index,
-            "id": f"chatcmpl-tool-{request_id}-{seg.tool_index}",
-            "type": "function",
-            "function": {"name": seg.tool_name, "arguments": ""},
-        }
-        slots = list(range(hdr + 1, n)) or [hdr]
-        args = seg.tool_arguments
-        k = min(len(slots), max(1, len(args) // 6))
-        step = math.ceil(len(args) / k) if args else 0
-        for j in range(k):
-            piece = args[j * step:(j + 1) * step]
-            if not piece:
-                continue
-            slot = slots[min(len(slots) - 1, (j * len(slots)) // k)]
-            key = (id(seg), slot)
-            if key in frag_at:
-                frag_at[key]["function"]["arguments"] += piece
-            else:
-                frag_at[key] = {"index": seg.tool_index, "function": {"arguments": piece}}
+    flat, finish = _flatten(segments, max_tokens)
+    frag_at = _tool_fragments(segments, request_id)
     chunks: list[ChunkPlan] = []
-    pend = {"reasoning": b"", "content": b""}
+    pend = {"reasoning": b"", "content": b""}  # bytes of an incomplete UTF-8 character, per channel
     tpc = max(1, int(tokens_per_chunk))
     for start in range(0, len(flat), tpc):
-        group = flat[start:start + tpc]
-        plan = ChunkPlan(token_ids=[g[0] for g in group])
-        texts = {"reasoning": b"", "content": b""}
-        tools: list[dict[str, Any]] = []
-        for tid, seg, pos in group:
-            if seg.kind in texts:
-                texts[seg.kind] += table.get(tid, b"")
-            elif seg.kind == "tool":
-                frag = frag_at.get((id(seg), pos))
-                if frag is not None:
-                    tools.append(orjson.loads(orjson.dumps(frag)))
-        for kind in ("reasoning", "content"):
-            data = pend[kind] + texts[kind]
-            text, rest = _utf8_prefix(data)
-            pend[kind] = rest
-            setattr(plan, kind, text)
-        plan.tool_calls = _merge_tool_frags(tools)
-        if not plan.reasoning and not plan.content and not plan.tool_calls:
-            plan.held_back = any(seg.kind == "tool" for _, seg, _ in group)
-        chunks.append(plan)
+        chunks.append(_chunk(flat[start:start + tpc], table, frag_at, pend))
     # flush any held bytes (invalid tail) into the last chunk
     for kind in ("reasoning", "content"):
         if pend[kind] and chunks:
             setattr(chunks[-1], kind, getattr(chunks[-1], kind) + pend[kind].decode("utf-8", errors="replace"))
     if drop_held_back:
         chunks = [c for i, c in enumerate(chunks) if not c.held_back or i == len(chunks) - 1]
-    return chunks, total, finish
+    return chunks, len(flat), finish
+
+
+def _flatten(segments: list[Segment], max_tokens: int | None) -> tuple[list[_Flat], str]:
+    """Every generated id in order, cut at ``max_tokens``, and the finish reason."""
+    flat = [(tid, seg, pos) for seg in segments for pos, tid in enumerate(seg.ids)]
+    finish = "tool_calls" if any(s.kind == "tool" for s in segments) else "stop"
+    if max_tokens is not None and max_tokens >= 0 and len(flat) > max_tokens:
+        return flat[:max_tokens], "length"
+    return flat, finish
+
+
+def _tool_fragments(segments: list[Segment], request_id: str) -> _Fragments:
+    """Where each tool call's fragments go: the header at position min(3, len-2), the
+    arguments spread over the positions after it."""
+    frag_at: _Fragments = {}
+    for seg in segments:
+        if seg.kind == "tool":
+            _place_tool_call(seg, request_id, frag_at)
+    return frag_at
+
+
+def _place_tool_call(seg: Segment, request_id: str, frag_at: _Fragments) -> None:
+    n = len(seg.ids)
+    hdr = min(3, max(0, n - 2))
+    frag_at[(id(seg), hdr)] = {
+        "index": seg.tool_index,
+        "id": f"chatcmpl-tool-{request_id}-{seg.tool_index}",
+        "type": "function",
+        "function": {"name": seg.tool_name, "arguments": ""},
+    }
+    slots = list(range(hdr + 1, n)) or [hdr]
+    args = seg.tool_arguments
+    k = min(len(slots), max(1, len(args) // 6))
+    step = math.ceil(len(args) / k) if args else 0
+    for j in range(k):
+        piece = args[j * step:(j + 1) * step]
+        if not piece:
+            continue
+        key = (id(seg), slots[min(len(slots) - 1, (j * len(slots)) // k)])
+        if key in frag_at:
+            frag_at[key]["function"]["arguments"] += piece
+        else:
+            frag_at[key] = {"index": seg.tool_index, "function": {"arguments": piece}}
+
+
+def _chunk(group: list[_Flat], table: dict[int, bytes], frag_at: _Fragments, pend: dict[str, bytes]) -> ChunkPlan:
+    """One chunk of ``group``'s ids: the text they complete (an incomplete UTF-8 character
+    waits in ``pend`` for the next chunk) and the tool-call fragments they carry."""
+    plan = ChunkPlan(token_ids=[g[0] for g in group])
+    texts = {"reasoning": b"", "content": b""}
+    tools: list[dict[str, Any]] = []
+    for tid, seg, pos in group:
+        if seg.kind in texts:
+            texts[seg.kind] += table.get(tid, b"")
+        elif seg.kind == "tool" and (frag := frag_at.get((id(seg), pos))) is not None:
+            tools.append(orjson.loads(orjson.dumps(frag)))
+    for kind in ("reasoning", "content"):
+        text, pend[kind] = _utf8_prefix(pend[kind] + texts[kind])
+        setattr(plan, kind, text)
+    plan.tool_calls = _merge_tool_frags(tools)
+    if not plan.reasoning and not plan.content and not plan.tool_calls:
+        plan.held_back = any(seg.kind == "tool" for _, seg, _ in group)
+    return plan
 
 
 def _merge_tool_frags(frags: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -242,8 +252,6 @@ def image_pad_count(data_url: str, family: str) -> int:
     try:
         header, b64 = data_url.split(",", 1)
         raw = base64.b64decode(b64)
-        from PIL import Image
-
         with Image.open(io.BytesIO(raw)) as im:
             w, h = im.size
         return max(1, math.ceil(w / side) * math.ceil(h / side))
@@ -262,41 +270,60 @@ def template_prompt_ids(
     expand_images: bool = True,
 ) -> list[int]:
     ims, ime = special_id("<|im_start|>", family), special_id("<|im_end|>", family)
-    vs, ve, pad = special_id("<|vision_start|>", family), special_id("<|vision_end|>", family), special_id("<|image_pad|>", family)
     ids: list[int] = []
-    msgs = list(messages)
-    if tools:
-        tools_text = "# Tools\n" + "\n".join(orjson.dumps(t).decode() for t in tools)
-        if msgs and msgs[0].get("role") == "system" and isinstance(msgs[0].get("content"), str):
-            msgs[0] = {"role": "system", "content": msgs[0]["content"] + "\n\n" + tools_text}
-        else:
-            msgs.insert(0, {"role": "system", "content": tools_text})
-    for msg in msgs:
+    for msg in _with_tools(messages, tools):
         ids.append(ims)
         ids += encode(f"{msg.get('role', 'user')}\n", family)
-        content = msg.get("content")
-        if isinstance(content, str):
-            ids += encode(content, family)
-        elif isinstance(content, list):
-            for part in content:
-                if not isinstance(part, dict):
-                    continue
-                if part.get("type") == "text":
-                    ids += encode(str(part.get("text", "")), family)
-                elif part.get("type") == "image_url":
-                    url = (part.get("image_url") or {}).get("url", "")
-                    n = image_pad_count(url, family) if expand_images else 1
-                    ids += [vs] + [pad] * n + [ve]
+        ids += _content_ids(msg.get("content"), family, expand_images=expand_images)
         ids.append(ime)
         ids += encode("\n", family)
     if add_generation_prompt:
-        ids.append(ims)
-        ids += encode("assistant\n", family)
-        if prompt_think:
-            ids.append(special_id("<think>", family))
+        ids += _generation_prompt(family, prompt_think=prompt_think, thinking=thinking)
+    return ids
+
+
+def _with_tools(messages: list[dict[str, Any]], tools: list[Any] | None) -> list[dict[str, Any]]:
+    """The messages with the tools listed in the system message (one made if none leads)."""
+    msgs = list(messages)
+    if not tools:
+        return msgs
+    tools_text = "# Tools\n" + "\n".join(orjson.dumps(t).decode() for t in tools)
+    if msgs and msgs[0].get("role") == "system" and isinstance(msgs[0].get("content"), str):
+        msgs[0] = {"role": "system", "content": msgs[0]["content"] + "\n\n" + tools_text}
+    else:
+        msgs.insert(0, {"role": "system", "content": tools_text})
+    return msgs
+
+
+def _content_ids(content: Any, family: str, *, expand_images: bool) -> list[int]:
+    """A message's content: its text, each image as vision_start + pads + vision_end."""
+    if isinstance(content, str):
+        return encode(content, family)
+    if not isinstance(content, list):
+        return []
+    vs, ve, pad = special_id("<|vision_start|>", family), special_id("<|vision_end|>", family), special_id("<|image_pad|>", family)
+    ids: list[int] = []
+    for part in content:
+        if not isinstance(part, dict):
+            continue
+        if part.get("type") == "text":
+            ids += encode(str(part.get("text", "")), family)
+        elif part.get("type") == "image_url":
+            url = (part.get("image_url") or {}).get("url", "")
+            n = image_pad_count(url, family) if expand_images else 1
+            ids += [vs] + [pad] * n + [ve]
+    return ids
+
+
+def _generation_prompt(family: str, *, prompt_think: bool, thinking: bool) -> list[int]:
+    """The assistant header; with ``prompt_think`` the template opens ``<think>`` (and
+    closes it at once when thinking is off)."""
+    ids = [special_id("<|im_start|>", family)] + encode("assistant\n", family)
+    if prompt_think:
+        ids.append(special_id("<think>", family))
+        ids += encode("\n", family)
+        if not thinking:
             ids += encode("\n", family)
-            if not thinking:
-                ids += encode("\n", family)
-                ids.append(special_id("</think>", family))
-                ids += encode("\n\n", family)
+            ids.append(special_id("</think>", family))
+            ids += encode("\n\n", family)
     return ids

@@ -8,6 +8,8 @@ from contextlib import aclosing
 import io
 from typing import Any
 
+from PIL import Image
+
 from eviscene_tui.policy.accumulate import StreamAccumulator
 from eviscene_tui.policy.client import PolicyClient
 from eviscene_tui.policy.config import PolicyConfig
@@ -22,8 +24,6 @@ TOOLS = [{
 
 
 def png_data_url(width: int = 64, height: int = 48, color: tuple[int, int, int] = (200, 30, 30)) -> tuple[str, bytes]:
-    from PIL import Image
-
     buf = io.BytesIO()
     Image.new("RGB", (width, height), color).save(buf, format="PNG")
     raw = buf.getvalue()
