@@ -14,6 +14,7 @@ import hashlib
 import io
 import json
 import os
+import time
 import zlib
 from pathlib import Path
 from collections.abc import Iterator
@@ -87,12 +88,34 @@ def sha256_bytes(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
+#: files at least this big have their sha256 remembered while their stat is unchanged
+SHA_MEMO_MIN = 8 << 20
+#: ... when their last change (ctime) is at least this many seconds older than the hash
+#: (a file still being written within the clock's granularity is hashed again)
+SHA_MEMO_SETTLED = 2.0
+_sha_memo: dict[tuple[int, int, int, int, int], str] = {}
+
+
 def sha256_file(path: str | os.PathLike[str]) -> str:
-    h = hashlib.sha256()
+    """sha256 of a file's bytes. A big input (a source trace of hundreds of MB) checked
+    again and again while a driver writes its case is hashed once: the digest is kept
+    under the file's (device, inode, size, mtime, ctime) - any write, and any reset of
+    the mtime, changes the ctime - when the file had settled before it was read."""
     with open(path, "rb") as fh:
+        st = os.fstat(fh.fileno())
+        key = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+        if st.st_size >= SHA_MEMO_MIN and key in _sha_memo:
+            return _sha_memo[key]
+        settled = time.time() - st.st_ctime >= SHA_MEMO_SETTLED
+        h = hashlib.sha256()
         for chunk in iter(lambda: fh.read(1 << 20), b""):
             h.update(chunk)
-    return h.hexdigest()
+    digest = h.hexdigest()
+    if st.st_size >= SHA_MEMO_MIN and settled:
+        if len(_sha_memo) >= 256:
+            _sha_memo.clear()
+        _sha_memo[key] = digest
+    return digest
 
 
 def hint_sha256(text: str) -> str:

@@ -268,6 +268,7 @@ class CaseIndex:
     def __init__(self) -> None:
         self._by_path: dict[str, str] = {}
         self._refs: dict[str, CaseRef] = {}
+        self._folders: frozenset[str] | None = None  # parents of the case roots (None = to recompute)
 
     def add(self, row: CaseRow) -> None:
         ref = row.ref
@@ -275,6 +276,8 @@ class CaseIndex:
         if path is None:
             return
         apath = os.path.abspath(str(path))
+        if apath not in self._by_path:
+            self._folders = None
         self._by_path[apath] = row.key
         if isinstance(ref, CaseRef):
             self._refs[row.key] = ref
@@ -282,6 +285,7 @@ class CaseIndex:
     def remove(self, key: str) -> None:
         for path in [p for p, k in self._by_path.items() if k == key]:
             del self._by_path[path]
+            self._folders = None
         self._refs.pop(key, None)
 
     def ref(self, key: str) -> CaseRef | None:
@@ -301,6 +305,13 @@ class CaseIndex:
 
     def paths(self) -> dict[str, str]:
         return dict(self._by_path)
+
+    def folders(self) -> frozenset[str]:
+        """The folders that hold the known cases (where a new case would appear)."""
+        folders = self._folders
+        if folders is None:
+            folders = self._folders = frozenset(os.path.dirname(p) for p in list(self._by_path))
+        return folders
 
 
 # a search whose files say ``searching`` but that nothing has written to for this long is
@@ -370,3 +381,96 @@ def activity(rows: Iterable[CaseRow], workdir: Path | None, *, now: float | None
             stale = now - smtime
         out[row.key] = Activity(supervised, stale)
     return out
+
+
+class KeyThrottle:
+    """At most one re-read of a case per ``gap`` seconds while its files keep changing.
+
+    A driver writing a case at full speed changes its files many times a second; each
+    re-read of a changed case runs its whole integrity check (it hashes every bound input,
+    a source trace of hundreds of MB included), so re-reading on every watcher batch keeps
+    a core busy and the UI stutters. The first change of a quiet case is re-read at once
+    (leading edge); later changes within ``gap`` are held and re-read once when it ends
+    (trailing edge), so the last state is always shown."""
+
+    def __init__(self, gap: float = 1.0) -> None:
+        self.gap = gap
+        self._last: dict[str, float] = {}  # key -> when it was last let through
+        self._held: set[str] = set()
+
+    def admit(self, keys: Iterable[str], now: float) -> set[str]:
+        """The keys to re-read now; the others are held until their gap ends."""
+        ready = set()
+        for key in keys:
+            if now - self._last.get(key, -self.gap) >= self.gap:
+                ready.add(key)
+                self._last[key] = now
+                self._held.discard(key)
+            else:
+                self._held.add(key)
+        return ready
+
+    def due(self, now: float) -> set[str]:
+        """Held keys whose gap has ended (let through now)."""
+        ready = {key for key in self._held if now - self._last.get(key, -self.gap) >= self.gap}
+        for key in ready:
+            self._held.discard(key)
+            self._last[key] = now
+        return ready
+
+    def wait(self, now: float, default: float) -> float:
+        """How long until the next held key is due (``default`` when none is held)."""
+        if not self._held:
+            return default
+        soonest = min(self._last.get(key, now) + self.gap for key in self._held)
+        return max(0.0, min(default, soonest - now))
+
+
+class EntryPoller:
+    """A cheap stat-based look for new cases, for ``--poll`` (no inotify).
+
+    Polling the whole tree for changes stats every file; doing that often burns a core on
+    a large tree, doing it rarely makes a new case wait. A new case is a new entry in a
+    folder that holds cases (the opened root, a wrapper's ``repairs/``): stat just those
+    folders often, and list a folder only when its mtime changed. A new entry that is not
+    a case yet (a copy or a driver still creating it) is offered again at every tick until
+    it is a known case, for at most ``settle`` seconds."""
+
+    def __init__(self, root: str, *, settle: float = 3.0) -> None:
+        self.root = os.path.abspath(root)
+        self.settle = settle
+        self._mtimes: dict[str, int] = {}  # folder -> st_mtime_ns seen
+        self._entries: dict[str, set[str]] = {}  # folder -> names seen in it
+        self._fresh: dict[str, float] = {}  # new entry -> when it was first seen
+
+    def _names(self, folder: str) -> set[str]:
+        try:
+            return {e.name for e in os.scandir(folder) if not e.name.startswith(".")}
+        except OSError:
+            return set()
+
+    def tick(self, folders: Iterable[str], now: float, known: Callable[[str], bool]) -> set[str]:
+        """Paths to re-read: new entries of ``folders`` (those that hold the known cases;
+        the opened root is always looked at) and the new entries that are not yet a
+        known case (``known``)."""
+        inside = self.root + os.sep
+        for folder in {self.root, *(f for f in folders if f.startswith(inside))}:
+            try:
+                mtime = os.stat(folder).st_mtime_ns
+            except OSError:
+                continue
+            if self._mtimes.get(folder) == mtime:
+                continue
+            names = self._names(folder)
+            if folder in self._mtimes:  # not the first look: what is new is a change
+                for name in names - self._entries.get(folder, set()):
+                    self._fresh.setdefault(os.path.join(folder, name), now)
+            self._mtimes[folder] = mtime
+            self._entries[folder] = names
+        out: set[str] = set()
+        for path, since in list(self._fresh.items()):
+            if known(path) or now - since > self.settle or not os.path.isdir(path):
+                del self._fresh[path]
+            else:
+                out.add(path)
+        return out

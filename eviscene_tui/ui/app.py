@@ -30,7 +30,19 @@ from watchfiles import awatch
 from eviscene_tui.options import AppOptions
 from eviscene_tui.safe_text import safe_text
 from eviscene_tui.state.runs import RunsStore
-from eviscene_tui.state.scan import CaseIndex, CheckResult, LockedTransient, activity, batched, build_row, integrity_pass, scan_rows, supervised_stamp
+from eviscene_tui.state.scan import (
+    CaseIndex,
+    CheckResult,
+    EntryPoller,
+    KeyThrottle,
+    LockedTransient,
+    activity,
+    batched,
+    build_row,
+    integrity_pass,
+    scan_rows,
+    supervised_stamp,
+)
 from eviscene_tui.ui import messages as M
 from eviscene_tui.ui.actions import BY_ID, bindings, effective_keys
 from eviscene_tui.ui.themes import DARK, DEFAULT_THEME, LIGHT, app_themes, theme_css_paths
@@ -381,26 +393,51 @@ class EvisceneApp(App[int]):
         """Re-summarise the cases containing ``paths`` (used by tests and the watcher)."""
         self._refresh_queue.put({os.path.abspath(p) for p in paths})
 
+    #: a case whose files keep changing is re-read (its whole integrity check) at most this often
+    REFRESH_GAP = 1.0
+    #: with ``--poll``: how often the folders that hold cases are stat-ed for new entries
+    ENTRY_POLL = 0.1
+
     @work(thread=True, exclusive=True, group="refresh", exit_on_error=False)
     def refresher(self) -> None:
+        """Re-read the cases whose files changed (watcher batches, rechecks), coalesced:
+        a burst of changes to one case is re-read at most every REFRESH_GAP seconds. With
+        ``--poll`` this thread also looks for new cases every ENTRY_POLL seconds."""
         worker = get_current_worker()
         root = Path(self.options.root)
         root_abs = os.path.abspath(root)
+        throttle = KeyThrottle(self.REFRESH_GAP)
+        poller = EntryPoller(root_abs) if self.options.poll and self.watch_enabled else None
+        idle = self.ENTRY_POLL if poller is not None else 0.25
         while not worker.is_cancelled:
-            try:
-                paths = self._refresh_queue.get(timeout=0.25)
-            except queue.Empty:
-                continue
-            try:
-                while True:
-                    paths |= self._refresh_queue.get_nowait()
-            except queue.Empty:
-                pass
+            paths = self._next_paths(throttle.wait(time.monotonic(), idle))
+            if poller is not None:
+                paths |= poller.tick(self.case_index.folders(), time.monotonic(), self._is_case)
             if worker.is_cancelled:
                 return
-            self._refresh_once(paths, root, root_abs)
+            due = throttle.due(time.monotonic())
+            if paths or due:
+                self._refresh_once(paths, root, root_abs, throttle, due)
 
-    def _refresh_once(self, paths: set[str], root: Path, root_abs: str) -> None:
+    def _is_case(self, path: str) -> bool:
+        """``path`` is a listed case's root (or inside one)."""
+        return self.case_index.case_for(path) is not None
+
+    def _next_paths(self, timeout: float) -> set[str]:
+        """Every path queued within ``timeout`` seconds (empty when none was)."""
+        try:
+            paths = self._refresh_queue.get(timeout=timeout) if timeout > 0 else self._refresh_queue.get_nowait()
+        except queue.Empty:
+            return set()
+        try:
+            while True:
+                paths |= self._refresh_queue.get_nowait()
+        except queue.Empty:
+            pass
+        return paths
+
+    def _refresh_once(self, paths: set[str], root: Path, root_abs: str, throttle: KeyThrottle | None = None,
+                      due: set[str] | None = None) -> None:
         known: set[str] = set()
         unknown_tops: set[str] = set()
         for path in paths:
@@ -413,6 +450,8 @@ class EvisceneApp(App[int]):
                 continue
             first = rel.split(os.sep, 1)[0]
             unknown_tops.add(root_abs if first in (".", "") else os.path.join(root_abs, first))
+        if throttle is not None:
+            known = throttle.admit(known, time.monotonic()) | (due or set())
         rows = []
         removed = []
         for key in known:

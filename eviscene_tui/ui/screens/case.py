@@ -68,6 +68,10 @@ WINDOW = 150  # rows built around the failure step before the first paint
 WINDOW_LAZY = 16  # the same for an indexed trace, whose rows each parse a step: a screenful
 TABS = ("trace", "localization", "rounds", "compare", "integrity")
 RELOAD_DELAY = 0.15  # seconds from a change in the open case to its reload
+#: seconds between the end of a full integrity check and the next one, while the files keep
+#: changing (each check hashes every bound input, the source trace included: back to back
+#: during a driver's burst they would keep a core busy and make the keys wait)
+INTEGRITY_GAP = 2.0
 
 
 def _check_failed_row(case_path: Any, exc: BaseException) -> tuple[str, str, str]:
@@ -147,6 +151,7 @@ class CaseScreen(Screen):
         self._loading = False  # a load of the case is running
         self._integrity_running = False  # a full integrity check is running
         self._integrity_pending = False  # and another was asked for meanwhile
+        self._integrity_timer: Any = None  # the next check waits for INTEGRITY_GAP
         self._fill_gate = threading.Event()  # cleared while the UI waits for on-demand rows or a detail
         self._fill_gate.set()
         self._reload_again = False  # files changed during that load
@@ -482,8 +487,9 @@ class CaseScreen(Screen):
         """One full integrity check at a time (it hashes every bound file, the trace too):
         a request during a check runs one more check when it ends, so a burst of driver
         writes does not pile up checks that compete with the UI."""
-        if self._integrity_running or self.bundle is None:
-            # running: once more when it ends; no case yet: the case's arrival starts it
+        if self._integrity_running or self.bundle is None or self._integrity_timer is not None:
+            # running or just ran: once more INTEGRITY_GAP after it ends; no case yet: the
+            # case's arrival starts it
             self._integrity_pending = True
             return
         self._integrity_running = True
@@ -521,9 +527,17 @@ class CaseScreen(Screen):
                 error = event.worker.error if isinstance(event.worker.error, BaseException) else RuntimeError("no result")
                 self.post_message(IntegrityReady(self._request, [_check_failed_row(self.case_path, error)]))
                 return
-            if self._integrity_pending:
-                self._integrity_pending = False
-                self._check_integrity(self._request)
+            self._integrity_followup()
+
+    def _integrity_followup(self) -> None:
+        """A check ended: one asked for meanwhile runs INTEGRITY_GAP later (coalesced)."""
+        if self._integrity_pending and self._integrity_timer is None:
+            self._integrity_timer = self.set_timer(INTEGRITY_GAP, self._integrity_due)
+
+    def _integrity_due(self) -> None:
+        self._integrity_timer = None
+        self._integrity_pending = False
+        self._check_integrity(self._request)
 
     @on(IntegrityReady)
     def _on_integrity(self, message: IntegrityReady) -> None:
@@ -537,9 +551,7 @@ class CaseScreen(Screen):
         self.provenance = message.provenance
         self._paint_trace_status()
         self._paint_integrity()
-        if self._integrity_pending:
-            self._integrity_pending = False
-            self._check_integrity(self._request)
+        self._integrity_followup()
 
     # -- problems where they are shown --------------------------------------------------------
     def _place_marks(self) -> None:
