@@ -10,20 +10,19 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import orjson
 
+from eviscene_tui.cli import UsageError, add_path_map_argument, path_map_from_args
+from eviscene_tui.safe_text import safe_text
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("path", metavar="PATH", help="a run, a search root, a wrapper, or any folder holding them")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
     parser.add_argument("--config", help="config file (its [paths] map table; default: $EVISCENE_TUI_CONFIG or the XDG config dir)")
-    from eviscene_tui.cli import add_path_map_argument
-
     add_path_map_argument(parser)
 
 
 def run(args: argparse.Namespace) -> int:
-    from eviscene_tui.cli import UsageError
-
     given = args.path
     root = Path(given)
     if not root.exists():
@@ -31,17 +30,14 @@ def run(args: argparse.Namespace) -> int:
     if not root.is_dir():
         raise UsageError(f"{given} is not a directory")
 
-    from eviscene_tui.artifacts.report import build_check_report
-    from eviscene_tui.cli import path_map_from_args
-    from eviscene_tui.settings import load_settings
+    from eviscene_tui.artifacts.report import build_check_report  # lazy: the loaders load when a check runs, so `check --help` stays fast
+    from eviscene_tui.settings import load_settings  # lazy: pydantic loads when a check runs, so `check --help` stays fast
 
-    settings = load_settings(getattr(args, "config", None))
+    settings = load_settings(args.config)
     for problem in settings.problems:
         sys.stderr.write(f"eviscene-tui check: warning: {problem}\n")
     report = build_check_report(root, given, path_map=path_map_from_args(args, settings))
     if args.json:
-        import orjson
-
         sys.stdout.buffer.write(escape_bidi(orjson.dumps(report, option=orjson.OPT_INDENT_2)) + b"\n")
         sys.stdout.flush()
     else:
@@ -68,8 +64,6 @@ def escape_bidi(data: bytes) -> bytes:
 
 
 def _cell(value: Any, limit: int | None = None) -> str:
-    from eviscene_tui.safe_text import safe_text
-
     return safe_text(value, single_line=True, limit=limit)
 
 

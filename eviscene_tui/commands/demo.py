@@ -17,7 +17,7 @@
    app exits;
 5. open the app (``eviscene_tui.ui.launch.run_app``) with ``policy_profile``
    pointing at the copy, so live teacher continuations are attested and stream
-   without a GPU. If the app cannot be opened, print the ``check`` report instead.
+   without a GPU.
 """
 
 from __future__ import annotations
@@ -25,8 +25,12 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import Any
+
+import orjson
 
 from eviscene_tui.cli import UsageError
+from eviscene_tui.storage import EvidenceWriteRefused, WorkDir, default_workdir, unique_name
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -41,10 +45,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--config", help="config file")
 
 
-def demo_profile(root: Path) -> dict:
-    import orjson
-
-    from eviscene_tui.fake_vllm.server import DEFAULT_PROFILE
+def demo_profile(root: Path) -> dict[str, Any]:
+    from eviscene_tui.fake_vllm.server import DEFAULT_PROFILE  # lazy: Starlette and the tokenizer load when the demo starts
 
     for candidate in (root / "serving-profile.json", root / "inputs" / "serving-profile.json"):
         if candidate.is_file():
@@ -58,11 +60,10 @@ def demo_profile(root: Path) -> dict:
 
 
 def run(args: argparse.Namespace) -> int:
-    import orjson
-
-    from eviscene_tui.fake_vllm.harness import FakeVLLMServer
-    from eviscene_tui.fake_vllm.server import load_scenario
-    from eviscene_tui.storage import EvidenceWriteRefused, WorkDir, default_workdir, unique_name
+    from eviscene_tui.fake_vllm.harness import FakeVLLMServer  # lazy: the servers load when the demo starts, so `demo --help` stays fast
+    from eviscene_tui.fake_vllm.server import load_scenario  # lazy: as above
+    from eviscene_tui.gate.demo import start_gated_demo  # lazy: as above
+    from eviscene_tui.supervised.demo_hints import DemoHintServer  # lazy: as above
 
     root = Path(args.path)
     if not root.exists():
@@ -79,9 +80,6 @@ def run(args: argparse.Namespace) -> int:
         work = WorkDir(workdir, evidence_roots=[root])
     except EvidenceWriteRefused as exc:
         raise UsageError(str(exc)) from None
-
-    from eviscene_tui.supervised.demo_hints import DemoHintServer
-
     server = FakeVLLMServer(personality=args.personality, scenario=scenario, profile=profile, replace_scenario=True)
     server.start()
     hints = DemoHintServer().start()
@@ -92,8 +90,6 @@ def run(args: argparse.Namespace) -> int:
         print(f"fake vLLM ({args.personality}) on {server.v1_url}; profile {prof_path}", file=sys.stderr)
         print(f"demo hint constructor on {hints.v1_url}", file=sys.stderr)
         # a gated search: the bundled STAND-IN driver under `eviscene-tui gate` (G on the runs screen)
-        from eviscene_tui.gate.demo import start_gated_demo
-
         gated = start_gated_demo(work.sub("demo"), policy_url=server.v1_url, policy_model=str(prof.get("profile_id")),
                                  operator=args.operator)
         print(f"gated STAND-IN driver (not EviScene) at {gated.root}: its row on the runs screen is "
@@ -104,17 +100,8 @@ def run(args: argparse.Namespace) -> int:
             policy_profile=str(prof_path), policy_url=None, policy_model=None, hint_url=hints.v1_url, hint_model="demo-hint-constructor",
             tokenizer=None, config=args.config, gate_roots=[str(gated.root)],
         )
-        try:
-            from eviscene_tui.ui.launch import run_app
-        except ImportError as exc:
-            print(f"the app is not available ({exc}); showing the check report instead", file=sys.stderr)
-            try:
-                from eviscene_tui.commands import check
-            except ImportError:
-                print("check is not available either", file=sys.stderr)
-                return 1
-            ns = argparse.Namespace(path=str(root), json=False)
-            return int(check.run(ns) or 0)
+        from eviscene_tui.ui.launch import run_app  # lazy: Textual loads only when the app opens
+
         return int(run_app(root, app_args) or 0)
     finally:
         if gated is not None:

@@ -16,7 +16,10 @@ import argparse
 import os
 import sys
 
+import orjson
+
 from eviscene_tui.cli import UsageError
+from eviscene_tui.loopback import free_loopback_socket
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -30,11 +33,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    import orjson
-    import uvicorn
+    import uvicorn  # lazy: the server stack loads when it starts, so `fake-vllm --help` stays fast
 
-    from eviscene_tui.loopback import free_loopback_socket
-    from eviscene_tui.fake_vllm.server import DEFAULT_PROFILE, FakeConfig, FakeRecorder, create_app, load_scenario
+    from eviscene_tui.fake_vllm.server import (  # lazy: Starlette and the tokenizer load when the server starts
+        DEFAULT_PROFILE, FakeConfig, FakeRecorder, create_app, load_scenario,
+    )
 
     try:
         scenario = load_scenario(args.scenario)
