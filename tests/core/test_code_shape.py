@@ -28,8 +28,6 @@ TABLES: set[str] = set()
 DEBT: set[str] = {
     "deep artifacts/case.py:_tell_written_location",
     "deep artifacts/case.py:runtime_store_dirs",
-    "deep artifacts/integrity.py:check_input",
-    "deep artifacts/integrity.py:generic",
     "deep artifacts/runtime_archive.py:reconstruct_request",
     "deep artifacts/step_index.py:index_steps",
     "deep gate/inproc.py:wait_for",
@@ -61,8 +59,6 @@ DEBT: set[str] = {
     "import supervised/records.py:token_capture",
     "import tokens/decode.py:__init__",
     "import tokens/search.py:find_text",
-    "long artifacts/integrity.py:check_run",
-    "long artifacts/integrity.py:check_search",
     "long artifacts/media.py:verify_media",
     "long artifacts/step_index.py:index_steps",
     "long gate/decide.py:decide",

@@ -1,0 +1,90 @@
+"""The files no other check covered: content-addressed names (``media/<sha>.image``,
+runtime ``artifacts/sha256/``), runtime ``events.jsonl`` logs (a torn last line is normal
+there), any other JSONL ledger or JSON file (parses; a known schema family at an
+unknown version is flagged)."""
+
+from __future__ import annotations
+
+import os
+
+from eviscene_tui.artifacts.integrity.context import CaseContext
+from eviscene_tui.artifacts.integrity.reading import CONTEXT_RE, HEX64, MAX_LEDGER_BYTES, MAX_PARSE_BYTES, join, read_json, short
+from eviscene_tui.artifacts.jsonio import parse_jsonl_bytes
+from eviscene_tui.artifacts.models import SCHEMA_CONTEXT_LEDGER, SCHEMA_RUNTIME_EVENTS
+from eviscene_tui.artifacts.problems import ProblemCode
+
+
+class RemainingFiles:
+    def __init__(self, ctx: CaseContext) -> None:
+        self.ctx = ctx
+        self._runtime_prefix = join(ctx.root, "runtime") + os.sep
+        self._rounds_prefix = join(ctx.root, "rounds") + os.sep
+
+    def run(self) -> None:
+        handled = self.ctx.tree.handled
+        for f in self.ctx.tree.files:
+            if f in handled:
+                continue
+            try:
+                self._file(f)
+            except OSError as exc:
+                self.ctx.add(ProblemCode.MISSING_ARTIFACT, f, f"cannot read: {exc.strerror or exc}")
+
+    def _in_runtime(self, f: str) -> bool:
+        """Inside a runtime archive (the case's, or a round's)."""
+        rounds = self._rounds_prefix
+        return f.startswith(self._runtime_prefix) or (f.startswith(rounds) and f"{os.sep}runtime{os.sep}" in f[len(rounds):])
+
+    def _file(self, f: str) -> None:
+        parts = f.rsplit(os.sep, 4)
+        name = parts[-1]
+        parent = parts[-2] if len(parts) >= 2 else ""
+        if name.endswith(".image") and parent == "media":
+            self._content_addressed(f, name[: -len(".image")], ProblemCode.MEDIA_MISMATCH, "media file")
+            return
+        if len(parts) >= 5 and parts[-3] == "sha256" and parts[-4] == "artifacts":
+            self._runtime_blob(f, name)
+            return
+        if name == "events.jsonl":
+            self._events(f)
+        elif name.endswith(".jsonl") or name.endswith(".jsonl.gz"):
+            self.ctx.files.ledger(f)
+        elif name.endswith(".json"):
+            self._json(f, name, parent, in_runtime=self._in_runtime(f))
+
+    def _content_addressed(self, p: str, stem: str, code: ProblemCode, what: str) -> None:
+        if not HEX64.match(stem.lower()):
+            return
+        actual = self.ctx.files.file_sha(p, memo=False)
+        if actual is not None and actual != stem.lower():
+            self.ctx.add(code, p, f"{what} named by sha256 {short(stem)} holds bytes hashing to {short(actual)}")
+
+    def _runtime_blob(self, p: str, name: str) -> None:
+        if name.endswith(".meta.json"):
+            self._json(p, name, "", in_runtime=True)
+            return
+        self._content_addressed(p, name.split(".", 1)[0], ProblemCode.FILE_HASH_MISMATCH, "runtime archive artifact")
+
+    def _events(self, p: str) -> None:
+        if os.stat(p).st_size > MAX_LEDGER_BYTES:
+            return
+        with open(p, "rb") as fh:
+            data = fh.read()
+        rows, problems, torn_tail = parse_jsonl_bytes(data, p)
+        if torn_tail and problems:
+            problems = problems[:-1]  # a torn last line of an append-only events log is normal
+        self.ctx.findings.extend(problems)
+        for i, row in enumerate(rows):
+            if isinstance(row, dict) and "schema_version" in row and row.get("schema_version") != SCHEMA_RUNTIME_EVENTS:
+                self.ctx.files.schema(row, p, f"event line {i + 1}", SCHEMA_RUNTIME_EVENTS)
+                break
+
+    def _json(self, p: str, name: str, parent: str, *, in_runtime: bool) -> None:
+        if os.stat(p).st_size >= MAX_PARSE_BYTES:
+            return
+        value, problems = read_json(p, None if in_runtime else self.ctx.files.cache)
+        self.ctx.findings.extend(problems)
+        if parent == "context" and CONTEXT_RE.match(name):
+            self.ctx.files.schema(value, p, "context request manifest", SCHEMA_CONTEXT_LEDGER)
+        elif not in_runtime:
+            self.ctx.files.schema(value, p, name, None)

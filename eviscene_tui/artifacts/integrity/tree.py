@@ -1,0 +1,172 @@
+"""The problems of one case check, and the one walk of the case every check consults.
+
+Every path is an absolute, normalised ``str``; ``CaseTree.files`` / ``dir_files`` come from
+one walk, so existence checks inside the case cost no system call.
+"""
+
+from __future__ import annotations
+
+import os
+
+from eviscene_tui.artifacts.integrity.reading import join
+from eviscene_tui.artifacts.problems import Problem, ProblemCode
+
+
+class Findings:
+    """The problems found so far, in the order found; a repeat (same code, path and
+    message) is dropped."""
+
+    def __init__(self) -> None:
+        self.problems: list[Problem] = []
+        self._seen: set[tuple[str, str, str]] = set()
+
+    def add(self, code: ProblemCode, path: str, message: str) -> None:
+        key = (str(code), str(path), message)
+        if key in self._seen:
+            return
+        self._seen.add(key)
+        self.problems.append(Problem(code=code, path=str(path), message=message))
+
+    def extend(self, problems: list[Problem]) -> None:
+        for p in problems:
+            self.add(p.code, p.path, p.message)
+
+
+def inside(path: str, roots: list[str]) -> bool:
+    """``path`` is one of ``roots`` or below one."""
+    for r in roots:
+        if path == r or path.startswith(r.rstrip(os.sep) + os.sep):
+            return True
+    return False
+
+
+class CaseTree:
+    """The files and folders of the case (one walk), what a check has covered
+    (``handled``: the generic pass skips those), and case-relative names for messages."""
+
+    def __init__(self, root: str, wrapper: str | None, findings: Findings) -> None:
+        self.root = root
+        self.findings = findings
+        self.allowed_real: list[str] = []
+        for a in [root] + ([wrapper] if wrapper is not None else []):
+            try:
+                self.allowed_real.append(os.path.realpath(a))
+            except OSError:
+                self.allowed_real.append(a)
+        self.files: list[str] = []  # every regular file found by the walk
+        self.fileset: set[str] = set()
+        self.dir_files: dict[str, list[str]] = {}
+        self.dir_dirs: dict[str, list[str]] = {}
+        self.has_symlinks = False
+        self.handled: set[str] = set()
+
+    def rel(self, path: str) -> str:
+        """Case-relative text for messages."""
+        try:
+            return os.path.relpath(path, self.root)
+        except ValueError:
+            return path
+
+    def in_case(self, path: str) -> bool:
+        return path.startswith(self.root + os.sep) or path == self.root
+
+    def is_file(self, path: str) -> bool:
+        """A regular file (or a symlink to one, which the walk reported separately)."""
+        if self.in_case(path) and not self.has_symlinks:
+            return path in self.fileset
+        return os.path.isfile(path)
+
+    def is_dir(self, path: str) -> bool:
+        return path in self.dir_files or os.path.isdir(path)
+
+    def exists(self, path: str) -> bool:
+        if self.in_case(path) and not self.has_symlinks:
+            return path in self.fileset or path in self.dir_files
+        return os.path.lexists(path)
+
+    def lookup(self, path: str) -> str | None:
+        """The walk's answer for a path inside the case (None outside it: stat it)."""
+        if not self.in_case(path):
+            return None
+        if path in self.fileset:
+            return "file"
+        if path in self.dir_files:
+            return "dir"
+        return "absent"
+
+    def list_files(self, d: str) -> list[str]:
+        if d in self.dir_files:
+            return [join(d, n) for n in self.dir_files[d]]
+        if self.in_case(d):
+            return []
+        try:
+            with os.scandir(d) as it:
+                return sorted(join(d, e.name) for e in it if e.is_file(follow_symlinks=False))
+        except OSError:
+            return []
+
+    def list_dirs(self, d: str) -> list[str]:
+        return [join(d, n) for n in self.dir_dirs.get(d, [])]
+
+    # ------------------------------------------------------------------ the walk
+    def walk(self) -> None:
+        stack = [self.root]
+        while stack:
+            d = stack.pop()
+            try:
+                with os.scandir(d) as it:
+                    entries = list(it)
+            except OSError as exc:
+                what = "the case directory" if d == self.root else "directory"
+                self.findings.add(ProblemCode.MISSING_ARTIFACT, d, f"cannot read {what}: {exc.strerror or exc}")
+                continue
+            files: list[str] = []
+            dirs: list[str] = []
+            for e in entries:
+                self._entry(d, e, files, dirs, stack)
+            files.sort()
+            dirs.sort()
+            self.dir_files[d] = files
+            self.dir_dirs[d] = dirs
+
+    def _entry(self, d: str, e: os.DirEntry[str], files: list[str], dirs: list[str], stack: list[str]) -> None:
+        """Sort one directory entry: a symlink (checked), a folder (walked), a leftover
+        ``*.tmp`` (reported), or a regular file (kept)."""
+        p = join(d, e.name)
+        try:
+            if e.is_symlink():
+                self.has_symlinks = True
+                self._check_symlink(p)
+                return
+            if e.is_dir(follow_symlinks=False):
+                stack.append(p)
+                dirs.append(e.name)
+                return
+        except OSError:
+            return
+        if e.name.endswith(".tmp"):
+            self.findings.add(
+                ProblemCode.LEFTOVER_TMP,
+                p,
+                f"leftover temporary file from an interrupted write (the final file would be {e.name[:-4]})",
+            )
+            self.handled.add(p)
+            return
+        files.append(e.name)
+        self.files.append(p)
+        self.fileset.add(p)
+
+    def _check_symlink(self, p: str) -> None:
+        try:
+            target = os.path.realpath(p)
+        except OSError:
+            target = ""
+        self.handled.add(p)
+        if not target or not inside(target, self.allowed_real):
+            try:
+                link = os.readlink(p)
+            except OSError:
+                link = "?"
+            self.findings.add(ProblemCode.PATH_OUTSIDE_ROOT, p, f"symlink points outside the case root (-> {link})")
+        elif not os.path.exists(p):
+            self.findings.add(ProblemCode.MISSING_ARTIFACT, p, "dangling symlink")
