@@ -10,6 +10,7 @@ from typing import Any
 
 from PIL import Image
 
+from eviscene_tui.fake_vllm.harness import FakeVLLMServer
 from eviscene_tui.policy.accumulate import StreamAccumulator
 from eviscene_tui.policy.client import PolicyClient
 from eviscene_tui.policy.config import PolicyConfig
@@ -39,11 +40,11 @@ def simple_request(hint: str | None = "Check the photo's date first.", *, tools:
     return TeacherRequest(messages=msgs, tools=list(TOOLS) if tools else None, hint=hint, hint_location=loc)
 
 
-def target_for(server: Any, **profile_overrides: Any) -> PolicyTarget:
+def target_for(server: FakeVLLMServer, **profile_overrides: Any) -> PolicyTarget:
     return target_from_profile_dict(server.profile_dict(**profile_overrides))
 
 
-def unattested_for(server: Any, model: str | None = None) -> PolicyTarget:
+def unattested_for(server: FakeVLLMServer, model: str | None = None) -> PolicyTarget:
     return unattested_target(server.v1_url, model or server.config.alias)
 
 

@@ -183,6 +183,7 @@ class RunBuilder:
         self.proposals: list[dict[str, Any]] = []
         self.last_runtime: str | None = None
         self.localization_doc: dict[str, Any] | None = None
+        self.finalization: dict[str, Any] = {}  # finalization.json, once finalize() wrote it
         # the proposer store is opened at the start of every invocation: the initial
         # manifest already names it as ``runtime_archive``
         self.proposer_attempt_id = f"psd-proposer-{hexid(case.case_id, run_rel, 'proposer')}"
@@ -712,7 +713,7 @@ class RunBuilder:
         }
         if finalized and recs:
             manifest["artifacts"]["pre_finalize_backup"] = "repair_attempts.pre-finalize.jsonl"
-            fin = getattr(self, "finalization", None) or {}
+            fin = self.finalization
             manifest["finalization"] = {
                 "mode": "offline_no_provider_replay",
                 "source_trace_sha256": c.trace_sha,

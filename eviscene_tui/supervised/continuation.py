@@ -29,7 +29,7 @@ from eviscene_tui.policy.accumulate import StreamAccumulator
 from eviscene_tui.policy.casefile import case_ref, observed_hint_template
 from eviscene_tui.policy.client import PolicyClient
 from eviscene_tui.policy.config import PolicyConfig, policy_config
-from eviscene_tui.policy.events import PolicyEvent
+from eviscene_tui.policy.events import PolicyEvent, TokenLogprob
 from eviscene_tui.policy.profile import NO_POLICY, PolicyTarget, resolve_policy_target
 from eviscene_tui.policy.request import RequestUnavailable, TeacherRequest, chat_body, redact_images, teacher_request_from_archived
 from eviscene_tui.policy.session import run_continuation
@@ -61,7 +61,7 @@ class ContinuationOutcome:
     tool_calls: list[dict[str, Any]] = field(default_factory=list)
     prompt_token_ids: list[int] = field(default_factory=list)
     completion_token_ids: list[int] = field(default_factory=list)
-    logprobs: list[Any] = field(default_factory=list)
+    logprobs: list[TokenLogprob] = field(default_factory=list)
     topk: int = 0
     finish_reason: str | None = None
     usage: dict[str, Any] = field(default_factory=dict)

@@ -16,6 +16,11 @@ import json
 import re
 from typing import Any
 
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import Route
+
 from eviscene_tui.loopback import ThreadedUvicorn
 
 POOL = (
@@ -63,12 +68,7 @@ def propose(body: dict[str, Any]) -> list[str]:
     return hints[:count]
 
 
-def create_app() -> Any:
-    from starlette.applications import Starlette
-    from starlette.requests import Request
-    from starlette.responses import JSONResponse
-    from starlette.routing import Route
-
+def create_app() -> Starlette:
     async def chat(request: Request) -> JSONResponse:
         try:
             body = await request.json()

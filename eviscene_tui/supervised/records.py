@@ -18,11 +18,13 @@ search differs from the driver, the difference is visible in the data:
 from __future__ import annotations
 
 import copy
+import math
 from typing import Any, Mapping, Sequence
 
 import orjson
 
 from eviscene_tui.artifacts.jsonio import canonical_sha256
+from eviscene_tui.policy.events import TokenLogprob
 from eviscene_tui.supervised.feedback import CHECK_NAMES
 
 SEARCH_SCHEMA = "ifv-psd-feedback-search-v1"
@@ -262,33 +264,29 @@ def operator_localization(
 def token_capture(
     prompt_ids: Sequence[int] | None,
     completion_ids: Sequence[int] | None,
-    logprobs: Sequence[Any] = (),
+    logprobs: Sequence[TokenLogprob] = (),
     topk: int = 0,
 ) -> dict[str, Any]:
-    """An ``ifv-policy-token-capture-v1`` from a streamed continuation.
-
-    ``logprobs``: items with ``.logprob`` and ``.top`` (``.token_id``, ``.logprob``) as the policy client's
-    ``TokenLogprob``; top-k probabilities are renormalised over the returned k.
+    """An ``ifv-policy-token-capture-v1`` from a streamed continuation (the policy
+    client's logprobs); top-k probabilities are renormalised over the returned k.
     """
-    import math
-
     missing = []
     if not prompt_ids:
         missing.append("prompt_token_ids")
     if not completion_ids:
         missing.append("completion_token_ids")
-    lps = [float(getattr(lp, "logprob", 0.0)) for lp in logprobs]
+    lps = [float(lp.logprob) for lp in logprobs]
     if not lps:
         missing.append("completion_logprobs")
     elif completion_ids and len(lps) != len(completion_ids):
         missing.append("completion_logprob_length_mismatch")
     topk_rows = []
     for lp in logprobs:
-        tops = list(getattr(lp, "top", ()) or ())
-        probs = [math.exp(float(getattr(t, "logprob", -1e9))) for t in tops]
+        tops = list(lp.top)
+        probs = [math.exp(float(t.logprob)) for t in tops]
         total = sum(probs) or 1.0
         topk_rows.append(
-            [{"token_id": getattr(t, "token_id", None), "probability": p / total} for t, p in zip(tops, probs)]
+            [{"token_id": t.token_id, "probability": p / total} for t, p in zip(tops, probs)]
         )
     return {
         "schema_version": CAPTURE_SCHEMA,

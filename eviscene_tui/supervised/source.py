@@ -91,7 +91,7 @@ def inputs_from_case(case: CaseBundle, *, label: str | None = None, source_step_
     candidate = None
     candidate_file: Path | None = None
     attempt_site = None
-    dirs = [r.dir for r in reversed(case.rounds)] if getattr(case, "rounds", None) else []
+    dirs = [r.dir for r in reversed(case.rounds)]
     dirs.append(root)
     for d in dirs:
         rows, _ = read_jsonl(Path(d) / "repair_attempts.jsonl") if (Path(d) / "repair_attempts.jsonl").is_file() else ([], [])

@@ -55,8 +55,6 @@ DEBT: set[str] = {
     "import loopback.py:start",
     "import state/trace_rows.py:next_policy",
     "import storage.py:_holds_cases",
-    "import supervised/demo_hints.py:create_app",
-    "import supervised/records.py:token_capture",
     "import tokens/decode.py:__init__",
     "import tokens/search.py:find_text",
     "long artifacts/media.py:verify_media",

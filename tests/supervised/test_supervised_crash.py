@@ -17,6 +17,7 @@ import sys
 import time
 from pathlib import Path
 
+from eviscene_tui.policy.events import TokenLogprob
 from eviscene_tui.artifacts.case import load_case
 from eviscene_tui.journal import Journal, supervised_journal_for_root, verify_chain
 from eviscene_tui.supervised import Budgets, SearchSettings, SupervisedSearch, inputs_from_case
@@ -29,6 +30,7 @@ ZYGOTE = r"""
 import asyncio, os, sys
 sys.path.insert(0, sys.argv[3])
 from eviscene_tui.artifacts.case import load_case
+from eviscene_tui.policy.events import TokenLogprob
 from eviscene_tui.supervised import Budgets, ContinuationOutcome, SearchSettings, SupervisedSearch, inputs_from_case
 from eviscene_tui.tokens.tiny import encode
 
@@ -38,7 +40,7 @@ async def runner(job):
     ids = encode("call " + job.hint)
     return ContinuationOutcome(status="complete", reasoning="r", tool_calls=[{"id": "1", "name": "web_search", "arguments": "{}"}],
         prompt_token_ids=encode("p " + job.hint), completion_token_ids=ids,
-        logprobs=[type("LP", (), {"logprob": -0.1, "top": ()})() for _ in ids], finish_reason="tool_calls",
+        logprobs=[TokenLogprob(token="", logprob=-0.1) for _ in ids], finish_reason="tool_calls",
         usage={"prompt_tokens": 1, "completion_tokens": len(ids)}, policy_model="m")
 
 def ack(ev):
@@ -141,7 +143,7 @@ def test_sigkill_during_supervised_rounds(tmp_path):
         ids_ = encode("x")
         return ContinuationOutcome(status="complete", tool_calls=[{"id": "1", "name": "web_search", "arguments": "{}"}],
                                    prompt_token_ids=encode("p"), completion_token_ids=ids_,
-                                   logprobs=[type("LP", (), {"logprob": -0.1, "top": ()})() for _ in ids_])
+                                   logprobs=[TokenLogprob(token="", logprob=-0.1) for _ in ids_])
 
     if s.torn_tail_warning:
         s.acknowledge_torn_tail()

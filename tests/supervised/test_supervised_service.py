@@ -2,6 +2,7 @@
 
 import pytest
 
+from eviscene_tui.policy.events import TokenLogprob
 from eviscene_tui.artifacts.case import load_case
 from eviscene_tui.artifacts.jsonio import read_bound, read_json
 from eviscene_tui.journal import supervised_journal_for_root, verify_chain
@@ -21,7 +22,7 @@ async def fake_runner(job):
         tool_calls=[{"id": "c1", "name": "web_search", "arguments": '{"q": "x"}'}],
         prompt_token_ids=encode("prompt " + job.hint),
         completion_token_ids=encode("call"),
-        logprobs=[type("LP", (), {"logprob": -0.5, "top": ()})() for _ in encode("call")],
+        logprobs=[TokenLogprob(token="", logprob=-0.5) for _ in encode("call")],
         finish_reason="tool_calls",
         usage={"prompt_tokens": 3, "completion_tokens": 2},
         attestation={"model_id": "m", "root": "/r", "max_model_len": 131072},

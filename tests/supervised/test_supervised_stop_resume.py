@@ -5,6 +5,7 @@ import asyncio
 import orjson
 import pytest
 
+from eviscene_tui.policy.events import TokenLogprob
 from eviscene_tui.artifacts.case import load_case
 from eviscene_tui.artifacts.jsonio import read_bound, read_json
 from eviscene_tui.journal import supervised_journal_for_root
@@ -18,7 +19,7 @@ async def fake_runner(job):
     return ContinuationOutcome(
         status="complete", reasoning="think", tool_calls=[{"id": "c1", "name": "web_search", "arguments": "{}"}],
         prompt_token_ids=encode("prompt " + job.hint), completion_token_ids=encode("call"),
-        logprobs=[type("LP", (), {"logprob": -0.5, "top": ()})() for _ in encode("call")],
+        logprobs=[TokenLogprob(token="", logprob=-0.5) for _ in encode("call")],
         finish_reason="tool_calls", usage={"prompt_tokens": 3, "completion_tokens": 2}, policy_model="m",
     )
 
