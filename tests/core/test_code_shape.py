@@ -39,7 +39,6 @@ DEBT: set[str] = {
     "deep state/trace_search.py:matches",
     "deep tokens/capture.py:normalise_topk",
     "deep tokens/flow.py:_wrap",
-    "deep ui/screens/tokens.py:_render_selected",
     "import artifacts/media.py:_dimensions",
     "import artifacts/models.py:hints",
     "import artifacts/paths.py:with_sha_status",

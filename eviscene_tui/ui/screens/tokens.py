@@ -19,7 +19,7 @@ from __future__ import annotations
 import asyncio
 import re
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, cast
 
 import httpx
 from textual import on, work
@@ -32,6 +32,9 @@ from textual.css.query import NoMatches
 from textual.screen import Screen
 from textual.widgets import Input, OptionList, Static
 from textual.widgets.option_list import Option
+
+if TYPE_CHECKING:
+    from textual.css.styles import RulesMap
 
 from eviscene_tui.options import AppOptions
 from eviscene_tui.ui.actions import bindings
@@ -74,6 +77,26 @@ def _lines(*rows: Content) -> Content:
     for i, row in enumerate(rows):
         out = out + (Content("\n") if i else Content("")) + row
     return out
+
+
+def _logprob_row(lp: float | None, ci: int) -> Content:
+    """The selected token's logprob (and probability), coloured by bucket."""
+    if lp is None:
+        return Content.styled("no logprob recorded at this position", "$foreground-muted")
+    bucket = logprob_bucket(lp) or ""
+    colour = {"high": "$success", "mid": "", "low": "$warning", "vlow": "$error"}.get(bucket, "")
+    p = prob_of(lp)
+    ptxt = f"{p:.4f}" if p is not None else "invalid (logprob > 0)"
+    return _c(("logprob ", "$foreground-muted"), (f"{lp:.4f}", colour), ("  p=", "$foreground-muted"), (ptxt, colour), (f"  (completion #{ci})", "$foreground-muted"))
+
+
+def _update_in_place(panel: Static, content: Content) -> None:
+    """Update a side panel, with a layout pass of the screen only when its height changes:
+    the selected-token panel follows every cursor move, and a relayout of the whole screen
+    at each page of the token view would cost more than painting the page."""
+    width = panel.content_size.width
+    same = panel.is_mounted and width > 0 and content.get_height(cast("RulesMap", panel.styles), width) == panel.content_size.height
+    panel.update(content, layout=not same)
 
 
 def _parse_offset(text: str) -> int | None:
@@ -798,28 +821,40 @@ class TokenScreen(Screen[None]):
         offset, length, run = view.cells.cell(view.cursor)
         rows: list[Content] = [Content.styled("Selected token", "bold $accent")]
         if run is not None:
-            rows.append(_c(("image-pad run  ", "$foreground-muted"), (run_label(run, view.token_label(run.pad_id)), "$secondary bold")))
-            rows.append(_c(("ids ", "$foreground-muted"), f"{offset:,}–{offset + length - 1:,}", ("  pad id ", "$foreground-muted"), str(run.pad_id)))
-            rep = data.media_report
-            if rep is not None and run.kind == "image":
-                k = run.number - 1
-                if k < len(rep.images):
-                    img = rep.images[k]
-                    if img.expected_run_length is not None:
-                        ok = img.expected_run_length == length
-                        rows.append(_c(("grid says ", "$foreground-muted"), f"{img.expected_run_length}", (" ✓" if ok else " ✗ mismatch", "$success" if ok else "$error bold")))
-                    elif img.estimated_run_length is not None:
-                        rows.append(_c(("estimated from image size: ", "$foreground-muted"), f"~{img.estimated_run_length}"))
-                else:
-                    rows.append(Content.styled(f"psd_media lists only {len(rep.images)} image(s)", "$error bold"))
-            panel.update(_lines(*rows))
-            return
+            rows += self._run_rows(view, data, run, offset, length)
+        else:
+            rows += self._token_rows(view, data, offset)
+        _update_in_place(panel, _lines(*rows))
+
+    def _run_rows(self, view: TokenView, data: CaptureData, run: Any, offset: int, length: int) -> list[Content]:
+        """The selected-token panel for an image-pad run: its ids and what the grid expects."""
+        rows = [
+            _c(("image-pad run  ", "$foreground-muted"), (run_label(run, view.token_label(run.pad_id)), "$secondary bold")),
+            _c(("ids ", "$foreground-muted"), f"{offset:,}–{offset + length - 1:,}", ("  pad id ", "$foreground-muted"), str(run.pad_id)),
+        ]
+        rep = data.media_report
+        if rep is None or run.kind != "image":
+            return rows
+        k = run.number - 1
+        if k >= len(rep.images):
+            rows.append(Content.styled(f"psd_media lists only {len(rep.images)} image(s)", "$error bold"))
+            return rows
+        img = rep.images[k]
+        if img.expected_run_length is not None:
+            ok = img.expected_run_length == length
+            rows.append(_c(("grid says ", "$foreground-muted"), f"{img.expected_run_length}", (" ✓" if ok else " ✗ mismatch", "$success" if ok else "$error bold")))
+        elif img.estimated_run_length is not None:
+            rows.append(_c(("estimated from image size: ", "$foreground-muted"), f"~{img.estimated_run_length}"))
+        return rows
+
+    def _token_rows(self, view: TokenView, data: CaptureData, offset: int) -> list[Content]:
+        """The selected-token panel for one token: id, piece or special name, logprob, top-k."""
         tid = data.ids[offset]
         name = view.token_label(tid)
         kind = "prompt" if data.completion_start is None or offset < data.completion_start else "completion"
         if data.kind == "completion":
             kind = "completion"
-        rows.append(_c(("offset ", "$foreground-muted"), f"{offset:,}", ("  id ", "$foreground-muted"), (str(tid), "bold"), ("  " + kind, "$foreground-muted")))
+        rows = [_c(("offset ", "$foreground-muted"), f"{offset:,}", ("  id ", "$foreground-muted"), (str(tid), "bold"), ("  " + kind, "$foreground-muted"))]
         if name is not None:
             sp = self.decoder.specials.get(tid) if self.decoder else None
             flag = "special" if sp is None or sp.special else "added (special: false)"
@@ -827,29 +862,25 @@ class TokenScreen(Screen[None]):
         else:
             piece = self._piece_for(tid)
             rows.append(_c(("piece ", "$foreground-muted"), (repr(piece)[1:-1] if piece else "", "bold"), ("  shown as ", "$foreground-muted"), display_piece(piece)))
-        lp = data.logprob_at(offset)
         ci = data.completion_index(offset)
         if ci is not None and data.logprobs is not None:
-            if lp is None:
-                rows.append(Content.styled("no logprob recorded at this position", "$foreground-muted"))
-            else:
-                bucket = logprob_bucket(lp) or ""
-                colour = {"high": "$success", "mid": "", "low": "$warning", "vlow": "$error"}.get(bucket, "")
-                p = prob_of(lp)
-                ptxt = f"{p:.4f}" if p is not None else "invalid (logprob > 0)"
-                rows.append(_c(("logprob ", "$foreground-muted"), (f"{lp:.4f}", colour), ("  p=", "$foreground-muted"), (ptxt, colour), (f"  (completion #{ci})", "$foreground-muted")))
+            rows.append(_logprob_row(data.logprob_at(offset), ci))
         top = data.topk_at(offset)
         if top:
-            rows.append(_c(("top-", "$foreground-muted"), (str(data.topk_k or len(top)), "$foreground-muted"), (" alternatives — " + data.topk_semantics, "$foreground-muted")))
-            for e in top[:10]:
-                mark = "▶ " if e.token_id == tid else "  "
-                p = e.probability if e.probability is not None else prob_of(e.logprob)
-                ptxt = f"{p:7.4f}" if p is not None else "      ?"
-                tok = self._piece_for(e.token_id) if e.token_id is not None else safe_text(e.token or "?", single_line=True)
-                rows.append(_c((mark, "$accent"), (ptxt, ""), "  ", (str(e.token_id if e.token_id is not None else "?").rjust(7), "$foreground-muted"), "  ", display_piece(safe_text(tok, single_line=True, limit=40))))
+            rows += self._topk_rows(data, top, tid)
         elif ci is not None and data.topk is None:
             rows.append(Content.styled(self._no_logprobs_reason() if data.logprobs is None else self._no_topk_reason(), "$foreground-muted"))
-        panel.update(_lines(*rows))
+        return rows
+
+    def _topk_rows(self, data: CaptureData, top: list[Any], tid: int) -> list[Content]:
+        rows = [_c(("top-", "$foreground-muted"), (str(data.topk_k or len(top)), "$foreground-muted"), (" alternatives — " + data.topk_semantics, "$foreground-muted"))]
+        for e in top[:10]:
+            mark = "▶ " if e.token_id == tid else "  "
+            p = e.probability if e.probability is not None else prob_of(e.logprob)
+            ptxt = f"{p:7.4f}" if p is not None else "      ?"
+            tok = self._piece_for(e.token_id) if e.token_id is not None else safe_text(e.token or "?", single_line=True)
+            rows.append(_c((mark, "$accent"), (ptxt, ""), "  ", (str(e.token_id if e.token_id is not None else "?").rjust(7), "$foreground-muted"), "  ", display_piece(safe_text(tok, single_line=True, limit=40))))
+        return rows
 
     def _no_logprobs_reason(self) -> str:
         data = self.data
