@@ -38,7 +38,10 @@ import re
 from pathlib import Path
 from typing import Any, Callable, TypeVar
 
+from pydantic import BaseModel
+
 from eviscene_tui.artifacts.models import (
+    M,
     SCHEMA_FEEDBACK_SEARCH,
     SCHEMA_RUN_RESULT,
     RUN_STATUSES,
@@ -115,7 +118,9 @@ def _guarded(default: Callable[[], Any]) -> Callable[[Callable[[Any], T]], funct
                         message=f"unexpected error reading {fn.__name__}: {type(exc).__name__}",
                     )
                 )
-                return default()
+                # the empty value of the property's own type (dict, list or None)
+                empty: T = default()
+                return empty
 
         return functools.cached_property(wrapper)
 
@@ -204,14 +209,14 @@ class _Loader:
             return got[1] if got else None
         return raw
 
-    def _model(self, cls: type[T], raw: Any, path: Path, what: str | None = None) -> T | None:
+    def _model(self, cls: type[M], raw: Any, path: Path, what: str | None = None) -> M | None:
         if raw is None:
             return None
         model, problems = parse_model(cls, raw, str(path), what=what or path.name)
         self._extend(problems)
         return model
 
-    def _rows(self, cls: type[T], directory: Path, stem: str) -> list[T] | None:
+    def _rows(self, cls: type[M], directory: Path, stem: str) -> list[M] | None:
         path = _jsonl_path(directory, stem)
         if path is None or not self._readable(path):
             return None
@@ -220,7 +225,7 @@ class _Loader:
             # a writer may be mid-write: callers can show "being written" (see torn_tail_paths)
             self.__dict__.setdefault("_torn", set()).add(str(path))
         self._extend(problems)
-        out: list[T] = []
+        out: list[M] = []
         for i, row in enumerate(rows):
             model, more = parse_model(cls, row, str(path), what=f"{stem} row {i + 1}")
             self._extend(more)
@@ -290,11 +295,12 @@ class RoundBundle(_Loader):
             return status if isinstance(status, str) else None
         return None
 
-    def _cached_model(self, key: str, cls: type[T], raw: Any, path: Path, what: str) -> T | None:
-        cache = self.__dict__.setdefault("_model_cache", {})
+    def _cached_model(self, key: str, cls: type[M], raw: Any, path: Path, what: str) -> M | None:
+        cache: dict[str, BaseModel | None] = self.__dict__.setdefault("_model_cache", {})
         if key not in cache:
             cache[key] = self._model(cls, raw, path, what)
-        return cache[key]
+        model = cache[key]
+        return model if isinstance(model, cls) else None
 
     @_guarded(lambda: None)
     def manifest(self) -> RunManifest | None:
@@ -410,7 +416,7 @@ class RoundBundle(_Loader):
 
     def episode(self, hint_index: int) -> tuple[SourceTrace | None, list[Problem]]:
         """The teacher episode trace (loaded on demand, cached)."""
-        cache = self.__dict__.setdefault("_episode_cache", {})
+        cache: dict[int, tuple[SourceTrace | None, list[Problem]]] = self.__dict__.setdefault("_episode_cache", {})
         if hint_index not in cache:
             path = self.episode_paths.get(hint_index)
             if path is None:
@@ -698,9 +704,8 @@ class CaseBundle(_Loader):
         if state is not None and isinstance(state.status, str):
             return state.status
         slate = self.slate_state
-        if isinstance(slate, dict) and isinstance(slate.get("status"), str):
-            return slate["status"]
-        return "unreadable"
+        status = slate.get("status") if isinstance(slate, dict) else None
+        return status if isinstance(status, str) else "unreadable"
 
     @_guarded(list)
     def rounds(self) -> list[RoundBundle]:
@@ -899,7 +904,7 @@ class CaseBundle(_Loader):
     def input_found(self, name: str) -> Found | None:
         """Where bound input ``name`` is (``paths.PathResolver.bound_input``), else the
         wrapper's ``case-inputs/<key>/`` copy. None when the case binds no such input."""
-        cache = self.__dict__.setdefault("_input_found", {})
+        cache: dict[str, Found | None] = self.__dict__.setdefault("_input_found", {})
         if name in cache:
             return cache[name]
         recorded, _sha, referrer = self._input_binding(name)

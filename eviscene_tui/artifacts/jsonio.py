@@ -61,7 +61,8 @@ def _orjson_safe(value: Any, depth: int = 0) -> bool:
     if t in _PLAIN_SCALARS:
         return True
     if t is int:
-        return -_INT_LIMIT < value < _INT_LIMIT
+        fits: bool = -_INT_LIMIT < value < _INT_LIMIT
+        return fits
     if t is list or t is tuple:
         if not value:
             return True

@@ -22,7 +22,7 @@ import os
 import re
 from collections.abc import Iterable, Sequence
 from pathlib import Path, PurePosixPath, PureWindowsPath
-from typing import Any, Literal
+from typing import Any, Literal, TypeGuard
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -123,13 +123,13 @@ def _grids(value: Any) -> tuple[list[tuple[int, int, int] | None], str | None]:
     if value is None:
         return [], None
     if isinstance(value, (list, tuple)) and len(value) == 3 and all(isinstance(v, int) and not isinstance(v, bool) for v in value):
-        return [tuple(value)], None  # type: ignore[list-item]  # three ints, checked above
+        return [(value[0], value[1], value[2])], None
     if isinstance(value, (list, tuple)):
         out: list[tuple[int, int, int] | None] = []
         bad = None
         for row in value:
             if isinstance(row, (list, tuple)) and len(row) == 3 and all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in row):
-                out.append(tuple(row))  # type: ignore[arg-type]  # three ints, checked above
+                out.append((row[0], row[1], row[2]))
             else:
                 out.append(None)
                 bad = "an image_grid_thw row is not three positive integers"
@@ -323,7 +323,7 @@ def estimate_pad_count(width: int, height: int, processor_config: dict[str, Any]
     return (h_bar // patch) * (w_bar // patch) // (merge_size * merge_size)
 
 
-def _pos_int(value: Any) -> bool:
+def _pos_int(value: object) -> TypeGuard[int]:
     return isinstance(value, int) and not isinstance(value, bool) and value > 0
 
 

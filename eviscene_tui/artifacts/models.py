@@ -18,7 +18,7 @@ No Textual import here (architecture rule).
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar, Literal, TypeVar
 
 from pydantic import (
     AliasChoices,
@@ -33,6 +33,8 @@ from pydantic import (
 from eviscene_tui.artifacts.jsonio import BOUND_GZIP_SCHEMA
 from eviscene_tui.artifacts.layout import RUN_SCHEMA, SEARCH_SCHEMA
 from eviscene_tui.artifacts.problems import Problem, ProblemCode
+
+M = TypeVar("M", bound=BaseModel)
 
 # --------------------------------------------------------------------------- schema strings
 SCHEMA_RUN_RESULT = RUN_SCHEMA  # layout discovers cases by it
@@ -218,7 +220,7 @@ def _prune(current: dict[str, Any], exc: ValidationError, invalid: dict[str, Any
         current[key] = [item for i, item in enumerate(value) if i not in indices]
 
 
-def parse_model(cls: type[Any], data: Any, path: str = "", *, what: str | None = None) -> tuple[Any, list[Problem]]:
+def parse_model(cls: type[M], data: Any, path: str = "", *, what: str | None = None) -> tuple[M | None, list[Problem]]:
     """Validate ``data`` as ``cls``; never raises.
 
     A non-object where an object is expected -> ``(None, [json_invalid])``. Fields that

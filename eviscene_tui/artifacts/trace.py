@@ -64,14 +64,14 @@ LAZY_MIN_GZ_BYTES = 2 << 20  # and gzip traces this big (compressed)
 _LAZY_STEP_CACHE = 8  # parsed steps (and TraceStep models) kept by an indexed trace
 
 
-class LazySteps(Sequence):
+class LazySteps(Sequence[Any]):
     """The steps of an indexed trace as a read-only sequence: ``steps[i]`` parses step
     ``i`` from its byte range (the last few are kept). A range that is not one JSON
     object gives ``None`` and is recorded in :attr:`bad` (the trace is then ``broken``).
     Thread-safe (a background worker and the UI thread read ranges at once)."""
 
     def __init__(self, index: StepIndex, path: Path, *, spool: BinaryIO | None = None, cache_size: int = _LAZY_STEP_CACHE) -> None:
-        self.index = index
+        self.step_index = index
         self.path = path
         self._spool = spool  # a temporary decompressed copy (gzip); the ranges refer to it
         self._fd: int | None = None
@@ -81,7 +81,7 @@ class LazySteps(Sequence):
         self.bad: dict[int, str] = {}
 
     def __len__(self) -> int:
-        return len(self.index)
+        return len(self.step_index)
 
     def _fileno(self) -> int:
         if self._spool is not None:
@@ -89,7 +89,7 @@ class LazySteps(Sequence):
         with self._lock:
             if self._fd is None:
                 self._fd = os.open(self.path, os.O_RDONLY)
-                if os.fstat(self._fd).st_size != self.index.size:
+                if os.fstat(self._fd).st_size != self.step_index.size:
                     os.close(self._fd)
                     self._fd = None
                     raise OSError("the trace file changed since it was indexed")
@@ -97,19 +97,19 @@ class LazySteps(Sequence):
 
     def step_bytes(self, index: int) -> bytes:
         """The JSON bytes of step ``index`` (read again each time; raises ``OSError``)."""
-        start, end = self.index.span(index)
+        start, end = self.step_index.span(index)
         return read_range(self._fileno(), start, end)
 
     def parse(self, index: int) -> Any:
         if index < 0:
-            index += len(self.index)
-        if not 0 <= index < len(self.index):
+            index += len(self.step_index)
+        if not 0 <= index < len(self.step_index):
             raise IndexError(index)
         with self._lock:
             if index in self._cache:
                 self._cache.move_to_end(index)
                 return self._cache[index]
-        start, end = self.index.span(index)
+        start, end = self.step_index.span(index)
         try:
             value = orjson.loads(self.step_bytes(index))
         except orjson.JSONDecodeError as exc:
@@ -130,7 +130,7 @@ class LazySteps(Sequence):
 
     def __getitem__(self, index: Any) -> Any:
         if isinstance(index, slice):
-            return [self.parse(i) for i in range(*index.indices(len(self.index)))]
+            return [self.parse(i) for i in range(*index.indices(len(self.step_index)))]
         return self.parse(index)
 
     def close(self) -> None:
@@ -247,19 +247,17 @@ class SourceTrace:
         self.index_seconds = index_seconds  # how long the byte scan took (indexed traces)
         state = raw.get("state")
         self._state: dict[str, Any] = state if isinstance(state, dict) else {}
-        if steps is None:
-            found = self._state.get("all_steps")
-            if not isinstance(found, list):
-                found = raw.get("all_steps") if isinstance(raw.get("all_steps"), list) else []
-            steps_seq: Sequence[Any] = found
+        self._steps: Sequence[Any]
+        if steps is not None:
+            self._steps = steps
         else:
-            steps_seq = steps
-        self._steps: Sequence[Any] = steps_seq
+            in_state, at_top = self._state.get("all_steps"), raw.get("all_steps")
+            self._steps = in_state if isinstance(in_state, list) else at_top if isinstance(at_top, list) else []
         self._lazy = steps
         self._cache_size = _LAZY_STEP_CACHE if steps is not None else _STEP_CACHE_SIZE
         self._brief_lock = threading.Lock()
         self._step_cache: OrderedDict[int, TraceStep] = OrderedDict()
-        self._briefs: list[StepBrief | None] = [None] * len(steps_seq)
+        self._briefs: list[StepBrief | None] = [None] * len(self._steps)
         self._quick: dict[int, StepBrief] = {}  # briefs from a cut parse (indexed traces), see quick_brief
         self._policy_indices: list[int] | None = None
         self._canonical: str | None = None
@@ -358,7 +356,7 @@ class SourceTrace:
         assert self._lazy is not None
         sentinel, _ = _sentinel()
         doc = dict(self.raw)
-        if self._lazy.index.steps_at == "state":
+        if self._lazy.step_index.steps_at == "state":
             doc["state"] = {**self._state, "all_steps": sentinel}
         else:
             doc["all_steps"] = sentinel
@@ -797,8 +795,8 @@ def load_trace(
         return None, [Problem(code=ProblemCode.MISSING_ARTIFACT, path=where, message=f"trace: cannot read: {exc.strerror}")]
     if where.endswith(".gz") or data[:2] == b"\x1f\x8b":
         try:
-            with gzip.GzipFile(fileobj=io.BytesIO(data)) as gz:
-                data = gz.read(MAX_GZIP_TRACE_BYTES + 1)
+            with gzip.GzipFile(fileobj=io.BytesIO(data)) as stream:
+                data = stream.read(MAX_GZIP_TRACE_BYTES + 1)
         except (OSError, EOFError, zlib.error) as exc:
             return None, [Problem(code=ProblemCode.JSON_INVALID, path=where, message=f"trace: bad gzip: {exc}")]
         if len(data) > MAX_GZIP_TRACE_BYTES:
