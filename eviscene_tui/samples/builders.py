@@ -188,25 +188,7 @@ class RuntimeStore:
         request_id = f"req-{self.requests:06d}"
         self._event("context_request_started", {"request_id": request_id, "stage": stage})
         started = self.clock
-        items = [self._item("system_prompt", self.blob(system_prompt.encode("utf-8"), "txt", "text/plain", "system_prompt"))]
-        media = []
-        if image_count:
-            png = self.case.png
-            media.append(
-                self.blob(png, "png", "image/png", "image", {"width": convo.IMAGE_WIDTH, "height": convo.IMAGE_HEIGHT})
-            )
-        items.append(
-            self._item("input_payload", self.blob(canonical_json_bytes(input_payload), "json", "application/json", "input_payload"), media)
-        )
-        for tool in tools:
-            items.append(self._item("tool_schema", self.blob(canonical_json_bytes(tool), "json", "application/json", "tool_schema")))
-        if response_format is not None:
-            items.append(
-                self._item("response_format", self.blob(canonical_json_bytes(response_format), "json", "application/json", "response_format"))
-            )
-        items.append(
-            self._item("generation_config", self.blob(canonical_json_bytes(generation_config), "json", "application/json", "generation_config"))
-        )
+        items = self._context_items(system_prompt, input_payload, tools, response_format, generation_config, image_count)
         snapshot = {
             "system_prompt": system_prompt,
             "input_payload": input_payload,
@@ -246,6 +228,32 @@ class RuntimeStore:
             self._event("tool_result_archived", {"request_id": request_id, "tool_name": tool_name,
                                                  "sha256": sha256_bytes(tool_result.encode("utf-8")), "size_bytes": len(tool_result.encode("utf-8"))})
         return request_id
+
+    def _context_items(self, system_prompt: str, input_payload: Any, tools: list[dict[str, Any]], response_format: Any,
+                       generation_config: dict[str, Any], image_count: int) -> list[dict[str, Any]]:
+        """The request's context items, each archived as a blob (in the driver's order:
+        system prompt, input payload with its image, tool schemas, response format,
+        generation config)."""
+        items = [self._item("system_prompt", self.blob(system_prompt.encode("utf-8"), "txt", "text/plain", "system_prompt"))]
+        media = []
+        if image_count:
+            png = self.case.png
+            media.append(
+                self.blob(png, "png", "image/png", "image", {"width": convo.IMAGE_WIDTH, "height": convo.IMAGE_HEIGHT})
+            )
+        items.append(
+            self._item("input_payload", self.blob(canonical_json_bytes(input_payload), "json", "application/json", "input_payload"), media)
+        )
+        for tool in tools:
+            items.append(self._item("tool_schema", self.blob(canonical_json_bytes(tool), "json", "application/json", "tool_schema")))
+        if response_format is not None:
+            items.append(
+                self._item("response_format", self.blob(canonical_json_bytes(response_format), "json", "application/json", "response_format"))
+            )
+        items.append(
+            self._item("generation_config", self.blob(canonical_json_bytes(generation_config), "json", "application/json", "generation_config"))
+        )
+        return items
 
     def finish(self, *, torn_tail: bytes = b"") -> None:
         data = b"".join(canonical_json_bytes(e) + b"\n" for e in self.events) + torn_tail

@@ -201,7 +201,58 @@ def _single_run(w: _Writer, prefix: str, case_id: str, status: str, *, public_re
     trace = json.loads(w.files[TRACE])
     trace_sha = _sha(w.files[TRACE])
     steps = trace["state"]["all_steps"]
-    config = {
+    config = _run_config(w, prefix, public_rel, extra_inputs)
+    w.bound(p + "run-inputs.json", config, {"status": "initialized"})
+    trace_canon = _csha(trace)
+    if status == "no_recoverable_site":
+        w.json(p + "semantic-localization.json", {"schema_version": "ifv-psd-semantic-localization-v1", "passed": False,
+                                                   "source_trace_canonical_sha256": trace_canon, "candidates": [], "explanation": "no site"})
+        w.jsonl(p + "repair_candidates.jsonl", [])
+        w.json(p + "manifest.json", {"status": "no_recoverable_site", "candidate_count": 0, "accepted_count": 0, "pending_hinted_episode_count": 0})
+        return []
+    anchor = 0
+    site, candidate_id = _localize(w, p, case_id, steps, anchor, trace_canon, trace_sha)
+    step_id = site["step_id"]
+    head = {"schema_version": "ifv-psd-repair-driver-result-v1", "trace": w.abs(TRACE), "runtime_archive": None,
+            "source_task_review": None, "source_audit": None, "train_cases_sha256": None, "source_access_policy": None}
+    if status == "no_admissible_hints":
+        w.json(p + "proposer-hint-audits.json", {"proposals": [{"passed": False, "reason": "binary_verdict_leak"},
+                                                               {"passed": False, "reason": "hint_too_long"}]})
+        w.bound(p + "hint-proposals.json", config, [])
+        w.jsonl(p + "repair_attempts.jsonl", [])
+        w.json(p + "manifest.json", {**head, "status": "no_admissible_hints", "candidate_count": 0, "accepted_count": 0,
+                                     "pending_hinted_episode_count": 0})
+        return []
+    proposal = _propose(w, p, config, case_id, step_id)
+    teacher, episode, ep_sha = _teach(w, p, _csha(config), case_id, steps, anchor, step_id, proposal["text"])
+    tcap = teacher[0]["metadata"]["policy_token_capture"]
+    local_verification = _judge(accept, step_id, trace_sha, proposal["text"], tcap, episode, anchor)
+    passed = bool(local_verification) and local_verification["passed"]
+    tier = "causal_episode_pass" if passed else "unrepairable"
+    record = {
+        "schema_version": "ifv-psd-repair-attempt-v1", "candidate_id": candidate_id, "attempt_id": proposal["proposal_id"], "case_id": case_id,
+        "episode_id": f"ep-{case_id}", "repair_step_id": step_id, "repair_site": site, "repair_tier": tier,
+        "source_rollout_failed": True, "hinted_local_pass": passed, "hinted_episode_pass": passed, "hinted_strict_trace_audit_pass": True,
+        "hint_record": proposal,
+        "verification": {"repair_tier": tier, "expected_verdict": "fake", "hinted_recorded_verdict": "fake", "reasons": []},
+        "local_verification": local_verification, "accepted": passed, "scaffold_only": False,
+        "student_prompt_ids": steps[anchor]["metadata"]["policy_token_capture"]["prompt_token_ids"],
+        "teacher_prompt_ids": tcap["prompt_token_ids"], "completion_ids": tcap["completion_token_ids"],
+        "repair_rollout_token_capture": tcap, "source_trace_sha256": trace_sha,
+        "continuation": {"teacher_complete": True, "student_complete": False, "stop_reason": "teacher_episode_complete",
+                         "teacher_step_count": 2, "student_step_count": 0, "hinted_teacher_episode_verified": True,
+                         "hinted_teacher_episode_trace": "episodes/hint-00-teacher.json",
+                         "hinted_teacher_episode_trace_sha256": ep_sha},
+    }
+    w.jsonl(p + "repair_attempts.jsonl", [record])
+    counts = {"candidate_count": 1, "accepted_count": int(passed), "pending_hinted_episode_count": int(not local_verification)}
+    w.json(p + "manifest.json", {**head, "status": status, **counts})
+    return [record]
+
+
+def _run_config(w: _Writer, prefix: str, public_rel: str | None, extra_inputs: dict[str, Any] | None) -> dict[str, Any]:
+    """The run's ``run-inputs.json`` identity, in the driver's key order."""
+    return {
         "trace": w.binding(TRACE),
         "public_context": w.binding(public_rel) if public_rel else None,
         **(extra_inputs or {}),
@@ -212,16 +263,11 @@ def _single_run(w: _Writer, prefix: str, case_id: str, status: str, *, public_re
         "search_mode": "single",
         "continuation_policy_version": "native-contract-and-observed-slate-positions-v6",
     }
-    config_sha = _csha(config)
-    w.bound(p + "run-inputs.json", config, {"status": "initialized"})
-    trace_canon = _csha(trace)
-    if status == "no_recoverable_site":
-        w.json(p + "semantic-localization.json", {"schema_version": "ifv-psd-semantic-localization-v1", "passed": False,
-                                                   "source_trace_canonical_sha256": trace_canon, "candidates": [], "explanation": "no site"})
-        w.jsonl(p + "repair_candidates.jsonl", [])
-        w.json(p + "manifest.json", {"status": "no_recoverable_site", "candidate_count": 0, "accepted_count": 0, "pending_hinted_episode_count": 0})
-        return []
-    anchor = 0
+
+
+def _localize(w: _Writer, p: str, case_id: str, steps: list[dict[str, Any]], anchor: int, trace_canon: str,
+              trace_sha: str) -> tuple[dict[str, Any], str]:
+    """The semantic localization at ``anchor`` and the bound candidate; (site, candidate id)."""
     step_id = f"ep-{case_id}:react:{steps[anchor]['metadata']['interaction_id']}"
     w.json(p + "semantic-localization.json", {
         "schema_version": "ifv-psd-semantic-localization-v1", "passed": True, "source_trace_canonical_sha256": trace_canon,
@@ -238,16 +284,11 @@ def _single_run(w: _Writer, prefix: str, case_id: str, status: str, *, public_re
                  "candidate_status": "localized", "case_id": case_id, "episode_id": f"ep-{case_id}",
                  "repair_site": {**site, "rollout_token_capture": steps[anchor]["metadata"]["policy_token_capture"]}}
     w.jsonl(p + "repair_candidates.jsonl", [candidate])
-    head = {"schema_version": "ifv-psd-repair-driver-result-v1", "trace": w.abs(TRACE), "runtime_archive": None,
-            "source_task_review": None, "source_audit": None, "train_cases_sha256": None, "source_access_policy": None}
-    if status == "no_admissible_hints":
-        w.json(p + "proposer-hint-audits.json", {"proposals": [{"passed": False, "reason": "binary_verdict_leak"},
-                                                               {"passed": False, "reason": "hint_too_long"}]})
-        w.bound(p + "hint-proposals.json", config, [])
-        w.jsonl(p + "repair_attempts.jsonl", [])
-        w.json(p + "manifest.json", {**head, "status": "no_admissible_hints", "candidate_count": 0, "accepted_count": 0,
-                                     "pending_hinted_episode_count": 0})
-        return []
+    return site, candidate_id
+
+
+def _propose(w: _Writer, p: str, config: dict[str, Any], case_id: str, step_id: str) -> dict[str, Any]:
+    """One admitted hint (its audit and the bound proposals); the attempt's hint record."""
     hint = f"Open the oldest match first ({case_id})."
     audit = {"schema_version": "ifv-psd-hint-audit-v1", "passed": True, "hint_level": 1, "hint_chars": len(hint),
              "hint_sha256": hint_sha256(hint), "errors": [], "leak_paths": []}
@@ -255,6 +296,12 @@ def _single_run(w: _Writer, prefix: str, case_id: str, status: str, *, public_re
     w.json(p + "proposer-hint-audits.json", {"proposals": [{"passed": True, "audit": audit}]})
     w.bound(p + "hint-proposals.json", config, [{"text": hint, "level": 1, "proposal_id": proposal_id, "provider": "gemini",
                                                   "model": "gemini", "audit": audit}])
+    return {"text": hint, "level": 1, "provider": "gemini", "model": "gemini", "proposal_id": proposal_id, "audit": audit}
+
+
+def _teach(w: _Writer, p: str, config_sha: str, case_id: str, steps: list[dict[str, Any]], anchor: int, step_id: str,
+           hint: str) -> tuple[list[dict[str, Any]], dict[str, Any], str]:
+    """The hinted teacher's two steps, its continuation and episode; (steps, episode, episode sha)."""
     teacher = [_step(anchor, case_id, stage_key="stage_name", teacher=True), _step(anchor + 1, case_id, judgment=True, stage_key="stage_name", teacher=True)]
     teacher[0]["stage_name"] = "psd_teacher_repair"
     teacher[1]["stage_name"] = "psd_teacher_judgment"
@@ -274,38 +321,21 @@ def _single_run(w: _Writer, prefix: str, case_id: str, status: str, *, public_re
             {"teacher_steps": teacher, "student_steps": [], "hint": hint, "teacher_complete": True, "student_complete": False,
              "stop_reason": "teacher_episode_complete", "teacher_episode_trace": episode, "local_targets": None})
     ep_sha = w.json(p + "episodes/hint-00-teacher.json", episode)
-    tcap = teacher[0]["metadata"]["policy_token_capture"]
-    local_verification: dict[str, Any] = {}
-    tier, passed = "unrepairable", False
-    if accept is not None:
-        passed = bool(accept)
-        checks = [{"name": n, "passed": passed or n != "grounded_episode"} for n in CHECKS]
-        judge = {"schema_version": "ifv-psd-local-verification-v1", "repair_step_id": step_id, "source_trace_sha256": trace_sha,
-                 "hint_sha256": hint_sha256(hint), "teacher_prompt_sha256": _csha(tcap["prompt_token_ids"]),
-                 "teacher_completion_sha256": _csha(tcap["completion_token_ids"]),
-                 "teacher_episode_canonical_sha256": _csha(episode), "passed": passed, "checks": checks,
-                 "evidence": [{"reason": "synthetic"}], "review": {"passed": passed, "earliest_error_step": anchor}}
-        local_verification = judge
-        tier = "causal_episode_pass" if passed else "unrepairable"
-    record = {
-        "schema_version": "ifv-psd-repair-attempt-v1", "candidate_id": candidate_id, "attempt_id": proposal_id, "case_id": case_id,
-        "episode_id": f"ep-{case_id}", "repair_step_id": step_id, "repair_site": site, "repair_tier": tier,
-        "source_rollout_failed": True, "hinted_local_pass": passed, "hinted_episode_pass": passed, "hinted_strict_trace_audit_pass": True,
-        "hint_record": {"text": hint, "level": 1, "provider": "gemini", "model": "gemini", "proposal_id": proposal_id, "audit": audit},
-        "verification": {"repair_tier": tier, "expected_verdict": "fake", "hinted_recorded_verdict": "fake", "reasons": []},
-        "local_verification": local_verification, "accepted": passed, "scaffold_only": False,
-        "student_prompt_ids": steps[anchor]["metadata"]["policy_token_capture"]["prompt_token_ids"],
-        "teacher_prompt_ids": tcap["prompt_token_ids"], "completion_ids": tcap["completion_token_ids"],
-        "repair_rollout_token_capture": tcap, "source_trace_sha256": trace_sha,
-        "continuation": {"teacher_complete": True, "student_complete": False, "stop_reason": "teacher_episode_complete",
-                         "teacher_step_count": 2, "student_step_count": 0, "hinted_teacher_episode_verified": True,
-                         "hinted_teacher_episode_trace": "episodes/hint-00-teacher.json",
-                         "hinted_teacher_episode_trace_sha256": ep_sha},
-    }
-    w.jsonl(p + "repair_attempts.jsonl", [record])
-    counts = {"candidate_count": 1, "accepted_count": int(passed), "pending_hinted_episode_count": int(not local_verification)}
-    w.json(p + "manifest.json", {**head, "status": status, **counts})
-    return [record]
+    return teacher, episode, ep_sha
+
+
+def _judge(accept: bool | None, step_id: str, trace_sha: str, hint: str, tcap: dict[str, Any], episode: dict[str, Any],
+           anchor: int) -> dict[str, Any]:
+    """The local verification of an accepted / rejected attempt; ``{}`` while pending."""
+    if accept is None:
+        return {}
+    passed = bool(accept)
+    checks = [{"name": n, "passed": passed or n != "grounded_episode"} for n in CHECKS]
+    return {"schema_version": "ifv-psd-local-verification-v1", "repair_step_id": step_id, "source_trace_sha256": trace_sha,
+            "hint_sha256": hint_sha256(hint), "teacher_prompt_sha256": _csha(tcap["prompt_token_ids"]),
+            "teacher_completion_sha256": _csha(tcap["completion_token_ids"]),
+            "teacher_episode_canonical_sha256": _csha(episode), "passed": passed, "checks": checks,
+            "evidence": [{"reason": "synthetic"}], "review": {"passed": passed, "earliest_error_step": anchor}}
 
 
 def _write_case(dest: Path, index: int) -> None:

@@ -61,8 +61,6 @@ DEBT: set[str] = {
     "long gate/decide.py:decide",
     "long gate/standin/run_standin_driver.py:_run_single",
     "long policy/client.py:stream_chat_batches",
-    "long samples/builders.py:add_request",
-    "long samples/synthetic.py:_single_run",
     "long state/case_view.py:_round_doc",
     "long tokens/sources.py:load_capture",
 }
