@@ -137,11 +137,7 @@ def judge(site: int, gold: dict[str, Any], hint: HintProposal, record_base: dict
 # ------------------------------------------------------------------ one round (single mode)
 async def _run_single(args: argparse.Namespace) -> dict[str, Any]:
     trace, gold, public_context = load_json(args.trace), load_json(args.gold), load_json(args.public_context)
-    config = {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items() if k != "resume"}
-    for key in FILE_ARGS:
-        value = getattr(args, key)
-        if value is not None:
-            config[key] = {"path": str(value.resolve()), "sha256": sha256_file(value)}
+    config = _run_config(args)
     output_dir = args.output_dir
     if args.resume:
         load_bound(output_dir / "run-inputs.json", identity=config)
@@ -149,12 +145,7 @@ async def _run_single(args: argparse.Namespace) -> dict[str, Any]:
         output_dir.mkdir(parents=True, exist_ok=False)
         save_bound(output_dir / "run-inputs.json", identity=config, payload={"status": "initialized"})
     feedback = public_context.get("repair_search", {})
-    if feedback.get("needs_relocalization"):
-        localization = relocalize(trace, feedback.get("anchor_feedback") or {})
-    elif args.semantic_verification:
-        localization = load_json(args.semantic_verification)
-    else:
-        localization = localize_initial(trace)
+    localization = _round_localization(args, trace, feedback)
     site = selected_step(localization) if localization and localization.get("passed") else None
     if site is None:
         write_jsonl(output_dir / "repair_candidates.jsonl", [])
@@ -163,6 +154,56 @@ async def _run_single(args: argparse.Namespace) -> dict[str, Any]:
         write_json(output_dir / "manifest.json", result)
         return result
     write_json(output_dir / "semantic-localization.json", localization)
+    candidate, failure_site = _bind_candidate(args, trace, site)
+    write_jsonl(output_dir / "repair_candidates.jsonl", [candidate])
+    if not (output_dir / "manifest.json").exists():
+        write_json(output_dir / "manifest.json", {"schema_version": "ifv-psd-repair-driver-result-v1", "status": "generating",
+                                                  "trace": str(args.trace), "candidate_count": 0, "accepted_count": 0})
+    adapter = QwenContinuationAdapter(policy_base_url=args.policy_base_url, policy_model=args.policy_model,
+                                      run_dir=output_dir, case_id=str(trace.get("case_id") or "case"), step_seconds=args.step_seconds)
+    adapter.proposer_cache_path = output_dir / "proposer-response.json"
+    proposals = await _proposals(adapter, args, config, failure_site, public_context, gold, feedback)
+    records = load_jsonl(output_dir / "repair_attempts.jsonl")
+    for index, hint in enumerate(proposals):
+        if index < len(records):
+            if records[index]["hint_record"]["proposal_id"] != hint.proposal_id:
+                raise ValueError("saved PSD attempt changed on resume")
+            continue
+        episode = await _teacher_episode(adapter, output_dir, config, failure_site, trace, hint, index)
+        name = f"hint-{index:02d}-teacher.json"
+        write_json(output_dir / "episodes" / name, episode)
+        verification = judge(site, gold, hint, {"repair_step_id": failure_site["step_id"]})
+        records.append(_attempt_record(args, trace, candidate, failure_site, hint, verification, _teacher_capture(episode), name))
+        write_jsonl(output_dir / "repair_attempts.jsonl", records)
+    result = {"schema_version": "ifv-psd-repair-driver-result-v1", "status": "generated" if records else "no_admissible_hints",
+              "trace": str(args.trace), "candidate_count": len(records),
+              "accepted_count": sum(r.get("accepted") is True for r in records), "pending_hinted_episode_count": 0,
+              "artifacts": {"repair_attempts": "repair_attempts.jsonl"}}
+    write_json(output_dir / "manifest.json", result)
+    return result
+
+
+def _run_config(args: argparse.Namespace) -> dict[str, Any]:
+    """The run's identity: its arguments, each input file as {path, sha256}."""
+    config = {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items() if k != "resume"}
+    for key in FILE_ARGS:
+        value = getattr(args, key)
+        if value is not None:
+            config[key] = {"path": str(value.resolve()), "sha256": sha256_file(value)}
+    return config
+
+
+def _round_localization(args: argparse.Namespace, trace: dict[str, Any], feedback: dict[str, Any]) -> dict[str, Any] | None:
+    """Relocalized when the feedback asks, else the given semantic verification, else the scripted guess."""
+    if feedback.get("needs_relocalization"):
+        return relocalize(trace, feedback.get("anchor_feedback") or {})
+    if args.semantic_verification:
+        return load_json(args.semantic_verification)
+    return localize_initial(trace)
+
+
+def _bind_candidate(args: argparse.Namespace, trace: dict[str, Any], site: int) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The localized candidate row and the failure site the proposer and teacher see."""
     episode_id = trace.get("image_id") or "episode"
     step_id = f"{episode_id}:react:{site + 1}"
     runtime_path = ((trace.get("state") or {}).get("runtime_store") or {}).get("runtime_path")
@@ -176,93 +217,85 @@ async def _run_single(args: argparse.Namespace) -> dict[str, Any]:
                  "repair_site": {"step_id": step_id, "source_step_index": site, "stage": "unified_react", "example_type": "react",
                                  "runtime_store_path": runtime_path,
                                  "rollout_token_capture": _source_capture(trace, site)}}
-    write_jsonl(output_dir / "repair_candidates.jsonl", [candidate])
-    if not (output_dir / "manifest.json").exists():
-        write_json(output_dir / "manifest.json", {"schema_version": "ifv-psd-repair-driver-result-v1", "status": "generating",
-                                                  "trace": str(args.trace), "candidate_count": 0, "accepted_count": 0})
-    adapter = QwenContinuationAdapter(policy_base_url=args.policy_base_url, policy_model=args.policy_model,
-                                      run_dir=output_dir, case_id=str(trace.get("case_id") or "case"), step_seconds=args.step_seconds)
-    adapter.proposer_cache_path = output_dir / "proposer-response.json"
+    return candidate, failure_site
+
+
+async def _proposals(adapter: QwenContinuationAdapter, args: argparse.Namespace, config: dict[str, Any], failure_site: dict[str, Any],
+                     public_context: dict[str, Any], gold: dict[str, Any], feedback: dict[str, Any]) -> list[HintProposal]:
+    """The round's hints: the bound proposals on resume, else the proposer's, filtered by
+    the feedback (a rejected one leaves its reason in the audits)."""
+    output_dir = args.output_dir
     proposals_path = output_dir / "hint-proposals.json"
     if proposals_path.exists():
-        proposals = [HintProposal(**row) for row in load_bound(proposals_path, identity=config)]
-    else:
-        proposals = await adapter.propose_hints(failure_site=failure_site, public_trace_context=public_context,
-                                                private_context=gold, hint_count=args.hint_count, hint_level=args.hint_level)
-        from eviscene_training.psd_repair_search import revision_rejection
+        return [HintProposal(**row) for row in load_bound(proposals_path, identity=config)]
+    proposals = await adapter.propose_hints(failure_site=failure_site, public_trace_context=public_context,
+                                            private_context=gold, hint_count=args.hint_count, hint_level=args.hint_level)
+    from eviscene_training.psd_repair_search import revision_rejection  # lazy: imported at call time, as the real driver does
 
-        filtered = []
-        audit_path = output_dir / "proposer-hint-audits.json"
-        audits = load_json(audit_path).get("proposals", []) if audit_path.exists() else []
-        for hint in proposals:
-            reason = revision_rejection(hint.text, feedback)
-            if reason:
-                audits.append({"passed": False, "reason": reason})
-            else:
-                filtered.append(hint)
-        proposals = filtered
-        write_json(audit_path, {"proposals": audits})
-        save_bound(proposals_path, identity=config, payload=[
-            {"text": h.text, "level": h.level, "proposal_id": h.proposal_id, "provider": h.provider, "model": h.model,
-             "audit": dict(h.audit)} for h in proposals])
-    records = load_jsonl(output_dir / "repair_attempts.jsonl")
-    for index, hint in enumerate(proposals):
-        if index < len(records):
-            if records[index]["hint_record"]["proposal_id"] != hint.proposal_id:
-                raise ValueError("saved PSD attempt changed on resume")
-            continue
-        cache = output_dir / "continuations" / f"hint-{index:02d}.json"
-        identity = {"run": _sha(config), "hint": hint.audit["hint_sha256"]}
-        if cache.exists():
-            payload = load_bound(cache, identity=identity)
-            episode = payload["teacher_episode_trace"]
+    filtered = []
+    audit_path = output_dir / "proposer-hint-audits.json"
+    audits = load_json(audit_path).get("proposals", []) if audit_path.exists() else []
+    for hint in proposals:
+        reason = revision_rejection(hint.text, feedback)
+        if reason:
+            audits.append({"passed": False, "reason": reason})
         else:
-            continuation = await adapter.run_hinted_episode(failure_site=failure_site, hint=hint, base_trace=trace, index=index)
-            episode = continuation.teacher_episode_trace
-            save_bound(cache, identity=identity, payload={"teacher_steps": continuation.teacher_steps, "student_steps": [],
-                                                          "hint": hint.text, "teacher_complete": True, "student_complete": False,
-                                                          "stop_reason": continuation.stop_reason, "teacher_episode_trace": episode})
-        teacher_capture = _teacher_capture(episode)
-        name = f"hint-{index:02d}-teacher.json"
-        write_json(output_dir / "episodes" / name, episode)
-        base = {"repair_step_id": step_id}
-        verification = judge(site, gold, hint, base)
-        accepted = verification["passed"] is True
-        records.append({
-            "schema_version": "ifv-psd-repair-attempt-v1", "candidate_id": candidate["candidate_id"],
-            "attempt_id": "psd-repair-hint:" + hashlib.sha256(hint.proposal_id.encode()).hexdigest(),
-            "case_id": trace.get("case_id"), "episode_id": episode_id, "repair_step_id": step_id,
-            "repair_site": {"step_index": failure_site["step_index"], "source_step_index": site, "step_id": step_id, "stage": "unified_react",
-                            "example_type": "react", "localization_kind": "semantic_task_verifier"},
-            "repair_tier": "causal_episode_pass" if accepted else "unrepairable", "source_rollout_failed": True,
-            "hinted_local_pass": accepted, "hinted_episode_pass": accepted, "hinted_strict_trace_audit_pass": True,
-            "hint_record": {"text": hint.text, "level": hint.level, "provider": hint.provider, "model": hint.model,
-                            "proposal_id": hint.proposal_id, "audit": dict(hint.audit)},
-            "verification": {"source_rollout_failed": True, "hinted_local_pass": accepted, "hinted_episode_pass": accepted,
-                             "repair_tier": "causal_episode_pass" if accepted else "unrepairable", "reasons": [] if accepted else ["hinted_local_verifier_failed"]},
-            "local_verification": verification, "accepted": accepted, "scaffold_only": False,
-            "student_prompt_ids": list(_source_capture(trace, site).get("prompt_token_ids") or []),
-            "teacher_prompt_ids": list(teacher_capture.get("prompt_token_ids") or []),
-            "completion_ids": list(teacher_capture.get("completion_token_ids") or []),
-            "repair_rollout_token_capture": teacher_capture,
-            "source_trace_sha256": sha256_file(args.trace),
-            "continuation": {"teacher_complete": True, "student_complete": False, "stop_reason": "teacher_episode_complete",
-                             "teacher_step_count": 2, "student_step_count": 0, "hinted_teacher_episode_trace": f"episodes/{name}",
-                             "hinted_teacher_episode_trace_sha256": sha256_file(output_dir / "episodes" / name)},
-        })
-        write_jsonl(output_dir / "repair_attempts.jsonl", records)
-    result = {"schema_version": "ifv-psd-repair-driver-result-v1", "status": "generated" if records else "no_admissible_hints",
-              "trace": str(args.trace), "candidate_count": len(records),
-              "accepted_count": sum(r.get("accepted") is True for r in records), "pending_hinted_episode_count": 0,
-              "artifacts": {"repair_attempts": "repair_attempts.jsonl"}}
-    write_json(output_dir / "manifest.json", result)
-    return result
+            filtered.append(hint)
+    write_json(audit_path, {"proposals": audits})
+    save_bound(proposals_path, identity=config, payload=[
+        {"text": h.text, "level": h.level, "proposal_id": h.proposal_id, "provider": h.provider, "model": h.model,
+         "audit": dict(h.audit)} for h in filtered])
+    return filtered
+
+
+async def _teacher_episode(adapter: QwenContinuationAdapter, output_dir: Path, config: dict[str, Any], failure_site: dict[str, Any],
+                           trace: dict[str, Any], hint: HintProposal, index: int) -> dict[str, Any]:
+    """The hinted teacher episode: from the bound continuation cache, else run and cached."""
+    cache = output_dir / "continuations" / f"hint-{index:02d}.json"
+    identity = {"run": _sha(config), "hint": hint.audit["hint_sha256"]}
+    if cache.exists():
+        return load_bound(cache, identity=identity)["teacher_episode_trace"]
+    continuation = await adapter.run_hinted_episode(failure_site=failure_site, hint=hint, base_trace=trace, index=index)
+    episode = continuation.teacher_episode_trace
+    save_bound(cache, identity=identity, payload={"teacher_steps": continuation.teacher_steps, "student_steps": [],
+                                                  "hint": hint.text, "teacher_complete": True, "student_complete": False,
+                                                  "stop_reason": continuation.stop_reason, "teacher_episode_trace": episode})
+    return episode
+
+
+def _attempt_record(args: argparse.Namespace, trace: dict[str, Any], candidate: dict[str, Any], failure_site: dict[str, Any],
+                    hint: HintProposal, verification: dict[str, Any], teacher_capture: dict[str, Any], name: str) -> dict[str, Any]:
+    """The judged attempt record (the episode written as ``episodes/<name>``)."""
+    site, step_id = failure_site["source_step_index"], failure_site["step_id"]
+    accepted = verification["passed"] is True
+    return {
+        "schema_version": "ifv-psd-repair-attempt-v1", "candidate_id": candidate["candidate_id"],
+        "attempt_id": "psd-repair-hint:" + hashlib.sha256(hint.proposal_id.encode()).hexdigest(),
+        "case_id": trace.get("case_id"), "episode_id": candidate["episode_id"], "repair_step_id": step_id,
+        "repair_site": {"step_index": failure_site["step_index"], "source_step_index": site, "step_id": step_id, "stage": "unified_react",
+                        "example_type": "react", "localization_kind": "semantic_task_verifier"},
+        "repair_tier": "causal_episode_pass" if accepted else "unrepairable", "source_rollout_failed": True,
+        "hinted_local_pass": accepted, "hinted_episode_pass": accepted, "hinted_strict_trace_audit_pass": True,
+        "hint_record": {"text": hint.text, "level": hint.level, "provider": hint.provider, "model": hint.model,
+                        "proposal_id": hint.proposal_id, "audit": dict(hint.audit)},
+        "verification": {"source_rollout_failed": True, "hinted_local_pass": accepted, "hinted_episode_pass": accepted,
+                         "repair_tier": "causal_episode_pass" if accepted else "unrepairable", "reasons": [] if accepted else ["hinted_local_verifier_failed"]},
+        "local_verification": verification, "accepted": accepted, "scaffold_only": False,
+        "student_prompt_ids": list(_source_capture(trace, site).get("prompt_token_ids") or []),
+        "teacher_prompt_ids": list(teacher_capture.get("prompt_token_ids") or []),
+        "completion_ids": list(teacher_capture.get("completion_token_ids") or []),
+        "repair_rollout_token_capture": teacher_capture,
+        "source_trace_sha256": sha256_file(args.trace),
+        "continuation": {"teacher_complete": True, "student_complete": False, "stop_reason": "teacher_episode_complete",
+                         "teacher_step_count": 2, "student_step_count": 0, "hinted_teacher_episode_trace": f"episodes/{name}",
+                         "hinted_teacher_episode_trace_sha256": sha256_file(args.output_dir / "episodes" / name)},
+    }
 
 
 async def _run(args: argparse.Namespace) -> dict[str, Any]:
     if args.search_mode != "feedback":
         return await _run_single(args)
-    from eviscene_training.psd_repair_search import run_search, reusable_localization
+    from eviscene_training.psd_repair_search import run_search, reusable_localization  # lazy: imported at call time, as the real driver does
 
     identity = {}
     for key, value in vars(args).items():

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from eviscene_training.io import _sha, save_bound
+from eviscene_training.io import _sha, save_bound, write_json
 
 CANNED_HINTS = (
     "Before you search the event itself, find the oldest copy of the photo and note where it first appeared.",
@@ -122,8 +122,6 @@ class QwenContinuationAdapter:
                 pid = "psd-repair-hint:" + _sha({"candidate_id": failure_site["step_id"], "hint": text, "level": hint_level})
                 proposals.append(HintProposal(text=text, level=hint_level, proposal_id=pid, audit=audit))
         if self.proposer_cache_path is not None:
-            from eviscene_training.io import write_json
-
             write_json(self.proposer_cache_path.parent / "proposer-hint-audits.json", {"proposals": audits})
         return proposals
 
