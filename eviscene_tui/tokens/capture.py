@@ -171,38 +171,45 @@ def normalise_logprobs(value: Any) -> list[float | None] | None:
     return out
 
 
+def _number(value: Any) -> float | None:
+    """A JSON number as a float (booleans are not numbers here)."""
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def _topk_entry(e: Mapping[str, Any]) -> TopKEntry:
+    """One ``{"token_id", "logprob", "probability", "token"}`` alternative."""
+    tid = e.get("token_id")
+    token = e.get("token")
+    return TopKEntry(
+        token_id=tid if isinstance(tid, int) and not isinstance(tid, bool) else None,
+        probability=_number(e.get("probability")),
+        logprob=_number(e.get("logprob")),
+        token=token if isinstance(token, str) else None,
+    )
+
+
+def _topk_row(row: Any) -> list[TopKEntry]:
+    """The alternatives of one position, most probable first: a list of entries, or the
+    ``{"<id>": prob}`` form."""
+    entries: list[TopKEntry] = []
+    if isinstance(row, (list, tuple)):
+        entries = [_topk_entry(e) for e in row if isinstance(e, Mapping)]
+    elif isinstance(row, Mapping):
+        for k, v in row.items():
+            try:
+                tid = int(k)
+            except (TypeError, ValueError):
+                continue
+            if isinstance(v, (int, float)):
+                entries.append(TopKEntry(token_id=tid, probability=float(v)))
+    entries.sort(key=lambda e: -(e.probability if e.probability is not None and math.isfinite(e.probability) else (prob_of(e.logprob) or 0.0)))
+    return entries
+
+
 def normalise_topk(value: Any) -> list[list[TopKEntry]] | None:
     if not isinstance(value, (list, tuple)):
         return None
-    out: list[list[TopKEntry]] = []
-    for row in value:
-        entries: list[TopKEntry] = []
-        if isinstance(row, (list, tuple)):
-            for e in row:
-                if not isinstance(e, Mapping):
-                    continue
-                tid = e.get("token_id")
-                prob = e.get("probability")
-                lp = e.get("logprob")
-                entries.append(
-                    TopKEntry(
-                        token_id=tid if isinstance(tid, int) and not isinstance(tid, bool) else None,
-                        probability=float(prob) if isinstance(prob, (int, float)) and not isinstance(prob, bool) else None,
-                        logprob=float(lp) if isinstance(lp, (int, float)) and not isinstance(lp, bool) else None,
-                        token=e.get("token") if isinstance(e.get("token"), str) else None,
-                    )
-                )
-        elif isinstance(row, Mapping):  # {"<id>": prob} form
-            for k, v in row.items():
-                try:
-                    tid = int(k)
-                except (TypeError, ValueError):
-                    continue
-                if isinstance(v, (int, float)):
-                    entries.append(TopKEntry(token_id=tid, probability=float(v)))
-        entries.sort(key=lambda e: -(e.probability if e.probability is not None and math.isfinite(e.probability) else (prob_of(e.logprob) or 0.0)))
-        out.append(entries)
-    return out
+    return [_topk_row(row) for row in value]
 
 
 def from_policy_capture(

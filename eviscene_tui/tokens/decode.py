@@ -27,7 +27,9 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
+import httpx
 import orjson
+from tokenizers import Tokenizer
 
 from eviscene_tui.safe_text import safe_text
 from eviscene_tui.tokens import vision
@@ -166,7 +168,6 @@ class LocalTokenizerDecoder(TokenDecoder):
 
     def __init__(self, tokenizer_json: bytes | str, *, path: str) -> None:
         super().__init__(label=f"tokenizer.json ({path})")
-        from tokenizers import Tokenizer
 
         text = tokenizer_json.decode("utf-8") if isinstance(tokenizer_json, bytes) else tokenizer_json
         doc = orjson.loads(text)
@@ -306,7 +307,6 @@ class ServerDecoder(TokenDecoder):
     ) -> None:
         root = server_root(base_url)
         super().__init__(label=f"server /detokenize ({root})")
-        import httpx
 
         self.root = root
         self.model = model

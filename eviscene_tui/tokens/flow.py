@@ -188,69 +188,17 @@ class FlowLayout:
         return lines
 
     def _wrap(self, start: int, end: int) -> list[list[Frag]]:
-        width = self.width - 1  # the last column is kept for a newline's mark
-        lines: list[list[Frag]] = []
-        cur: list[Frag] = []
-        col = 0
+        filler = _LineFiller(self.width - 1)  # the last column is kept for a newline's mark
         text_of = self.text_of
         for c in range(start, end):
             text, kind = text_of(c)
             if kind is not None:  # a chip: never split
-                w = cell_len(text)
-                if col and col + w > width:
-                    lines.append(cur)
-                    cur, col = [], 0
-                if w > width:
-                    text = _split_cells(text, width - 1)[0] + "…"
-                    w = cell_len(text)
-                cur.append(Frag(c, text, kind))
-                col += w
-                continue
-            parts = text.split("\n") if "\n" in text else (text,)
-            for i, part in enumerate(parts):
-                if i:
-                    cur.append(Frag(c, NEWLINE_MARK, "nl"))
-                    lines.append(cur)
-                    cur, col = [], 0
-                if "\t" in part:
-                    part = part.replace("\t", TAB_MARK)
-                while part:
-                    room = width - col
-                    if room <= 0:
-                        carried = _carry_word(cur) if not part[0].isspace() and cur and cur[-1].kind is None and not cur[-1].text[-1:].isspace() else None
-                        lines.append(cur)
-                        cur = carried or []
-                        col = sum(cell_len(f.text) for f in cur)
-                        room = width - col
-                        if room <= 0:  # one word fills the line: it is cut
-                            lines.append(cur)
-                            cur, col, room = [], 0, width
-                    take, rest = _split_cells(part, room)
-                    if rest and not rest[0].isspace() and take and not take[-1].isspace():
-                        # the line ends inside a word: break after the word's preceding space,
-                        # in this piece or (moving the word's start down) in the line's earlier pieces
-                        cut = max(take.rfind(" "), take.rfind("\t"))
-                        if cut >= 0:
-                            take, rest = take[: cut + 1], take[cut + 1 :] + rest
-                        elif col:
-                            carried = _carry_word(cur)
-                            if carried is not None:
-                                lines.append(cur)
-                                cur = carried
-                                col = sum(cell_len(f.text) for f in cur)
-                                continue
-                    if not take:
-                        if col:
-                            lines.append(cur)
-                            cur, col = [], 0
-                            continue
-                        take, rest = part[0], part[1:]  # wider than a line: shown anyway
-                    part = rest
-                    cur.append(Frag(c, take, None))
-                    col += cell_len(take) if not take.isascii() else len(take)
-        if cur or not lines:
-            lines.append(cur)
-        return lines
+                filler.chip(c, text, kind)
+            elif "\n" in text:
+                filler.lines_of(c, text)
+            else:
+                filler.piece(c, text)
+        return filler.done()
 
     def invalidate(self) -> None:
         """Pieces changed (e.g. fetched from a server): wrap again when shown."""
@@ -330,3 +278,83 @@ def id_positions(ids: Sequence[int], token_id: int) -> list[int]:
             pos += 1
     except ValueError:
         return out
+
+
+class _LineFiller:
+    """Fills lines of ``width`` columns with fragments, breaking between words where a
+    word allows it (the wrapping of one segment by :meth:`FlowLayout._wrap`)."""
+
+    __slots__ = ("width", "lines", "cur", "col")
+
+    def __init__(self, width: int) -> None:
+        self.width = width
+        self.lines: list[list[Frag]] = []
+        self.cur: list[Frag] = []
+        self.col = 0
+
+    def _break(self, carried: list[Frag] | None = None) -> None:
+        """End the current line; the next starts with ``carried`` (a word moved down)."""
+        self.lines.append(self.cur)
+        self.cur = carried or []
+        self.col = sum(cell_len(f.text) for f in self.cur) if carried else 0
+
+    def chip(self, c: int, text: str, kind: str) -> None:
+        """A labelled token (special, image run): on one line, cut with … when wider."""
+        w = cell_len(text)
+        if self.col and self.col + w > self.width:
+            self._break()
+        if w > self.width:
+            text = _split_cells(text, self.width - 1)[0] + "…"
+            w = cell_len(text)
+        self.cur.append(Frag(c, text, kind))
+        self.col += w
+
+    def lines_of(self, c: int, text: str) -> None:
+        """Text of cell ``c`` that holds newlines: each ends its line with a mark."""
+        for i, part in enumerate(text.split("\n")):
+            if i:
+                self.cur.append(Frag(c, NEWLINE_MARK, "nl"))
+                self._break()
+            self.piece(c, part)
+
+    def piece(self, c: int, part: str) -> None:
+        """Text of cell ``c`` (no newline in it), split over as many lines as it needs."""
+        if "\t" in part:
+            part = part.replace("\t", TAB_MARK)
+        width = self.width
+        if part.isascii() and 0 < len(part) <= width - self.col:  # the common case: it fits
+            self.cur.append(Frag(c, part, None))
+            self.col += len(part)
+            return
+        while part:
+            room = width - self.col
+            if room <= 0:
+                cur = self.cur
+                self._break(_carry_word(cur) if not part[0].isspace() and cur and cur[-1].kind is None and not cur[-1].text[-1:].isspace() else None)
+                room = width - self.col
+                if room <= 0:  # one word fills the line: it is cut
+                    self._break()
+                    room = width
+            take, rest = _split_cells(part, room)
+            if rest and not rest[0].isspace() and take and not take[-1].isspace():
+                # the line ends inside a word: break after the word's preceding space,
+                # in this piece or (moving the word's start down) in the line's earlier pieces
+                cut = max(take.rfind(" "), take.rfind("\t"))
+                if cut >= 0:
+                    take, rest = take[: cut + 1], take[cut + 1 :] + rest
+                elif self.col and (carried := _carry_word(self.cur)) is not None:
+                    self._break(carried)
+                    continue
+            if not take:
+                if self.col:
+                    self._break()
+                    continue
+                take, rest = part[0], part[1:]  # wider than a line: shown anyway
+            part = rest
+            self.cur.append(Frag(c, take, None))
+            self.col += cell_len(take) if not take.isascii() else len(take)
+
+    def done(self) -> list[list[Frag]]:
+        if self.cur or not self.lines:
+            self.lines.append(self.cur)
+        return self.lines

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from itertools import accumulate
 
 from eviscene_tui.tokens.decode import TokenDecoder
 
@@ -89,8 +91,6 @@ def find_text(
     match, whose first token is after (before) ``start``. Pieces are decoded chunk by chunk;
     after each chunk ``progress(ids scanned, ids in all)`` is called, and a False answer
     stops the search (None is returned)."""
-    from bisect import bisect_right
-    from itertools import accumulate
 
     n = len(ids)
     low = needle.lower()
