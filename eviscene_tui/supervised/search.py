@@ -44,7 +44,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from eviscene_tui.artifacts.jsonio import canonical_sha256, read_bound, read_json, read_jsonl, sha256_file
+from eviscene_tui.artifacts.jsonio import canonical_sha256, read_bound, read_json, sha256_file
 from eviscene_tui.journal import (
     Journal,
     JournalError,
@@ -58,6 +58,7 @@ from eviscene_tui.policy.accumulate import StreamAccumulator
 from eviscene_tui.policy.events import PolicyEvent
 from eviscene_tui.storage import WorkDir
 from eviscene_tui.supervised import records as R
+from eviscene_tui.supervised import resume
 from eviscene_tui.supervised import stages as S
 from eviscene_tui.supervised.audit import audit_hint
 from eviscene_tui.supervised.continuation import ContinuationJob, ContinuationOutcome, ContinuationRunner
@@ -851,18 +852,15 @@ class SupervisedSearch:
         rdir = self.layout.round_dir(index)
         if not (rdir.exists() or self.layout.request_path(index).exists()):
             return
-        ri = read_bound(rdir / "run-inputs.json")
-        fb = read_bound(self.layout.request_path(index))
-        cands, _ = read_jsonl(rdir / "repair_candidates.jsonl")
-        if ri.problems or fb.problems or not cands or not (rdir / "manifest.json").is_file():
+        start = resume.round_start(rdir, self.layout.request_path(index))
+        if start is None:
             self._finish_interrupted_start(rdir)
             return
-        candidate = cands[-1]
-        site = R.site_from_candidate(candidate, self.inputs.trace) or dict(self.inputs.site)
+        site = R.site_from_candidate(start.candidate, self.inputs.trace) or dict(self.inputs.site)
         _, needs = self.next_site()
         events = S.round_events(self.journal.events, index)
-        d = RoundDraft(index=index, dir=rdir, feedback=fb.payload if isinstance(fb.payload, dict) else {}, site=site,
-                       candidate=candidate, config=ri.identity, stage="hints" if S.site_accepted(events) else "site",
+        d = RoundDraft(index=index, dir=rdir, feedback=start.feedback, site=site,
+                       candidate=start.candidate, config=start.config, stage="hints" if S.site_accepted(events) else "site",
                        relocalization_requested=needs)
         d.proposer_called = (rdir / "proposer-response.json").is_file()
         self.draft = d
@@ -872,7 +870,7 @@ class SupervisedSearch:
         if d.proposer_called and not any(p.provider != "operator" for p in d.proposals):
             self._resume_fetched(d)
         self._resume_approval(d)
-        d.outcome, d.retries = self._resumed_outcome(rdir)
+        d.outcome, d.retries = resume.last_error_outcome(rdir)
         if d.outcome is not None:
             d.partial = S.partial_from_journal(events)
         self._resume_attempt(d)
@@ -896,11 +894,12 @@ class SupervisedSearch:
     def _resume_approval(self, d: RoundDraft) -> None:
         """The approved hint's files: read back, or written now when the approval was journaled
         but a crash came before its files (a read-only instance leaves the hint pending)."""
-        rdir = d.dir
-        props = read_bound(rdir / "hint-proposals.json") if (rdir / "hint-proposals.json").is_file() else None
-        if props is not None and isinstance(props.payload, list) and props.payload:
+        row = resume.approved_row(d.dir)
+        if row is not None:
             if d.approved is None:
-                self._approval_from_files(d, props.payload[0])
+                # a journal from before proposals were journaled: only the approved hint is known
+                d.approved = resume.approval_from_row(row)
+                d.earlier_audit_rows = resume.earlier_audit_rows(d.dir)
             d.stage = "continuation"
         elif d.approved is not None and not self.read_only:
             self._write_approval(d)
@@ -908,24 +907,13 @@ class SupervisedSearch:
             d.approved.status = "pending"
             d.approved = None
 
-    def _approval_from_files(self, d: RoundDraft, row: dict[str, Any]) -> None:
-        """A journal from before proposals were journaled: only the approved hint is known."""
-        d.approved = Proposal(0, row.get("text", ""), row.get("level", 1), row.get("provider", ""), row.get("model", ""),
-                              dict(row.get("audit") or {}, reason=""), status="approved")
-        existing, _ = read_json(d.dir / "proposer-hint-audits.json")
-        if isinstance(existing, dict):
-            d.earlier_audit_rows = [r for r in existing.get("proposals") or [] if isinstance(r, dict)]
-
     def _resume_attempt(self, d: RoundDraft) -> None:
         """A recorded attempt puts the round at its verdict gate."""
-        attempts = d.dir / "repair_attempts.jsonl"
-        recs, _ = read_jsonl(attempts) if attempts.is_file() else ([], [])
-        if not recs:
+        recorded = resume.recorded_attempt(d.dir)
+        if recorded is None:
             return
-        d.record = recs[-1]
+        d.record, d.episode = recorded
         d.site = dict(d.record.get("repair_site") or d.site)
-        raw, _ = read_json(d.dir / _EPISODE)
-        d.episode = raw if isinstance(raw, dict) else {}
         d.stage = "verdict"
         d.outcome = ContinuationOutcome(status="complete")
         d.partial = None
@@ -946,9 +934,3 @@ class SupervisedSearch:
         out = self._new_proposals(d, texts, "openai_compatible", model)
         self._add_journaled(d, out, provider=model or "the hint constructor")
         self.messages.append(f"{len(out)} proposal(s) taken from the cached hint-constructor reply")
-
-    def _resumed_outcome(self, rdir: Path) -> tuple[ContinuationOutcome | None, int]:
-        """The last failed or cancelled run of this round (``generation-last-error.json``)."""
-        path = rdir / "generation-last-error.json"
-        raw, _ = read_json(path) if path.is_file() else (None, [])
-        return S.outcome_from_last_error(raw)
