@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 from typing import NoReturn
 from pathlib import Path
@@ -51,7 +52,7 @@ def add_path_map_argument(parser: argparse.ArgumentParser) -> None:
 def path_map_from_args(args: argparse.Namespace, settings=None):  # -> artifacts.paths.PathMap
     """The ``--path-map`` values then the config file's ``[paths] map``; a malformed
     value is a usage error."""
-    from eviscene_tui.options import path_map_for
+    from eviscene_tui.options import path_map_for  # lazy: the settings (pydantic) load only once a path is opened, so --help stays fast
 
     try:
         return path_map_for(getattr(args, "path_map", None) or (), settings)
@@ -98,8 +99,6 @@ def _build_app_parser() -> argparse.ArgumentParser:
 def _quiet_broken_pipe() -> int:
     """The reader of our output went away (``| head``): exit quietly, as Unix tools do.
     stdout is pointed at /dev/null so the interpreter's final flush cannot fail again."""
-    import os
-
     try:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())

@@ -51,7 +51,7 @@ class ThreadedUvicorn:
         self._sock: socket.socket | None = None
 
     def start(self) -> "ThreadedUvicorn":
-        import uvicorn
+        import uvicorn  # lazy: uvicorn loads only when a server starts (importing this module for its socket helper stays cheap)
 
         self._sock = free_loopback_socket(self.host, self.port)
         self.port = self._sock.getsockname()[1]

@@ -18,6 +18,8 @@ import secrets
 import time
 from pathlib import Path
 
+from eviscene_tui.artifacts.layout import _is_wrapper, _names, classify_names, is_tool_dir
+
 
 class EvidenceWriteRefused(RuntimeError):
     """Raised when code tries to write inside an opened evidence root."""
@@ -38,8 +40,6 @@ def workdir_beside(root: str | os.PathLike[str]) -> Path:
 def _holds_cases(folder: Path, besides: Path) -> bool:
     """True when ``folder`` is a case or wrapper, is a wrapper's ``repairs/``, or holds
     a case / wrapper other than ``besides`` (the app would open ``folder`` as a tree)."""
-    from eviscene_tui.artifacts.layout import _is_wrapper, _names, classify_names, is_tool_dir
-
     try:
         files, dirs = _names(folder)
     except OSError:

@@ -102,6 +102,11 @@ LAYOUT_SLATE = "slate"
 LAYOUT_UNKNOWN = "unknown"
 
 
+def _real_subdirs(folder: Path) -> list[Path]:
+    """The sub-directories of ``folder`` that are not symlinks, sorted (raises OSError)."""
+    return [d for d in sorted(folder.iterdir()) if d.is_dir() and not d.is_symlink()]
+
+
 def _guarded(default: Callable[[], Any]) -> Callable[[Callable[[Any], T]], functools.cached_property[T]]:
     """cached_property that records any unexpected exception as a Problem instead of raising."""
 
@@ -498,15 +503,11 @@ class RoundBundle(_Loader):
     def runtime_store_dirs(self) -> list[Path]:
         """Every ``runtime/<case>/<attempt>/`` directory of this run (sorted)."""
         out: list[Path] = []
-        base = self.dir / "runtime"
         try:
-            for case_dir in sorted(base.iterdir()):
-                if case_dir.is_dir() and not case_dir.is_symlink():
-                    for attempt in sorted(case_dir.iterdir()):
-                        if attempt.is_dir() and not attempt.is_symlink():
-                            out.append(attempt)
+            for case_dir in _real_subdirs(self.dir / "runtime"):
+                out.extend(_real_subdirs(case_dir))
         except OSError:
-            pass
+            pass  # no (or an unreadable) runtime folder: the attempt folders listed so far
         return out
 
     def failure_site(self) -> FailureSite | None:
@@ -824,51 +825,59 @@ class CaseBundle(_Loader):
         return resolver
 
     def _tell_written_location(self, resolver: PathResolver) -> None:
-        root = str(self.root)
-
-        def root_at(recorded: Any) -> None:
-            if not resolver.add_written(recorded, root) or self.wrapper_root is None:
-                return
-            suffix = f"/repairs/{self.root.name}"
-            rec = str(recorded).rstrip("/")
-            if rec.endswith(suffix):
-                resolver.add_written(rec[: -len(suffix)], str(self.wrapper_root))
-
         ident = self.search_identity
         if ident is not None and isinstance(ident.inputs, dict):
-            root_at(ident.inputs.get("output_dir"))
+            self._root_written_at(resolver, ident.inputs.get("output_dir"))
         if self.layout == LAYOUT_FEEDBACK_SEARCH:
-            got = self._search_state_bound
-            payload = got[1] if got else None
-            rows = payload.get("rounds") if isinstance(payload, dict) else None
-            dirs: list[Any] = [r.get("directory") for r in rows if isinstance(r, dict)] if isinstance(rows, list) else []
-            manifest = self.manifest
-            if isinstance(manifest, SearchManifest):
-                dirs.extend(manifest.rounds)
-            for d in dirs:
-                if isinstance(d, str) and d.startswith("/"):
-                    name = d.rstrip("/").rsplit("/", 1)[-1]
-                    if ROUND_DIR_RE.match(name):
-                        resolver.add_written(d, str(self.root / "rounds" / name))
-                        parent = d.rstrip("/").rsplit("/", 1)[0]
-                        if parent.endswith("/rounds"):
-                            root_at(parent[: -len("/rounds")])
-            for r in self.rounds:
-                ri = r.run_inputs
-                if ri is not None:
-                    resolver.add_written(ri.output_dir, str(r.dir))
+            self._tell_round_locations(resolver)
         elif self.layout == LAYOUT_SINGLE_RUN:
             ri = self.rounds[0].run_inputs if self.rounds else None
             if ri is not None:
-                root_at(ri.output_dir)
+                self._root_written_at(resolver, ri.output_dir)
         if not resolver.knows_written_location:
-            # a relative --output-dir: the absolute psd_media image paths still say where
-            # each run was written (only then: they are no better evidence than output_dir)
-            for r in self.rounds:
-                for a in r.attempts or []:
-                    media = a.psd_media if isinstance(a.psd_media, dict) else {}
-                    for d in run_dirs_from_media(media.get("image_paths")):
-                        resolver.add_written(d, str(r.dir))
+            self._tell_media_locations(resolver)
+
+    def _root_written_at(self, resolver: PathResolver, recorded: Any) -> None:
+        """The case root was written at ``recorded`` (and, for ``<out>/repairs/<key>``,
+        the wrapper at ``<out>``)."""
+        if not resolver.add_written(recorded, str(self.root)) or self.wrapper_root is None:
+            return
+        suffix = f"/repairs/{self.root.name}"
+        rec = str(recorded).rstrip("/")
+        if rec.endswith(suffix):
+            resolver.add_written(rec[: -len(suffix)], str(self.wrapper_root))
+
+    def _tell_round_locations(self, resolver: PathResolver) -> None:
+        """A search's recorded round directories (search-state rows, then the manifest),
+        the search root above them, and each round's own ``output_dir``."""
+        got = self._search_state_bound
+        payload = got[1] if got else None
+        rows = payload.get("rounds") if isinstance(payload, dict) else None
+        dirs: list[Any] = [r.get("directory") for r in rows if isinstance(r, dict)] if isinstance(rows, list) else []
+        manifest = self.manifest
+        if isinstance(manifest, SearchManifest):
+            dirs.extend(manifest.rounds)
+        for d in dirs:
+            name = d.rstrip("/").rsplit("/", 1)[-1] if isinstance(d, str) and d.startswith("/") else ""
+            if not ROUND_DIR_RE.match(name):
+                continue
+            resolver.add_written(d, str(self.root / "rounds" / name))
+            parent = d.rstrip("/").rsplit("/", 1)[0]
+            if parent.endswith("/rounds"):
+                self._root_written_at(resolver, parent[: -len("/rounds")])
+        for r in self.rounds:
+            ri = r.run_inputs
+            if ri is not None:
+                resolver.add_written(ri.output_dir, str(r.dir))
+
+    def _tell_media_locations(self, resolver: PathResolver) -> None:
+        """A relative --output-dir: the absolute psd_media image paths still say where
+        each run was written (only then: they are no better evidence than output_dir)."""
+        for r in self.rounds:
+            for a in r.attempts or []:
+                media = a.psd_media if isinstance(a.psd_media, dict) else {}
+                for d in run_dirs_from_media(media.get("image_paths")):
+                    resolver.add_written(d, str(r.dir))
 
     def _input_binding(self, name: str) -> tuple[str | None, str | None, str]:
         """(recorded path, recorded sha256, the file that binds it) of input ``name``:

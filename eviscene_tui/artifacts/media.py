@@ -411,16 +411,118 @@ def _candidates(run_dir: Path, img: MediaImage) -> list[Path]:
 
 def _dimensions(path: Path) -> tuple[int | None, int | None, str | None]:
     try:
-        from PIL import Image  # local import: pillow is optional at read time
-
+        from PIL import Image  # lazy: Pillow loads only when an image's size is read (off the open and check paths)
+    except ImportError:  # unknown size: the caller shows "?"
+        return None, None, None
+    try:
         with Image.open(path) as im:
             return int(im.width), int(im.height), str(im.format or "") or None
-    except (ImportError, OSError, ValueError, Image.DecompressionBombError):  # unknown size: the caller shows "?"
+    except (OSError, ValueError, Image.DecompressionBombError):  # unknown size: the caller shows "?"
         return None, None, None
 
 
 def _short(sha: str | None) -> str:
     return (sha or "?")[:12]
+
+
+def _find_image(root: Path, img: MediaImage) -> Path | None:
+    """The first candidate file of ``img`` that exists inside the run directory."""
+    for cand in _candidates(root, img):
+        try:
+            if cand.is_file() and _within(cand, root):
+                return cand
+        except (OSError, ValueError):
+            continue
+    return None
+
+
+def _check_image(media: PsdMedia, i: int, img: MediaImage, root: Path, read_dimensions: bool) -> tuple[ImageCheck, Problem | None]:
+    """One image on disk: found, readable, its bytes hashing to the declared sha256."""
+    expected = media.expected_run_length(i)
+    found = _find_image(root, img)
+    if found is None:
+        where = f"media/{img.sha256}.image" if img.sha256 else "media/"
+        declared = f" (declared {img.path})" if img.path else ""
+        msg = f"image #{i + 1} sha256 {_short(img.sha256)}… not found at {where}{declared}"
+        check = ImageCheck(
+            index=i, sha256=img.sha256, declared_path=img.path, resolved_path=None, status="missing",
+            grid_thw=img.grid_thw, expected_run_length=expected, message=msg,
+        )
+        return check, Problem(code=ProblemCode.MISSING_ARTIFACT, path=str(root / where), message=msg)
+    try:
+        actual = sha256_file(found)
+        size = found.stat().st_size
+    except OSError as exc:
+        msg = f"image #{i + 1} at {found} cannot be read: {exc.strerror or exc}"
+        check = ImageCheck(
+            index=i, sha256=img.sha256, declared_path=img.path, resolved_path=str(found), status="unreadable",
+            grid_thw=img.grid_thw, expected_run_length=expected, message=msg,
+        )
+        return check, Problem(code=ProblemCode.MISSING_ARTIFACT, path=str(found), message=msg)
+    width, height, fmt = _dimensions(found) if read_dimensions else (None, None, None)
+    estimated = estimate_pad_count(width, height, media.processor_config, media.effective_merge_size) if width and height else None
+    problem = None
+    status: ImageStatus = "ok"
+    msg = "sha256 verified"
+    if img.sha256 and actual != img.sha256.lower():
+        rel = os.path.relpath(found, root)
+        msg = (
+            f"image #{i + 1} {rel}: content sha256 {_short(actual)}… differs from the declared "
+            f"{_short(img.sha256)}… (file replaced or tampered with)"
+        )
+        problem = Problem(code=ProblemCode.MEDIA_MISMATCH, path=str(found), message=msg)
+        status = "sha_mismatch"
+    check = ImageCheck(
+        index=i, sha256=img.sha256, declared_path=img.path, resolved_path=str(found), status=status,
+        actual_sha256=actual, size_bytes=size, width=width, height=height, format=fmt,
+        grid_thw=img.grid_thw, expected_run_length=expected, estimated_run_length=estimated, message=msg,
+    )
+    return check, problem
+
+
+def _pad_run_problems(
+    media: PsdMedia, role: str, runs: list[tuple[int, int]], pad_id: int | None, label: str
+) -> list[Problem]:
+    """One image-pad run per image in a prompt, each as long as its grid gives."""
+    problems: list[Problem] = []
+    n_images = len(media.images)
+    merge = media.effective_merge_size
+    if len(runs) != n_images:
+        problems.append(
+            Problem(
+                code=ProblemCode.MEDIA_MISMATCH,
+                path=label,
+                message=(
+                    f"{role} prompt has {len(runs)} image-pad run(s)"
+                    + (f" of id {pad_id}" if pad_id is not None else " (no image-pad id found)")
+                    + f" but psd_media lists {n_images} image(s)"
+                ),
+            )
+        )
+    for k, (start, length) in enumerate(runs[:n_images]):
+        expected = media.expected_run_length(k)
+        if expected is not None and expected != length:
+            grid = media.images[k].grid_thw
+            problems.append(
+                Problem(
+                    code=ProblemCode.MEDIA_MISMATCH,
+                    path=label,
+                    message=(
+                        f"{role} prompt image #{k + 1} has {length} pad ids at offset {start}, but grid "
+                        f"{list(grid or ())} with merge size {merge} gives {expected}"
+                    ),
+                )
+            )
+    return problems
+
+
+def _guess_pad_id(student_prompt_ids: Sequence[int] | None, teacher_prompt_ids: Sequence[int] | None) -> int | None:
+    probe: list[int] = []
+    if student_prompt_ids:
+        probe.extend(student_prompt_ids)
+    if teacher_prompt_ids:
+        probe.extend(teacher_prompt_ids)
+    return pad_id_for(probe) if probe else None
 
 
 def verify_media(
@@ -444,113 +546,21 @@ def verify_media(
     label = record_path or str(root / "repair_attempts.jsonl")
     problems: list[Problem] = []
     checks: list[ImageCheck] = []
-    merge = media.effective_merge_size
-
     for i, img in enumerate(media.images):
-        expected = media.expected_run_length(i)
-        found: Path | None = None
-        for cand in _candidates(root, img):
-            try:
-                if cand.is_file() and _within(cand, root):
-                    found = cand
-                    break
-            except (OSError, ValueError):
-                continue
-        if found is None:
-            where = f"media/{img.sha256}.image" if img.sha256 else "media/"
-            declared = f" (declared {img.path})" if img.path else ""
-            msg = f"image #{i + 1} sha256 {_short(img.sha256)}… not found at {where}{declared}"
-            problems.append(Problem(code=ProblemCode.MISSING_ARTIFACT, path=str(root / where), message=msg))
-            checks.append(
-                ImageCheck(
-                    index=i, sha256=img.sha256, declared_path=img.path, resolved_path=None, status="missing",
-                    grid_thw=img.grid_thw, expected_run_length=expected, message=msg,
-                )
-            )
-            continue
-        try:
-            actual = sha256_file(found)
-            size = found.stat().st_size
-        except OSError as exc:
-            msg = f"image #{i + 1} at {found} cannot be read: {exc.strerror or exc}"
-            problems.append(Problem(code=ProblemCode.MISSING_ARTIFACT, path=str(found), message=msg))
-            checks.append(
-                ImageCheck(
-                    index=i, sha256=img.sha256, declared_path=img.path, resolved_path=str(found), status="unreadable",
-                    grid_thw=img.grid_thw, expected_run_length=expected, message=msg,
-                )
-            )
-            continue
-        width = height = None
-        fmt = None
-        if read_dimensions:
-            width, height, fmt = _dimensions(found)
-        estimated = None
-        if width and height:
-            estimated = estimate_pad_count(width, height, media.processor_config, merge)
-        if img.sha256 and actual != img.sha256.lower():
-            rel = os.path.relpath(found, root)
-            msg = (
-                f"image #{i + 1} {rel}: content sha256 {_short(actual)}… differs from the declared "
-                f"{_short(img.sha256)}… (file replaced or tampered with)"
-            )
-            problems.append(Problem(code=ProblemCode.MEDIA_MISMATCH, path=str(found), message=msg))
-            status: ImageStatus = "sha_mismatch"
-        else:
-            msg = "sha256 verified"
-            status = "ok"
-        checks.append(
-            ImageCheck(
-                index=i, sha256=img.sha256, declared_path=img.path, resolved_path=str(found), status=status,
-                actual_sha256=actual, size_bytes=size, width=width, height=height, format=fmt,
-                grid_thw=img.grid_thw, expected_run_length=expected, estimated_run_length=estimated, message=msg,
-            )
-        )
-
+        check, problem = _check_image(media, i, img, root, read_dimensions)
+        checks.append(check)
+        if problem is not None:
+            problems.append(problem)
     if pad_id is None:
-        probe: list[int] = []
-        if student_prompt_ids:
-            probe.extend(student_prompt_ids)
-        if teacher_prompt_ids:
-            probe.extend(teacher_prompt_ids)
-        pad_id = pad_id_for(probe) if probe else None
+        pad_id = _guess_pad_id(student_prompt_ids, teacher_prompt_ids)
 
-    n_images = len(media.images)
-
-    def check_runs(role: str, ids: Sequence[int] | None) -> list[tuple[int, int]] | None:
-        if ids is None:
-            return None
-        runs = image_pad_runs(ids, pad_id) if pad_id is not None else []
-        if len(runs) != n_images:
-            problems.append(
-                Problem(
-                    code=ProblemCode.MEDIA_MISMATCH,
-                    path=label,
-                    message=(
-                        f"{role} prompt has {len(runs)} image-pad run(s)"
-                        + (f" of id {pad_id}" if pad_id is not None else " (no image-pad id found)")
-                        + f" but psd_media lists {n_images} image(s)"
-                    ),
-                )
-            )
-        for k, (start, length) in enumerate(runs[:n_images]):
-            expected = media.expected_run_length(k)
-            if expected is not None and expected != length:
-                grid = media.images[k].grid_thw
-                problems.append(
-                    Problem(
-                        code=ProblemCode.MEDIA_MISMATCH,
-                        path=label,
-                        message=(
-                            f"{role} prompt image #{k + 1} has {length} pad ids at offset {start}, but grid "
-                            f"{list(grid or ())} with merge size {merge} gives {expected}"
-                        ),
-                    )
-                )
-        return runs
-
-    student_runs = check_runs("student", student_prompt_ids)
-    teacher_runs = check_runs("teacher", teacher_prompt_ids)
+    runs: dict[str, list[tuple[int, int]] | None] = {}
+    for role, ids in (("student", student_prompt_ids), ("teacher", teacher_prompt_ids)):
+        found = None if ids is None else (image_pad_runs(ids, pad_id) if pad_id is not None else [])
+        if found is not None:
+            problems.extend(_pad_run_problems(media, role, found, pad_id, label))
+        runs[role] = found
+    student_runs, teacher_runs = runs["student"], runs["teacher"]
     equal: bool | None = None
     if student_runs is not None and teacher_runs is not None:
         s_lengths = [n for _, n in student_runs]
@@ -571,7 +581,7 @@ def verify_media(
     return MediaReport(
         schema_version=media.schema_version,
         processor_id=media.processor_id,
-        merge_size=merge,
+        merge_size=media.effective_merge_size,
         merge_size_known=media.merge_size_known,
         pad_id=pad_id,
         images=checks,

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar, Literal, TypeVar
 
+import orjson
 from pydantic import (
     AliasChoices,
     BaseModel,
@@ -974,8 +975,6 @@ class ProposerResponse(Tolerant):
 
     def hints(self) -> list[str] | None:
         """The ``hints`` list if the cached response parses as ``{"hints": [...]}``."""
-        import orjson
-
         for candidate in (self.extra("hints"), self.text, self.response, self.extra("content")):
             if isinstance(candidate, list) and all(isinstance(h, str) for h in candidate):
                 return list(candidate)

@@ -57,7 +57,7 @@ import os
 import posixpath
 import stat
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 RULE_PATH_MAP = "path map"
 RULE_MOVED = "moved tree"
@@ -565,8 +565,6 @@ def input_provenance(
 def with_sha_status(rows: Sequence[InputProvenance], checked: Sequence[InputProvenance]) -> list[InputProvenance]:
     """``rows`` with the sha status the integrity check found for the same input (same
     key and recorded path); rows it did not check keep theirs."""
-    from dataclasses import replace
-
     by_key = {(c.key, c.recorded): c.sha_status for c in checked}
     out = []
     for row in rows:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict
@@ -32,8 +33,6 @@ class Problem(BaseModel):
     message: str
 
     def relative_to(self, base: "str | object") -> "Problem":
-        import os
-
         try:
             rel = os.path.relpath(self.path, str(base))
         except ValueError:

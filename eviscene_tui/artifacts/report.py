@@ -16,7 +16,9 @@ No Textual import here (architecture rule).
 
 from __future__ import annotations
 
+import multiprocessing
 import os
+import threading
 from collections import Counter
 from collections.abc import Iterable
 from concurrent.futures import ProcessPoolExecutor
@@ -156,9 +158,6 @@ def build_check_report(
     entries: list[dict[str, Any]]
     if n_workers > 1 and len(refs) >= PARALLEL_MIN_CASES:
         chunks = [refs[i : i + CHUNK] for i in range(0, len(refs), CHUNK)]
-        import multiprocessing
-        import threading
-
         # fork is fastest, but forking a process that runs other threads (the app) is unsafe
         method = "fork" if threading.active_count() == 1 and "fork" in multiprocessing.get_all_start_methods() else "spawn"
         try:

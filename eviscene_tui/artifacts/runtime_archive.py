@@ -210,6 +210,37 @@ class ArchivedRequest:
 
 
 # --------------------------------------------------------------------------- the store
+
+def _system_prompt_text(data: bytes) -> str:
+    """A system prompt blob: plain text, or a JSON string holding it."""
+    text = _decode_text(data)
+    if text.lstrip().startswith('"'):
+        try:
+            parsed = orjson.loads(data)
+        except orjson.JSONDecodeError:
+            parsed = None
+        if isinstance(parsed, str):
+            text = parsed
+    return text
+
+
+def _add_context_item(req: ArchivedRequest, kind: str, value: Any) -> None:
+    """One parsed context item (other than the system prompt and input payloads) into ``req``."""
+    if kind in ("tool_schema", "tool_schemas", "tools"):
+        if isinstance(value, list):
+            req.tool_schemas.extend(value)
+        else:
+            req.tool_schemas.append(value)
+    elif kind == "response_format":
+        req.response_format = value
+    elif kind == "generation_config":
+        if isinstance(value, dict):
+            req.generation_config.update(value)
+        else:
+            req.extra_items["generation_config"] = value
+    else:
+        req.extra_items.setdefault(kind, []).append(value)
+
 class RuntimeStore:
     """Read-only view of one runtime store directory."""
 
@@ -457,15 +488,7 @@ class RuntimeStore:
                 continue
             kind = item.kind or "unknown"
             if kind == "system_prompt":
-                text = _decode_text(data)
-                if text.lstrip().startswith('"'):
-                    try:
-                        parsed = orjson.loads(data)
-                    except orjson.JSONDecodeError:
-                        parsed = None
-                    if isinstance(parsed, str):
-                        text = parsed
-                system_parts.append(text)
+                system_parts.append(_system_prompt_text(data))
                 continue
             value, parse_problems = _parse_json_blob(data, self.path, item)
             problems.extend(parse_problems)
@@ -473,20 +496,8 @@ class RuntimeStore:
                 continue
             if kind == "input_payload":
                 payloads.append(value)
-            elif kind in ("tool_schema", "tool_schemas", "tools"):
-                if isinstance(value, list):
-                    req.tool_schemas.extend(value)
-                else:
-                    req.tool_schemas.append(value)
-            elif kind == "response_format":
-                req.response_format = value
-            elif kind == "generation_config":
-                if isinstance(value, dict):
-                    req.generation_config.update(value)
-                else:
-                    req.extra_items["generation_config"] = value
             else:
-                req.extra_items.setdefault(kind, []).append(value)
+                _add_context_item(req, kind, value)
         req.system_prompt = "\n\n".join(system_parts) if system_parts else None
         payload: Any = payloads[0] if len(payloads) == 1 else (payloads if payloads else None)
         req.input_payload_refs = payload

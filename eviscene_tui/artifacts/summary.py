@@ -21,6 +21,7 @@ No Textual import here (architecture rule).
 
 from __future__ import annotations
 
+import gzip
 import os
 import re
 import stat
@@ -156,8 +157,6 @@ def read_manifest_status(path: Path | str) -> tuple[str, dict[str, Any] | None, 
 
 def read_ledger(path: Path | str, stem: str) -> tuple[list[dict[str, Any]], list[Problem], str | None]:
     """Rows of ``<stem>.jsonl`` (or ``.jsonl.gz``) under ``path``: object rows only."""
-    import gzip
-
     base = _abs(path)
     for name in (f"{stem}.jsonl", f"{stem}.jsonl.gz"):
         fpath = os.path.join(base, name)
