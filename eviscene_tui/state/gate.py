@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any, TypeVar, cast
 
 from eviscene_tui.artifacts.jsonio import jsonl_lines, read_bound, read_json
+from eviscene_tui.artifacts.paths import PathResolver
 from eviscene_tui.gate import inproc as proto
 from eviscene_tui.gate.decide import DecideResult, decide
 from eviscene_tui.gate.sidecar import GateRequest, GateStatus, gate_request, read_status
@@ -144,12 +145,26 @@ def _trace_path(root: Path) -> Path | None:
 
 
 def _trace_path_from(search_state: Path) -> Path | None:
+    """The source trace bound in the search identity, found by the path rules of
+    :mod:`eviscene_tui.artifacts.paths`: on a tree copied elsewhere (an rsync of the
+    experiment folder) the recorded absolute path is looked for where the tree now is."""
     state = read_bound(search_state, verify=False)
     identity = state.identity if isinstance(state.identity, dict) else {}
     inputs = _v if isinstance(_v := identity.get("inputs"), dict) else {}
     trace = _t if isinstance(_t := inputs.get("trace"), dict) else {}
-    path = trace.get("path")
-    return Path(path) if isinstance(path, str) else None
+    recorded = trace.get("path")
+    if not isinstance(recorded, str):
+        return None
+    root = search_state.parent
+    resolver = PathResolver(str(root))
+    resolver.add_written(inputs.get("output_dir"), str(root))
+    rows = state.payload.get("rounds") if isinstance(state.payload, dict) else None
+    for row in rows if isinstance(rows, list) else []:
+        directory = row.get("directory") if isinstance(row, dict) else None
+        if isinstance(directory, str):
+            resolver.add_written(directory, str(root / "rounds" / directory.rstrip("/").rsplit("/", 1)[-1]))
+    found = resolver.bound_input(recorded, bases=[root], want="file")
+    return Path(found.path) if found.ok and found.path else Path(recorded)
 
 
 _STEPS_CACHE: dict[tuple[str, float], tuple[TraceStep, ...]] = {}

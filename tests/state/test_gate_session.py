@@ -64,3 +64,30 @@ def test_marker_and_session_without_a_gate(tmp_path):
     assert len(seen) == 1
     assert session.decide("approve-round").taken is False
     assert session.resume_argv() is None  # the gate does not know how a driver was started
+
+
+def test_the_step_picker_lists_the_trace_of_a_moved_tree(tmp_path):
+    """The trace is an input outside the root, recorded by its absolute path; after the
+    experiment folder is copied elsewhere (and the original removed) the relocalize step
+    list still comes from it, found through the moved-tree rule."""
+    import shutil
+
+    written = tmp_path / "cluster" / "exp"
+    trace = written / "inputs" / "case-a" / "source-trace.json"
+    trace.parent.mkdir(parents=True)
+    steps = [{"stage": "search", "tool_name": "reverse_image_search", "thought": f"look {i}"} for i in range(4)]
+    trace.write_text(json.dumps({"state": {"all_steps": steps}}), encoding="utf-8")
+    root = written / "repairs" / "search-0001"
+    root.mkdir(parents=True)
+    identity = {"version": 1, "inputs": {"trace": {"path": str(trace), "sha256": "0" * 64}, "output_dir": str(root)}}
+    payload = {"status": "searching", "rounds": [{"directory": str(root / "rounds" / "round-00"), "status": "generated"}]}
+    (root / "search-state.json").write_text(json.dumps({"identity": identity, "payload": payload, "payload_sha256": "x"}), encoding="utf-8")
+    assert [s.index for s in load_snapshot(root).steps] == [0, 1, 2, 3]
+
+    moved = tmp_path / "laptop" / "copy-of-exp"
+    moved.parent.mkdir(parents=True)
+    shutil.move(str(written), str(moved))
+    assert not trace.exists()
+    snap = load_snapshot(moved / "repairs" / "search-0001")
+    assert [s.index for s in snap.steps] == [0, 1, 2, 3]
+    assert snap.steps[1].label.startswith("reverse_image_search: look 1")
