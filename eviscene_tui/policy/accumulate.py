@@ -74,35 +74,56 @@ class StreamAccumulator:
             if ev.logprobs:
                 self.logprobs.extend(ev.logprobs)
             return
+        self._add_event(ev)
+
+    def _add_event(self, ev: PolicyEvent) -> None:
+        """Every event but a plain :class:`Delta` (one per stream, or one per tool-call chunk)."""
         if isinstance(ev, ToolCallDelta):
-            if self.t_first is None:
-                self.t_first = time.monotonic()
-            tc = self.tool_calls.get(ev.index)
-            if tc is None:
-                tc = self.tool_calls[ev.index] = ToolCallState(ev.index)
-            if ev.id:
-                tc.id = ev.id
-            if ev.name:
-                tc.name = ev.name
-            if ev.arguments:
-                tc.arguments.append(ev.arguments)
-        elif isinstance(ev, PromptTokens):
+            self._add_tool_call(ev)
+            return
+        if isinstance(ev, PromptTokens):
             if self.prompt_token_ids is None:
                 self.prompt_token_ids = list(ev.token_ids)
-        elif isinstance(ev, Finished):
+            return
+        if isinstance(ev, Finished):
             self.finish_reason, self.stop_reason = ev.finish_reason, ev.stop_reason
-        elif isinstance(ev, Usage):
-            self.usage = ev
-        elif isinstance(ev, Done):
+            return
+        if isinstance(ev, (Done, StreamError)):
+            self._add_end(ev)
+            return
+        if isinstance(ev, (Usage, Attested, Started)):
+            self._add_info(ev)
+
+    def _add_end(self, ev: Done | StreamError) -> None:
+        """The stream ended: ``[DONE]``, or the first error (a later one does not replace it)."""
+        if isinstance(ev, Done):
             self.done = True
             self.t_end = time.monotonic()
-        elif isinstance(ev, StreamError):
-            if self.error is None:
-                self.error = ev
-            self.t_end = self.t_end or time.monotonic()
+            return
+        if self.error is None:
+            self.error = ev
+        self.t_end = self.t_end or time.monotonic()
+
+    def _add_tool_call(self, ev: ToolCallDelta) -> None:
+        if self.t_first is None:
+            self.t_first = time.monotonic()
+        tc = self.tool_calls.get(ev.index)
+        if tc is None:
+            tc = self.tool_calls[ev.index] = ToolCallState(ev.index)
+        if ev.id:
+            tc.id = ev.id
+        if ev.name:
+            tc.name = ev.name
+        if ev.arguments:
+            tc.arguments.append(ev.arguments)
+
+    def _add_info(self, ev: Usage | Attested | Started) -> None:
+        """What the stream says about itself: the usage chunk, the attestation, the request sent."""
+        if isinstance(ev, Usage):
+            self.usage = ev
         elif isinstance(ev, Attested):
             self.attestation = ev.attestation
-        elif isinstance(ev, Started):
+        else:
             self.t_sent, self.base_url, self.model = ev.at, ev.base_url, ev.model
 
     # ------------------------------------------------------------------ derived

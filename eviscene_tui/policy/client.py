@@ -292,71 +292,67 @@ class PolicyClient:
                 extensions={"trace": trace} if self.config.direct_body else None,
             ) as resp:
                 if resp.status_code != 200:
-                    raw = await resp.aread()
-                    msg, typ, _ = _error_from_body(raw)
-                    yield [StreamError("http", self._scrub(f"HTTP {resp.status_code}: {msg}"), status=resp.status_code, error_type=typ)]
+                    yield [await self._http_error(resp)]
                     return
                 tap = trace.claimable(resp)
                 if tap is not None:
                     self.direct_streams += 1
-                    async with aclosing(self._direct_batches(tap, url)) as batches:
-                        async for events in batches:
-                            yield events
-                    return
-                decoder = SSEDecoder()
-                loop = asyncio.get_running_loop()
-                stall = self.config.stall_timeout
-                # the stall deadline moves forward at most every `slack` seconds
-                slack = min(1.0, stall / 4)
-                current = -1.0
-                # an SSE response is normally not content-encoded: then the body bytes are the
-                # bytes, and reading the response's byte stream directly skips httpx's per-chunk
-                # decoder and chunker layers (aiter_bytes -> aiter_raw -> stream; one hop per token)
-                encoding = resp.headers.get("content-encoding", "identity").strip().lower()
-                if encoding not in ("", "identity"):
-                    chunks: AsyncIterable[bytes] = resp.aiter_bytes()
-                elif isinstance(resp.stream, httpx.AsyncByteStream):
-                    chunks = resp.stream
-                else:  # pragma: no cover - an AsyncClient response always has an async stream
-                    chunks = resp.aiter_raw()
-                reader = _ChunkReader(chunks)
-                task = asyncio.create_task(reader.run())
-                try:
-                    async with asyncio.timeout(None) as deadline:
-                        while True:
-                            await reader.wait()
-                            finished = reader.finished  # before take(): nothing arrives after it
-                            now = loop.time()
-                            if now + stall - current > slack:
-                                current = now + stall
-                                deadline.reschedule(current)
-                            got = reader.take()
-                            if got:
-                                events, ended = _decode(decoder, got[0] if len(got) == 1 else b"".join(got))
-                                if events:
-                                    yield events
-                                if ended:
-                                    return
-                            if finished:
-                                break
-                finally:
-                    if not task.done():
-                        task.cancel()
-                        await asyncio.wait({task})
-                if reader.error is not None:
-                    raise reader.error
-                events, ended = _decode(decoder, None)
-                if events:
-                    yield events
-                if ended:
-                    return
-                yield [StreamError("disconnect", "the stream ended without [DONE] (connection closed by the server)")]
+                batches = self._direct_batches(tap, url) if tap is not None else self._httpx_batches(resp)
+                async with aclosing(batches) as events_of_reads:
+                    async for events in events_of_reads:
+                        yield events
         except TimeoutError:
             yield [StreamError("timeout", f"stalled: no data for {self.config.stall_timeout:g} s after tokens started flowing")]
         except asyncio.CancelledError:
             raise
         except Exception as exc:  # noqa: BLE001 - every stream failure reaches the caller as a StreamError
             yield [self._describe_exc(exc, url)]
+
+    async def _http_error(self, resp: httpx.Response) -> StreamError:
+        """The error event of a non-200 answer (its body's message, scrubbed of the API key)."""
+        raw = await resp.aread()
+        msg, typ, _ = _error_from_body(raw)
+        return StreamError("http", self._scrub(f"HTTP {resp.status_code}: {msg}"), status=resp.status_code, error_type=typ)
+
+    async def _httpx_batches(self, resp: httpx.Response) -> AsyncGenerator[list[PolicyEvent], None]:
+        """The body read through httpx: a reader task pulls chunks while they arrive; each
+        wake-up decodes everything received so far. The stall deadline (a ``TimeoutError``
+        for the caller) moves forward at most every ``slack`` seconds."""
+        decoder = SSEDecoder()
+        loop = asyncio.get_running_loop()
+        stall = self.config.stall_timeout
+        slack = min(1.0, stall / 4)
+        current = -1.0
+        reader = _ChunkReader(_body_chunks(resp))
+        task = asyncio.create_task(reader.run())
+        try:
+            async with asyncio.timeout(None) as deadline:
+                while True:
+                    await reader.wait()
+                    finished = reader.finished  # before take(): nothing arrives after it
+                    now = loop.time()
+                    if now + stall - current > slack:
+                        current = now + stall
+                        deadline.reschedule(current)
+                    got = reader.take()
+                    events, ended = _decode(decoder, got[0] if len(got) == 1 else b"".join(got)) if got else ([], False)
+                    if events:
+                        yield events
+                    if ended:
+                        return
+                    if finished:
+                        break
+        finally:
+            if not task.done():
+                task.cancel()
+                await asyncio.wait({task})
+        if reader.error is not None:
+            raise reader.error
+        events, ended = _decode(decoder, None)
+        if events:
+            yield events
+        if not ended:
+            yield [StreamError("disconnect", "the stream ended without [DONE] (connection closed by the server)")]
 
     async def _direct_batches(self, tap: BodyTap, url: str) -> AsyncGenerator[list[PolicyEvent], None]:
         """The body read straight from the connection (``direct_body.py``): one batch of
@@ -508,6 +504,18 @@ def _decode(decoder: SSEDecoder, data: bytes | None) -> tuple[list[PolicyEvent],
     with them (``[DONE]`` or an error event)."""
     datas = decoder.feed(data) if data is not None else decoder.close()
     return decode_batch(datas) if datas else ([], False)
+
+
+def _body_chunks(resp: httpx.Response) -> AsyncIterable[bytes]:
+    """The response body's bytes. An SSE response is normally not content-encoded: then
+    reading its byte stream directly skips httpx's per-chunk decoder and chunker layers
+    (aiter_bytes -> aiter_raw -> stream; one hop per token)."""
+    encoding = resp.headers.get("content-encoding", "identity").strip().lower()
+    if encoding not in ("", "identity"):
+        return resp.aiter_bytes()
+    if isinstance(resp.stream, httpx.AsyncByteStream):
+        return resp.stream
+    return resp.aiter_raw()  # pragma: no cover - an AsyncClient response always has an async stream
 
 
 class _ChunkReader:

@@ -29,8 +29,6 @@ DEBT: set[str] = {
     "deep artifacts/step_index.py:index_steps",
     "deep gate/inproc.py:wait_for",
     "deep journal/fold.py:fold",
-    "deep policy/accumulate.py:add",
-    "deep policy/client.py:stream_chat_batches",
     "deep policy/hint_template.py:infer_hint_template",
     "deep policy/session.py:run_continuation",
     "deep state/trace_search.py:matches",
@@ -38,7 +36,6 @@ DEBT: set[str] = {
     "import state/trace_rows.py:next_policy",
     "long artifacts/step_index.py:index_steps",
     "long gate/decide.py:decide",
-    "long policy/client.py:stream_chat_batches",
     "long state/case_view.py:_round_doc",
     "long tokens/sources.py:load_capture",
 }
