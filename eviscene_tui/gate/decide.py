@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from eviscene_tui.gate import inproc as proto
-from eviscene_tui.gate.sidecar import GateDecision, GateRequest, consumed_decisions, gate_dir_for, gate_request, read_decision, read_status
+from eviscene_tui.gate.sidecar import GateDecision, GateRequest, GateStatus, consumed_decisions, gate_dir_for, gate_request, read_decision, read_status
 from eviscene_tui.journal import Journal, JournalError, parse_journal_bytes
 
 JOURNAL_ACTIONS = {
@@ -120,12 +120,7 @@ def decide(
     ``expect_gate_sha256`` (the app: the card the operator looked at) a gate whose
     content changed since is refused rather than decided unseen."""
     kind = _kind(action)
-    if type(round_index) is not int or round_index < 0:
-        raise DecideUsage("--round must be a non-negative integer")
-    if step is not None and action != "relocalize":
-        raise DecideUsage("--step is only for relocalize")
-    if step is not None and (type(step) is not int or step < 0):
-        raise DecideUsage("--step must be a non-negative integer")
+    _check_usage(action, round_index, step)
     operator = (operator or "").strip() or default_operator()
     root_path = Path(os.path.abspath(os.fspath(root)))
     gdir = gate_dir_for(root_path, gate_dir)
@@ -136,12 +131,7 @@ def decide(
     what = f"round {round_index}" if kind == "round" else f"the hint of round {round_index}"
     candidates = status.pending_for(kind, round_index)
     if not candidates:
-        prefix = proto.gate_name(round_index)
-        earlier = [d for d in status.decisions if d.kind == kind and d.round == round_index and (kind == "hint" or d.name == prefix)]
-        if earlier:
-            return DecideResult(False, _refused_already(earlier, what), winner=earlier[-1])
-        pending = ", ".join(f"{p.kind} gate of round {p.round}" for p in status.pending) or "nothing"
-        return DecideResult(False, f"nothing pending for {what} (pending: {pending})")
+        return _nothing_pending(status, kind, round_index, what)
     request = candidates[0]
     if expect_gate_sha256 is not None and request.sha256 != expect_gate_sha256:
         return DecideResult(False, f"the gate for {what} changed since it was shown; look again before deciding")
@@ -153,9 +143,43 @@ def decide(
         note = _set_aside_unreadable(gdir, path, request.name)
         if note:
             notes.append(note + (f" ({problem})" if problem else ""))
-    reason = (reason or "").strip() or DEFAULT_REASONS.get(action, "")
+    doc = _decision_doc(request, kind, action, step, (reason or "").strip() or DEFAULT_REASONS.get(action, ""), operator)
+    lost = _create_or_lose(root_path, gdir, path, request, doc, what, notes)
+    if lost is not None:
+        return lost
+    event = None
+    try:
+        event = journal_decision(root_path, gdir, doc, request)
+        reconcile_journal(root_path, gdir)
+    except JournalError as exc:
+        notes.append(f"the decision is taken but could not be journaled yet: {exc}")
+    message = f"decided {action} for {what}" + (f" at step {step}" if step is not None else "") + f" ({operator})"
+    return DecideResult(True, message, decision=doc, journal_event=event, notes=tuple(notes))
+
+
+def _check_usage(action: str, round_index: int, step: int | None) -> None:
+    if type(round_index) is not int or round_index < 0:
+        raise DecideUsage("--round must be a non-negative integer")
+    if step is not None and action != "relocalize":
+        raise DecideUsage("--step is only for relocalize")
+    if step is not None and (type(step) is not int or step < 0):
+        raise DecideUsage("--step must be a non-negative integer")
+
+
+def _nothing_pending(status: GateStatus, kind: str, round_index: int, what: str) -> DecideResult:
+    """The refusal when no gate of that kind waits for that round: who already decided it, or what is pending."""
+    prefix = proto.gate_name(round_index)
+    earlier = [d for d in status.decisions if d.kind == kind and d.round == round_index and (kind == "hint" or d.name == prefix)]
+    if earlier:
+        return DecideResult(False, _refused_already(earlier, what), winner=earlier[-1])
+    pending = ", ".join(f"{p.kind} gate of round {p.round}" for p in status.pending) or "nothing"
+    return DecideResult(False, f"nothing pending for {what} (pending: {pending})")
+
+
+def _decision_doc(request: GateRequest, kind: str, action: str, step: int | None, reason: str, operator: str) -> dict[str, Any]:
+    """The decision file's content (with its digest), bound to the gate it answers."""
     hint = _v if isinstance(_v := request.doc.get("hint"), dict) else {}
-    doc = proto.with_digest(
+    return proto.with_digest(
         {
             "schema_version": proto.DECISION_SCHEMA,
             "decision_id": uuid.uuid4().hex,
@@ -176,27 +200,26 @@ def decide(
             "hint_sha256": hint.get("hint_sha256"),
         }
     )
+
+
+def _create_or_lose(root: Path, gdir: Path, path: Path, request: GateRequest, doc: dict[str, Any], what: str,
+                    notes: list[str]) -> DecideResult | None:
+    """Create the decision file exclusively (one winner). None when ours is the decision;
+    else the refusal naming the winner (another decider, or the driver that closed the gate)."""
     if not proto.create_exclusive(path, proto.document_bytes(doc)):
         winner, problem = read_decision(path, request.name)
         if winner is not None:
             return DecideResult(False, _refused_already([winner], what), winner=winner, notes=tuple(notes))
         return DecideResult(False, f"another decision file for {what} appeared and cannot be read: {problem}", notes=tuple(notes))
-    if proto.sha256_file(request.path) != request.sha256:
-        # the driver consumed another decision (a stop) and closed this gate between our
-        # look and our create: ours decides nothing; set it aside and name the winner
-        _set_aside_unreadable(gdir, path, request.name, why="orphan")
-        earlier = [d for d in read_status(root_path, gdir).decisions if d.name == request.name]
-        if earlier:
-            return DecideResult(False, _refused_already(earlier, what), winner=earlier[-1], notes=tuple(notes))
-        return DecideResult(False, f"the gate for {what} closed while deciding", notes=tuple(notes))
-    event = None
-    try:
-        event = journal_decision(root_path, gdir, doc, request)
-        reconcile_journal(root_path, gdir)
-    except JournalError as exc:
-        notes.append(f"the decision is taken but could not be journaled yet: {exc}")
-    message = f"decided {action} for {what}" + (f" at step {step}" if step is not None else "") + f" ({operator})"
-    return DecideResult(True, message, decision=doc, journal_event=event, notes=tuple(notes))
+    if proto.sha256_file(request.path) == request.sha256:
+        return None
+    # the driver consumed another decision (a stop) and closed this gate between our
+    # look and our create: ours decides nothing; set it aside and name the winner
+    _set_aside_unreadable(gdir, path, request.name, why="orphan")
+    earlier = [d for d in read_status(root, gdir).decisions if d.name == request.name]
+    if earlier:
+        return DecideResult(False, _refused_already(earlier, what), winner=earlier[-1], notes=tuple(notes))
+    return DecideResult(False, f"the gate for {what} closed while deciding", notes=tuple(notes))
 
 
 # ---------------------------------------------------------------------- journal

@@ -54,6 +54,7 @@ import importlib.machinery
 import inspect
 import json
 import os
+import runpy
 import secrets
 import socket
 import sys
@@ -496,25 +497,32 @@ class SearchGate:
         interval = poll_seconds()
         try:
             while True:
-                doc, problem = read_document(path)
+                doc = self._usable_decision(path, name, gate_sha)
                 if doc is not None:
-                    problem = decision_problem(doc, name)
-                    if problem is None and doc.get("gate_sha256") != gate_sha:
-                        self._set_aside(path, name, "other-gate")
-                        problem = None
-                        doc = None
-                    if problem is None and doc is not None:
-                        with self._lock:
-                            self.problems.pop(name, None)
-                        return doc
-                with self._lock:
-                    if problem:
-                        self.problems[name] = problem
-                    else:
-                        self.problems.pop(name, None)
+                    return doc
                 await asyncio.sleep(interval)
         finally:
             self.set_state("running")
+
+    def _usable_decision(self, path: Path, name: str, gate_sha: str) -> dict[str, Any] | None:
+        """The decision in ``path`` when it is usable for this gate content, else None
+        (a problem with the file is noted for the heartbeat; one for another gate
+        content is set aside)."""
+        doc, problem = read_document(path)
+        if doc is not None:
+            problem = decision_problem(doc, name)
+            if problem is None and doc.get("gate_sha256") != gate_sha:
+                self._set_aside(path, name, "other-gate")
+                doc = None
+        with self._lock:
+            if problem is None and doc is not None:
+                self.problems.pop(name, None)
+                return doc
+            if problem:
+                self.problems[name] = problem
+            else:
+                self.problems.pop(name, None)
+        return None
 
     def _applied(self, name: str, decision: dict[str, Any], extra: dict[str, Any]) -> None:
         doc = {
@@ -713,6 +721,7 @@ class Gate:
             raise GateSeamMissing(f"eviscene-tui gate: {module.__name__} has no run_search; the gate cannot attach")
         if getattr(run_search, "__eviscene_gate__", False):
             return
+        params: Mapping[str, inspect.Parameter]
         try:
             params = inspect.signature(run_search).parameters
         except (TypeError, ValueError):
@@ -865,8 +874,6 @@ def _parse(argv: list[str]) -> tuple[dict[str, Any], list[str]]:
 
 
 def main(argv: list[str] | None = None) -> None:
-    import runpy
-
     opts, driver = _parse(list(sys.argv[1:] if argv is None else argv))
     if not driver:
         raise SystemExit(f"eviscene-tui gate: no driver script given\n{USAGE}")

@@ -158,26 +158,7 @@ def fold(events: Iterable[dict[str, Any]]) -> DecisionState:
             continue
         if ev.get("action") == "undo":
             state.undos.append(ev)
-            data = _v if isinstance(_v := ev.get("data"), dict) else {}
-            target = index.get(str(data.get("undoes")))
-            if target is not None and target.undone_by is None:
-                target.undone_by = str(ev.get("id"))
-                subject = _subject(target.event)
-                # Undoing the latest decision on a subject re-activates the one it superseded.
-                if subject is not None and latest.get(subject) is target:
-                    previous = next(
-                        (
-                            d
-                            for d in reversed(state.decisions)
-                            if d is not target and d.undone_by is None and _subject(d.event) == subject
-                        ),
-                        None,
-                    )
-                    if previous is not None:
-                        previous.superseded_by = None
-                        latest[subject] = previous
-                    else:
-                        latest.pop(subject, None)
+            _undo(state, index, latest, ev)
             continue
         d = Decision(ev)
         subject = _subject(ev)
@@ -189,6 +170,28 @@ def fold(events: Iterable[dict[str, Any]]) -> DecisionState:
         state.decisions.append(d)
         index[d.id] = d
     return state
+
+
+def _undo(state: DecisionState, index: dict[str, Decision], latest: dict[tuple[Any, ...], Decision], ev: dict[str, Any]) -> None:
+    """Mark the decision an undo event names as undone (once). Undoing the latest decision
+    on a subject re-activates the one it superseded."""
+    data = _v if isinstance(_v := ev.get("data"), dict) else {}
+    target = index.get(str(data.get("undoes")))
+    if target is None or target.undone_by is not None:
+        return
+    target.undone_by = str(ev.get("id"))
+    subject = _subject(target.event)
+    if subject is None or latest.get(subject) is not target:
+        return
+    previous = next(
+        (d for d in reversed(state.decisions) if d is not target and d.undone_by is None and _subject(d.event) == subject),
+        None,
+    )
+    if previous is not None:
+        previous.superseded_by = None
+        latest[subject] = previous
+    else:
+        latest.pop(subject, None)
 
 
 # ---------------------------------------------------------------------- evidence

@@ -104,16 +104,7 @@ def infer_hint_template(source: list[dict[str, Any]], hinted: list[dict[str, Any
     if not hint or not hint.strip():
         return None
     if len(hinted) == len(source) + 1:
-        for k in range(len(hinted)):
-            if hinted[:k] + hinted[k + 1:] == source:
-                added = hinted[k]
-                got = _text_of(added.get("content"))
-                parts = _split_around(got[0], hint) if got else None
-                if got is None or parts is None or not isinstance(added.get("role"), str) or set(added) - {"role", "content"}:
-                    return None
-                return HintTemplate(NEW_MESSAGE, added["role"], parts[0], parts[1], from_end=len(hinted) - 1 - k,
-                                    list_content=got[1], evidence=evidence)
-        return None
+        return _inserted_message(source, hinted, hint, evidence)
     if len(hinted) != len(source):
         return None
     changed = [k for k in range(len(source)) if source[k] != hinted[k]]
@@ -131,25 +122,48 @@ def infer_hint_template(source: list[dict[str, Any]], hinted: list[dict[str, Any
     if isinstance(a, str) and isinstance(b, str):
         return _text_change(a, b, hint, role, which, None, evidence)
     if isinstance(a, list) and isinstance(b, list):
-        if len(b) == len(a) + 1:
-            for j in range(len(b)):
-                if b[:j] + b[j + 1:] == a:
-                    got = _text_of([b[j]])
-                    parts = _split_around(got[0], hint) if got else None
-                    if parts is None:
-                        return None
-                    return HintTemplate(NEW_PART, role, parts[0], parts[1], which=which, from_end=len(b) - 1 - j, evidence=evidence)
+        return _changed_parts(a, b, hint, role, which, evidence)
+    return None
+
+
+def _inserted_message(source: list[dict[str, Any]], hinted: list[dict[str, Any]], hint: str, evidence: str) -> HintTemplate | None:
+    """``hinted`` is ``source`` with one message more: that message holds the hint (and only it, role and content)."""
+    for k in range(len(hinted)):
+        if hinted[:k] + hinted[k + 1:] != source:
+            continue
+        added = hinted[k]
+        got = _text_of(added.get("content"))
+        parts = _split_around(got[0], hint) if got else None
+        if got is None or parts is None or not isinstance(added.get("role"), str) or set(added) - {"role", "content"}:
             return None
-        if len(a) == len(b):
-            diff = [j for j in range(len(a)) if a[j] != b[j]]
-            if len(diff) != 1:
+        return HintTemplate(NEW_MESSAGE, added["role"], parts[0], parts[1], from_end=len(hinted) - 1 - k,
+                            list_content=got[1], evidence=evidence)
+    return None
+
+
+def _changed_parts(a: list[Any], b: list[Any], hint: str, role: str, which: str, evidence: str) -> HintTemplate | None:
+    """One message's content parts: one part added (a new text part), or one text part changed."""
+    if len(b) == len(a) + 1:
+        for j in range(len(b)):
+            if b[:j] + b[j + 1:] != a:
+                continue
+            got = _text_of([b[j]])
+            parts = _split_around(got[0], hint) if got else None
+            if parts is None:
                 return None
-            j = diff[0]
-            pa, pb = a[j], b[j]
-            if not (isinstance(pa, dict) and isinstance(pb, dict) and pa.get("type") == pb.get("type") == "text"):
-                return None
-            if isinstance(pa.get("text"), str) and isinstance(pb.get("text"), str):
-                return _text_change(pa["text"], pb["text"], hint, role, which, len(a) - 1 - j, evidence)
+            return HintTemplate(NEW_PART, role, parts[0], parts[1], which=which, from_end=len(b) - 1 - j, evidence=evidence)
+        return None
+    if len(a) != len(b):
+        return None
+    diff = [j for j in range(len(a)) if a[j] != b[j]]
+    if len(diff) != 1:
+        return None
+    j = diff[0]
+    pa, pb = a[j], b[j]
+    if not (isinstance(pa, dict) and isinstance(pb, dict) and pa.get("type") == pb.get("type") == "text"):
+        return None
+    if isinstance(pa.get("text"), str) and isinstance(pb.get("text"), str):
+        return _text_change(pa["text"], pb["text"], hint, role, which, len(a) - 1 - j, evidence)
     return None
 
 

@@ -61,33 +61,14 @@ async def run_continuation(
     body = chat_body(request, client.config, model=client.target.model)
     stem = (case_ref or {}).get("case_id") or (case_ref or {}).get("case_key")
     secret = client.config.api_key
-    last_yield = time.monotonic()
     try:
-        # aclosing: leaving the loop (break, error, cancel) closes the HTTP response now,
-        # not whenever the generator is garbage-collected
-        add, clock = acc.add, time.monotonic
         # client.continuation() = begin() + stream_chat(); iterating the batches (one list
         # of events per network read) directly saves an async-generator hop per event
         base_url, sent_body, opening = await client.begin(body)
         for ev in opening:
-            add(ev)
-            if on_event is not None:
-                on_event(ev)
+            _emit(acc, on_event, ev)
         if base_url is not None:
-            async with aclosing(client.stream_chat_batches(base_url, sent_body)) as batches:
-                async for batch in batches:
-                    for ev in batch:
-                        add(ev)
-                        if on_event is not None:
-                            on_event(ev)
-                    if type(batch[-1]) is StreamError:
-                        break
-                    # a big batch can take a while to fold: give the event loop
-                    # (the UI, a cancel key) a turn at least every 10 ms
-                    now = clock()
-                    if now - last_yield > 0.01:
-                        last_yield = now
-                        await asyncio.sleep(0)
+            await _fold_stream(client, base_url, sent_body, acc, on_event)
     except asyncio.CancelledError:
         acc.cancelled = True
         acc.t_end = acc.t_end or time.monotonic()
@@ -95,19 +76,42 @@ async def run_continuation(
         acc.record_path, acc.save_error = _save(work, record, stem)
         raise
     except Exception as exc:  # noqa: BLE001 - a bug or an unexpected transport failure: still a recorded failed attempt
-        err = StreamError("connect", client.config.scrub(f"{type(exc).__name__}: {exc}"))
-        acc.add(err)
-        if on_event is not None:
-            on_event(err)
+        _emit(acc, on_event, StreamError("connect", client.config.scrub(f"{type(exc).__name__}: {exc}")))
     if acc.error is None and acc.done and acc.finish_reason is None:
-        err = StreamError("malformed", "the stream ended ([DONE]) without a finish_reason")
-        acc.add(err)
-        if on_event is not None:
-            on_event(err)
+        _emit(acc, on_event, StreamError("malformed", "the stream ended ([DONE]) without a finish_reason"))
     record = build_record(acc, target=client.target, request=request, body=body, case_ref=case_ref, secret=secret)
     path, save_error = _save(work, record, stem)
     acc.record_path, acc.save_error = path, save_error
     return ContinuationOutcome(acc.status, acc, record, path, save_error)
+
+
+def _emit(acc: StreamAccumulator, on_event: Callable[[PolicyEvent], None] | None, ev: PolicyEvent) -> None:
+    acc.add(ev)
+    if on_event is not None:
+        on_event(ev)
+
+
+async def _fold_stream(client: PolicyClient, base_url: str, body: dict[str, Any], acc: StreamAccumulator,
+                       on_event: Callable[[PolicyEvent], None] | None) -> None:
+    """Fold the streamed batches into ``acc`` (and hand each event to ``on_event``) until
+    the stream ends or fails. aclosing: leaving the loop (break, error, cancel) closes the
+    HTTP response now, not whenever the generator is garbage-collected."""
+    add, clock = acc.add, time.monotonic
+    last_yield = clock()
+    async with aclosing(client.stream_chat_batches(base_url, body)) as batches:
+        async for batch in batches:
+            for ev in batch:
+                add(ev)
+                if on_event is not None:
+                    on_event(ev)
+            if type(batch[-1]) is StreamError:
+                break
+            # a big batch can take a while to fold: give the event loop
+            # (the UI, a cancel key) a turn at least every 10 ms
+            now = clock()
+            if now - last_yield > 0.01:
+                last_yield = now
+                await asyncio.sleep(0)
 
 
 def record_failure(
