@@ -15,13 +15,7 @@ from pathlib import Path
 from eviscene_tui.gate import INPROC_PATH
 from eviscene_tui.gate.standin import DRIVER_PATH
 
-from gate_fixtures import CLI, ENV, decide, finish, make_case, manifest, pending, start_gate, status, wait_until
-
-
-def _kill(proc: subprocess.Popen) -> None:
-    if proc.poll() is None:
-        proc.kill()
-        proc.wait()
+from gate_fixtures import CLI, ENV, EXIT_TIMEOUT, decide, finish, make_case, manifest, pending, start_gate, status, stop, wait_until
 
 
 def test_sigkill_while_waiting_then_resume_replays_decisions(tmp_path):
@@ -36,7 +30,7 @@ def test_sigkill_while_waiting_then_resume_replays_decisions(tmp_path):
         assert [(p["kind"], p["round"]) for p in st["pending"]] == [("round", 0)]
         assert decide(case, "approve-round", 0).returncode == 0
     finally:
-        _kill(proc)
+        stop(proc)
 
     proc = start_gate(case, resume=True)
     try:
@@ -49,7 +43,7 @@ def test_sigkill_while_waiting_then_resume_replays_decisions(tmp_path):
         proc.send_signal(signal.SIGKILL)  # killed inside round 1, after its inputs were written
         proc.wait()
     finally:
-        _kill(proc)
+        stop(proc)
 
     proc = start_gate(case, resume=True)
     try:
@@ -61,7 +55,7 @@ def test_sigkill_while_waiting_then_resume_replays_decisions(tmp_path):
         assert decide(case, "approve-hint", 1).returncode == 0
         assert finish(proc) == 0
     finally:
-        _kill(proc)
+        stop(proc)
     assert manifest(case)["status"] == "converged"
     assert manifest(case)["execution_error"] is None
 
@@ -76,7 +70,7 @@ def test_two_concurrent_deciders_exactly_one_wins(tmp_path):
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV)
             for action, who in (("approve-round", "alice"), ("stop", "bob"))
         ]
-        results = [(r.wait(timeout=60), *r.communicate()) for r in racers]
+        results = [(r.wait(timeout=EXIT_TIMEOUT), *r.communicate()) for r in racers]
         codes = sorted(code for code, _o, _e in results)
         assert codes == [0, 1]
         winner = "alice" if results[0][0] == 0 else "bob"
@@ -90,7 +84,7 @@ def test_two_concurrent_deciders_exactly_one_wins(tmp_path):
         bad = decide(case, "approve-round", 0, "--step", "3")
         assert bad.returncode == 2 and "--step is only for relocalize" in bad.stderr
     finally:
-        _kill(proc)
+        stop(proc)
 
 
 def test_hand_edited_decision_file_is_reported_and_the_gate_keeps_waiting(tmp_path):
@@ -108,7 +102,7 @@ def test_hand_edited_decision_file_is_reported_and_the_gate_keeps_waiting(tmp_pa
         assert good.returncode == 0 and "set aside" in good.stderr
         assert finish(proc) == 0
     finally:
-        _kill(proc)
+        stop(proc)
     assert manifest(case)["execution_error"]["type"] == "OperatorStoppedSearch"
     aside = list((case.gate_dir / "consumed").glob("round-00.unreadable.*.json"))
     assert len(aside) == 1
@@ -131,7 +125,7 @@ def test_edited_decision_with_valid_json_is_detected(tmp_path):
         assert decide(case, "reject-hint", 0).returncode == 0
         wait_until(pending(case, "round", 1), "the round-1 gate")
     finally:
-        _kill(proc)
+        stop(proc)
 
 
 def _driver_repo(tmp_path: Path, search_src: str, runtime_src: str) -> Path:
@@ -166,7 +160,7 @@ def test_driver_without_the_execute_round_seam_is_refused(tmp_path):
         "class QwenContinuationAdapter:\n    async def propose_hints(self, **kw):\n        return []\n",
     )
     out = tmp_path / "search"
-    done = subprocess.run([*CLI, "gate", "--", str(script), "--output-dir", str(out)], capture_output=True, text=True, env=ENV, timeout=60)
+    done = subprocess.run([*CLI, "gate", "--", str(script), "--output-dir", str(out)], capture_output=True, text=True, env=ENV, timeout=EXIT_TIMEOUT)
     assert done.returncode != 0
     assert "psd_repair_search.run_search has no execute_round keyword" in done.stderr
     assert not out.exists()  # refused before the search wrote anything
@@ -179,7 +173,7 @@ def test_driver_without_propose_hints_is_refused(tmp_path):
         "class QwenContinuationAdapter:\n    pass\n",
     )
     out = tmp_path / "search"
-    done = subprocess.run([*CLI, "gate", "--", str(script), "--output-dir", str(out)], capture_output=True, text=True, env=ENV, timeout=60)
+    done = subprocess.run([*CLI, "gate", "--", str(script), "--output-dir", str(out)], capture_output=True, text=True, env=ENV, timeout=EXIT_TIMEOUT)
     assert done.returncode != 0
     assert "QwenContinuationAdapter has no propose_hints" in done.stderr
     assert not out.exists()
@@ -189,11 +183,11 @@ def test_non_feedback_mode_is_refused_up_front(tmp_path):
     case = make_case(tmp_path)
     for mode_args in (["--search-mode", "single"], ["--search-mode=slate"]):
         argv = [a for a in case.argv() if a not in ("--search-mode", "feedback")] + mode_args
-        done = subprocess.run([*CLI, "gate", "--", *argv], capture_output=True, text=True, env=ENV, timeout=60)
+        done = subprocess.run([*CLI, "gate", "--", *argv], capture_output=True, text=True, env=ENV, timeout=EXIT_TIMEOUT)
         assert done.returncode == 2, done.stderr
         assert "no feedback rounds to gate" in done.stderr
         # the in-driver module refuses too, when started directly
-        direct = subprocess.run([sys.executable, str(INPROC_PATH), "--", *argv], capture_output=True, text=True, env=ENV, timeout=60)
+        direct = subprocess.run([sys.executable, str(INPROC_PATH), "--", *argv], capture_output=True, text=True, env=ENV, timeout=EXIT_TIMEOUT)
         assert direct.returncode == 2 and "no feedback rounds to gate" in direct.stderr
     assert not case.root.exists()
 
@@ -201,12 +195,12 @@ def test_non_feedback_mode_is_refused_up_front(tmp_path):
 def test_a_driver_that_never_enters_its_search_exits_non_zero(tmp_path):
     script = tmp_path / "driver.py"
     script.write_text("print('hello from a driver that never searches')\n")
-    done = subprocess.run([*CLI, "gate", "--", str(script)], capture_output=True, text=True, env=ENV, timeout=60)
+    done = subprocess.run([*CLI, "gate", "--", str(script)], capture_output=True, text=True, env=ENV, timeout=EXIT_TIMEOUT)
     assert done.returncode == 3
     assert done.stdout == "hello from a driver that never searches\n"  # the driver's stdout unchanged
     assert "nothing was gated" in done.stderr
     script.write_text("import sys\nsys.exit(5)\n")
-    done = subprocess.run([*CLI, "gate", "--", str(script)], capture_output=True, text=True, env=ENV, timeout=60)
+    done = subprocess.run([*CLI, "gate", "--", str(script)], capture_output=True, text=True, env=ENV, timeout=EXIT_TIMEOUT)
     assert done.returncode == 5 and "nothing was gated" in done.stderr
 
 
@@ -221,9 +215,9 @@ def test_inproc_runs_in_an_interpreter_without_this_app(tmp_path):
     try:
         wait_until(pending(case, "round", 0), "the round-0 gate")
         assert decide(case, "approve-round", 0).returncode == 0
-        assert proc.wait(timeout=60) == 0, (tmp_path / "iso.err").read_text()
+        assert proc.wait(timeout=EXIT_TIMEOUT) == 0, (tmp_path / "iso.err").read_text()
     finally:
-        _kill(proc)
+        stop(proc)
     assert manifest(case)["status"] == "attempt_budget_exhausted"
     assert DRIVER_PATH.is_file()
     assert "OperatorStoppedSearch" not in (tmp_path / "iso.err").read_text()
@@ -252,7 +246,7 @@ def test_a_decider_that_died_before_journaling_is_caught_up(tmp_path):
         wait_until(pending(case, "hint", 0), "the hint gate (the unjournaled decision was used)")
         assert decide(case, "approve-hint", 0).returncode == 0
     finally:
-        _kill(proc)
+        stop(proc)
     journal = case.gate_dir / "decisions.jsonl"
     events, _ = parse_journal_bytes(journal.read_bytes())
     assert verify_chain(journal).ok

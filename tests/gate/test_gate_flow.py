@@ -5,27 +5,22 @@ bundled fake vLLM over real loopback HTTP."""
 
 from __future__ import annotations
 
+import hashlib
 import json
+import re
 import signal
+import subprocess
+import sys
 
-import pytest
-
-from eviscene_tui.fake_vllm.harness import FakeVLLMServer
 from eviscene_tui.journal import parse_journal_bytes, verify_chain
 
-from gate_fixtures import decide, finish, make_case, manifest, output_of, pending, start_gate, status, wait_until
+from gate_fixtures import ENV, EXIT_TIMEOUT, decide, finish, gated, make_case, manifest, output_of, pending, run_cli, status, wait_until
+from gate_fixtures import fake_vllm  # noqa: F401 - a fixture (used by name)
 
 
-@pytest.fixture
-def fake_vllm():
-    with FakeVLLMServer(scenario={"tokens_per_second": None}) as server:
-        yield server
-
-
-def test_approve_relocalize_reject_stop_resume_converge(tmp_path, fake_vllm):
+def test_approve_relocalize_reject_stop_resume_converge(tmp_path, fake_vllm):  # noqa: F811 - the fixture
     case = make_case(tmp_path, policy_url=fake_vllm.v1_url, policy_model=fake_vllm.profile_dict()["profile_id"])
-    proc = start_gate(case, gate_opts=["--operator", "carol"])
-    try:
+    with gated(case, gate_opts=["--operator", "carol"]) as proc:
         # round 0: the gate shows the driver's own feedback before anything of round 0 is written
         gate0 = wait_until(pending(case, "round", 0), "the round-0 gate")
         assert gate0["feedback"]["previous_rounds"] == [] and gate0["feedback"]["needs_relocalization"] is False
@@ -68,10 +63,6 @@ def test_approve_relocalize_reject_stop_resume_converge(tmp_path, fake_vllm):
         # stop before round 2: the driver persists paused_execution_error and exits as it would
         assert decide(case, "stop", 2, "--reason", "lunch").returncode == 0
         assert finish(proc) == 0
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
     m = manifest(case)
     assert m["status"] == "paused_execution_error"
     assert m["execution_error"] == {"round": 2, "type": "OperatorStoppedSearch"}
@@ -81,18 +72,13 @@ def test_approve_relocalize_reject_stop_resume_converge(tmp_path, fake_vllm):
     assert [d["action"] for d in st["decisions"]] == ["approve-round", "approve-hint", "relocalize", "reject-hint", "stop"]
 
     # resume under the gate: round 2 is asked again (the stop was consumed), then converges at step 5
-    proc = start_gate(case, resume=True)
-    try:
+    with gated(case, resume=True) as proc:
         wait_until(pending(case, "round", 2), "the round-2 gate after resume")
         assert decide(case, "approve-round", 2).returncode == 0
         hint2 = wait_until(pending(case, "hint", 2), "the round-2 hint gate")
         assert hint2["hint"]["text"].startswith("At step 5:")
         assert decide(case, "approve-hint", 2).returncode == 0
         assert finish(proc) == 0
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
     out, _err = output_of(proc)
     assert json.loads(out)["status"] == "converged"
     # the teacher steps came from the fake vLLM, with the approved hints in the request (rounds 0 and 2 only)
@@ -114,18 +100,12 @@ def test_approve_relocalize_reject_stop_resume_converge(tmp_path, fake_vllm):
     reloc = events[2]
     assert reloc["operator"] == "bob" and reloc["reason"] == "the agent stops searching at step 5"
     assert reloc["target"]["round"] == 1 and reloc["data"]["to_step_index"] == 5
-    import hashlib
-
     req = (case.root / "requests" / "round-01.json").read_bytes()
     assert reloc["evidence"]["requests/round-01.json"] == hashlib.sha256(req).hexdigest()
     assert any(key.endswith("gates/round-01.json") for key in reloc["evidence"])
 
     # `decisions` exports the gate journal from the search root
-    import subprocess
-
-    from gate_fixtures import CLI, ENV
-
-    export = subprocess.run([*CLI, "decisions", str(case.root), "--json"], capture_output=True, text=True, env=ENV)
+    export = run_cli("decisions", str(case.root), "--json")
     assert export.returncode == 0, export.stderr
     rows = json.loads(export.stdout)["decisions"]
     assert [r["action"] for r in rows][:3] == ["approve_round", "approve_hint", "relocalize"]
@@ -134,30 +114,20 @@ def test_approve_relocalize_reject_stop_resume_converge(tmp_path, fake_vllm):
 
 def test_sigterm_of_gate_stops_the_driver_as_it_would(tmp_path):
     case = make_case(tmp_path)
-    proc = start_gate(case)
-    try:
+    with gated(case) as proc:
         wait_until(pending(case, "round", 0), "the round-0 gate")
         proc.send_signal(signal.SIGTERM)
         assert finish(proc) == -signal.SIGTERM  # the gate process is the driver (exec): default SIGTERM action
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
     st = wait_until(lambda: (s := status(case)) and not s["driver"]["alive"] and s, "the driver to be reported gone")
     assert st["pending"][0]["round"] == 0  # still pending: a later decision is used on resume
 
 
 def test_sigint_of_gate_interrupts_the_driver_as_it_would(tmp_path):
     case = make_case(tmp_path)
-    proc = start_gate(case)
-    try:
+    with gated(case) as proc:
         wait_until(pending(case, "round", 0), "the round-0 gate")
         proc.send_signal(signal.SIGINT)
         code = finish(proc)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
     _out, err = output_of(proc)
     assert code == -signal.SIGINT and "KeyboardInterrupt" in err  # Python's own reaction, unchanged
     st = status(case)
@@ -166,36 +136,25 @@ def test_sigint_of_gate_interrupts_the_driver_as_it_would(tmp_path):
 
 def test_the_gate_writes_nothing_in_the_root(tmp_path):
     """An all-approve gated run leaves exactly the files an ungated run leaves."""
-    import re
-    import subprocess
-    import sys
-
-    from gate_fixtures import ENV
-
     extra = ["--repair-attempts", "1", "--proposal-rounds", "1"]
-    gated = make_case(tmp_path / "gated")
-    proc = start_gate(gated, extra=extra)
-    try:
-        wait_until(pending(gated, "round", 0), "the round-0 gate")
-        assert decide(gated, "approve-round", 0).returncode == 0
-        wait_until(pending(gated, "hint", 0), "the hint gate")
-        assert decide(gated, "approve-hint", 0).returncode == 0
+    gated_case = make_case(tmp_path / "gated")
+    with gated(gated_case, extra=extra) as proc:
+        wait_until(pending(gated_case, "round", 0), "the round-0 gate")
+        assert decide(gated_case, "approve-round", 0).returncode == 0
+        wait_until(pending(gated_case, "hint", 0), "the hint gate")
+        assert decide(gated_case, "approve-hint", 0).returncode == 0
         assert finish(proc) == 0
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
     plain = make_case(tmp_path / "plain")
-    done = subprocess.run([sys.executable, *plain.argv(extra=extra)], capture_output=True, text=True, env=ENV, timeout=60)
+    done = subprocess.run([sys.executable, *plain.argv(extra=extra)], capture_output=True, text=True, env=ENV, timeout=EXIT_TIMEOUT)
     assert done.returncode == 0, done.stderr
 
     def files(root):
         return sorted(re.sub(r"-[0-9a-f]{12}\b", "-<id>", str(p.relative_to(root))) for p in root.rglob("*") if p.is_file())
 
-    assert files(gated.root) == files(plain.root)
+    assert files(gated_case.root) == files(plain.root)
     assert not (plain.root.parent / (plain.root.name + ".eviscene-gate")).exists()
     for rel in ("round-inputs/round-00/public.json", "rounds/round-00/proposer-hint-audits.json"):
-        assert (gated.root / rel).read_bytes() == (plain.root / rel).read_bytes(), rel
+        assert (gated_case.root / rel).read_bytes() == (plain.root / rel).read_bytes(), rel
     # the request is bound to the search identity (whose input paths differ here); its feedback is the same
-    payload = [json.loads((c.root / "requests" / "round-00.json").read_text(encoding="utf-8"))["payload"] for c in (gated, plain)]
+    payload = [json.loads((c.root / "requests" / "round-00.json").read_text(encoding="utf-8"))["payload"] for c in (gated_case, plain)]
     assert payload[0] == payload[1]

@@ -4,12 +4,11 @@
 from __future__ import annotations
 
 import ast
-import subprocess
 import sys
 
 from eviscene_tui.gate import INPROC_PATH
 
-from gate_fixtures import CLI, ENV, decide, finish, make_case, pending, start_gate, wait_until
+from gate_fixtures import decide, finish, gated, make_case, pending, run_cli, wait_until
 
 
 def test_inproc_imports_only_the_standard_library_and_parses_as_3_10():
@@ -27,17 +26,11 @@ def test_inproc_imports_only_the_standard_library_and_parses_as_3_10():
 
 def test_gate_runs_the_driver_in_the_given_interpreter(tmp_path):
     case = make_case(tmp_path)
-    proc = start_gate(case, gate_opts=["--python", sys.executable], extra=["--repair-attempts", "1", "--proposal-rounds", "1"])
-    try:
+    with gated(case, gate_opts=["--python", sys.executable], extra=["--repair-attempts", "1", "--proposal-rounds", "1"]) as proc:
         wait_until(pending(case, "round", 0), "the round-0 gate")
         assert decide(case, "approve-round", 0).returncode == 0
         wait_until(pending(case, "hint", 0), "the round-0 hint gate")
         assert decide(case, "approve-hint", 0).returncode == 0
         assert finish(proc) == 0
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-    missing = subprocess.run([*CLI, "gate", "--python", str(tmp_path / "no-python"), "--", *case.argv()],
-                             capture_output=True, text=True, env=ENV)
+    missing = run_cli("gate", "--python", str(tmp_path / "no-python"), "--", *case.argv())
     assert missing.returncode == 2 and "not found or not executable" in missing.stderr

@@ -12,7 +12,7 @@ from eviscene_tui.gate.decide import decide
 from eviscene_tui.gate.sidecar import read_status
 from eviscene_tui.gate.standin import DRIVER_PATH, driver_args, write_inputs
 
-from gate_fixtures import CLI, ENV, wait_until
+from gate_fixtures import CLI, ENV, EXIT_TIMEOUT, wait_until
 
 
 def _waiting(root, kind, round_index):
@@ -44,7 +44,7 @@ def test_two_searches_in_one_driver_process(tmp_path):
             wait_until(_waiting(root, "round", 0), f"the round-0 gate of {root.name}")
         assert decide(roots[1], "stop", 0).taken
         assert decide(roots[0], "approve-round", 0).taken
-        assert proc.wait(timeout=60) == 0, (tmp_path / "err").read_text()
+        assert proc.wait(timeout=EXIT_TIMEOUT) == 0, (tmp_path / "err").read_text()
     finally:
         if proc.poll() is None:
             proc.kill()
@@ -77,7 +77,7 @@ def test_upstream_and_nested_package_names_are_gated_too(tmp_path, package):
         assert decide(root, "approve-round", 0).taken
         wait_until(_waiting(root, "hint", 0), "the hint gate (ifv_training)")
         assert decide(root, "reject-hint", 0).taken
-        assert proc.wait(timeout=60) == 0, (tmp_path / "err").read_text()
+        assert proc.wait(timeout=EXIT_TIMEOUT) == 0, (tmp_path / "err").read_text()
     finally:
         if proc.poll() is None:
             proc.kill()
