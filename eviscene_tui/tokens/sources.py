@@ -9,8 +9,9 @@ Capture keys (the ``source`` argument of the token screen):
 - ``recorded:<path relative to the work dir>``: a continuation recorded by the app
   (any JSON object with prompt / completion token ids).
 
-Works on a ``CaseBundle`` (``case.trace()``, ``case.rounds[i].attempts``,
-``.dir``) through attribute access only, so a partial case still lists what it has.
+Works on a ``CaseBundle`` (``case.trace()``, ``case.rounds[i].attempts``, ``.dir``), or
+None; the accessors below read it tolerantly (a missing or unreadable part is simply
+absent), so a partial case still lists what it has.
 Textual-free; called from workers.
 """
 
@@ -25,6 +26,7 @@ from typing import Any
 
 import orjson
 
+from eviscene_tui.artifacts.case import CaseBundle
 from eviscene_tui.artifacts.media import image_pad_runs, pad_id_for, parse_psd_media, verify_media
 from eviscene_tui.tokens.capture import (
     CaptureData,
@@ -62,7 +64,7 @@ class CaptureRef:
     size: int | None  # number of ids, when cheap to know
 
 
-def _trace(case: Any) -> Any:
+def _trace(case: CaseBundle | None) -> Any:
     fn = getattr(case, "trace", None)
     if fn is None:
         return None
@@ -72,16 +74,16 @@ def _trace(case: Any) -> Any:
     return got
 
 
-def _rounds(case: Any) -> list[Any]:
+def _rounds(case: CaseBundle | None) -> list[Any]:
     rounds = getattr(case, "rounds", None)
     if callable(rounds):
         rounds = rounds()
     return list(rounds or [])
 
 
-def _attempt_groups(case: Any) -> list[tuple[int, Path | None, list[Any]]]:
+def _attempt_groups(case: CaseBundle | None) -> list[tuple[int, Path | None, list[Any]]]:
     """(round index, run dir, attempts) per round; falls back to case-level attempts."""
-    out = []
+    out: list[tuple[int, Path | None, list[Any]]] = []
     for r in _rounds(case):
         atts = getattr(r, "attempts", None)
         if callable(atts):
@@ -111,7 +113,7 @@ def _len(value: Any) -> int | None:
     return len(value) if isinstance(value, (list, tuple)) else None
 
 
-def enumerate_captures(case: Any, *, workdir: str | os.PathLike[str] | None = None) -> list[CaptureRef]:
+def enumerate_captures(case: CaseBundle | None, *, workdir: str | os.PathLike[str] | None = None) -> list[CaptureRef]:
     refs: list[CaptureRef] = []
     trace = _trace(case)
     if trace is not None:
@@ -130,13 +132,12 @@ def enumerate_captures(case: Any, *, workdir: str | os.PathLike[str] | None = No
                 value = field_of(att, field)
                 if value is None:
                     continue
+                size: int | None = _len(value)
                 if field == "repair_rollout_token_capture":
-                    n = (_len(field_of(value, "prompt_token_ids")) or 0) + (_len(field_of(value, "completion_token_ids")) or 0)
-                else:
-                    n = _len(value)
+                    size = (_len(field_of(value, "prompt_token_ids")) or 0) + (_len(field_of(value, "completion_token_ids")) or 0)
                 key = f"attempt:{rnd}:{field}" if k == 0 else f"attempt:{rnd}.{k}:{field}"
                 hint_no = "" if len(atts) == 1 else f" attempt {k}"
-                refs.append(CaptureRef(key, f"round {rnd}{hint_no}: {FIELD_LABELS[field]}", "attempt", n))
+                refs.append(CaptureRef(key, f"round {rnd}{hint_no}: {FIELD_LABELS[field]}", "attempt", size))
     if workdir is not None:
         root = getattr(case, "root", None)
         case_id = getattr(case, "case_id", None)
@@ -232,7 +233,7 @@ def recorded_captures(
     return refs
 
 
-def source_step_prompt_ids(case: Any, step_index: int | None) -> list[int] | None:
+def source_step_prompt_ids(case: CaseBundle | None, step_index: int | None) -> list[int] | None:
     """The student prompt: ``prompt_token_ids`` of source step ``step_index``'s
     ``policy_token_capture`` (None when the case, step or capture is missing). Reads the trace."""
     if case is None or not isinstance(step_index, int) or isinstance(step_index, bool):
@@ -250,7 +251,7 @@ class CaptureError(Exception):
     """A capture key that does not name anything in this case (message is user-facing)."""
 
 
-def _find_attempt(case: Any, rnd: int, k: int) -> tuple[Any, Path | None]:
+def _find_attempt(case: CaseBundle | None, rnd: int, k: int) -> tuple[Any, Path | None]:
     for r, run_dir, atts in _attempt_groups(case):
         if r == rnd:
             if k >= len(atts):
@@ -259,7 +260,7 @@ def _find_attempt(case: Any, rnd: int, k: int) -> tuple[Any, Path | None]:
     raise CaptureError(f"no attempts recorded for round {rnd}")
 
 
-def _source_step_capture(case: Any, att: Any) -> tuple[int | None, Any]:
+def _source_step_capture(case: CaseBundle | None, att: Any) -> tuple[int | None, Any]:
     site = field_of(att, "repair_site")
     idx = field_of(site, "source_step_index")
     if not isinstance(idx, int):
@@ -273,58 +274,84 @@ def _source_step_capture(case: Any, att: Any) -> tuple[int | None, Any]:
     return idx, _raw_capture(steps[idx])
 
 
-def load_capture(case: Any, key: str, *, workdir: str | os.PathLike[str] | None = None) -> CaptureData:
+def load_capture(case: CaseBundle | None, key: str, *, workdir: str | os.PathLike[str] | None = None) -> CaptureData:
     """Load one capture by key. Raises :class:`CaptureError` with a clear message."""
     if key.startswith("step:"):
-        try:
-            idx = int(key.split(":", 1)[1])
-        except ValueError:
-            raise CaptureError(f"bad capture name {key!r}: expected step:<index>") from None
-        trace = _trace(case)
-        if trace is None:
-            raise CaptureError("this case has no readable source trace")
-        steps = getattr(trace, "raw_steps", None) or []
-        if not 0 <= idx < len(steps):
-            raise CaptureError(f"the source trace has {len(steps)} steps; there is no step {idx}")
-        raw = steps[idx]
-        cap = _raw_capture(raw)
-        if cap is None:
-            raise CaptureError(f"source step {idx} has no metadata.policy_token_capture")
-        usage = usage_from_step_tokens(raw.get("tokens")) if isinstance(raw, Mapping) else None
-        stage = (raw.get("stage") or raw.get("stage_name")) if isinstance(raw, Mapping) else None
-        return from_policy_capture(cap, key=key, label=f"source step {idx} ({stage or '?'}) policy_token_capture", usage=usage)
-
+        return _load_step(case, key)
     if key.startswith("recorded:"):
-        if workdir is None:
-            raise CaptureError("no work directory to read recorded continuations from")
-        rel = key.split(":", 1)[1]
-        root = Path(workdir).resolve()
-        path = (root / rel).resolve()
-        if root not in path.parents:
-            raise CaptureError(f"recorded capture {rel!r} is outside the work directory")
-        try:
-            doc = orjson.loads(path.read_bytes())
-        except (OSError, orjson.JSONDecodeError) as exc:
-            raise CaptureError(f"cannot read {rel}: {type(exc).__name__}") from None
-        prompt, completion = _recorded_ids(doc)
-        if prompt is None and completion is None:
-            raise CaptureError(f"{rel} holds no token ids")
-        usage = doc.get("usage") if isinstance(doc.get("usage"), Mapping) else None
-        cap = {
-            "status": doc.get("status"),
-            "prompt_token_ids": prompt,
-            "completion_token_ids": completion,
-            "completion_logprobs": _recorded_logprobs(doc),
-            "completion_topk_by_position": _recorded_topk(doc),
-            "missing": [],
-        }
-        data = from_policy_capture(cap, key=key, label=f"recorded continuation {rel}", usage=usage)
-        data.kind = "continuation"
-        if data.topk is not None:
-            data.topk_semantics = "top logprobs as returned by the server (probability = exp(logprob))"
-        _recorded_request(case, doc, data, prompt)
-        return data
+        return _load_recorded(case, key, workdir)
+    return _load_attempt(case, key)
 
+
+def _load_step(case: CaseBundle | None, key: str) -> CaptureData:
+    """``step:<i>``: the source trace step's ``policy_token_capture``."""
+    try:
+        idx = int(key.split(":", 1)[1])
+    except ValueError:
+        raise CaptureError(f"bad capture name {key!r}: expected step:<index>") from None
+    trace = _trace(case)
+    if trace is None:
+        raise CaptureError("this case has no readable source trace")
+    steps = getattr(trace, "raw_steps", None) or []
+    if not 0 <= idx < len(steps):
+        raise CaptureError(f"the source trace has {len(steps)} steps; there is no step {idx}")
+    raw = steps[idx]
+    cap = _raw_capture(raw)
+    if cap is None:
+        raise CaptureError(f"source step {idx} has no metadata.policy_token_capture")
+    usage = usage_from_step_tokens(raw.get("tokens")) if isinstance(raw, Mapping) else None
+    stage = (raw.get("stage") or raw.get("stage_name")) if isinstance(raw, Mapping) else None
+    return from_policy_capture(cap, key=key, label=f"source step {idx} ({stage or '?'}) policy_token_capture", usage=usage)
+
+
+def _load_recorded(case: CaseBundle | None, key: str, workdir: str | os.PathLike[str] | None) -> CaptureData:
+    """``recorded:<path>``: a continuation the app recorded in its work directory."""
+    if workdir is None:
+        raise CaptureError("no work directory to read recorded continuations from")
+    rel = key.split(":", 1)[1]
+    root = Path(workdir).resolve()
+    path = (root / rel).resolve()
+    if root not in path.parents:
+        raise CaptureError(f"recorded capture {rel!r} is outside the work directory")
+    try:
+        doc = orjson.loads(path.read_bytes())
+    except (OSError, orjson.JSONDecodeError) as exc:
+        raise CaptureError(f"cannot read {rel}: {type(exc).__name__}") from None
+    prompt, completion = _recorded_ids(doc)
+    if prompt is None and completion is None:
+        raise CaptureError(f"{rel} holds no token ids")
+    usage = doc.get("usage") if isinstance(doc.get("usage"), Mapping) else None
+    cap = {
+        "status": doc.get("status"),
+        "prompt_token_ids": prompt,
+        "completion_token_ids": completion,
+        "completion_logprobs": _recorded_logprobs(doc),
+        "completion_topk_by_position": _recorded_topk(doc),
+        "missing": [],
+    }
+    data = from_policy_capture(cap, key=key, label=f"recorded continuation {rel}", usage=usage)
+    data.kind = "continuation"
+    if data.topk is not None:
+        data.topk_semantics = "top logprobs as returned by the server (probability = exp(logprob))"
+    _recorded_request(case, doc, data, prompt)
+    return data
+
+
+@dataclass(frozen=True)
+class _AttemptIds:
+    """The token fields of one attempt record, and the source step its repair site names."""
+
+    student: list[int] | None
+    teacher: list[int] | None
+    completion: list[int] | None
+    rollout: Any  # repair_rollout_token_capture (a mapping or a model), or None
+    src_idx: int | None
+    src_cap: Mapping[str, Any] | None
+
+
+def _load_attempt(case: CaseBundle | None, key: str) -> CaptureData:
+    """``attempt:<round>[.<k>]:<field>``: one token field of an attempt record, with its
+    consistency checks, the student/teacher diff, the hint, the alignment and the media."""
     m = _KEY_RE.match(key)
     if not m:
         raise CaptureError(f"bad capture name {key!r}: expected step:<i>, attempt:<round>[.<k>]:<field> or recorded:<path>")
@@ -335,66 +362,94 @@ def load_capture(case: Any, key: str, *, workdir: str | os.PathLike[str] | None 
     value = field_of(att, field)
     if value is None:
         raise CaptureError(f"round {rnd} attempt {k} has no {field}")
-    label = f"round {rnd} attempt {k}: {FIELD_LABELS[field]}"
-    student = _int(field_of(att, "student_prompt_ids"))
-    teacher = _int(field_of(att, "teacher_prompt_ids"))
-    completion = _int(field_of(att, "completion_ids"))
-    rollout = field_of(att, "repair_rollout_token_capture")
     src_idx, src_cap = _source_step_capture(case, att)
-
-    if field == "repair_rollout_token_capture":
-        data = from_policy_capture(value, key=key, label=label)
-    else:
-        ids = _int(value)
-        if ids is None:
-            raise CaptureError(f"round {rnd} attempt {k}: {field} is not a list of integers")
-        kind = "completion" if field == "completion_ids" else "prompt"
-        data = CaptureData(key=key, label=label, kind=kind, ids=ids, completion_start=0 if kind == "completion" else None)
-        if kind == "completion":
-            rc_completion = _int(field_of(rollout, "completion_token_ids"))
-            if rc_completion is not None and rc_completion == ids:
-                data.logprobs = normalise_logprobs(field_of(rollout, "completion_logprobs"))
-                data.topk = normalise_topk(field_of(rollout, "completion_topk_by_position"))
-                data.topk_k = field_of(rollout, "topk") if isinstance(field_of(rollout, "topk"), int) else None
-                data.topk_semantics = "probabilities renormalised over the k returned logprobs (as stored)"
-                data.status = field_of(rollout, "status")
-                miss = field_of(rollout, "missing") or []
-                data.missing = [str(x) for x in miss] if isinstance(miss, (list, tuple)) else [str(miss)]
-                data.logprob_semantics = field_of(rollout, "teacher_logprob_semantics")
-                data.checks = capture_checks(data, prompt_len=None, completion_len=len(ids))
-                data.notes.append("logprobs and top-k from repair_rollout_token_capture")
-            elif rc_completion is not None:
-                data.checks.append(Check("fail", "completion_ids differ from repair_rollout_token_capture.completion_token_ids"))
-            else:
-                data.checks.append(Check("info", "no teacher rollout capture with logprobs for these ids"))
-
+    ids = _AttemptIds(
+        student=_int(field_of(att, "student_prompt_ids")),
+        teacher=_int(field_of(att, "teacher_prompt_ids")),
+        completion=_int(field_of(att, "completion_ids")),
+        rollout=field_of(att, "repair_rollout_token_capture"),
+        src_idx=src_idx,
+        src_cap=src_cap,
+    )
+    data = _attempt_field(key, f"round {rnd} attempt {k}: {FIELD_LABELS[field]}", field, value, ids.rollout)
     data.run_dir = str(run_dir) if run_dir is not None else None
-    # consistency checks (§2.5 token fields)
-    if student is not None and src_cap is not None:
-        src_prompt = _int(src_cap.get("prompt_token_ids"))
+    _consistency_checks(data, ids)
+    _student_teacher(data, ids, field)
+    _attempt_hint(data, att, field, value, rnd)
+    if ids.completion is not None and ids.src_cap is not None:  # teacher completion vs source step completion
+        src_completion = _int(ids.src_cap.get("completion_token_ids"))
+        if src_completion is not None:
+            data.source_completion_ids = src_completion
+            data.teacher_completion_ids = ids.completion
+            data.alignment, data.alignment_method = align(src_completion, ids.completion)
+    _attempt_media(data, field_of(att, "psd_media"), run_dir, ids)
+    return data
+
+
+def _attempt_field(key: str, label: str, field: str, value: Any, rollout: Any) -> CaptureData:
+    """The capture of one attempt field: the rollout capture as stored, or a list of ids
+    (a teacher completion borrows the logprobs and top-k of a rollout capture of the same ids)."""
+    if field == "repair_rollout_token_capture":
+        return from_policy_capture(value, key=key, label=label)
+    ids = _int(value)
+    if ids is None:
+        raise CaptureError(f"{label.split(':', 1)[0]}: {field} is not a list of integers")
+    if field != "completion_ids":
+        return CaptureData(key=key, label=label, kind="prompt", ids=ids, completion_start=None)
+    data = CaptureData(key=key, label=label, kind="completion", ids=ids, completion_start=0)
+    rc_completion = _int(field_of(rollout, "completion_token_ids"))
+    if rc_completion is not None and rc_completion == ids:
+        data.logprobs = normalise_logprobs(field_of(rollout, "completion_logprobs"))
+        data.topk = normalise_topk(field_of(rollout, "completion_topk_by_position"))
+        data.topk_k = field_of(rollout, "topk") if isinstance(field_of(rollout, "topk"), int) else None
+        data.topk_semantics = "probabilities renormalised over the k returned logprobs (as stored)"
+        data.status = field_of(rollout, "status")
+        miss = field_of(rollout, "missing") or []
+        data.missing = [str(x) for x in miss] if isinstance(miss, (list, tuple)) else [str(miss)]
+        data.logprob_semantics = field_of(rollout, "teacher_logprob_semantics")
+        data.checks = capture_checks(data, prompt_len=None, completion_len=len(ids))
+        data.notes.append("logprobs and top-k from repair_rollout_token_capture")
+    elif rc_completion is not None:
+        data.checks.append(Check("fail", "completion_ids differ from repair_rollout_token_capture.completion_token_ids"))
+    else:
+        data.checks.append(Check("info", "no teacher rollout capture with logprobs for these ids"))
+    return data
+
+
+def _consistency_checks(data: CaptureData, ids: _AttemptIds) -> None:
+    """§2.5 token fields: the student prompt is the source step's, the teacher prompt the rollout's."""
+    if ids.student is not None and ids.src_cap is not None:
+        src_prompt = _int(ids.src_cap.get("prompt_token_ids"))
         if src_prompt is not None:
             data.checks.append(
-                Check("ok", f"student_prompt_ids = source step {src_idx} prompt_token_ids")
-                if src_prompt == student
-                else Check("fail", f"student_prompt_ids differ from source step {src_idx} prompt_token_ids")
+                Check("ok", f"student_prompt_ids = source step {ids.src_idx} prompt_token_ids")
+                if src_prompt == ids.student
+                else Check("fail", f"student_prompt_ids differ from source step {ids.src_idx} prompt_token_ids")
             )
-    if teacher is not None and rollout is not None:
-        rp = _int(field_of(rollout, "prompt_token_ids"))
+    if ids.teacher is not None and ids.rollout is not None:
+        rp = _int(field_of(ids.rollout, "prompt_token_ids"))
         if rp is not None:
             data.checks.append(
                 Check("ok", "teacher_prompt_ids = teacher rollout capture prompt ids")
-                if rp == teacher
+                if rp == ids.teacher
                 else Check("fail", "teacher_prompt_ids differ from repair_rollout_token_capture.prompt_token_ids")
             )
-    # student vs teacher diff
-    if student is not None and teacher is not None:
-        data.student_ids = student
-        data.teacher_ids = teacher
-        data.prompt_diff = prompt_diff(student, teacher)
-        if field == "student_prompt_ids":
-            a, b = data.prompt_diff.removed
-            data.highlight = (a, b) if b > a else None
-    # a hinted prompt: its hint span is located from the hint text (see locate_hint)
+
+
+def _student_teacher(data: CaptureData, ids: _AttemptIds, field: str) -> None:
+    """The student vs teacher prompt diff (the removed span highlighted in the student prompt)."""
+    if ids.student is None or ids.teacher is None:
+        return
+    data.student_ids = ids.student
+    data.teacher_ids = ids.teacher
+    data.prompt_diff = prompt_diff(ids.student, ids.teacher)
+    if field == "student_prompt_ids":
+        a, b = data.prompt_diff.removed
+        data.highlight = (a, b) if b > a else None
+
+
+def _attempt_hint(data: CaptureData, att: Any, field: str, value: Any, rnd: int) -> None:
+    """A hinted prompt: its length and hint text (the span is located by :func:`locate_hint`)."""
     data.round_index = rnd
     if field == "teacher_prompt_ids":
         data.hint_prompt_len = len(data.ids)
@@ -404,37 +459,31 @@ def load_capture(case: Any, key: str, *, workdir: str | os.PathLike[str] | None 
     if data.hint_prompt_len is not None:
         text = field_of(field_of(att, "hint_record"), "text")
         data.hint_text = text if isinstance(text, str) else None
-    # teacher completion vs source step completion
-    if completion is not None and src_cap is not None:
-        src_completion = _int(src_cap.get("completion_token_ids"))
-        if src_completion is not None:
-            data.source_completion_ids = src_completion
-            data.teacher_completion_ids = completion
-            data.alignment, data.alignment_method = align(src_completion, completion)
-    # media
-    media_obj = field_of(att, "psd_media")
+
+
+def _attempt_media(data: CaptureData, media_obj: Any, run_dir: Path | None, ids: _AttemptIds) -> None:
+    """The attempt's ``psd_media`` binding checked against its prompts' image-pad runs."""
     if media_obj is None:
         # psd_media is optional (older runtimes did not write it): image-pad runs without
         # it are information, not a media mismatch
-        pad = pad_id_for((student or []) + (teacher or []))
-        runs = {role: len(image_pad_runs(ids, pad)) for role, ids in (("student", student), ("teacher", teacher)) if ids and pad is not None}
+        pad = pad_id_for((ids.student or []) + (ids.teacher or []))
+        runs = {role: len(image_pad_runs(p, pad)) for role, p in (("student", ids.student), ("teacher", ids.teacher)) if p and pad is not None}
         if any(runs.values()):
             found = ", ".join(f"{role} {n}" for role, n in runs.items())
             data.media_note = f"media binding not recorded (older runtime): image-pad runs {found}, no psd_media in the record"
             data.checks.append(Check("info", data.media_note))
-    else:
-        media, problems = parse_psd_media(media_obj, path=str((run_dir or Path(".")) / "repair_attempts.jsonl"))
-        data.media = media
-        data.media_problems = list(problems)
-        if media is not None and run_dir is not None:
-            data.media_report = verify_media(
-                media, run_dir, student_prompt_ids=student, teacher_prompt_ids=teacher,
-                record_path=str(run_dir / "repair_attempts.jsonl"),
-            )
-    return data
+        return
+    media, problems = parse_psd_media(media_obj, path=str((run_dir or Path(".")) / "repair_attempts.jsonl"))
+    data.media = media
+    data.media_problems = list(problems)
+    if media is not None and run_dir is not None:
+        data.media_report = verify_media(
+            media, run_dir, student_prompt_ids=ids.student, teacher_prompt_ids=ids.teacher,
+            record_path=str(run_dir / "repair_attempts.jsonl"),
+        )
 
 
-def _recorded_request(case: Any, doc: Mapping[str, Any], data: CaptureData, prompt: list[int] | None) -> None:
+def _recorded_request(case: CaseBundle | None, doc: Mapping[str, Any], data: CaptureData, prompt: list[int] | None) -> None:
     """What a recorded continuation's request says: its hint (the prompt is a hinted
     prompt), whether it asked for logprobs, and its source step (the student prompt)."""
     req = doc.get("request")
@@ -443,7 +492,7 @@ def _recorded_request(case: Any, doc: Mapping[str, Any], data: CaptureData, prom
     body = req.get("body")
     if isinstance(body, Mapping):
         data.logprobs_requested = body.get("logprobs") is True
-    origin = req.get("origin") if isinstance(req.get("origin"), Mapping) else {}
+    origin: Mapping[str, Any] = req["origin"] if isinstance(req.get("origin"), Mapping) else {}
     rnd = origin.get("round_index")
     data.round_index = rnd if isinstance(rnd, int) and not isinstance(rnd, bool) else None
     hint = req.get("hint")
@@ -458,7 +507,7 @@ def _recorded_request(case: Any, doc: Mapping[str, Any], data: CaptureData, prom
         data.prompt_diff = prompt_diff(student, prompt)
 
 
-def archived_hinted_prompt(case: Any, hint: str | None, round_index: int | None = None) -> tuple[list[int], str] | None:
+def archived_hinted_prompt(case: CaseBundle | None, hint: str | None, round_index: int | None = None) -> tuple[list[int], str] | None:
     """An archived attempt's ``teacher_prompt_ids`` for the same hint text: the prompt the
     driver built with this hint (of ``round_index`` when it has one, else the latest round)."""
     if case is None or not hint or not hint.strip():
@@ -477,7 +526,7 @@ def archived_hinted_prompt(case: Any, hint: str | None, round_index: int | None 
     return ids, f"the archived hinted prompt of round {rnd}"
 
 
-def locate_hint(case: Any, data: CaptureData, decoder: TokenDecoder) -> HintSpan | None:
+def locate_hint(case: CaseBundle | None, data: CaptureData, decoder: TokenDecoder) -> HintSpan | None:
     """The hint span of a hinted-prompt capture (None for any other capture). A rebuilt
     prompt (a continuation) is also compared with the archived prompt of the same hint."""
     if not data.hinted_prompt:

@@ -31,7 +31,6 @@ DEBT: set[str] = {
     "import state/trace_rows.py:next_policy",
     "long artifacts/step_index.py:index_steps",
     "long state/case_view.py:_round_doc",
-    "long tokens/sources.py:load_capture",
 }
 
 

@@ -553,7 +553,7 @@ class TokenScreen(Screen[None]):
 
     def on_token_search_progress(self, message: TokenSearchProgress) -> None:
         view = self.query_one("#token-view", TokenView)
-        if message.query != view.query or not message.total:
+        if message.query != view.search_query or not message.total:
             return
         pct = 100 * message.done // message.total
         self._status(f"{message.what} for {message.query!r}: {message.done:,} of {message.total:,} ids ({pct}%)…")

@@ -495,11 +495,11 @@ class TokenView(ScrollView, can_focus=True):
         row = self.rows.row(row_index)
         cursor_col = self.cursor - row.cell_start if row.cell_start <= self.cursor < row.cell_end else -1
         key = (row_index, cursor_col, self.rows.per_row, self.cell_width, self.overlay, self._search_gen, self._pieces_gen)
-        strip = self._strip_cache.get(key)
-        if strip is None:
-            strip = self._render_row(row_index, row.cell_start, row.cell_end, row.kind, cursor_col, base)
-            self._strip_cache[key] = strip
-        return strip.crop_extend(scroll_x, scroll_x + width, base)
+        cached = self._strip_cache.get(key)
+        if cached is None:
+            cached = self._render_row(row_index, row.cell_start, row.cell_end, row.kind, cursor_col, base)
+            self._strip_cache[key] = cached
+        return cached.crop_extend(scroll_x, scroll_x + width, base)
 
     def _gutter(self, first_offset: int, base: Style) -> list[Segment]:
         data = self.data
@@ -769,7 +769,8 @@ class TokenView(ScrollView, can_focus=True):
         self.refresh()
 
     @property
-    def query(self) -> str:
+    def search_query(self) -> str:
+        """The search text in force (``n`` / ``N`` continue it)."""
         return self._query
 
     def find(self, raw: str | None = None, *, forward: bool = True) -> int | None:
