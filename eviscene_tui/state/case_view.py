@@ -499,17 +499,32 @@ def _round_doc(bundle: CaseBundle, r: RoundBundle) -> tuple[list[Line], dict[int
     out: list[Line] = [L()]
     anchors: dict[int, tuple[str, ...]] = {}
     rd = f"rounds/round-{r.index:02d}/" if r.kind == "search_round" else ""
-    label = f"Round {r.index:02d}" if r.kind == "search_round" else "Run"
     status = r.status or "(no manifest yet)"
+    # the round line carries the round's own files (and, for a search round, everything under it)
+    anchors[len(out)] = (rd,) if rd else ("manifest.json", "repair_attempts.jsonl", "repair_candidates.jsonl")
+    out.append(_round_head(r, status))
+    fb = r.feedback
+    if fb is not None:
+        out.extend(_feedback_lines(fb))
+    out.extend(_proposal_lines(r))
+    _attempt_section(r, rd, out, anchors)
+    media = _media_dir(r, rd)
+    if media is not None:
+        anchors[len(out)] = (media,)
+        out.append(L(Seg("  media: ", "key"), S(media, "dim")))
+    if r.kind == "search_round" and not (r.attempts or []) and status not in ("no_recoverable_site",):
+        out.append(L(Seg("  no attempt in this round", "dim")))
+    out.extend(_round_tail_lines(r))
+    return out, anchors
+
+
+def _round_head(r: RoundBundle, status: str) -> Line:
+    """``Round NN  <status>  · <localization>  · site step N``."""
+    label = f"Round {r.index:02d}" if r.kind == "search_round" else "Run"
     tone = "ok" if status == "generated" else ("bad" if status in ("no_recoverable_site", "no_admissible_hints") else "warn")
     loc = ""
     if r.kind == "search_round":
-        if r.index == 0:
-            loc = "initial localization"
-        elif r.relocalized:
-            loc = "relocalized"
-        else:
-            loc = "localization reused"
+        loc = "initial localization" if r.index == 0 else ("relocalized" if r.relocalized else "localization reused")
     site_step = None
     for a in r.attempts or []:
         if a.repair_site is not None and a.repair_site.source_step_index is not None:
@@ -523,13 +538,12 @@ def _round_doc(bundle: CaseBundle, r: RoundBundle) -> tuple[list[Line], dict[int
         head += [Seg("  \u00b7 "), S(loc, "accent" if loc == "relocalized" else "dim")]
     if site_step is not None:
         head += [Seg("  \u00b7 site "), S(f"step {site_step}", "accent")]
-    # the round line carries the round's own files (and, for a search round, everything under it)
-    anchors[len(out)] = (rd,) if rd else ("manifest.json", "repair_attempts.jsonl", "repair_candidates.jsonl")
-    out.append(tuple(head))
-    fb = r.feedback
-    if fb is not None:
-        out.extend(_feedback_lines(fb))
-    # proposals with audits
+    return tuple(head)
+
+
+def _proposal_lines(r: RoundBundle) -> list[Line]:
+    """The round's admitted proposals with their audits, then the rejected audit rows."""
+    out: list[Line] = []
     proposals = r.proposals or []
     audits = r.proposer_audits or []
     if proposals or audits:
@@ -553,7 +567,13 @@ def _round_doc(bundle: CaseBundle, r: RoundBundle) -> tuple[list[Line], dict[int
             continue
         code = row.reason_code
         out.append(L(Seg("    "), flag(False), S(f" {code or 'hint_audit_failed'}", "bad"), Seg("  (rejected; hint text not stored)", "dim")))
-    # attempts
+    return out
+
+
+def _attempt_section(r: RoundBundle, rd: str, out: list[Line], anchors: dict[int, tuple[str, ...]]) -> None:
+    """The attempts (with judge and continuation), then the continuation payloads no
+    attempt row stands for (a round that stopped between the continuation and its
+    attempt record still shows them); appended to ``out`` with their file anchors."""
     judge = r.judge or {}
     conts = r.continuations or {}
     episodes = _episode_paths(r)
@@ -562,8 +582,6 @@ def _round_doc(bundle: CaseBundle, r: RoundBundle) -> tuple[list[Line], dict[int
         lines, local = _attempt_lines(i, a, judge.get(i), conts.get(i), rd=rd, episode=episode)
         anchors.update({len(out) + j: paths for j, paths in local.items()})
         out.extend(lines)
-    # continuation payloads (token captures) no attempt row stands for: a round that
-    # stopped between the continuation and its attempt record still shows them
     for i in sorted(set(conts) - set(range(len(r.attempts or [])))):
         cont = conts[i]
         anchors[len(out)] = (f"{rd}continuations/hint-{i:02d}.json", f"{rd}episodes/hint-{i:02d}-teacher.json")
@@ -576,12 +594,11 @@ def _round_doc(bundle: CaseBundle, r: RoundBundle) -> tuple[list[Line], dict[int
                 S(cont.stop_reason or "-", "value"),
             )
         )
-    media = _media_dir(r, rd)
-    if media is not None:
-        anchors[len(out)] = (media,)
-        out.append(L(Seg("  media: ", "key"), S(media, "dim")))
-    if r.kind == "search_round" and not (r.attempts or []) and status not in ("no_recoverable_site",):
-        out.append(L(Seg("  no attempt in this round", "dim")))
+
+
+def _round_tail_lines(r: RoundBundle) -> list[Line]:
+    """The round's last generation error, finalization and judge errors."""
+    out: list[Line] = []
     err = r.generation_last_error
     if err is not None:
         out.append(L(Seg("  generation-last-error: ", "key"), S(f"hint {err.hint_index} try {err.retry}: {err.error_type}", "warn"), Seg("  (may be stale)", "dim")))
@@ -594,7 +611,7 @@ def _round_doc(bundle: CaseBundle, r: RoundBundle) -> tuple[list[Line], dict[int
     if js is not None:
         for e in js.errors or []:
             out.append(L(Seg("  judge error: ", "key"), S(f"hint {e.hint_index}: {e.error_type}", "bad")))
-    return out, anchors
+    return out
 
 
 _UNKNOWN = object()  # the episode listing could not be read

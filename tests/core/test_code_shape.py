@@ -30,7 +30,6 @@ DEBT: set[str] = {
     "deep state/trace_search.py:matches",
     "import state/trace_rows.py:next_policy",
     "long artifacts/step_index.py:index_steps",
-    "long state/case_view.py:_round_doc",
 }
 
 
