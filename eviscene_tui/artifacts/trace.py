@@ -100,7 +100,9 @@ class LazySteps(Sequence[Any]):
         start, end = self.step_index.span(index)
         return read_range(self._fileno(), start, end)
 
-    def parse(self, index: int) -> Any:
+    def parse(self, index: int, *, keep: bool = True) -> Any:
+        """Step ``index`` parsed from its range; ``keep=False`` leaves it out of the cache
+        (a view that shows one step and drops it)."""
         if index < 0:
             index += len(self.step_index)
         if not 0 <= index < len(self.step_index):
@@ -122,6 +124,8 @@ class LazySteps(Sequence[Any]):
             if not isinstance(value, dict):
                 self.bad.setdefault(index, f"step {index} (bytes {start}-{end}) is not a JSON object")
                 value = None
+        if not keep:
+            return value
         with self._lock:
             self._cache[index] = value
             while len(self._cache) > self._cache_size:
@@ -505,67 +509,83 @@ class SourceTrace:
         return None
 
     def step_detail(self, index: int) -> dict[str, Any]:
-        """Everything the step-detail view shows, as plain values (raw, not sanitised)."""
-        raw = self._steps[index]
-        step = self.step(index)
-        md = step.metadata
-        detail: dict[str, Any] = {
-            "index": index,
-            "is_object": isinstance(raw, dict),
-            "stage": step.stage,
-            "round": step.round,
-            "action_type": step.action_type,
-            "tool_name": step.tool_name,
-            "tool_args": step.tool_args,
-            "tool_args_pretty": pretty_json_text(step.tool_args) if step.tool_args is not None else "",
-            "tool_result": step.tool_result,
-            "tool_result_is_json": False,
-            "tool_result_pretty": "",
-            "thought": step.thought,
-            "output": step.output,
-            "tokens": step.tokens,
-            "is_policy_step": step.is_policy_step,
-            "policy_input": md.policy_input,
-            "policy_input_pretty": pretty_json_text(md.policy_input) if md.policy_input is not None else "",
-            "policy_action": md.policy_action,
-            "policy_action_pretty": pretty_json_text(md.policy_action) if md.policy_action is not None else "",
-            "context_request_id": md.context_request_id,
-            "interaction_id": md.interaction_id,
-            "function_call_id": md.function_call_id,
-            "psd_role": md.psd_role,
-            "psd_suffix_step": md.psd_suffix_step,
-            "error_class": md.error_class,
-            "rejection_reason": md.rejection_reason,
-            "token_capture": None,
-            "metadata_keys": sorted(raw.get("metadata", {}).keys()) if isinstance(raw, dict) and isinstance(raw.get("metadata"), dict) else [],
-        }
-        result = step.tool_result
-        if isinstance(result, str):
-            stripped = result.strip()
-            if stripped[:1] in ("{", "[") and stripped[-1:] in ("}", "]"):
-                try:
-                    parsed = orjson.loads(stripped)
-                except orjson.JSONDecodeError:
-                    parsed = None
-                else:
-                    detail["tool_result_is_json"] = True
-                    detail["tool_result_pretty"] = pretty_json_text(parsed)
-            if not detail["tool_result_is_json"]:
-                detail["tool_result_pretty"] = result
-        elif result is not None:
-            detail["tool_result_is_json"] = True
-            detail["tool_result_pretty"] = pretty_json_text(result)
-        capture = md.policy_token_capture
-        if capture is None and isinstance(raw, dict):
-            rawmd = raw.get("metadata")
-            if isinstance(rawmd, dict) and "policy_token_capture" in rawmd:
-                detail["token_capture"] = {"status": "invalid", "missing": ["policy_token_capture"], "is_complete": False}
-        if capture is not None:
-            detail["token_capture"] = capture.summary()
-        return detail
+        """Everything the step-detail view shows, as plain values (raw, not sanitised).
+
+        An indexed trace parses the step from its byte range for this call only: neither
+        the parsed step nor its model is kept (their token captures are most of a step;
+        the detail holds only the capture's counts)."""
+        if self._lazy is None:
+            return _step_detail(index, self._steps[index], self.step(index))
+        if index < 0:
+            index += len(self._steps)
+        with self._brief_lock:
+            step = self._step_cache.get(index)
+        raw = self._lazy.parse(index, keep=False)
+        if step is None:
+            step, _ = parse_model(TraceStep, raw)
+        return _step_detail(index, raw, step if step is not None else TraceStep())
 
     def token_capture(self, index: int) -> TokenCapture | None:
         return self.step(index).metadata.policy_token_capture
+
+
+def _step_detail(index: int, raw: Any, step: TraceStep) -> dict[str, Any]:
+    """The step-detail values of one raw step and its model (see ``step_detail``)."""
+    md = step.metadata
+    detail: dict[str, Any] = {
+        "index": index,
+        "is_object": isinstance(raw, dict),
+        "stage": step.stage,
+        "round": step.round,
+        "action_type": step.action_type,
+        "tool_name": step.tool_name,
+        "tool_args": step.tool_args,
+        "tool_args_pretty": pretty_json_text(step.tool_args) if step.tool_args is not None else "",
+        "tool_result": step.tool_result,
+        "tool_result_is_json": False,
+        "tool_result_pretty": "",
+        "thought": step.thought,
+        "output": step.output,
+        "tokens": step.tokens,
+        "is_policy_step": step.is_policy_step,
+        "policy_input": md.policy_input,
+        "policy_input_pretty": pretty_json_text(md.policy_input) if md.policy_input is not None else "",
+        "policy_action": md.policy_action,
+        "policy_action_pretty": pretty_json_text(md.policy_action) if md.policy_action is not None else "",
+        "context_request_id": md.context_request_id,
+        "interaction_id": md.interaction_id,
+        "function_call_id": md.function_call_id,
+        "psd_role": md.psd_role,
+        "psd_suffix_step": md.psd_suffix_step,
+        "error_class": md.error_class,
+        "rejection_reason": md.rejection_reason,
+        "token_capture": None,
+        "metadata_keys": sorted(raw.get("metadata", {}).keys()) if isinstance(raw, dict) and isinstance(raw.get("metadata"), dict) else [],
+    }
+    result = step.tool_result
+    if isinstance(result, str):
+        stripped = result.strip()
+        if stripped[:1] in ("{", "[") and stripped[-1:] in ("}", "]"):
+            try:
+                parsed = orjson.loads(stripped)
+            except orjson.JSONDecodeError:
+                parsed = None
+            else:
+                detail["tool_result_is_json"] = True
+                detail["tool_result_pretty"] = pretty_json_text(parsed)
+        if not detail["tool_result_is_json"]:
+            detail["tool_result_pretty"] = result
+    elif result is not None:
+        detail["tool_result_is_json"] = True
+        detail["tool_result_pretty"] = pretty_json_text(result)
+    capture = md.policy_token_capture
+    if capture is None and isinstance(raw, dict):
+        rawmd = raw.get("metadata")
+        if isinstance(rawmd, dict) and "policy_token_capture" in rawmd:
+            detail["token_capture"] = {"status": "invalid", "missing": ["policy_token_capture"], "is_complete": False}
+    if capture is not None:
+        detail["token_capture"] = capture.summary()
+    return detail
 
 
 _CAPTURE_KEY = b'"policy_token_capture"'

@@ -6,6 +6,7 @@ only paints these strings. No Textual import here.
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -160,3 +161,33 @@ def row_from_brief(brief: Any) -> StepRow:
         is_rejection=bool(brief.is_protocol_rejection),
         is_teacher=brief.psd_role == "teacher",
     )
+
+
+class FillGate:
+    """Pauses a background fill while the UI waits for something (rows on screen, a
+    step's detail): each waiter holds the gate and releases it; the fill's
+    :meth:`wait` returns once no one holds it, or after ``timeout`` seconds whatever
+    happens (a holder that never releases only slows the fill down)."""
+
+    def __init__(self) -> None:
+        self._holders = 0
+        self._changed = threading.Condition()
+
+    def hold(self) -> None:
+        with self._changed:
+            self._holders += 1
+
+    def release(self) -> None:
+        with self._changed:
+            self._holders = max(0, self._holders - 1)
+            if not self._holders:
+                self._changed.notify_all()
+
+    @property
+    def held(self) -> bool:
+        return self._holders > 0
+
+    def wait(self, timeout: float) -> bool:
+        """True when no one holds the gate (at once or within ``timeout``)."""
+        with self._changed:
+            return self._changed.wait_for(lambda: not self._holders, timeout)

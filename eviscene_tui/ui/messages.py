@@ -6,6 +6,7 @@ mutates state and widgets.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from textual.message import Message
@@ -177,10 +178,11 @@ class TraceFailed(Message):
 
 
 class StepDetailReady(Message):
-    def __init__(self, index: int, detail: Any) -> None:
+    def __init__(self, index: int, detail: Any, painted: Callable[[], None] | None = None) -> None:
         super().__init__()
         self.index = index
         self.detail = detail
+        self.painted = painted  # to call once the detail is on screen
 
 
 class LabelsLoaded(Message):

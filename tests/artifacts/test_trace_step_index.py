@@ -331,3 +331,23 @@ def test_strings_that_fake_the_bracket_counts_do_not_cut_a_step() -> None:
         for block in (1, 5, 97, 1 << 20):
             index = _check(data, block)
             assert index is not None and len(index) == len(steps)
+
+
+def test_step_detail_of_an_indexed_trace_keeps_no_parsed_step(tmp_path: Path) -> None:
+    doc = _doc()
+    path = tmp_path / "trace.json"
+    path.write_bytes(orjson.dumps(doc))
+    lazy, _ = load_trace(path, lazy=True)
+    whole, _ = load_trace(path, lazy=False)
+    assert lazy is not None and whole is not None
+    far = 33
+    detail = lazy.step_detail(far)
+    assert detail == whole.step_detail(far)
+    assert detail["token_capture"]["prompt_tokens"] == 50  # the capture's counts, never its lists
+    # neither the parsed step (its token capture lists) nor its model is kept
+    assert far not in lazy.raw_steps._cache
+    assert far not in lazy._step_cache
+    assert not any(isinstance(v, list) and len(v) >= 50 for v in detail.values())
+    # a step the viewer holds already (token inspector) is used as it is
+    lazy.step(far)
+    assert lazy.step_detail(far) == detail and far in lazy._step_cache

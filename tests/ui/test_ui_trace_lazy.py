@@ -112,6 +112,38 @@ async def test_indexed_trace_opens_on_the_failure_step_fills_rows_and_searches(t
         assert await wait_for(pilot, lambda: "RESULT-7 page text" in screen_text(app), 5)
 
 
+async def test_step_detail_of_a_far_step_shows_what_the_whole_file_path_shows(tmp_path: Path, indexed) -> None:
+    from textual.content import Content
+
+    from eviscene_tui.state.case_view import step_detail_doc
+    from eviscene_tui.ui.widgets.doc import doc_content
+    from eviscene_tui.ui.widgets.doc_view import DocView
+
+    case = write_case(tmp_path)
+    trace_path = tmp_path / "inputs" / case.name / "trace.json"
+    # a far step with a long page, several lines and wide characters
+    doc = orjson.loads(trace_path.read_bytes())
+    far = 3
+    doc["state"]["all_steps"][far]["tool_result"] = "\n".join(f"line {k}: " + "archive 日本 word " * 400 for k in range(6))
+    trace_path.write_bytes(orjson.dumps(doc))
+    whole, _ = trace_module.load_trace(trace_path, lazy=False)
+    assert whole is not None
+    app = make_app(tmp_path / "runs")
+    async with app.run_test(size=(100, 30)) as pilot:
+        screen = await _open(pilot, app, case.name)
+        assert screen.trace.lazy
+        screen.query_one(TraceView).goto(far)
+        await pilot.press("enter")
+        assert await wait_for(pilot, lambda: type(app.screen).__name__ == "StepDetailScreen", 10)
+        view = app.screen.query_one(DocView)
+        expected = doc_content(step_detail_doc(whole.step_detail(far), failure_index=FAILURE))
+        assert isinstance(view.content, Content) and view.content == expected
+        assert view.wrapped_lines == expected.wrap(view.scrollable_content_region.width)
+        await pilot.press("escape")
+        assert await wait_for(pilot, lambda: app.screen is screen, 5)
+        assert not screen._fill_gate.held or await wait_for(pilot, lambda: not screen._fill_gate.held, 5)
+
+
 async def test_scrolling_past_the_filled_rows_parses_them_on_demand(tmp_path: Path, indexed, monkeypatch) -> None:
     # no background fill: only the window and what the view asks for get built
     monkeypatch.setattr(CaseScreen, "_background_fill", lambda self, *a, **k: None)

@@ -4,8 +4,8 @@ integrity. Files are read and parsed only in workers; handlers paint."""
 from __future__ import annotations
 
 import os
-import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -39,7 +39,7 @@ from eviscene_tui.state.case_view import (
     step_detail_doc,
 )
 from eviscene_tui.state.rows import duration as cell_stale
-from eviscene_tui.state.trace_rows import TraceRows, row_from_brief
+from eviscene_tui.state.trace_rows import FillGate, TraceRows, row_from_brief
 from eviscene_tui.ui import messages as M
 from eviscene_tui.ui.widgets.doc import doc_content
 from eviscene_tui.ui.widgets.trace_view import TraceView
@@ -152,8 +152,7 @@ class CaseScreen(Screen):
         self._integrity_running = False  # a full integrity check is running
         self._integrity_pending = False  # and another was asked for meanwhile
         self._integrity_timer: Any = None  # the next check waits for INTEGRITY_GAP
-        self._fill_gate = threading.Event()  # cleared while the UI waits for on-demand rows or a detail
-        self._fill_gate.set()
+        self._fill_gate = FillGate()  # held while the UI waits for on-demand rows or a detail
         self._reload_again = False  # files changed during that load
         self.updated_at: float | None = None  # perf_counter of the last case view painted (benchmarks)
         self._repaint_scheduled = False
@@ -306,7 +305,7 @@ class CaseScreen(Screen):
         data, trace = self.trace_rows, self.trace
         if data is None or trace is None:
             return
-        self._fill_gate.clear()
+        self._fill_gate.hold()
         try:
             # the rows on screen first (posted at once), then the margin around them
             visible = (start + end) // 2 - (end - start) // 6, (start + end) // 2 + (end - start) // 6 + 1
@@ -316,7 +315,7 @@ class CaseScreen(Screen):
                         data.rows[i] = row_from_brief(trace.quick_brief(i))
                 self.post_message(M.TraceRowsFilled(request, lo, hi))
         finally:
-            self._fill_gate.set()
+            self._fill_gate.release()
 
     def _trace_window(self, request: int, bundle: CaseBundle) -> tuple[Any, TraceRows, list[int]] | None:
         """Load the trace (a big one is only indexed), build the rows around the failure
@@ -1032,25 +1031,34 @@ class CaseScreen(Screen):
         if self.trace is None:
             self.notify("The trace is still loading", markup=False)
             return
-        self._detail(self.query_one(TraceView).cursor)
+        # the background fill pauses from the key press until the detail is painted (it
+        # would share the interpreter with the detail's parse, layout and paint)
+        self._fill_gate.hold()
+        released = False
+
+        def release() -> None:
+            nonlocal released
+            if not released:
+                released = True
+                self._fill_gate.release()
+
+        self.set_timer(2.0, release)  # whatever becomes of the detail
+        self._detail(self.query_one(TraceView).cursor, release)
 
     @work(thread=True, exclusive=True, group="case-detail", exit_on_error=False)
-    def _detail(self, index: int) -> None:
-        self._fill_gate.clear()
+    def _detail(self, index: int, painted: Callable[[], None]) -> None:
         try:
             detail = self.trace.step_detail(index)
             doc = step_detail_doc(detail, failure_index=self.view.failure_index if self.view else None)
         except Exception as exc:  # noqa: BLE001 - shown in the step detail
 
             doc = [L(S(f"could not read step {index}: {type(exc).__name__}: {exc}", "bad"))]
-        finally:
-            self._fill_gate.set()
-        self.post_message(M.StepDetailReady(index, doc))
+        self.post_message(M.StepDetailReady(index, doc, painted))
 
     @on(M.StepDetailReady)
     def _on_detail(self, message: M.StepDetailReady) -> None:
         index = message.index
-        self.app.push_screen(StepDetailScreen(index, message.detail, self.revealed),
+        self.app.push_screen(StepDetailScreen(index, message.detail, self.revealed, painted=message.painted),
                              callback=lambda result: self._open_tokens(f"step:{index}") if result == "tokens" else None)
 
     def action_toggle_reveal(self) -> None:

@@ -5,6 +5,8 @@ inspector on this step's capture (the detail says "press k" under the token capt
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from textual.app import ComposeResult
 from textual.screen import ModalScreen
 
@@ -18,11 +20,12 @@ from eviscene_tui.ui.widgets.key_footer import KeyFooter
 class StepDetailScreen(ModalScreen["str | None"]):
     BINDINGS = bindings("detail")
 
-    def __init__(self, index: int, doc: list[Line], revealed: bool = False) -> None:
+    def __init__(self, index: int, doc: list[Line], revealed: bool = False, *, painted: Callable[[], None] | None = None) -> None:
         super().__init__()
         self.index = index
         self.doc = doc
         self.revealed = revealed
+        self._painted = painted  # called once the detail is on screen
 
     def compose(self) -> ComposeResult:
         # a Line-API view: a step's whole page text would take a Static ~0.4 s to lay out
@@ -31,6 +34,8 @@ class StepDetailScreen(ModalScreen["str | None"]):
 
     def on_mount(self) -> None:
         self.query_one("#detail-doc").focus()
+        if self._painted is not None:
+            self.call_after_refresh(self._painted)
 
     def action_close(self) -> None:
         self.dismiss(None)

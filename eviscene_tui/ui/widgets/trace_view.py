@@ -128,11 +128,16 @@ class TraceView(ScrollView, can_focus=True):
             self.refresh()
 
     def rows_updated(self, start: int, end: int) -> None:
-        """Rows ``start..end`` were filled in by the worker."""
-        self._cache.clear()
+        """Rows ``start..end`` were filled in by the worker: repainted when one of them is
+        on screen (a cached line names the row it was built from, so a row filled while
+        scrolled away is rebuilt when it comes back)."""
         if self._wanted is not None and start <= self._wanted[0] and self._wanted[1] <= end:
             self._wanted = None
-        self.refresh()
+        lines = self.lines_per_step
+        top = self.scroll_offset.y // lines
+        bottom = (self.scroll_offset.y + max(1, self.scrollable_content_region.height)) // lines + 1
+        if start < bottom and top < end:
+            self.refresh()
 
     def _want(self, index: int) -> None:
         """Ask (once per screenful) for the unbuilt rows around ``index``."""
@@ -215,11 +220,11 @@ class TraceView(ScrollView, can_focus=True):
             return Strip.blank(width, self.rich_style)
         is_cursor = index == self.cursor
         is_failure = index == self.data.failure_index
-        key = (index, part, is_cursor, scroll_x, width, self.lines_per_step)
+        row = self.data.rows[index] if index < len(self.data.rows) else None  # None: still being built by the worker
+        key = (index, part, is_cursor, scroll_x, width, self.lines_per_step, row)
         cached = self._cache.get(key)
         if cached is not None:
             return cached
-        row = self.data.rows[index] if index < len(self.data.rows) else None  # None: still being built by the worker
         if row is None:
             self._want(index)
         strip = self._build(index, part, row, is_failure, width)
