@@ -29,6 +29,7 @@ from typing import Any
 from eviscene_tui.gate import inproc as proto
 from eviscene_tui.gate.sidecar import GateDecision, GateRequest, GateStatus, consumed_decisions, gate_dir_for, gate_request, read_decision, read_status
 from eviscene_tui.journal import Journal, JournalError, parse_journal_bytes
+from eviscene_tui.storage import write_new_file
 
 JOURNAL_ACTIONS = {
     "approve-round": "approve_round",
@@ -206,7 +207,9 @@ def _create_or_lose(root: Path, gdir: Path, path: Path, request: GateRequest, do
                     notes: list[str]) -> DecideResult | None:
     """Create the decision file exclusively (one winner). None when ours is the decision;
     else the refusal naming the winner (another decider, or the driver that closed the gate)."""
-    if not proto.create_exclusive(path, proto.document_bytes(doc)):
+    try:
+        write_new_file(path, proto.document_bytes(doc))  # tmp + fsync + link: of two racing deciders exactly one creates it
+    except FileExistsError:
         winner, problem = read_decision(path, request.name)
         if winner is not None:
             return DecideResult(False, _refused_already([winner], what), winner=winner, notes=tuple(notes))
