@@ -74,7 +74,7 @@ async def test_gate_card_steps_the_driver(tmp_path):
             # the list opens on the current site; option 0 is "no step", the trace's step K is option K + 1
             picker = app.screen
             assert isinstance(picker.current, int)
-            assert picker.query_one("#gate-steps").highlighted == picker.current + 1
+            assert picker.query_one("#form-trace").highlighted == picker.current + 1
             for _ in range(5 - picker.current):
                 await pilot.press("down")
             await pilot.press("enter")
@@ -169,8 +169,8 @@ async def test_gate_dialogs_and_the_paused_search_at_80x24(tmp_path):
             picker = app.screen
             await pilot.pause()
             assert picker.styles.background.a < 1  # the gate screen stays visible behind
-            assert _inside(picker.query_one("#gate-dialog"), size)
-            assert "round 0 will get" in str(picker.query_one("#gate-dialog-context").render())
+            assert _inside(picker.query_one("#form"), size)
+            assert "round 0 will get" in str(picker.query_one("#form-context").render())
             await pilot.press("escape")
             await _until(pilot, lambda: isinstance(app.screen, GateScreen), "the picker closed")
 
@@ -181,14 +181,14 @@ async def test_gate_dialogs_and_the_paused_search_at_80x24(tmp_path):
             await _until(pilot, lambda: isinstance(app.screen, ReasonPrompt), "the reject dialog")
             prompt = app.screen
             await pilot.pause()
-            assert _inside(prompt.query_one("#gate-dialog"), size)
-            assert hint_text[:40] in str(prompt.query_one("#gate-dialog-context").render()).replace("\n", " ")
+            assert _inside(prompt.query_one("#form"), size)
+            assert hint_text[:40] in str(prompt.query_one("#form-context").render()).replace("\n", " ")
             await pilot.press(*"vag")
             await pilot.press("backspace", "backspace", "backspace")  # typed, then erased: empty again
             await pilot.press("enter")
             await pilot.pause()
             assert app.screen is prompt, "an empty reject reason closed the dialog"
-            assert "reason is required" in str(prompt.query_one("#gate-dialog-error").render())
+            assert "reason is required" in str(prompt.query_one("#form-error").render())
             assert read_status(case.root).decisions[-1].action == "approve-round"  # nothing taken
             await pilot.press(*"vague")
             assert prompt.query_one(Input).value == "vague"
@@ -197,7 +197,7 @@ async def test_gate_dialogs_and_the_paused_search_at_80x24(tmp_path):
 
             await pilot.press("s")
             await _until(pilot, lambda: isinstance(app.screen, ReasonPrompt), "the stop dialog")
-            assert "round 1 will get" in str(app.screen.query_one("#gate-dialog-context").render())
+            assert "round 1 will get" in str(app.screen.query_one("#form-context").render())
             await pilot.press(*"later")
             await pilot.press("enter")
             await _until(pilot, lambda: proc.poll() is not None, "the driver to stop")
@@ -227,3 +227,55 @@ async def test_gate_dialogs_and_the_paused_search_at_80x24(tmp_path):
             import signal
 
             os.kill(st.driver.pid, signal.SIGKILL)
+
+
+async def test_gate_dialogs_validate_inside_keep_the_text_and_return_the_values():
+    """The gate's dialogs are forms (ui/screens/dialogs.py): a refused value keeps the
+    dialog open with the message inside it and the typed text kept; Enter on a step
+    moves to the note, Enter in the note decides; "no step" relocalizes without one."""
+    from rich.text import Text
+    from textual.widgets import Input
+
+    from eviscene_tui.state.gate import TraceStep
+    from eviscene_tui.ui.screens.dialogs import ReasonPrompt
+
+    results: list = []
+
+    class Host(App[None]):
+        pass
+
+    steps = tuple(TraceStep(i, "search", f"tool: thought {i}") for i in range(4))
+    app = Host()
+    async with app.run_test(size=(80, 24)) as pilot:
+        app.push_screen(ReasonPrompt("Reject hint 0 of round 1", Text("the hint: look closer"), required=True), callback=results.append)
+        await _until(pilot, lambda: isinstance(app.screen, ReasonPrompt) and app.screen.query("#form-context"), "the reason prompt")
+        prompt = app.screen
+        assert "the hint: look closer" in str(prompt.query_one("#form-context").render())
+        await pilot.press("space", "enter")  # only blanks: refused
+        await pilot.pause()
+        assert app.screen is prompt and results == []
+        assert "reason is required" in str(prompt.query_one("#form-error").render())
+        assert prompt.query_one(Input).value == " "  # what was typed is kept
+        await pilot.press(*"too vague", "enter")
+        await _until(pilot, lambda: results, "the reason prompt's result")
+        assert results.pop()["reason"].strip() == "too vague"
+
+        app.push_screen(StepPicker(steps, 1, Text("round 1 will get: ...")), callback=results.append)
+        await _until(pilot, lambda: isinstance(app.screen, StepPicker) and app.screen.query("#form-trace"), "the step picker")
+        picker = app.screen
+        trace = picker.query_one("#form-trace")
+        await _until(pilot, lambda: trace.has_focus, "the trace list focused")
+        assert trace.highlighted == 2  # option 0 is "no step": step K is option K + 1
+        await pilot.press("down", "enter")
+        await _until(pilot, lambda: picker.query_one(Input).has_focus, "the note focused after the pick")
+        await pilot.press(*"stops early", "enter")
+        await _until(pilot, lambda: results, "the step picker's result")
+        got = results.pop()
+        assert (got["step"], got["note"]) == (2, "stops early")
+
+        app.push_screen(StepPicker(steps, None), callback=results.append)
+        await _until(pilot, lambda: isinstance(app.screen, StepPicker) and app.screen.query("#form-trace"), "the second step picker")
+        assert app.screen.query_one("#form-trace").highlighted == 0
+        await pilot.press("enter", "enter")
+        await _until(pilot, lambda: results, "the no-step result")
+        assert results.pop()["step"] is None

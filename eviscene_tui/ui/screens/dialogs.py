@@ -6,6 +6,10 @@ the trace to pick a step from), text fields, an optional multi-line editor
 true / false / unset in words). ``ctrl+s`` submits: when ``validate`` returns a
 message the form stays open with the message inside it and everything typed
 kept; ``escape`` cancels. It dismisses with the values, or None.
+
+The operator gate's two dialogs are forms too: :class:`ReasonPrompt` (the reason of a
+stop or a hint rejection) and :class:`StepPicker` (relocalize: a step of the source
+trace, then a note); in both, Enter in the text field decides.
 """
 
 from __future__ import annotations
@@ -75,6 +79,10 @@ class TriState(Widget, can_focus=True):
 class FormScreen(ModalScreen["dict[str, Any] | None"]):
     """A small form; see the module docstring."""
 
+    KEYS_HINT = "ctrl+s submit, esc cancel"
+    TRACE_LABEL = "source trace (enter on a step picks it; policy steps are marked ●)"
+    ENTER_SUBMITS = False  # Enter in a text field submits only a form of text fields alone, unless set
+
     BINDINGS = bindings("supervised.form")
     DEFAULT_CSS = """
     FormScreen { align: center middle; }
@@ -93,7 +101,7 @@ class FormScreen(ModalScreen["dict[str, Any] | None"]):
         title: str,
         fields: Sequence[tuple[str, str, str]],
         *,
-        context: str | None = None,
+        context: str | Text | None = None,
         trace: Sequence[tuple[int, bool, str]] | None = None,
         trace_at: int | None = None,
         editor: str | None = None,
@@ -115,25 +123,14 @@ class FormScreen(ModalScreen["dict[str, Any] | None"]):
 
     def compose(self) -> ComposeResult:
         with VerticalScroll(id="form"):
-            yield Static(Content.from_markup("[b]$t[/]  (ctrl+s submit, esc cancel)", t=self.title_text))
-            if self.context:
+            yield Static(Content.from_markup("[b]$t[/]  ($keys)", t=self.title_text, keys=self.KEYS_HINT))
+            if isinstance(self.context, Text):  # built from sanitised parts by the caller
+                yield Static(self.context, id="form-context")
+            elif self.context:
                 yield Static(safe_text(self.context, limit=2000), id="form-context", markup=False)
             if self.trace is not None:
-                yield Static("source trace (enter on a step picks it; policy steps are marked ●)", markup=False)
-                yield OptionList(
-                    *[
-                        Option(
-                            Content.from_markup(
-                                "$mark $i  $what", mark="●" if policy else " ", i=f"{i:>3}",
-                                what=safe_text(summary, single_line=True, limit=120),
-                            ),
-                            id=f"step-{i}",
-                            disabled=not policy,
-                        )
-                        for i, policy, summary in self.trace
-                    ],
-                    id="form-trace",
-                )
+                yield Static(self.TRACE_LABEL, markup=False)
+                yield OptionList(*self.trace_options(), id="form-trace")
             for name, label, placeholder in self.fields:
                 yield Static(label, markup=False)
                 yield Input(placeholder=placeholder, id=f"f-{name}")
@@ -152,14 +149,31 @@ class FormScreen(ModalScreen["dict[str, Any] | None"]):
                 yield Button("Submit", id="form-ok", variant="primary")
                 yield Button("Cancel", id="form-cancel")
 
+    def trace_options(self) -> list[Option]:
+        """One option per trace step (``step-<i>``); only policy steps can be picked."""
+        return [
+            Option(
+                Content.from_markup(
+                    "$mark $i  $what", mark="●" if policy else " ", i=f"{i:>3}",
+                    what=safe_text(summary, single_line=True, limit=120),
+                ),
+                id=f"step-{i}",
+                disabled=not policy,
+            )
+            for i, policy, summary in self.trace or ()
+        ]
+
+    def trace_start(self) -> int | None:
+        """The option the trace list opens on: the current site, else the first policy step."""
+        trace = self.trace or []
+        at = next((n for n, (i, policy, _s) in enumerate(trace) if i == self.trace_at and policy), None)
+        return at if at is not None else next((n for n, (_i, policy, _s) in enumerate(trace) if policy), None)
+
     def on_mount(self) -> None:
         if self.trace is not None:
             # a step is picked from the trace: the list has the keys, highlighting the current site
             steps = self.query_one("#form-trace", OptionList)
-            enabled = [n for n, (_i, policy, _s) in enumerate(self.trace) if policy]
-            at = next((n for n, (i, policy, _s) in enumerate(self.trace) if i == self.trace_at and policy), None)
-            if at is None and enabled:
-                at = enabled[0]
+            at = self.trace_start()
             steps.focus()
             if at is not None:
                 steps.highlighted = at
@@ -212,122 +226,90 @@ class FormScreen(ModalScreen["dict[str, Any] | None"]):
 
     @on(Input.Submitted)
     def _enter(self) -> None:
-        if not self.editor and not self.checker and self.trace is None:
+        if self.ENTER_SUBMITS or (not self.editor and not self.checker and self.trace is None):
             self.action_submit()
 
     @on(OptionList.OptionSelected, "#form-trace")
     def _pick_step(self, event: OptionList.OptionSelected) -> None:
-        if event.option.id and self.query("#f-step"):
+        if not event.option.id:
+            return
+        names = [name for name, _, _ in self.fields]
+        if "step" in names:
             self.query_one("#f-step", Input).value = event.option.id.removeprefix("step-")
             # the step is set: the keys go to the next field (the note), else to the step's input
-            names = [name for name, _, _ in self.fields]
-            after = names[names.index("step") + 1] if "step" in names and names.index("step") + 1 < len(names) else "step"
-            self.query_one(f"#f-{after}", Input).focus()
+            after = names[names.index("step") + 1] if names.index("step") + 1 < len(names) else "step"
+        elif names:
+            after = names[0]  # the pick is the list's highlight: the keys go to the first field
+        else:
+            return
+        self.query_one(f"#f-{after}", Input).focus()
 
 
-# ---------------------------------------------------------------------- modals
-# Both dialogs are centred boxes over the gate screen (kept visible, dimmed), fit an
-# 80x24 terminal (their body scrolls when taller), say what they act on, and keep
-# what was typed when they refuse it (the message shows inside the dialog).
-_DIALOG_CSS = """
-$screen { align: center middle; }
-$screen #gate-dialog { width: 96; max-width: 100%; height: auto; max-height: 100%; border: round $accent;
-    background: $surface; padding: 0 1; }
-$screen #gate-dialog-context { height: auto; max-height: 8; color: $text-muted; }
-$screen #gate-steps { height: auto; max-height: 8; }
-$screen #gate-dialog-error { height: auto; color: $error; }
-"""
-
-
-class ReasonPrompt(ModalScreen[str | None]):
+# ---------------------------------------------------------------------- the gate's dialogs
+# Centred boxes over the gate screen (kept visible, dimmed) that fit an 80x24 terminal
+# (the form scrolls when taller), say what they act on (``context``), and keep what was
+# typed when they refuse it (the message shows inside the dialog). They dismiss with the
+# form's values (or None): ``{"reason"}``, and ``{"step", "note"}`` for the step picker.
+class ReasonPrompt(FormScreen):
     """The reason of a stop or a hint rejection. ``context`` names what the decision acts
     on (the hint and its audit, the round's feedback); with ``required`` an empty reason
     is refused in the dialog."""
 
+    KEYS_HINT = "Enter decides, Esc cancels"
+    ENTER_SUBMITS = True
     BINDINGS = bindings("gate.reason")
-    DEFAULT_CSS = _DIALOG_CSS.replace("$screen", "ReasonPrompt")
 
     def __init__(self, title: str, context: Text | None = None, *, required: bool = False) -> None:
-        super().__init__()
-        self.title_text = title
-        self.context = context
+        placeholder = "reason (journaled)" + ("; required" if required else "")
+        super().__init__(title, [("reason", "reason", placeholder)], context=context,
+                         validate=self._reason_given if required else None)
         self.required = required
 
-    def compose(self) -> ComposeResult:
-        with VerticalScroll(id="gate-dialog"):
-            yield Static(Content.from_markup("[b]$t[/]  (Enter decides, Esc cancels)", t=self.title_text))
-            if self.context is not None:
-                yield Static(self.context, id="gate-dialog-context")
-            yield Input(placeholder="reason (journaled)" + ("; required" if self.required else ""), id="gate-reason")
-            yield Static("", id="gate-dialog-error")
-
-    def on_mount(self) -> None:
-        self.query_one(Input).focus()
-
-    @on(Input.Submitted)
-    def _submitted(self, event: Input.Submitted) -> None:
-        reason = event.value.strip()
-        if self.required and not reason:
-            self.query_one("#gate-dialog-error", Static).update(Text("a reason is required: say why (it goes to the journal)"))
-            return
-        self.dismiss(reason)
-
-    def action_cancel(self) -> None:
-        self.dismiss(None)
+    @staticmethod
+    def _reason_given(values: dict[str, Any]) -> str | None:
+        return None if str(values.get("reason") or "").strip() else "a reason is required: say why (it goes to the journal)"
 
 
-class StepPicker(ModalScreen[tuple[int | None, str] | None]):
+class StepPicker(FormScreen):
     """Relocalize: pick the earliest error step K in the source trace (or none), then a note.
-    The list opens on the current site."""
+    The list opens on the current site; Enter on a step moves to the note, Enter there decides."""
 
+    KEYS_HINT = "Enter picks, then Enter in the note decides; Esc cancels"
+    TRACE_LABEL = "source trace (▶ the current site)"
+    ENTER_SUBMITS = True
     BINDINGS = bindings("gate.steps")
-    DEFAULT_CSS = _DIALOG_CSS.replace("$screen", "StepPicker")
     NO_STEP = "no-step"
 
     def __init__(self, steps: tuple[TraceStep, ...], current: int | None, context: Text | None = None) -> None:
-        super().__init__()
+        title = "Relocalize: pick the earliest error step (current site: step %s)" % ("—" if current is None else current)
+        super().__init__(title, [("note", "note", "note (journaled only; Enter decides)")], context=context,
+                         trace=[(s.index, True, s.label) for s in steps], trace_at=current, validate=self._step_picked)
         self.steps = steps
         self.current = current
-        self.context = context
 
-    def compose(self) -> ComposeResult:
-        with VerticalScroll(id="gate-dialog"):
-            yield Static(Content.from_markup(
-                "[b]Relocalize[/b]: pick the earliest error step (current site: step $c); Enter picks, Esc cancels",
-                c="\u2014" if self.current is None else str(self.current)))
-            if self.context is not None:
-                yield Static(self.context, id="gate-dialog-context")
-            options = [Option(Content("no step: relocalize without naming one"), id=self.NO_STEP)]
-            options += [
-                Option(Content.assemble(("\u25b6 " if s.index == self.current else "  ", "bold"), f"{s.index:>3}  {s.stage}  {s.label}"),
-                       id=f"step-{s.index}")
-                for s in self.steps
-            ]
-            yield OptionList(*options, id="gate-steps")
-            yield Input(placeholder="note (journaled only; Enter decides)", id="gate-note")
-            yield Static("", id="gate-dialog-error")
+    def trace_options(self) -> list[Option]:
+        options = [Option(Content("no step: relocalize without naming one"), id=self.NO_STEP)]
+        options += [
+            Option(Content.assemble(("▶ " if s.index == self.current else "  ", "bold"), f"{s.index:>3}  {s.stage}  {s.label}"),
+                   id=f"step-{s.index}")
+            for s in self.steps
+        ]
+        return options
 
-    def on_mount(self) -> None:
-        options = self.query_one(OptionList)
-        at = next((i + 1 for i, s in enumerate(self.steps) if s.index == self.current), 0)
-        options.highlighted = at
-        options.focus()
+    def trace_start(self) -> int:
+        return next((n + 1 for n, s in enumerate(self.steps) if s.index == self.current), 0)
 
-    @on(OptionList.OptionSelected)
-    def _picked(self, event: OptionList.OptionSelected) -> None:
-        self.query_one(Input).focus()
-
-    @on(Input.Submitted)
-    def _submitted(self, event: Input.Submitted) -> None:
-        options = self.query_one(OptionList)
+    def values(self) -> dict[str, Any]:
+        out = super().values()
+        options = self.query_one("#form-trace", OptionList)
         index = options.highlighted
-        if index is None:
-            self.query_one("#gate-dialog-error", Static).update(Text("pick a step (or \"no step\") first"))
-            options.focus()
-            return
-        option_id = options.get_option_at_index(index).id or self.NO_STEP
-        step = None if option_id == self.NO_STEP else int(option_id.split("-", 1)[1])
-        self.dismiss((step, event.value.strip()))
+        option_id = options.get_option_at_index(index).id if index is not None else None
+        out["picked"] = index is not None
+        out["step"] = None if option_id in (None, self.NO_STEP) else int(str(option_id).split("-", 1)[1])
+        return out
 
-    def action_cancel(self) -> None:
-        self.dismiss(None)
+    def _step_picked(self, values: dict[str, Any]) -> str | None:
+        if values.get("picked"):
+            return None
+        self.query_one("#form-trace", OptionList).focus()
+        return 'pick a step (or "no step") first'

@@ -293,9 +293,9 @@ class GatePanel(Vertical):
         if action == "relocalize":
             current = card.doc.get("current_site")
 
-            def picked_step(picked: tuple[int | None, str] | None) -> None:
+            def picked_step(picked: dict[str, Any] | None) -> None:
                 if picked is not None:
-                    self._take(card, action, picked[0], picked[1])
+                    self._take(card, action, picked["step"], str(picked.get("note") or "").strip())
 
             self.app.push_screen(StepPicker(snap.steps, current if isinstance(current, int) else None, dialog_context(card)),
                                  callback=picked_step)
@@ -305,9 +305,9 @@ class GatePanel(Vertical):
             else:
                 title = "Reject hint %s of round %d" % ("?" if card.hint_index is None else card.hint_index, card.round)
 
-            def given_reason(reason: str | None) -> None:
-                if reason is not None:
-                    self._take(card, action, None, reason)
+            def given_reason(values: dict[str, Any] | None) -> None:
+                if values is not None:
+                    self._take(card, action, None, str(values.get("reason") or "").strip())
 
             self.app.push_screen(ReasonPrompt(title, dialog_context(card), required=action == "reject-hint"), callback=given_reason)
         else:
