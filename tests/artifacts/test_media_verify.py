@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import io
+import sys
 from pathlib import Path
 
 import pytest
@@ -139,6 +140,17 @@ def test_verify_v3_ok_with_absolute_driver_paths(tmp_path: Path):
     assert rep.pad_id == 248056 and rep.conditioning_equal is True
     assert rep.student_runs == [(4, 2)] and rep.teacher_runs == [(4, 2)]
     assert img.estimated_run_length == estimate_pad_count(64, 32, {"patch_size": 16}, 2)
+
+
+def test_verify_without_pillow_reports_no_size(tmp_path: Path, monkeypatch):
+    """Without Pillow the image is still verified by hash; only its size is unknown."""
+    sha = _store(tmp_path, _png(64, 32))
+    monkeypatch.setitem(sys.modules, "PIL", None)  # `from PIL import Image` raises ImportError
+    media, _ = parse_psd_media({"schema_version": "ifv-psd-media-v3", "image_sha256": [sha], "merge_size": 2})
+    rep = verify_media(media, tmp_path)
+    img = rep.images[0]
+    assert img.status == "ok" and img.actual_sha256 == sha
+    assert (img.width, img.height, img.format, img.estimated_run_length) == (None, None, None, None)
 
 
 def test_verify_tampered_image(tmp_path: Path):
