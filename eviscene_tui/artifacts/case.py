@@ -136,10 +136,6 @@ def _round_name(index: int) -> str:
     return f"round-{index:02d}"
 
 
-def _hint_name(index: int) -> str:
-    return f"hint-{index:02d}"
-
-
 def _exists(path: Path) -> bool:
     try:
         return path.exists()
@@ -351,11 +347,6 @@ class RoundBundle(_Loader):
         return out
 
     @_guarded(lambda: None)
-    def proposals_identity(self) -> Any:
-        got = self._bound(self.dir / "hint-proposals.json") if _exists(self.dir / "hint-proposals.json") else None
-        return got[0] if got else None
-
-    @_guarded(lambda: None)
     def _audits(self) -> ProposerAudits | None:
         path = self.dir / "proposer-hint-audits.json"
         raw = self._json(path)
@@ -402,17 +393,6 @@ class RoundBundle(_Loader):
             model = self._model(ContinuationPayload, got[1], path)
             if model is not None:
                 out[n] = model
-        return out
-
-    @_guarded(dict)
-    def continuation_identities(self) -> dict[int, Any]:
-        out: dict[int, Any] = {}
-        for n, path in self._hint_files("continuations", HINT_FILE_RE).items():
-            if not self._readable(path):
-                continue
-            raw, _ = read_json(path)
-            if isinstance(raw, dict):
-                out[n] = raw.get("identity")
         return out
 
     @_guarded(dict)
@@ -467,10 +447,6 @@ class RoundBundle(_Loader):
     def verification_bundle(self) -> VerificationBundle | None:
         path = self.dir / "gemini-verification-bundle.json"
         return self._model(VerificationBundle, self._json(path), path)
-
-    @_guarded(lambda: None)
-    def pre_finalize_attempts(self) -> list[AttemptRecord] | None:
-        return self._rows(AttemptRecord, self.dir, "repair_attempts.pre-finalize")
 
     # ---------------------------------------------------------------- search-round inputs
     @property
@@ -632,10 +608,6 @@ class CaseBundle(_Loader):
     @property
     def is_search(self) -> bool:
         return self.layout == LAYOUT_FEEDBACK_SEARCH
-
-    @property
-    def is_supported(self) -> bool:
-        return self.layout in (LAYOUT_FEEDBACK_SEARCH, LAYOUT_SINGLE_RUN)
 
     # ---------------------------------------------------------------- wrapper
     @functools.cached_property
@@ -1043,10 +1015,6 @@ class CaseBundle(_Loader):
                 self._trace = (trace, problems)
         return self._trace
 
-    @property
-    def trace_loaded(self) -> bool:
-        return self._trace is not None
-
     def adopt_trace(self, trace: SourceTrace, problems: list[Problem] | None = None) -> None:
         """Use an already parsed trace of this case (a reload after a live update keeps the
         parse of a trace that may be hundreds of megabytes) instead of reading it again."""
@@ -1278,11 +1246,6 @@ def _enrich_from_semantic(site: FailureSite, loc: SemanticLocalization | None) -
     if site.localization_verifier is None and chosen.verifier is not None:
         update["localization_verifier"] = chosen.verifier.label() or None
     return site.model_copy(update=update) if update else site
-
-
-# names kept for callers that imported the private helpers
-_site_from_attempts = site_from_attempts
-_site_from_candidates = site_from_candidates
 
 
 def load_case(path: str | os.PathLike[str], *, path_map: PathMap | None = None) -> CaseBundle:
