@@ -23,7 +23,7 @@ from collections import Counter
 from collections.abc import Iterable
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import NotRequired, TypedDict
 
 from eviscene_tui.artifacts.integrity import check_case, safe_read_bound
 from eviscene_tui.artifacts.jsonio import read_json
@@ -31,6 +31,48 @@ from eviscene_tui.artifacts.layout import CaseRef, discover
 from eviscene_tui.artifacts.paths import InputProvenance, PathMap
 from eviscene_tui.artifacts.problems import Problem, ProblemCode
 from eviscene_tui.artifacts.summary import CaseSummary, summarize_case
+
+
+
+class ProblemJson(TypedDict):
+    code: str
+    path: str  # relative to PATH
+    message: str
+
+
+class CaseEntry(TypedDict):
+    """One ``cases[]`` entry of ``check --json``."""
+
+    path: str
+    layout: str
+    status: str
+    rounds: int
+    attempts: int
+    accepted: int
+    pending: int
+    problems: list[ProblemJson]
+    case_id: str | None
+    candidate_id: str | None
+    localization_kind: str | None
+    semantic_category: str | None
+    wrapper: NotRequired[str]  # a case of a multi-case wrapper: the wrapper's path and the case key
+    key: NotRequired[str | None]
+
+
+class CheckSummary(TypedDict):
+    cases: int
+    by_status: dict[str, int]
+    problems: int
+
+
+class CheckReport(TypedDict):
+    """The ``check --json`` document."""
+
+    root: str
+    cases: list[CaseEntry]
+    summary: CheckSummary
+    problems: list[ProblemJson]
+
 
 PARALLEL_MIN_CASES = 400
 CHUNK = 250
@@ -44,7 +86,7 @@ def _rel(path: str | os.PathLike[str], base: str) -> str:
     return rel.replace(os.sep, "/")
 
 
-def _problem_json(p: Problem, base: str) -> dict[str, str]:
+def _problem_json(p: Problem, base: str) -> ProblemJson:
     return {"code": str(p.code), "path": _rel(p.path, base), "message": p.message}
 
 
@@ -89,10 +131,10 @@ def unique_problems(problems: Iterable[Problem]) -> list[Problem]:
     return out
 
 
-def case_entry(ref: CaseRef, base: str, path_map: PathMap | None = None) -> dict[str, Any]:
+def case_entry(ref: CaseRef, base: str, path_map: PathMap | None = None) -> CaseEntry:
     """One ``cases[]`` entry: cheap summary counts plus the full integrity problems."""
     summary, problems = checked_case(ref, base, path_map=path_map)
-    entry: dict[str, Any] = {
+    entry: CaseEntry = {
         "path": _rel(ref.path, base),
         "layout": str(ref.layout),
         "status": summary.status,
@@ -112,7 +154,7 @@ def case_entry(ref: CaseRef, base: str, path_map: PathMap | None = None) -> dict
     return entry
 
 
-def _chunk_entries(refs: list[CaseRef], base: str, path_map: PathMap | None = None) -> list[dict[str, Any]]:
+def _chunk_entries(refs: list[CaseRef], base: str, path_map: PathMap | None = None) -> list[CaseEntry]:
     return [case_entry(ref, base, path_map) for ref in refs]
 
 
@@ -143,7 +185,7 @@ def _wrapper_problems(wrappers: Iterable[Path]) -> list[Problem]:
 
 def build_check_report(
     root: Path, given: str | None = None, *, workers: int | None = None, path_map: PathMap | None = None
-) -> dict[str, Any]:
+) -> CheckReport:
     """Discover, summarise and check every case under ``root``.
 
     ``given`` is PATH as the user typed it (reported verbatim). ``workers``: process
@@ -155,7 +197,7 @@ def build_check_report(
     refs, discovery_problems = discover(root)
     refs.sort(key=lambda r: _rel(r.path, base))
     n_workers = workers if workers is not None else (os.cpu_count() or 1)
-    entries: list[dict[str, Any]]
+    entries: list[CaseEntry]
     if n_workers > 1 and len(refs) >= PARALLEL_MIN_CASES:
         chunks = [refs[i : i + CHUNK] for i in range(0, len(refs), CHUNK)]
         # fork is fastest, but forking a process that runs other threads (the app) is unsafe
@@ -181,4 +223,4 @@ def build_check_report(
     }
 
 
-__all__ = ["build_check_report", "case_entry", "checked_case", "unique_problems"]
+__all__ = ["CaseEntry", "CheckReport", "CheckSummary", "ProblemJson", "build_check_report", "case_entry", "checked_case", "unique_problems"]

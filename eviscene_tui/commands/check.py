@@ -8,12 +8,16 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
 from eviscene_tui.cli import UsageError, add_path_map_argument, path_map_from_args
 from eviscene_tui.safe_text import safe_text
+
+if TYPE_CHECKING:
+    from eviscene_tui.artifacts.report import CheckReport
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("path", metavar="PATH", help="a run, a search root, a wrapper, or any folder holding them")
@@ -67,7 +71,7 @@ def _cell(value: Any, limit: int | None = None) -> str:
     return safe_text(value, single_line=True, limit=limit)
 
 
-def render_text(report: dict[str, Any]) -> str:
+def render_text(report: CheckReport) -> str:
     """A compact aligned table of cases, their problems, and one summary line."""
     headers = ("CASE", "LAYOUT", "STATUS", "ROUNDS", "ATTEMPTS", "ACCEPTED", "PENDING", "PROBLEMS")
     rows = [
