@@ -44,17 +44,21 @@ _FIRST_ELEMENT = re.compile(rb'\s*(?:(\])|\{\s*("(?:[^"\\]|\\.)*")\s*:)')
 
 
 class _Blocks:
-    """A growing bytearray fed from a binary file, one block at a time."""
+    """A growing bytearray (:attr:`buf`) fed from a binary file, one block at a time;
+    with ``sink`` every block read is also written there. Shared by the chunked parse
+    and the step index (``step_index``)."""
 
-    def __init__(self, fh: BinaryIO, block_bytes: int, max_bytes: int | None = None) -> None:
+    def __init__(self, fh: BinaryIO, block_bytes: int, max_bytes: int | None = None, sink: BinaryIO | None = None) -> None:
         self.fh = fh
         self.block_bytes = block_bytes
         self.max_bytes = max_bytes
+        self.sink = sink
         self.total = 0
         self.buf = bytearray()
         self.eof = False
 
     def more(self) -> bool:
+        """One more block appended to :attr:`buf`; False at the end of the file."""
         if self.eof:
             return False
         data = self.fh.read(self.block_bytes)
@@ -64,6 +68,8 @@ class _Blocks:
         self.total += len(data)
         if self.max_bytes is not None and self.total > self.max_bytes:
             raise ValueError(f"more than {self.max_bytes} bytes")
+        if self.sink is not None:
+            self.sink.write(data)
         self.buf += data
         return True
 
@@ -81,6 +87,19 @@ class _Blocks:
             del self.buf[:]
 
 
+def _find_array(blocks: _Blocks) -> re.Match[bytes] | None:
+    """Where ``"all_steps": [`` is in the blocks read (reading on as needed, at most
+    ``MAX_PREFIX_BYTES``), or ``None``."""
+    start = 0
+    while True:
+        match = _ARRAY_KEY.search(blocks.buf, max(0, start - _OVERLAP))
+        if match is not None:
+            return match
+        start = len(blocks.buf)
+        if start > MAX_PREFIX_BYTES or not blocks.more():
+            return None
+
+
 def _sentinel() -> tuple[str, bytes]:
     value = "\x00eviscene-chunked-" + os.urandom(12).hex()
     return value, orjson.dumps(value)
@@ -96,14 +115,9 @@ def parse_trace_chunked(
     """
     blocks = _Blocks(fh, block_bytes, max_bytes)
     # ---- the prefix, up to and including the array's ``[``
-    start = 0
-    match = None
-    while match is None:
-        match = _ARRAY_KEY.search(blocks.buf, max(0, start - _OVERLAP))
-        if match is None:
-            start = len(blocks.buf)
-            if start > MAX_PREFIX_BYTES or not blocks.more():
-                return None
+    match = _find_array(blocks)
+    if match is None:
+        return None
     prefix = bytes(blocks.buf[: match.end() - 1])
     # keep one lead byte (the ``[``) before the first element: it is overwritten with
     # ``[`` for each chunk so the chunk parses as a list without copying it

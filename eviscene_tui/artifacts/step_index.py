@@ -44,16 +44,16 @@ from typing import Any, BinaryIO
 
 import orjson
 
-from eviscene_tui.artifacts.chunked_trace import _ARRAY_KEY, _FIRST_ELEMENT, _sentinel
+from eviscene_tui.artifacts.chunked_trace import _FIRST_ELEMENT, _Blocks, _find_array, _sentinel
 
 BLOCK_BYTES = 4 << 20
-MAX_PREFIX_BYTES = 64 << 20
 MAX_MERGES = 256  # boundaries one step may swallow (nested objects starting with the step key)
 MAX_TAIL_TRIES = 256  # places tried for the array's closing bracket
 MAX_POPS = 1024  # ranges dropped again when the scan went on past the array's end
 _BACK = 4096  # bytes kept before an unsearched position (whitespace inside a boundary)
 _WS = frozenset(b" \t\r\n")
 _OPEN, _CLOSE, _COMMA, _COLON = ord("{"), ord("}"), ord(","), ord(":")
+_DEFER = (-1, -1)  # a boundary check that needs the next block (compared by identity)
 
 
 class StepIndex:
@@ -63,7 +63,9 @@ class StepIndex:
 
     __slots__ = ("starts", "ends", "verified", "skeleton", "steps_at", "size")
 
-    def __init__(self, starts: array, ends: array, verified: bytearray, skeleton: dict[str, Any], steps_at: str, size: int) -> None:
+    def __init__(
+        self, starts: array[int], ends: array[int], verified: bytearray, skeleton: dict[str, Any], steps_at: str, size: int
+    ) -> None:
         self.starts = starts
         self.ends = ends
         self.verified = verified  # 1: the range was parsed during the scan (one object)
@@ -78,16 +80,8 @@ class StepIndex:
         return self.starts[index], self.ends[index]
 
 
-class _Source:
-    """Blocks read from ``fh`` (and copied to ``sink``), appended to one bytearray."""
-
-    def __init__(self, fh: BinaryIO, block_bytes: int, sink: BinaryIO | None, max_bytes: int | None) -> None:
-        self.fh = fh
-        self.block_bytes = block_bytes
-        self.sink = sink
-        self.max_bytes = max_bytes
-        self.total = 0
-        self.eof = False
+class _Source(_Blocks):
+    """The blocks of the trace (copied to ``sink``), and bytes read before read again."""
 
     def reread(self, start: int, end: int) -> bytes | None:
         """Bytes ``start..end`` read before (from the sink, else by seeking ``fh``)."""
@@ -109,23 +103,8 @@ class _Source:
         except OSError:
             return None
 
-    def more(self, buf: bytearray) -> bool:
-        if self.eof:
-            return False
-        data = self.fh.read(self.block_bytes)
-        if not data:
-            self.eof = True
-            return False
-        self.total += len(data)
-        if self.max_bytes is not None and self.total > self.max_bytes:
-            raise ValueError(f"more than {self.max_bytes} bytes")
-        if self.sink is not None:
-            self.sink.write(data)
-        buf += data
-        return True
 
-
-def _is_object(view: memoryview) -> bool:
+def _is_object(view: memoryview | bytes | bytearray) -> bool:
     try:
         return isinstance(orjson.loads(view), dict)
     except orjson.JSONDecodeError:
@@ -150,183 +129,217 @@ def _skeleton(prefix: bytes, suffix: bytes | bytearray | memoryview) -> tuple[di
     return None
 
 
+def _back(buf: bytearray, k: int) -> int:
+    """The last non-whitespace position at or before ``k`` (-1: none)."""
+    while k >= 0 and buf[k] in _WS:
+        k -= 1
+    return k
+
+
 def index_steps(
     fh: BinaryIO, *, block_bytes: int = BLOCK_BYTES, sink: BinaryIO | None = None, max_bytes: int | None = None
 ) -> StepIndex | None:
     """Index the steps of the trace read from ``fh`` (at its start; a ``GzipFile`` works
     too), or ``None`` when it is not a trace this method handles exactly (the caller then
     parses the whole file). Reading more than ``max_bytes`` raises ``ValueError``."""
-    src = _Source(fh, block_bytes, sink, max_bytes)
-    buf = bytearray()
-    base = 0  # absolute offset of buf[0]
-    # ---- the prefix, up to the array's ``[``
-    pos = 0
-    match = None
-    while match is None:
-        match = _ARRAY_KEY.search(buf, max(0, pos - 512))
-        if match is None:
-            pos = len(buf)
-            if pos > MAX_PREFIX_BYTES or not src.more(buf):
-                return None
+    src = _Source(fh, block_bytes, max_bytes, sink)
+    match = _find_array(src)
+    if match is None:
+        return None
+    buf = src.buf
     prefix = bytes(buf[: match.end() - 1])
     after = match.end()
-    while len(buf) - after < 4096 and src.more(buf):
+    while len(buf) - after < 4096 and src.more():
         pass
     first = _FIRST_ELEMENT.match(buf, after)
     if first is None:
         return None  # the first element is not an object: not a step list this handles
-    starts: array = array("q")
-    ends: array = array("q")
-    verified = bytearray()
     if first.group(1) is not None:  # an empty array
-        while src.more(buf):
+        while src.more():
             pass
         found = _skeleton(prefix, memoryview(buf)[first.end() :])
         if found is None:
             return None
-        return StepIndex(starts, ends, verified, found[0], found[1], src.total)
-    needle = first.group(2)
-    nlen = len(needle)
-    cur = buf.index(b"{", after)  # absolute start of the range being scanned
-    counted = cur  # brackets are counted up to here (absolute)
-    depth = 0  # '[' minus ']' from cur to counted
-    merges = 0
-    search = cur + 1  # next absolute position to look for the needle from
-    while True:
-        rel = search - base
-        deferred = None
-        n = len(buf)
+        return StepIndex(array("q"), array("q"), bytearray(), found[0], found[1], src.total)
+    scan = _Scan(src, first.group(2), buf.index(b"{", after))
+    return scan.finish(prefix) if scan.run() else None
+
+
+class _Scan:
+    """The scan of the array's bytes for step boundaries (see the module's docstring).
+
+    Positions are absolute (in the file) unless named relative; ``buf`` holds the bytes
+    from ``base`` on. ``cur`` is where the range being scanned starts; brackets are
+    counted up to ``counted`` (``depth``: '[' minus ']' from ``cur`` to there)."""
+
+    def __init__(self, src: _Source, needle: bytes, cur: int) -> None:
+        self.src = src
+        self.buf = src.buf
+        self.needle = needle
+        self.base = 0
+        self.cur = self.counted = cur
+        self.depth = 0
+        self.merges = 0
+        self.starts: array[int] = array("q")
+        self.ends: array[int] = array("q")
+        self.verified = bytearray()
+
+    def run(self) -> bool:
+        """Every step but the last cut off; False when a range swallowed more than
+        ``MAX_MERGES`` boundaries."""
+        src, buf, nlen = self.src, self.buf, len(self.needle)
+        search = self.cur + 1  # next absolute position to look for the needle from
+        while True:
+            scanned = self._cuts(search - self.base)
+            if scanned is None:
+                return False
+            rel, deferred = scanned
+            search = self.base + (deferred if deferred is not None else max(rel, len(buf) - nlen + 1))
+            safe = search - _BACK
+            if safe > self.counted:
+                a, z = self.counted - self.base, safe - self.base
+                self.depth += buf.count(b"[", a, z) - buf.count(b"]", a, z)
+                self.counted = safe
+            keep = min(self.cur, safe) - self.base
+            if keep > 0:
+                del buf[:keep]
+                self.base += keep
+            if not src.more() and deferred is None:
+                return True  # (a deferred hit is looked at again, knowing the input ended)
+
+    def _cuts(self, rel: int) -> tuple[int, int | None] | None:
+        """Look at each needle in the buffer from ``rel`` on; where the search stopped
+        and the hit deferred to the next block (None), or None when it failed."""
+        buf, needle = self.buf, self.needle
         while True:
             h = buf.find(needle, rel)
             if h == -1:
-                break
-            j = h + nlen
-            while j < n and buf[j] in _WS:
-                j += 1
-            if j >= n:
-                if not src.eof:
-                    deferred = h  # the ':' may come in the next block
-                    break
-                rel = h + 1
-                continue
-            if buf[j] != _COLON:
-                rel = h + 1
-                continue
-            k = h - 1
-            while k >= 0 and buf[k] in _WS:
-                k -= 1
-            if k < 0 or buf[k] != _OPEN:
-                rel = h + 1
-                continue
-            brace = k
-            k -= 1
-            while k >= 0 and buf[k] in _WS:
-                k -= 1
-            if k < 0 or buf[k] != _COMMA:
-                rel = h + 1
-                continue
-            k -= 1
-            while k >= 0 and buf[k] in _WS:
-                k -= 1
-            if k < 0 or buf[k] != _CLOSE or base + k + 1 < counted:
-                rel = h + 1
-                continue
-            end = base + k + 1  # the range [cur, end) ends with this '}'
-            a = counted - base
-            depth += buf.count(b"[", a, k + 1) - buf.count(b"]", a, k + 1)
-            counted = end
-            # balanced brackets alone can be faked by a ']' inside a string before a nested
-            # object that starts with the step key: a true step also balances its braces
-            ok = depth == 0 and buf.count(b"{", cur - base, k + 1) == buf.count(b"}", cur - base, k + 1)
-            if not ok:
-                with memoryview(buf) as view:
-                    ok = _is_object(view[cur - base : k + 1])
-            if ok:
-                starts.append(cur)
-                ends.append(end)
-                verified.append(0 if depth == 0 else 1)
-                cur = counted = base + brace
-                depth = 0
-                merges = 0
-            else:
-                if starts and verified[-1] == 0 and starts[-1] >= 0:
-                    # the previous cut was taken on counts alone: strings holding ']' and '}'
-                    # can fake them, so that cut may lie inside the step this one ends.
-                    # Bring its bytes back and parse it; undo it when it is not one object
-                    older = src.reread(starts[-1], base) if starts[-1] < base else b""
-                    if older is not None:
-                        shift = len(older)
-                        if shift:
-                            buf[:0] = older
-                            base -= shift
-                            h += shift
-                            k += shift
-                            brace += shift
-                            n += shift
-                        with memoryview(buf) as view:
-                            prev_ok = _is_object(view[starts[-1] - base : ends[-1] - base])
-                        if not prev_ok:
-                            cur = starts.pop()
-                            ends.pop()
-                            verified.pop()
-                            with memoryview(buf) as view:
-                                ok = _is_object(view[cur - base : k + 1])
-                            if ok:
-                                starts.append(cur)
-                                ends.append(end)
-                                verified.append(1)
-                                cur = counted = base + brace
-                                depth = 0
-                                merges = 0
-                                rel = h + 1
-                                continue
-                merges += 1  # a cut inside a step: the range goes on
-                if merges > MAX_MERGES:
+                return rel, None
+            found = self._boundary(h)
+            if found is _DEFER:
+                return rel, h
+            if found is not None:
+                shift = self._cut(self.base + found[0], self.base + found[1])
+                if shift is None:
                     return None
+                h += shift
             rel = h + 1
-        search = base + (deferred if deferred is not None else max(rel, n - nlen + 1))
-        safe = search - _BACK
-        if safe > counted:
-            a, z = counted - base, safe - base
-            depth += buf.count(b"[", a, z) - buf.count(b"]", a, z)
-            counted = safe
-        keep = min(cur, search - _BACK) - base
-        if keep > 0:
-            del buf[:keep]
-            base += keep
-        if not src.more(buf):
-            if src.eof and deferred is None:
-                break
-            if deferred is not None and src.eof:
-                continue  # re-examine the deferred hit knowing there is no more input
-    # ---- the last step, up to the array's ``]``. The scan may have gone on past it
-    # (objects in what follows the array that start with KEY): ranges are then dropped
-    # from the end, and their bytes read again, until the array's end is found.
-    del buf[: cur - base]
-    base = cur
-    pops = 0
-    found = _array_end(prefix, buf, len(buf))
-    while found is None:
-        if not starts or pops >= MAX_POPS:
+
+    def _boundary(self, h: int) -> tuple[int, int] | None:
+        """For a needle at ``h``: the (relative) ``{`` and ``}`` of a boundary
+        ``} , {KEY:`` whose ``}`` lies past the counted bytes, ``_DEFER`` when the ``:``
+        may be in the next block, else None."""
+        buf = self.buf
+        n = len(buf)
+        j = h + len(self.needle)
+        while j < n and buf[j] in _WS:
+            j += 1
+        if j >= n:
+            return _DEFER if not self.src.eof else None
+        if buf[j] != _COLON:
             return None
-        pops += 1
-        start = starts.pop()
-        ends.pop()
-        verified.pop()
-        older = src.reread(start, base)
-        if older is None:
+        brace = _back(buf, h - 1)
+        if brace < 0 or buf[brace] != _OPEN:
             return None
-        joined = older + buf
-        # usually the scan ran past the array and its end lies in the dropped range; but the
-        # dropped start may instead have been a cut inside the last step, whose end follows
-        found = _array_end(prefix, joined, len(older)) or _array_end(prefix, joined, len(joined))
-        buf[:0] = older
-        base = start
-    end, skeleton, steps_at = found
-    starts.append(base)
-    ends.append(base + end)
-    verified.append(1)
-    return StepIndex(starts, ends, verified, skeleton, steps_at, src.total)
+        k = _back(buf, brace - 1)
+        if k < 0 or buf[k] != _COMMA:
+            return None
+        k = _back(buf, k - 1)
+        if k < 0 or buf[k] != _CLOSE or self.base + k + 1 < self.counted:
+            return None
+        return brace, k
+
+    def _parses(self, start: int, end: int) -> bool:
+        with memoryview(self.buf) as view:
+            return _is_object(view[start - self.base : end - self.base])
+
+    def _cut(self, brace: int, close: int) -> int | None:
+        """A boundary whose ``}`` is at ``close`` and next ``{`` at ``brace``: the range
+        ends there when it is one step, else it goes on. How far the buffer moved (bytes
+        read again in front of it), or None past ``MAX_MERGES``."""
+        buf, base, end = self.buf, self.base, close + 1
+        a, z = self.counted - base, end - base
+        self.depth += buf.count(b"[", a, z) - buf.count(b"]", a, z)
+        self.counted = end
+        # balanced brackets alone can be faked by a ']' inside a string before a nested
+        # object that starts with the step key: a true step also balances its braces
+        c = self.cur - base
+        ok = self.depth == 0 and buf.count(b"{", c, z) == buf.count(b"}", c, z)
+        if ok or self._parses(self.cur, end):
+            self._take(end, brace, verified=self.depth != 0)
+            return 0
+        taken, shift = self._undo_previous(end, brace)
+        if taken:
+            return shift
+        self.merges += 1  # a cut inside a step: the range goes on
+        return shift if self.merges <= MAX_MERGES else None
+
+    def _take(self, end: int, brace: int, *, verified: bool) -> None:
+        self.starts.append(self.cur)
+        self.ends.append(end)
+        self.verified.append(1 if verified else 0)
+        self.cur = self.counted = brace
+        self.depth = 0
+        self.merges = 0
+
+    def _undo_previous(self, end: int, brace: int) -> tuple[bool, int]:
+        """The previous cut was taken on counts alone: strings holding ']' and '}' can
+        fake them, so it may lie inside the step this range ends. Its bytes are brought
+        back and parsed; when it is not one object it is undone (the range starts at its
+        start), and the range is cut here if that is one step. Whether the cut here was
+        taken, and how far the buffer moved (bytes read again in front of it)."""
+        if not self.starts or self.verified[-1] != 0 or self.starts[-1] < 0:
+            return False, 0
+        start = self.starts[-1]
+        shift = 0
+        if start < self.base:
+            older = self.src.reread(start, self.base)
+            if older is None:
+                return False, 0
+            shift = len(older)
+            self.buf[:0] = older
+            self.base -= shift
+        if self._parses(start, self.ends[-1]):
+            return False, shift
+        self.starts.pop()
+        self.ends.pop()
+        self.verified.pop()
+        self.cur = start
+        if not self._parses(start, end):
+            return False, shift
+        self._take(end, brace, verified=True)
+        return True, shift
+
+    def finish(self, prefix: bytes) -> StepIndex | None:
+        """The last step, up to the array's ``]``. The scan may have gone on past it
+        (objects in what follows the array that start with KEY): ranges are then dropped
+        from the end, and their bytes read again, until the array's end is found."""
+        buf = self.buf
+        del buf[: self.cur - self.base]
+        base = self.cur
+        pops = 0
+        found = _array_end(prefix, buf, len(buf))
+        while found is None:
+            if not self.starts or pops >= MAX_POPS:
+                return None
+            pops += 1
+            start = self.starts.pop()
+            self.ends.pop()
+            self.verified.pop()
+            older = self.src.reread(start, base)
+            if older is None:
+                return None
+            joined = older + buf
+            # usually the scan ran past the array and its end lies in the dropped range; but
+            # the dropped start may instead have been a cut inside the last step, whose end follows
+            found = _array_end(prefix, joined, len(older)) or _array_end(prefix, joined, len(joined))
+            buf[:0] = older
+            base = start
+        end, skeleton, steps_at = found
+        self.starts.append(base)
+        self.ends.append(base + end)
+        self.verified.append(1)
+        return StepIndex(self.starts, self.ends, self.verified, skeleton, steps_at, self.src.total)
 
 
 def _array_end(prefix: bytes, tail: bytes | bytearray, limit: int) -> tuple[int, dict[str, Any], str] | None:

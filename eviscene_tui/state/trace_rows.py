@@ -6,6 +6,7 @@ only paints these strings. No Textual import here.
 
 from __future__ import annotations
 
+import bisect
 import threading
 from dataclasses import dataclass, field
 from typing import Any
@@ -127,8 +128,6 @@ class TraceRows:
 
     def next_policy(self, current: int, direction: int) -> int | None:
         """The next (direction=1) or previous (-1) policy step after ``current``."""
-        import bisect
-
         indices = self.policy_indices
         if not indices:
             return None

@@ -127,6 +127,20 @@ def _holds(raw: Any, match: Callable[[str], bool]) -> bool:
     return any(match(text) for text in _field_texts(raw))
 
 
+def _bytes_hold(data: bytes | None, parts: list[bytes], match: Callable[[str], bool]) -> bool | None:
+    """Whether a step whose JSON bytes are ``data`` holds the query; ``None`` when the
+    bytes cannot say (unreadable, or not one object: searched as the trace shows it)."""
+    if data is None:
+        return None
+    if not bytes_may_hold(data, parts):
+        return False
+    try:
+        raw = orjson.loads(data)
+    except orjson.JSONDecodeError:
+        return None
+    return None if raw is None else _holds(raw, match)
+
+
 def step_matches(raw: Any, query: str) -> bool:
     """Whether one raw step's text holds ``query``."""
     needle = normalise_query(query)
@@ -166,44 +180,44 @@ class TraceSearch:
             return []
         if needle in self._found:
             return self._found[needle]
-        steps = self.trace.raw_steps
-        candidates: Any = range(len(steps))
+        candidates: Any = range(len(self.trace.raw_steps))
         for earlier, found in self._found.items():
             if earlier in needle and len(found) < len(candidates):
                 candidates = found  # every step holding the longer query holds this one
-        match = _matcher(needle)
+        holds = self._step_test(needle)
         out: list[int] = []
-        step_bytes = self.trace.step_bytes if getattr(self.trace, "lazy", False) else None
-        parts = literal_parts(needle)
-        corpus = self.corpus if _SEP not in needle else None
         for n, i in enumerate(candidates):
             if cancelled is not None and n % 32 == 0 and cancelled():
                 return None
-            if corpus is not None:
-                held = corpus.holds(i, match)
-                if held is not None:
-                    if held:
-                        out.append(i)
-                    continue
-            if step_bytes is not None:
-                data = step_bytes(i)
-                if data is not None:
-                    if not bytes_may_hold(data, parts):
-                        continue
-                    try:
-                        raw = orjson.loads(data)
-                    except orjson.JSONDecodeError:
-                        raw = None  # not one object: searched as the trace shows it
-                    if raw is not None:
-                        if _holds(raw, match):
-                            out.append(i)
-                        continue
-            if _holds(steps[i], match):
+            if holds(i):
                 out.append(i)
         if len(self._found) >= self.KEEP:
             self._found.pop(next(iter(self._found)))
         self._found[needle] = out
         return out
+
+    def _step_test(self, needle: str) -> Callable[[int], bool]:
+        """Whether step ``i`` holds ``needle``: from the corpus when it has the step, else
+        from the step's bytes (an indexed trace; parsed only when they may hold it), else
+        from the step as the trace holds it."""
+        steps = self.trace.raw_steps
+        match = _matcher(needle)
+        step_bytes = self.trace.step_bytes if getattr(self.trace, "lazy", False) else None
+        parts = literal_parts(needle)
+        corpus = self.corpus if _SEP not in needle else None
+
+        def holds(i: int) -> bool:
+            if corpus is not None:
+                held = corpus.holds(i, match)
+                if held is not None:
+                    return held
+            if step_bytes is not None:
+                held = _bytes_hold(step_bytes(i), parts, match)
+                if held is not None:
+                    return held
+            return _holds(steps[i], match)
+
+        return holds
 
     def find(
         self, query: str, start: int, direction: int = 1, *, include_start: bool = False, cancelled: Callable[[], bool] | None = None

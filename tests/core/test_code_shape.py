@@ -25,12 +25,7 @@ _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
 TABLES: set[str] = set()
 
 # "rule path:function" entries not yet fixed; remove an entry when its function follows the rule
-DEBT: set[str] = {
-    "deep artifacts/step_index.py:index_steps",
-    "deep state/trace_search.py:matches",
-    "import state/trace_rows.py:next_policy",
-    "long artifacts/step_index.py:index_steps",
-}
+DEBT: set[str] = set()
 
 
 def _functions(tree: ast.AST) -> list[ast.FunctionDef | ast.AsyncFunctionDef]:
