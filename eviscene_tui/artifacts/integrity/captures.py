@@ -6,7 +6,6 @@ listed ``missing``, and both prompt and completion ids are there (§2.5)."""
 from __future__ import annotations
 
 import os
-from typing import Any
 
 from eviscene_tui.artifacts.integrity.context import CaseContext
 from eviscene_tui.artifacts.integrity.reading import MAX_PARSE_BYTES, as_dict, as_list, read_json
@@ -42,7 +41,7 @@ def capture_detail(cap: object) -> str:
     return ", ".join(parts) + " (expected status 'complete' with prompt and completion ids)"
 
 
-def site_kind(candidates: list[dict[str, Any]]) -> str | None:
+def site_kind(candidates: list[dict[str, object]]) -> str | None:
     """``react`` / ``judgment`` from the bound candidate's repair site, else None."""
     for row in reversed(candidates):
         site = as_dict(row.get("repair_site"))
@@ -57,7 +56,7 @@ def site_kind(candidates: list[dict[str, Any]]) -> str | None:
     return None
 
 
-def teacher_action(steps: list[dict[str, Any]], kind: str | None) -> tuple[str, str]:
+def teacher_action(steps: list[dict[str, object]], kind: str | None) -> tuple[str, str]:
     """The (stage, action) of the teacher action: psd_teacher_repair + tool_call for a
     ReAct site, psd_teacher_judgment + output for a judgment site (§2.5 token fields)."""
     kinds = [((s.get("stage_name") or s.get("stage")), s.get("action_type")) for s in steps]
@@ -68,7 +67,7 @@ def teacher_action(steps: list[dict[str, Any]], kind: str | None) -> tuple[str, 
     return TEACHER_ACTION_JUDGMENT
 
 
-def _failure_index(candidates: list[dict[str, Any]], attempts: list[dict[str, Any]]) -> int | None:
+def _failure_index(candidates: list[dict[str, object]], attempts: list[dict[str, object]]) -> int | None:
     """The failure site's ``source_step_index`` (the last attempt's, else the last candidate's)."""
     for row in list(reversed(attempts)) + list(reversed(candidates)):
         value = as_dict(row.get("repair_site")).get("source_step_index")
@@ -88,7 +87,7 @@ class Captures:
             return
         self.ctx.add(ProblemCode.TOKEN_CAPTURE_INCOMPLETE, path, f"{label}: token capture {capture_detail(cap)}")
 
-    def teacher_steps(self, path: str, steps: list[dict[str, Any]], kind: str | None) -> None:
+    def teacher_steps(self, path: str, steps: list[dict[str, object]], kind: str | None) -> None:
         """A continuation's teacher action step holds a complete policy token capture."""
         if not steps:
             return
@@ -110,7 +109,7 @@ class Captures:
             f"teacher action ({stage}/{action}) has no complete policy_token_capture: {capture_detail(captures[0])}",
         )
 
-    def source_step(self, identity: dict[str, Any], candidates: list[dict[str, Any]], attempts: list[dict[str, Any]]) -> None:
+    def source_step(self, identity: dict[str, object], candidates: list[dict[str, object]], attempts: list[dict[str, object]]) -> None:
         """The source trace's failure step capture, when the trace is found and < 20 MB."""
         local = self._small_source_trace(identity)
         if local is None:
@@ -132,7 +131,7 @@ class Captures:
         meta = as_dict(as_dict(steps[index]).get("metadata"))
         self.capture(meta.get("policy_token_capture"), local, f"source trace failure step {index} policy_token_capture")
 
-    def _small_source_trace(self, identity: dict[str, Any]) -> str | None:
+    def _small_source_trace(self, identity: dict[str, object]) -> str | None:
         binding = as_dict(identity.get("trace"))
         if not isinstance(binding.get("path"), str):
             return None

@@ -10,7 +10,6 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Iterator
-from typing import Any
 
 from eviscene_tui.artifacts.integrity.reading import (
     KNOWN_FAMILIES,
@@ -66,7 +65,7 @@ class CaseFiles:
                 self._sha_cache[path] = None
         return self._sha_cache[path]
 
-    def json_file(self, path: str, *, required: str | None = None, obj: bool = True) -> Any:
+    def json_file(self, path: str, *, required: str | None = None, obj: bool = True) -> object:
         """Parse a JSON file; missing -> None (a problem only when ``required`` names it).
 
         ``obj``: the file must hold a JSON object (anything else is ``json_invalid``).
@@ -141,7 +140,7 @@ class CaseFiles:
                 )
         return result
 
-    def ledger(self, path: str) -> list[dict[str, Any]]:
+    def ledger(self, path: str) -> list[dict[str, object]]:
         """The JSON-object rows of a JSONL ledger (torn lines and non-object rows reported)."""
         self.tree.handled.add(path)
         if not self.tree.exists(path):

@@ -5,7 +5,6 @@ the path rules find it (``artifacts.paths``) and its sha256 verified."""
 from __future__ import annotations
 
 import os
-from typing import Any
 
 from eviscene_tui.artifacts.integrity.context import CaseContext
 from eviscene_tui.artifacts.integrity.reading import as_dict, as_list, join, safe_read_bound
@@ -16,7 +15,7 @@ from eviscene_tui.artifacts.paths import INPUT_WHAT
 FILE_ARGS = RunInputs.FILE_ARGUMENTS
 
 
-def _slice(binding: dict[str, Any]) -> tuple[int, int] | None:
+def _slice(binding: dict[str, object]) -> tuple[int, int] | None:
     """The ``(offset, length)`` of an indexed input binding, when both are valid."""
     off, length = binding.get("offset"), binding.get("length")
     if type(off) is int and type(length) is int and off >= 0 and length >= 0:
@@ -28,7 +27,7 @@ class BoundInputs:
     def __init__(self, ctx: CaseContext) -> None:
         self.ctx = ctx
 
-    def search(self, inputs: dict[str, Any], state_path: str) -> None:
+    def search(self, inputs: dict[str, object], state_path: str) -> None:
         """The search identity's ``inputs`` bindings (``output_dir`` is not one)."""
         for key, value in sorted(inputs.items()):
             if key == "output_dir" or not isinstance(value, dict):
@@ -39,7 +38,7 @@ class BoundInputs:
                     what=f"{INPUT_WHAT.get(key, key)} (search input {key})", key=key,
                 )
 
-    def run(self, identity: dict[str, Any], inputs_path: str) -> None:
+    def run(self, identity: dict[str, object], inputs_path: str) -> None:
         """The run config's file arguments. An indexed run (``candidate_offset``) binds
         the frozen ``source_trace_sha256`` of the candidate under ``trace``, not a file hash."""
         indexed = identity.get("candidate_offset") is not None
@@ -77,7 +76,7 @@ class BoundInputs:
             if row.get("key") == key:
                 self._case_row(row, inputs_path)
 
-    def _case_row(self, row: dict[str, Any], inputs_path: str) -> None:
+    def _case_row(self, row: dict[str, object], inputs_path: str) -> None:
         for name in ("candidate", "gold", "public"):
             binding = as_dict(row.get(name))
             if isinstance(binding.get("path"), str):

@@ -5,7 +5,6 @@ content-addressed ``judge-cache/``."""
 from __future__ import annotations
 
 import posixpath
-from typing import Any
 
 from eviscene_tui.artifacts.integrity.context import CaseContext
 from eviscene_tui.artifacts.integrity.reading import EPISODE_RE, HEX64, as_dict, as_list, base, join, short
@@ -14,9 +13,9 @@ from eviscene_tui.artifacts.models import SCHEMA_FINALIZATION, SCHEMA_LOCAL_VERI
 from eviscene_tui.artifacts.problems import ProblemCode
 
 
-def _expected_bindings(row: dict[str, Any]) -> list[tuple[str, Any, str]]:
+def _expected_bindings(row: dict[str, object]) -> list[tuple[str, object, str]]:
     """(judge key, the value the attempt gives it, what that value is) for one attempt."""
-    expected: list[tuple[str, Any, str]] = []
+    expected: list[tuple[str, object, str]] = []
     text = as_dict(row.get("hint_record")).get("text")
     if isinstance(text, str):
         expected.append(("hint_sha256", hint_sha256(text), "the attempt's hint text"))
@@ -34,7 +33,7 @@ class Judge:
     def __init__(self, ctx: CaseContext) -> None:
         self.ctx = ctx
 
-    def run(self, run: str, attempts: list[dict[str, Any]]) -> None:
+    def run(self, run: str, attempts: list[dict[str, object]]) -> None:
         self.bundle(run)
         judged = self.judge_files(run)
         if judged:
@@ -60,9 +59,9 @@ class Judge:
                     lv, None, rel_base=run, referrer=bundle_path, what=f"verification bundle attempt {j} judge file",
                 )
 
-    def judge_files(self, run: str) -> dict[str, dict[str, Any]]:
+    def judge_files(self, run: str) -> dict[str, dict[str, object]]:
         """The readable ``judge/*.json`` local verifications, by path."""
-        judged: dict[str, dict[str, Any]] = {}
+        judged: dict[str, dict[str, object]] = {}
         for path in self.ctx.tree.list_files(join(run, "judge")):
             if path.endswith(".json"):
                 value = self.ctx.files.json_file(path)
@@ -71,7 +70,7 @@ class Judge:
                     judged[path] = value
         return judged
 
-    def bindings(self, run: str, attempts: list[dict[str, Any]], judged: dict[str, dict[str, Any]]) -> None:
+    def bindings(self, run: str, attempts: list[dict[str, object]], judged: dict[str, dict[str, object]]) -> None:
         """``judge/hint-NN.json`` binds its attempt: hint, teacher token ids, source trace, step."""
         for i, row in enumerate(attempts):
             episode = as_dict(row.get("continuation")).get("hinted_teacher_episode_trace")
@@ -83,7 +82,7 @@ class Judge:
             if judge is not None:
                 self._binding(path, judge, row, i)
 
-    def _binding(self, path: str, judge: dict[str, Any], row: dict[str, Any], i: int) -> None:
+    def _binding(self, path: str, judge: dict[str, object], row: dict[str, object], i: int) -> None:
         for key, want, what in _expected_bindings(row):
             found = judge.get(key)
             if isinstance(found, str) and found != want:

@@ -5,7 +5,6 @@ recorded bytes, and the student and teacher prompts hold one image-pad run per i
 from __future__ import annotations
 
 import os
-from typing import Any
 
 from eviscene_tui.artifacts import media as media_mod
 from eviscene_tui.artifacts.integrity.context import CaseContext
@@ -46,7 +45,7 @@ class MediaBinding:
     def __init__(self, ctx: CaseContext) -> None:
         self.ctx = ctx
 
-    def attempt(self, row: dict[str, Any], i: int, path: str, run: str) -> None:
+    def attempt(self, row: dict[str, object], i: int, path: str, run: str) -> None:
         media_obj = row.get("psd_media")
         if media_obj is None:
             # psd_media is optional (§7.11; older runtimes did not write it): image-pad runs

@@ -11,7 +11,6 @@ from __future__ import annotations
 import os
 import re
 import zlib
-from typing import Any
 
 from eviscene_tui.artifacts.jsonio import (
     BoundRead,
@@ -54,12 +53,12 @@ def short(sha: object) -> str:
     return f"{str(sha)[:12]}…" if sha else repr(sha)
 
 
-def as_dict(value: object) -> dict[str, Any]:
+def as_dict(value: object) -> dict[str, object]:
     """``value`` when it is a JSON object, else an empty one (raw run JSON is untrusted)."""
     return value if isinstance(value, dict) else {}
 
 
-def as_list(value: object) -> list[Any]:
+def as_list(value: object) -> list[object]:
     """``value`` when it is a JSON array, else an empty one."""
     return value if isinstance(value, list) else []
 
@@ -96,7 +95,7 @@ def read_bytes(path: str, cache: dict[str, bytes] | None = None) -> tuple[bytes 
         return None, [Problem(code=ProblemCode.MISSING_ARTIFACT, path=path, message=f"cannot read: {exc.strerror or exc}")]
 
 
-def read_json(path: str, cache: dict[str, bytes] | None = None) -> tuple[Any, list[Problem]]:
+def read_json(path: str, cache: dict[str, bytes] | None = None) -> tuple[object, list[Problem]]:
     """``jsonio.read_json`` without pathlib (this module runs over 10,000 cases)."""
     data, problems = read_bytes(path, cache)
     if data is None:
@@ -104,7 +103,7 @@ def read_json(path: str, cache: dict[str, bytes] | None = None) -> tuple[Any, li
     return parse_json_bytes(data, path)
 
 
-def read_jsonl(path: str, cache: dict[str, bytes] | None = None) -> tuple[list[Any], list[Problem]]:
+def read_jsonl(path: str, cache: dict[str, bytes] | None = None) -> tuple[list[object], list[Problem]]:
     """``jsonio.read_jsonl`` without pathlib (``.jsonl`` and ``.jsonl.gz``)."""
     data, problems = read_bytes(path, cache)
     if data is None:

@@ -5,7 +5,6 @@ root (schemas and teacher episodes; each round checks the rest) and of a run dir
 from __future__ import annotations
 
 import posixpath
-from typing import Any
 
 from eviscene_tui.artifacts.integrity.captures import Captures
 from eviscene_tui.artifacts.integrity.context import CaseContext
@@ -21,7 +20,7 @@ class Records:
         self.captures = captures
         self.media = media
 
-    def _episode(self, row: dict[str, Any], *, rel_base: str | None, referrer: str, label: str) -> object:
+    def _episode(self, row: dict[str, object], *, rel_base: str | None, referrer: str, label: str) -> object:
         """An attempt's teacher episode reference checked; returns the recorded path."""
         cont = as_dict(row.get("continuation"))
         episode = cont.get("hinted_teacher_episode_trace")
@@ -32,7 +31,7 @@ class Records:
             )
         return episode
 
-    def candidates(self, path: str, *, captures: bool) -> list[dict[str, Any]]:
+    def candidates(self, path: str, *, captures: bool) -> list[dict[str, object]]:
         """The candidate rows, schemas checked (and, in a run directory, each repair
         site's source step capture)."""
         rows = self.ctx.files.ledger(path)
@@ -49,7 +48,7 @@ class Records:
             self.ctx.files.schema(row, path, f"attempt row {i + 1}", SCHEMA_ATTEMPT)
             self._episode(row, rel_base=None, referrer=path, label=f"attempt row {i + 1}")
 
-    def run_attempt(self, row: dict[str, Any], i: int, path: str, run: str) -> None:
+    def run_attempt(self, row: dict[str, object], i: int, path: str, run: str) -> None:
         """One attempt row of a run directory."""
         label = f"attempt row {i + 1}"
         files = self.ctx.files

@@ -5,8 +5,6 @@ binds, the round requests and the round inputs."""
 from __future__ import annotations
 
 import posixpath
-from typing import Any
-
 from eviscene_tui.artifacts.integrity.context import CaseContext
 from eviscene_tui.artifacts.integrity.files import Expected
 from eviscene_tui.artifacts.integrity.reading import REQUEST_RE, as_dict, as_list, base, join, short
@@ -17,7 +15,7 @@ from eviscene_tui.artifacts.problems import ProblemCode
 from eviscene_tui.artifacts.summary import ROUND_DIR_RE
 
 
-def _recorded_root_from_rounds(dirs: list[Any]) -> str | None:
+def _recorded_root_from_rounds(dirs: list[object]) -> str | None:
     """``<out>`` from the first absolute ``<out>/rounds/round-NN`` directory listed."""
     for d in dirs:
         if isinstance(d, str) and d.startswith("/"):
@@ -31,14 +29,14 @@ class Rounds:
     def __init__(self, ctx: CaseContext) -> None:
         self.ctx = ctx
 
-    def manifest(self, path: str, label: str, schema: Expected, *, required: str) -> Any:
+    def manifest(self, path: str, label: str, schema: Expected, *, required: str) -> object:
         """A ``manifest.json`` (search or run): parsed, its schema checked."""
         manifest = self.ctx.files.json_file(path, required=required)
         self.ctx.files.schema(manifest, path, label, schema)
         return manifest
 
     # ------------------------------------------------------------------ search root
-    def search_state(self, state_path: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    def search_state(self, state_path: str) -> tuple[dict[str, object], dict[str, object]]:
         """``search-state.json``'s (identity, payload); its envelope and identity version checked."""
         state = self.ctx.files.bound_file(state_path, required="search-state.json")
         identity = as_dict(state.identity) if state is not None else {}
@@ -51,11 +49,12 @@ class Rounds:
             )
         return identity, payload
 
-    def note_search_written(self, inputs: dict[str, Any], manifest: Any, payload: dict[str, Any]) -> None:
+    def note_search_written(self, inputs: dict[str, object], manifest: object, payload: dict[str, object]) -> None:
         """Where the driver wrote this search: its ``output_dir`` (else the parent of its
         round directories), and each round's recorded ``directory``."""
         root = self.ctx.root
-        rec_root = inputs.get("output_dir") if isinstance(inputs.get("output_dir"), str) else None
+        out = inputs.get("output_dir")
+        rec_root = out if isinstance(out, str) else None
         if rec_root is None:
             rows = [r.get("directory") for r in as_list(payload.get("rounds")) if isinstance(r, dict)]
             rec_root = _recorded_root_from_rounds(as_list(as_dict(manifest).get("rounds")) + rows)
@@ -65,7 +64,7 @@ class Rounds:
             if isinstance(directory, str) and ROUND_DIR_RE.match(posixpath.basename(directory.rstrip("/"))):
                 self.ctx.paths.add_written(directory, join(root, "rounds", posixpath.basename(directory.rstrip("/"))))
 
-    def listed_round_dirs(self, manifest: Any) -> None:
+    def listed_round_dirs(self, manifest: object) -> None:
         """The round directories the search manifest lists exist, inside the case."""
         root = self.ctx.root
         for d in as_list(as_dict(manifest).get("rounds")):
@@ -77,7 +76,7 @@ class Rounds:
             elif outcome == "outside":
                 self.ctx.add(ProblemCode.PATH_OUTSIDE_ROOT, join(root, "manifest.json"), f"round directory {d} resolves outside the case root")
 
-    def snapshots(self, payload: dict[str, Any], state_path: str) -> None:
+    def snapshots(self, payload: dict[str, object], state_path: str) -> None:
         """Each round row's ``files`` map and its records' teacher episodes."""
         refs = self.ctx.refs
         for index, row in enumerate(as_list(payload.get("rounds"))):
@@ -93,7 +92,7 @@ class Rounds:
                         rel_base=None, referrer=state_path, what=f"search-state round {index} teacher episode",
                     )
 
-    def requests(self, identity: dict[str, Any]) -> None:
+    def requests(self, identity: dict[str, object]) -> None:
         """``requests/round-NN.json``: each bound to this search's identity."""
         search_sha = canonical_sha256(identity) if identity else None
         for path, bound in self.ctx.files.bound_files(join(self.ctx.root, "requests"), REQUEST_RE):
@@ -137,18 +136,18 @@ class Rounds:
         )
         return True
 
-    def run_config(self, run: str, label: str) -> Any:
+    def run_config(self, run: str, label: str) -> object:
         """The run config (``run-inputs.json`` identity), None when unreadable."""
         inputs = self.ctx.files.bound_file(
             join(run, "run-inputs.json"), required=f"{label} run-inputs.json (a run directory without it cannot be resumed)"
         )
         return inputs.identity if inputs is not None and inputs.form in ("plain", "gzip") else None
 
-    def note_run_written(self, identity: dict[str, Any], run: str, *, is_round: bool) -> None:
+    def note_run_written(self, identity: dict[str, object], run: str, *, is_round: bool) -> None:
         """Where the driver wrote this run directory: its absolute ``output_dir`` (a round's
         also says where the search was written)."""
-        rec_out = identity.get("output_dir") if isinstance(identity.get("output_dir"), str) else None
-        if not (rec_out and rec_out.startswith("/")):
+        rec_out = identity.get("output_dir")
+        if not (isinstance(rec_out, str) and rec_out.startswith("/")):
             return
         if not is_round:
             self.ctx.add_written_root(rec_out, run)
@@ -158,7 +157,7 @@ class Rounds:
         if posixpath.basename(parent) == "rounds":
             self.ctx.paths.add_written(posixpath.dirname(parent), self.ctx.root)
 
-    def note_media_written(self, attempts: list[dict[str, Any]], run: str) -> None:
+    def note_media_written(self, attempts: list[dict[str, object]], run: str) -> None:
         """A relative ``--output-dir``: the absolute ``psd_media`` image paths still say
         where the run was written (only then: they are no better evidence than output_dir)."""
         if self.ctx.paths.knows_written_location:
