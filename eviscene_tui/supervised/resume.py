@@ -39,13 +39,22 @@ def round_start(rdir: Path, request: Path) -> RoundStart | None:
     return RoundStart(config=ri.identity, feedback=fb.payload if isinstance(fb.payload, dict) else {}, candidate=cands[-1])
 
 
+class UnreadableApproval(ValueError):
+    """``hint-proposals.json`` exists but its approved row is not a JSON object."""
+
+
 def approved_row(rdir: Path) -> dict[str, Any] | None:
-    """The approved hint's row of ``hint-proposals.json`` (written once a hint is approved)."""
+    """The approved hint's row of ``hint-proposals.json`` (written once a hint is approved).
+
+    Raises :class:`UnreadableApproval` when the file's first row is not an object, so the
+    caller says so instead of resuming with an empty hint."""
     path = rdir / "hint-proposals.json"
     props = read_bound(path) if path.is_file() else None
     if props is not None and isinstance(props.payload, list) and props.payload:
         row = props.payload[0]
-        return row if isinstance(row, dict) else {}
+        if not isinstance(row, dict):
+            raise UnreadableApproval(f"{rdir.name}/hint-proposals.json: the approved hint's row is {type(row).__name__}, not an object")
+        return row
     return None
 
 

@@ -894,7 +894,13 @@ class SupervisedSearch:
     def _resume_approval(self, d: RoundDraft) -> None:
         """The approved hint's files: read back, or written now when the approval was journaled
         but a crash came before its files (a read-only instance leaves the hint pending)."""
-        row = resume.approved_row(d.dir)
+        try:
+            row = resume.approved_row(d.dir)
+        except resume.UnreadableApproval as exc:
+            # the round stays at its hint gate; its file is never overwritten, so an approval
+            # is refused there with the reason (the operator sees the damage, not an empty hint)
+            self.messages.append(f"{exc}; the round stays at its hint gate")
+            return
         if row is not None:
             if d.approved is None:
                 # a journal from before proposals were journaled: only the approved hint is known

@@ -7,7 +7,7 @@ import pytest
 
 from eviscene_tui.policy.events import TokenLogprob
 from eviscene_tui.artifacts.case import load_case
-from eviscene_tui.artifacts.jsonio import read_bound, read_json
+from eviscene_tui.artifacts.jsonio import canonical_sha256, read_bound, read_json
 from eviscene_tui.journal import supervised_journal_for_root
 from eviscene_tui.supervised import ContinuationOutcome, SearchError, SearchSettings, SupervisedSearch, inputs_from_case
 from eviscene_tui.tokens.tiny import encode
@@ -177,3 +177,23 @@ def test_decisions_export_shows_the_stop_and_the_resume(tmp_path, capsys):
     rows = [line for line in out.splitlines() if "end of day" in line or ",back" in line]
     assert any("stop_search" in r and "end of day" in r for r in rows), out
     assert any("resume_search" in r for r in rows), out
+
+
+def test_a_damaged_approved_row_is_said_on_reopen_and_never_resumed_as_an_empty_hint(tmp_path):
+    s = _open(tmp_path)
+    s.begin_round()
+    s.accept_site()
+    s.add_operator_hint("Search the caption text in quotes.")
+    s.approve_hint(0)
+    rdir = s.draft.dir
+    s.close()
+    envelope = orjson.loads((rdir / "hint-proposals.json").read_bytes())
+    envelope["payload"] = ["not an object"]
+    envelope["payload_sha256"] = canonical_sha256(envelope["payload"])  # bound and well formed, but damaged
+    (rdir / "hint-proposals.json").write_bytes(orjson.dumps(envelope))
+    s = _open(tmp_path)
+    assert s.draft.stage != "continuation"
+    assert not any(p.text == "" for p in s.draft.proposals)
+    said = [m for m in s.messages if "hint-proposals.json" in m]
+    assert said and "not an object" in said[0] and "hint gate" in said[0]
+    s.close()
