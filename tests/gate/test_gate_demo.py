@@ -3,13 +3,16 @@ against the fake vLLM, stopped (by its own pid) when the demo ends."""
 
 from __future__ import annotations
 
+import json
+
+from eviscene_tui.artifacts.layout import discover_cases
+from eviscene_tui.artifacts.report import checked_case
 from eviscene_tui.fake_vllm.harness import FakeVLLMServer
+from eviscene_tui.gate.decide import decide
 from eviscene_tui.gate.demo import start_gated_demo
 from eviscene_tui.gate.sidecar import read_status
-from eviscene_tui.gate.decide import decide
 
-
-from gate_fixtures import wait_until
+from gate_fixtures import run_cli, wait_until
 
 
 def _waiting(root, kind, round_index):
@@ -43,14 +46,6 @@ def test_demo_reuses_one_standin_folder_and_its_search_checks_clean(tmp_path):
     cleaned once their driver is gone), ``gate-status`` finds the search from the demo
     folder, and the stand-in's trace and attempt records carry complete token captures:
     ``check`` on it reports no problem."""
-    import json
-    import subprocess
-
-    from eviscene_tui.artifacts.layout import discover_cases
-    from eviscene_tui.artifacts.report import checked_case
-
-    from gate_fixtures import CLI, ENV
-
     base = tmp_path / "work" / "demo"
     old = base / "gated-standin-20260101T000000Z" / "repairs"
     old.mkdir(parents=True)  # an older demo's stamped folder, its driver long gone
@@ -66,7 +61,7 @@ def test_demo_reuses_one_standin_folder_and_its_search_checks_clean(tmp_path):
             (ref,) = list(discover_cases(first.root))
             _summary, problems = checked_case(ref, first.root)
             assert [(p.code, p.message) for p in problems] == []
-            out = subprocess.run([*CLI, "gate-status", str(base), "--json"], capture_output=True, text=True, env=ENV, timeout=60)
+            out = run_cli("gate-status", str(base), "--json")
             assert out.returncode == 0, out.stdout + out.stderr
             assert json.loads(out.stdout)["root"] == str(first.root)
         finally:

@@ -11,7 +11,7 @@ from ui_helpers import make_app, screen_text, wait_scan
 
 from eviscene_tui.ui.screens.gate import GateCard, GateScreen
 
-from gate_fixtures import make_case, pending, start_gate, wait_until as wait_sync
+from gate_fixtures import TIMEOUT, make_case, pending, start_gate, wait_until as wait_sync
 
 
 async def test_awaiting_operator_marker_filter_and_gate_key(tmp_path):
@@ -25,21 +25,21 @@ async def test_awaiting_operator_marker_filter_and_gate_key(tmp_path):
             rows = app.store.rows()
             assert [r.key for r in rows] == ["search-0001"]  # the sidecar is not a case
             assert rows[0].gate == "awaiting operator" and rows[0].in_triage
-            await wait_until(lambda: "awaiting operator" in screen_text(app), pilot=pilot, what="the marker painted")
+            await wait_until(lambda: "awaiting operator" in screen_text(app), timeout=TIMEOUT, pilot=pilot, what="the marker painted")
             await pilot.press("w")
-            await wait_until(lambda: app.store.filter_name == "awaiting", pilot=pilot, what="the awaiting filter")
+            await wait_until(lambda: app.store.filter_name == "awaiting", timeout=TIMEOUT, pilot=pilot, what="the awaiting filter")
             assert [r.key for r in app.store.visible()] == ["search-0001"]
 
             await pilot.press("G")
-            await wait_until(lambda: isinstance(app.screen, GateScreen), pilot=pilot, what="the gate screen")
+            await wait_until(lambda: isinstance(app.screen, GateScreen), timeout=TIMEOUT, pilot=pilot, what="the gate screen")
             await wait_until(lambda: "ROUND GATE · round 0" in str(app.screen.query_one(GateCard).render()),
-                             pilot=pilot, what="the round-0 card")
+                             timeout=TIMEOUT, pilot=pilot, what="the round-0 card")
             await pilot.press("escape")
-            await wait_until(lambda: not isinstance(app.screen, GateScreen), pilot=pilot, what="back on the runs screen")
+            await wait_until(lambda: not isinstance(app.screen, GateScreen), timeout=TIMEOUT, pilot=pilot, what="back on the runs screen")
 
             proc.send_signal(signal.SIGKILL)
             proc.wait()
-            await wait_until(lambda: app.store.rows()[0].gate == "awaiting operator · driver gone", pilot=pilot,
+            await wait_until(lambda: app.store.rows()[0].gate == "awaiting operator · driver gone", timeout=TIMEOUT, pilot=pilot,
                              what="the driver-gone marker")
             assert app.store.rows()[0].awaiting_operator
     finally:
@@ -60,16 +60,16 @@ async def test_case_screen_shows_the_pending_gate_as_a_card(tmp_path):
         async with app.run_test(size=(160, 48)) as pilot:
             await wait_scan(pilot, app)
             await pilot.press("enter")
-            await wait_until(lambda: isinstance(app.screen, CaseScreen) and app.screen.query(GatePanel), pilot=pilot,
+            await wait_until(lambda: isinstance(app.screen, CaseScreen) and app.screen.query(GatePanel), timeout=TIMEOUT, pilot=pilot,
                              what="the case screen with its gate card")
             card = app.screen.query_one(GateCard)
-            await wait_until(lambda: "ROUND GATE · round 0" in str(card.render()), pilot=pilot, what="the round-0 card")
+            await wait_until(lambda: "ROUND GATE · round 0" in str(card.render()), timeout=TIMEOUT, pilot=pilot, what="the round-0 card")
             await pilot.press("a")  # the trace has focus: not a decision
             await pilot.pause(0.2)
             assert read_decisions(case) == []
             card.focus()
             await pilot.press("a")
-            await wait_until(lambda: read_decisions(case) == ["approve-round"], pilot=pilot, what="the decision from the card")
+            await wait_until(lambda: read_decisions(case) == ["approve-round"], timeout=TIMEOUT, pilot=pilot, what="the decision from the card")
             wait_sync(pending(case, "hint", 0), "the round-0 hint gate")
     finally:
         if proc.poll() is None:
@@ -118,28 +118,28 @@ async def test_a_gated_root_outside_the_opened_folder_is_a_row_and_G_opens_only_
             def gated_row():
                 return next((r for r in app.store.rows() if r.gate == "awaiting operator"), None)
 
-            row = await wait_until(gated_row, 60, pilot=pilot, what="the gated search listed, awaiting operator")
+            row = await wait_until(gated_row, TIMEOUT, pilot=pilot, what="the gated search listed, awaiting operator")
             assert row.in_triage and row.awaiting_operator
             assert row.key == "runs.eviscene-tui/demo/gated-standin/repairs/search-0001"  # named from beside the folder, no ../
 
             table = app.screen.query_one(RunsTable)
             assert table.select_key("feedback-converged-3-rounds")
             await pilot.press("G")
-            await wait_until(lambda: any("has no operator gate" in n for n in notices), pilot=pilot,
+            await wait_until(lambda: any("has no operator gate" in n for n in notices), timeout=TIMEOUT, pilot=pilot,
                              what="the no-gate message")
             assert not isinstance(app.screen, GateScreen)
 
             await pilot.press("w")
-            await wait_until(lambda: app.store.filter_name == "awaiting", pilot=pilot, what="the awaiting filter")
+            await wait_until(lambda: app.store.filter_name == "awaiting", timeout=TIMEOUT, pilot=pilot, what="the awaiting filter")
             assert [r.key for r in app.store.visible()] == [row.key]
             assert table.select_key(row.key)
             await pilot.press("G")
-            await wait_until(lambda: isinstance(app.screen, GateScreen), pilot=pilot, what="the gate screen")
+            await wait_until(lambda: isinstance(app.screen, GateScreen), timeout=TIMEOUT, pilot=pilot, what="the gate screen")
             assert app.screen.session.root == case.root
             await pilot.press("escape")
 
             await pilot.press("ctrl+r")  # a rescan lists it at once
-            await wait_until(lambda: app.scan_seconds is not None and gated_row() is not None, pilot=pilot,
+            await wait_until(lambda: app.scan_seconds is not None and gated_row() is not None, timeout=TIMEOUT, pilot=pilot,
                              what="the gated row after a rescan")
             assert [r.key for r in app.store.rows()].count(row.key) == 1
         # the scan itself lists the gated root once it exists (not only the runs screen's refresh)

@@ -14,7 +14,7 @@ from eviscene_tui.gate.sidecar import read_status
 from eviscene_tui.state.gate import GateSession
 from eviscene_tui.ui.screens.gate import GateCard, GateScreen, StepPicker
 
-from gate_fixtures import finish, make_case, manifest, start_gate
+from gate_fixtures import TIMEOUT, finish, make_case, manifest, start_gate
 
 
 class GateApp(App[None]):
@@ -26,7 +26,7 @@ class GateApp(App[None]):
         self.push_screen(GateScreen(self.session))
 
 
-async def _until(pilot, condition, what: str, timeout: float = 60.0):
+async def _until(pilot, condition, what: str, timeout: float = TIMEOUT):
     await wait_until(condition, timeout, pilot=pilot, what=what)
 
 
