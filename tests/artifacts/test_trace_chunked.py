@@ -20,38 +20,7 @@ from eviscene_tui.artifacts import trace as trace_module
 from eviscene_tui.artifacts.chunked_trace import parse_trace_chunked
 from eviscene_tui.artifacts.trace import load_trace, load_trace_bytes
 from eviscene_tui.samples import generate
-
-TRICKY_TEXT = st.sampled_from(['},{"round":', '}, {"round": 1}', "]}", "\\", '"', "\u202e", "ü€😀", "", "x" * 40])
-LEAF = st.one_of(st.none(), st.booleans(), st.integers(-(2**40), 2**40), st.floats(allow_nan=False, allow_infinity=False),
-                 st.text(max_size=12), TRICKY_TEXT)
-VALUE = st.recursive(
-    LEAF,
-    lambda inner: st.one_of(
-        st.lists(inner, max_size=4),
-        st.dictionaries(st.sampled_from(["round", "stage", "a", "b", "all_steps", '},{"round":']), inner, max_size=4),
-    ),
-    max_leaves=12,
-)
-
-
-def _step(extra: dict) -> dict:
-    # every step starts with the same key, as the driver's serializer writes them;
-    # nested objects may start with it too (the parser must not cut between those)
-    return {"round": 1, **extra}
-
-
-STEP = st.dictionaries(st.sampled_from(["stage", "thought", "tool_args", "metadata", "round2", "nested"]), VALUE, max_size=4).map(_step)
-
-
-def _dump(doc: object, style: int) -> bytes:
-    if style == 0:
-        return orjson.dumps(doc)
-    if style == 1:
-        return json.dumps(doc, ensure_ascii=False).encode("utf-8")
-    if style == 2:
-        return json.dumps(doc, indent=1).encode("utf-8")
-    return json.dumps(doc, separators=(" ,  ", " :\t")).encode("utf-8")
-
+from trace_fixtures import STEP, VALUE, dump
 
 def _parse(data: bytes, chunk: int, block: int) -> object:
     return parse_trace_chunked(io.BytesIO(data), chunk_bytes=chunk, block_bytes=block)
@@ -68,7 +37,7 @@ def _parse(data: bytes, chunk: int, block: int) -> object:
 )
 def test_same_document_as_orjson(steps: list, head: dict, tail: dict, style: int, chunk: int, block: int) -> None:
     doc = {**head, "state": {"runtime_case": {"x": 1}, "all_steps": steps, **tail}, **tail}
-    data = _dump(doc, style)
+    data = dump(doc, style)
     got = _parse(data, chunk, block)
     if got is not None:
         assert got == orjson.loads(data)
@@ -81,7 +50,7 @@ def test_plain_trace_is_parsed_in_many_chunks_without_declining() -> None:
     steps = [{"round": i, "policy_input": {"tools": [{"round": 0, "t": "x"}, {"round": 1}]}, "thought": '},{"round":'} for i in range(200)]
     doc = {"image_id": "e", "state": {"all_steps": steps, "errors": []}, "verdict": "real"}
     for style in range(4):
-        data = _dump(doc, style)
+        data = dump(doc, style)
         for chunk, block in [(1, 1), (50, 7), (400, 64), (1 << 20, 1 << 20)]:
             assert _parse(data, chunk, block) == doc
 

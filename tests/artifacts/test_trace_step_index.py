@@ -23,40 +23,7 @@ from eviscene_tui.artifacts.jsonio import canonical_sha256
 from eviscene_tui.artifacts.problems import ProblemCode
 from eviscene_tui.artifacts.step_index import index_steps
 from eviscene_tui.artifacts.trace import LazySteps, load_trace
-
-TRICKY_TEXT = st.sampled_from(
-    ['},{"round":', '}, {"round": 1}', "]}", "[[", "]", "\\", '"', "\u202e", "ü€😀", "", "x" * 40, '"round"', "{", "İK"]
-)
-LEAF = st.one_of(st.none(), st.booleans(), st.integers(-(2**40), 2**40), st.floats(allow_nan=False, allow_infinity=False),
-                 st.text(max_size=12), TRICKY_TEXT)
-VALUE = st.recursive(
-    LEAF,
-    lambda inner: st.one_of(
-        st.lists(inner, max_size=4),
-        st.dictionaries(st.sampled_from(["round", "stage", "a", "b", "all_steps", '},{"round":']), inner, max_size=4),
-    ),
-    max_leaves=12,
-)
-
-
-def _step(extra: dict) -> dict:
-    # every step starts with the same key, as the driver's serializer writes them;
-    # nested objects may start with it too (the index must not cut between those)
-    return {"round": 1, **extra}
-
-
-STEP = st.dictionaries(st.sampled_from(["stage", "thought", "tool_args", "metadata", "round2", "nested"]), VALUE, max_size=4).map(_step)
-
-
-def _dump(doc: object, style: int) -> bytes:
-    if style == 0:
-        return orjson.dumps(doc)
-    if style == 1:
-        return json.dumps(doc, ensure_ascii=False).encode("utf-8")
-    if style == 2:
-        return json.dumps(doc, indent=1).encode("utf-8")
-    return json.dumps(doc, separators=(" ,  ", " :\t")).encode("utf-8")
-
+from trace_fixtures import STEP, TRICKY_TEXT, VALUE, dump, step
 
 def _indexed(data: bytes, block: int):
     index = index_steps(io.BytesIO(data), block_bytes=block)
@@ -106,7 +73,7 @@ def _check(data: bytes, block: int) -> object:
 )
 def test_same_steps_as_orjson(steps: list, head: dict, tail: dict, style: int, block: int) -> None:
     doc = {**head, "state": {"runtime_case": {"x": 1}, "all_steps": steps, **tail}, **tail}
-    data = _dump(doc, style)
+    data = dump(doc, style)
     if _check(data, block) is None and "all_steps" not in json.dumps(head) and steps:
         pytest.fail("declined a plain trace")
 
@@ -118,7 +85,7 @@ def test_nested_objects_with_the_step_key_are_not_cut() -> None:
     ]
     doc = {"image_id": "e", "state": {"all_steps": steps, "errors": []}, "verdict": "real"}
     for style in range(4):
-        data = _dump(doc, style)
+        data = dump(doc, style)
         for block in (1, 7, 64, 1 << 20):
             index = _check(data, block)
             assert index is not None and len(index) == 60
@@ -293,7 +260,7 @@ def test_quick_brief_from_the_cut_parse_equals_the_full_brief(tmp_path_factory, 
             metadata["policy_token_capture"] = captures[i]
         steps.append({"round": i, "stage": "unified_react", **head, "metadata": metadata})
     path = tmp_path_factory.mktemp("quick") / "trace.json"
-    path.write_bytes(_dump({"state": {"all_steps": steps}}, style))
+    path.write_bytes(dump({"state": {"all_steps": steps}}, style))
     trace, _ = load_trace(path, lazy=True)
     assert trace is not None and trace.lazy
     for i in range(trace.step_count):
@@ -303,12 +270,12 @@ def test_quick_brief_from_the_cut_parse_equals_the_full_brief(tmp_path_factory, 
 def test_the_cut_empties_the_capture_lists_and_keeps_everything_else() -> None:
     from eviscene_tui.artifacts.trace import without_capture_lists
 
-    step = {"round": 1, "tool_args": {"prompt_token_ids": [9, 9]}, "thought": "x]]y",
+    raw = {"round": 1, "tool_args": {"prompt_token_ids": [9, 9]}, "thought": "x]]y",
             "metadata": {"policy_token_capture": {"status": "complete", "prompt_token_ids": list(range(100)), "completion_token_ids": [5, 6],
                                                   "completion_logprobs": [-0.5, -1e-3], "completion_topk_by_position": [[{"token_id": 1, "probability": 0.5}], []],
                                                   "topk": 20, "missing": []}, "interaction_id": "ia"}}
     for style in range(4):
-        cut = without_capture_lists(_dump(step, style))
+        cut = without_capture_lists(dump(raw, style))
         assert cut is not None
         got = orjson.loads(cut)
         capture = got["metadata"]["policy_token_capture"]
@@ -318,22 +285,22 @@ def test_the_cut_empties_the_capture_lists_and_keeps_everything_else() -> None:
     assert without_capture_lists(orjson.dumps({"round": 1})) is None
 
 
-def test_strings_that_fake_the_bracket_counts_do_not_cut_a_step() -> None:
+def test_strings_that_fake_the_bracket_counts_do_not_cut_astep() -> None:
     # ']' and '}' in a string before a nested object that starts with the step key balance
     # the counts of a cut inside the step: the index must still find the steps, not decline
     faked = [
-        [_step({"stage": "]", "thought": [{}, {"round": None}]})],
-        [_step({"stage": "]}", "thought": [{}, {"round": None}]}), _step({})],
-        [_step({"stage": ["]"], "thought": [{}, {"round": None}]}), _step({"x": 1}), _step({})],
+        [step({"stage": "]", "thought": [{}, {"round": None}]})],
+        [step({"stage": "]}", "thought": [{}, {"round": None}]}), step({})],
+        [step({"stage": ["]"], "thought": [{}, {"round": None}]}), step({"x": 1}), step({})],
     ]
     for steps in faked:
-        data = _dump({"state": {"runtime_case": {"x": 1}, "all_steps": steps}}, 0)
+        data = dump({"state": {"runtime_case": {"x": 1}, "all_steps": steps}}, 0)
         for block in (1, 5, 97, 1 << 20):
             index = _check(data, block)
             assert index is not None and len(index) == len(steps)
 
 
-def test_step_detail_of_an_indexed_trace_keeps_no_parsed_step(tmp_path: Path) -> None:
+def test_step_detail_of_an_indexed_trace_keeps_no_parsedstep(tmp_path: Path) -> None:
     doc = _doc()
     path = tmp_path / "trace.json"
     path.write_bytes(orjson.dumps(doc))
