@@ -18,8 +18,12 @@ import argparse
 import importlib
 import os
 import sys
-from typing import NoReturn
 from pathlib import Path
+from typing import TYPE_CHECKING, NoReturn
+
+if TYPE_CHECKING:
+    from eviscene_tui.artifacts.paths import PathMap
+    from eviscene_tui.settings import Settings
 
 # name -> (module, one-line help). Each module exposes ``add_arguments(parser)`` and ``run(args) -> int``.
 SUBCOMMANDS: dict[str, tuple[str, str]] = {
@@ -49,7 +53,7 @@ def add_path_map_argument(parser: argparse.ArgumentParser) -> None:
                         help="look for recorded paths under OLD at NEW instead (repeatable; a moved tree, or inputs copied elsewhere; see the README, Paths)")
 
 
-def path_map_from_args(args: argparse.Namespace, settings=None):  # -> artifacts.paths.PathMap
+def path_map_from_args(args: argparse.Namespace, settings: Settings | None = None) -> PathMap:
     """The ``--path-map`` values then the config file's ``[paths] map``; a malformed
     value is a usage error."""
     from eviscene_tui.options import path_map_for  # lazy: the settings (pydantic) load only once a path is opened, so --help stays fast

@@ -16,6 +16,7 @@ from __future__ import annotations
 import os
 import secrets
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 from eviscene_tui.artifacts.layout import _is_wrapper, _names, classify_names, is_tool_dir
@@ -177,7 +178,7 @@ def unique_name(stem: str, suffix: str) -> str:
 class WorkDir:
     """The app's own directory, with a guard against writing into evidence roots."""
 
-    def __init__(self, path: str | os.PathLike[str], evidence_roots: list[str | os.PathLike[str]] | tuple = ()) -> None:
+    def __init__(self, path: str | os.PathLike[str], evidence_roots: Sequence[str | os.PathLike[str]] = ()) -> None:
         self.path = Path(path).resolve()
         self.evidence_roots = [Path(r).resolve() for r in evidence_roots]
         for root in self.evidence_roots:
