@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from textual.app import App
 from textual.binding import Binding, BindingType
 
 from eviscene_tui.state.runs import FILTERS
@@ -239,6 +240,13 @@ def bindings(scope: str) -> list[BindingType]:
     if not found:
         raise KeyError(f"no actions registered for {scope!r}")
     return [binding(a.id) for a in found]
+
+
+def applied_keymap(app: App[object]) -> dict[str, str]:
+    """The keymap ``app.set_keymap`` applied (binding id -> keys), for the help, the footer
+    cards and the palette to show the keys that really run an action. Textual keeps it in
+    ``App._keymap`` and has no public getter; this is the one place that reads it."""
+    return dict(app._keymap)
 
 
 def effective_keys(action: Action, keymap: dict[str, str]) -> list[str]:

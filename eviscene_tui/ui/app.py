@@ -44,7 +44,7 @@ from eviscene_tui.state.scan import (
     supervised_stamp,
 )
 from eviscene_tui.ui import messages as M
-from eviscene_tui.ui.actions import BY_ID, bindings, effective_keys
+from eviscene_tui.ui.actions import BY_ID, applied_keymap, bindings, effective_keys
 from eviscene_tui.ui.themes import DARK, DEFAULT_THEME, LIGHT, app_themes, theme_css_paths
 from eviscene_tui.artifacts.layout import CaseRef, discover_cases
 from eviscene_tui.journal.review import review_state
@@ -535,7 +535,7 @@ def registry_commands(screen: Screen, display: Callable[[Binding], str]) -> list
     widget chain, the screen and the app), each titled with the key that runs it."""
     out: list[tuple[str, str, Callable[[], Any]]] = []
     seen: set[str] = set()
-    keymap: dict[str, str] = dict(getattr(screen.app, "_keymap", {}) or {})
+    keymap: dict[str, str] = applied_keymap(screen.app)
     for active in screen.active_bindings.values():
         action_id = active.binding.id
         action = BY_ID.get(action_id) if action_id else None

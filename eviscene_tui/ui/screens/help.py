@@ -18,7 +18,7 @@ from textual.content import Content
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
-from eviscene_tui.ui.actions import SECTIONS, Action, actions, bindings, effective_keys
+from eviscene_tui.ui.actions import SECTIONS, Action, actions, applied_keymap, bindings, effective_keys
 from eviscene_tui.settings import config_path
 
 # the screen a help request comes from -> the section the help opens at
@@ -138,7 +138,7 @@ class HelpScreen(ModalScreen[None]):
         self.config = config  # the settings file in use (None: where the default lookup goes)
 
     def compose(self) -> ComposeResult:
-        keymap = dict(getattr(self.app, "_keymap", {}) or {})
+        keymap = applied_keymap(self.app)
         display = self.app.get_key_display
         with VerticalScroll(id="help-body"):
             yield Static(_header(self.config), id="help-header")
@@ -156,7 +156,7 @@ class HelpScreen(ModalScreen[None]):
 
     def _paint_sections(self) -> None:
         """Re-lay the sections for the width they have (descriptions hang under their column)."""
-        keymap = dict(getattr(self.app, "_keymap", {}) or {})
+        keymap = applied_keymap(self.app)
         display = self.app.get_key_display
         grid = grid_widths(keymap, display)
         for scope in SECTIONS:

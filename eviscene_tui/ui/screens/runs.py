@@ -16,7 +16,7 @@ from textual.screen import ModalScreen, Screen
 from textual.widgets import Input, OptionList, Static
 from textual.widgets.option_list import Option
 
-from eviscene_tui.ui.actions import BY_ID, bindings, effective_keys
+from eviscene_tui.ui.actions import BY_ID, applied_keymap, bindings, effective_keys
 from eviscene_tui.safe_text import safe_text
 from eviscene_tui.state.rows import COLUMNS
 from eviscene_tui.state.runs import FILTERS, RunsStore
@@ -195,7 +195,7 @@ class RunsScreen(Screen):
 
     def _paint_filter_bar(self) -> None:
         counts = self.store.counts()
-        keymap = dict(getattr(self.app, "_keymap", {}) or {})
+        keymap = applied_keymap(self.app)
         parts: list[Content] = []
         for name in FILTER_SHORT:
             shown = ",".join(effective_keys(BY_ID[f"runs.filter.{name}"], keymap))

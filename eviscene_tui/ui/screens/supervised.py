@@ -62,7 +62,7 @@ from eviscene_tui.supervised.continuation import ContinuationRunner
 from eviscene_tui.supervised.feedback import CHECK_NAMES, Budgets
 from eviscene_tui.supervised.search import Proposal, SearchError
 from eviscene_tui.supervised.source import load_trace
-from eviscene_tui.ui.actions import actions, bindings, effective_keys
+from eviscene_tui.ui.actions import actions, applied_keymap, bindings, effective_keys
 from eviscene_tui.ui.messages import ContinuationFinished, JournalView, NeedSite, OpDone, OpFailed, SearchOpened, SupervisedChanged
 from eviscene_tui.ui.screens.dialogs import FormScreen
 from eviscene_tui.ui.widgets.key_footer import KeyFooter
@@ -121,7 +121,7 @@ class Card(Vertical, can_focus=True):
         self.border_subtitle = ("keys: " + self.keys_text()) if has_focus and self.SCOPE else ""
 
     def keys_text(self) -> str:
-        keymap: dict[str, str] = dict(getattr(self.app, "_keymap", {}) or {})
+        keymap: dict[str, str] = applied_keymap(self.app)
         return " · ".join(f"{'/'.join(effective_keys(a, keymap))} {a.label.lower()}" for a in actions(self.SCOPE) if a.show)
 
     @property
