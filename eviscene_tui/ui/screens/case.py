@@ -156,6 +156,8 @@ class CaseScreen(Screen):
         self._reload_again = False  # files changed during that load
         self.updated_at: float | None = None  # perf_counter of the last case view painted (benchmarks)
         self._repaint_scheduled = False
+        self._docs_painted: tuple[Any, ...] | None = None  # (localization, rounds, revealed) last painted
+        self._quotes_painted: list[Any] | None = None
         self._panels_mounted = False
         self.opened_at = time.perf_counter()
         self._trace_search: Any = None  # state.trace_search.TraceSearch, built on the first "/"
@@ -764,6 +766,15 @@ class CaseScreen(Screen):
         if not self._lazy_ready():
             return
         self._paint_docs()
+        self._paint_quotes(view)
+        self._paint_integrity()
+
+    def _paint_quotes(self, view: CaseView) -> None:
+        # a reload while a driver writes the case mostly changes its status: the quotes
+        # list is rebuilt only when the quotes changed (a rebuild re-lays out the tab)
+        if view.quotes == self._quotes_painted and self.query_one("#quotes", OptionList).option_count:
+            return
+        self._quotes_painted = list(view.quotes)
         quotes = self.query_one("#quotes", OptionList)
         highlighted = quotes.highlighted
         quotes.clear_options()
@@ -774,14 +785,18 @@ class CaseScreen(Screen):
             quotes.add_option(Option(Content("no observed_basis quotes"), disabled=True))
         elif highlighted is not None and highlighted < len(view.quotes):
             quotes.highlighted = highlighted
-        self._paint_integrity()
 
     def _paint_docs(self) -> None:
         if self.view is None or not self._lazy_ready():
             return
-        self.query_one("#loc-doc", Static).update(doc_content(self.view.localization, self.revealed))
-
         rounds = marked_rounds(self.view, self.marks) if self.marks else self.view.rounds
+        # the documents are rebuilt (and their tabs laid out again) only when their lines
+        # changed: a driver's burst reloads the case many times with the same rounds
+        painted = (self.view.localization, rounds, self.revealed)
+        if painted == self._docs_painted:
+            return
+        self._docs_painted = painted
+        self.query_one("#loc-doc", Static).update(doc_content(self.view.localization, self.revealed))
         self.query_one("#rounds-doc", Static).update(doc_content(rounds, self.revealed))
 
     def _paint_privilege_bar(self) -> None:
