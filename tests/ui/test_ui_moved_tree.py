@@ -60,6 +60,10 @@ async def test_moved_tree_trace_compare_tokens_and_provenance(tmp_path: Path) ->
         await pilot.press("k")
         assert await wait_for(pilot, lambda: isinstance(app.screen, TokenScreen) and app.screen.loaded_key is not None, 20)
         assert app.screen.loaded_key == f"step:{failure}" and app.screen.data.ids
+        # the decoder is resolved with the serving profile the run bound, found in the moved tree
+        profile, bases = app.screen._profile_and_bases()
+        assert profile == root / "inputs" / "feedback-converged-3-rounds" / "serving-profile.json"
+        assert bases[0] == profile.parent
 
 
 async def test_moved_copy_without_inputs_opens_with_clear_messages(tmp_path: Path) -> None:

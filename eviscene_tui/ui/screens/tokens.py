@@ -36,6 +36,7 @@ from textual.widgets.option_list import Option
 if TYPE_CHECKING:
     from textual.css.styles import RulesMap
 
+from eviscene_tui.artifacts.case import CaseBundle
 from eviscene_tui.options import AppOptions
 from eviscene_tui.ui.actions import bindings
 from eviscene_tui.safe_text import safe_text
@@ -237,18 +238,12 @@ class TokenScreen(Screen[None]):
         if profile is not None:
             bases.insert(0, Path(profile).parent)
             return profile, bases
-        try:
-            ri = getattr(self.case, "run_inputs", None)
-            binding = ri.binding("policy_serving_profile") if ri is not None else None
-            raw = getattr(binding, "path", None)
-            if raw:
-                resolver = getattr(self.case, "resolve", None)
-                path = resolver(raw) if callable(resolver) else Path(raw)
-                if path is not None and Path(path).is_file():
-                    bases.insert(0, Path(path).parent)
-                    return Path(path), bases
-        except (OSError, ValueError):  # no usable recorded profile: the decoder is resolved without it
-            pass
+        # the serving profile the run bound, found by the path rules (moved trees, inputs
+        # outside the root, --path-map); without one the decoder is resolved from the bases
+        path = self.case.input_path("policy_serving_profile") if isinstance(self.case, CaseBundle) else None
+        if path is not None and path.is_file():
+            bases.insert(0, path.parent)
+            return path, bases
         return None, bases
 
     def _fallback_tokenizer_dirs(self) -> list[Path]:
