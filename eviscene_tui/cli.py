@@ -42,6 +42,15 @@ class UsageError(Exception):
     """Bad usage: exit 2 with a one-line message."""
 
 
+def terminal_refusal() -> str | None:
+    """Why the full-screen app cannot open here, or None. Without a TTY it would write
+    escape codes into a pipe and spin on a stdin that never answers (the app and `demo`)."""
+    if sys.stdin.isatty() and sys.stdout.isatty():
+        return None
+    return ("the app needs a terminal (stdin and stdout must be a TTY); "
+            "without one use a headless command, e.g. `eviscene-tui check PATH` (see --help)")
+
+
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:  # one line, exit 2, no traceback
         self.exit(2, f"{self.prog}: error: {message}\n")
@@ -148,14 +157,9 @@ def main(argv: list[str] | None = None) -> int:
     if not path.exists():
         print(f"eviscene-tui: error: {path} does not exist", file=sys.stderr)
         return 2
-    if not (sys.stdin.isatty() and sys.stdout.isatty()):
-        # the full-screen app would write escape codes into a pipe and spin on a stdin
-        # that never answers: refuse, and point at the headless commands
-        print(
-            "eviscene-tui: error: the app needs a terminal (stdin and stdout must be a TTY); "
-            "without one use a headless command, e.g. `eviscene-tui check PATH` (see --help)",
-            file=sys.stderr,
-        )
+    refusal = terminal_refusal()
+    if refusal is not None:
+        print(f"eviscene-tui: error: {refusal}", file=sys.stderr)
         return 2
     from eviscene_tui.ui.launch import run_app  # lazy: Textual loads only here
 

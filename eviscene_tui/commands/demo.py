@@ -29,7 +29,7 @@ from typing import Any
 
 import orjson
 
-from eviscene_tui.cli import UsageError
+from eviscene_tui.cli import UsageError, terminal_refusal
 from eviscene_tui.storage import EvidenceWriteRefused, WorkDir, default_workdir, unique_name
 
 
@@ -68,6 +68,9 @@ def run(args: argparse.Namespace) -> int:
     root = Path(args.path)
     if not root.exists():
         raise UsageError(f"{root} does not exist (run `make samples` to generate sample_runs)")
+    refusal = terminal_refusal()
+    if refusal is not None:  # before any server or the gated driver starts
+        raise UsageError(refusal)
     try:
         scenario = load_scenario(args.scenario)
     except (OSError, ValueError) as exc:

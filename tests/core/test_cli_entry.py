@@ -70,3 +70,16 @@ def test_app_without_a_terminal_refuses(tmp_path):
     # the headless commands are unaffected
     check = subprocess.run([sys.executable, "-m", "eviscene_tui", "check", str(tmp_path)], stdin=subprocess.DEVNULL, capture_output=True, timeout=60)
     assert b"needs a terminal" not in check.stderr and check.returncode in (0, 1)
+
+
+def test_demo_without_a_terminal_refuses_before_starting_anything(tmp_path):
+    """`demo` opens the app too: without a TTY it says why at once, and starts no server
+    and no gated driver (nothing is written to its work directory)."""
+    work = tmp_path / "work"
+    out = subprocess.run(
+        [sys.executable, "-m", "eviscene_tui", "demo", str(tmp_path), "--workdir", str(work)],
+        stdin=subprocess.DEVNULL, capture_output=True, timeout=60,
+    )
+    assert out.returncode == 2, out.stderr
+    assert b"needs a terminal" in out.stderr and b"Traceback" not in out.stderr
+    assert b"fake vLLM" not in out.stderr and not work.exists()
