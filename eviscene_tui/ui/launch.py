@@ -27,10 +27,7 @@ def _prepare_graphics() -> None:
     probe_log = logging.getLogger("textual_image")
     probe_log.addHandler(logging.NullHandler())
     probe_log.propagate = False
-    try:
-        prepare_terminal_graphics()
-    except Exception:  # noqa: BLE001 - a preview nicety must not stop the app
-        pass
+    prepare_terminal_graphics()  # never raises: a failed probe is said beside the preview
 
 
 def run_app(path: Path, args: object) -> int:

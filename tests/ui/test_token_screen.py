@@ -6,6 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 from types import SimpleNamespace
 
+import sys
+
 import pytest
 from conftest import ScreenHarness
 from textual.app import App
@@ -211,6 +213,7 @@ async def test_image_preview_modes(tmp_path: Path, monkeypatch):
         line = half.render_line(0)
         assert "▀" in line.text
         monkeypatch.setattr(ip, "_graphics_ready", False)
+        monkeypatch.setattr(ip, "_graphics_failure", "")
         assert ip.graphics_mode() == "half-block"
         if ip.prepare_terminal_graphics():
             assert ip.graphics_mode().startswith("textual-image")
@@ -218,7 +221,31 @@ async def test_image_preview_modes(tmp_path: Path, monkeypatch):
             await pilot.pause()
             assert not app.query(ip.HalfBlockImage)
             assert len(prev.children) == 2
+        else:  # the probe failed (no terminal here): the mode says why
+            assert ip.graphics_mode().startswith("half-block (terminal graphics off: ")
         monkeypatch.setattr(ip, "_graphics_ready", False)
+
+
+def test_a_failed_terminal_probe_is_said_beside_the_preview(monkeypatch) -> None:
+    import builtins
+
+    from eviscene_tui.ui.widgets import image_preview as ip
+
+    real_import = builtins.__import__
+
+    def refuse(name, *args, **kwargs):
+        if name.startswith("textual_image"):
+            raise OSError("terminal did not answer \x1b[31m")
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(ip, "_graphics_ready", False)
+    monkeypatch.setattr(ip, "_graphics_failure", "")
+    monkeypatch.delitem(sys.modules, "textual_image.widget", raising=False)
+    monkeypatch.setattr(builtins, "__import__", refuse)
+    assert ip.prepare_terminal_graphics() is False
+    mode = ip.graphics_mode()
+    assert mode.startswith("half-block (terminal graphics off: OSError: terminal did not answer")
+    assert "\x1b" not in mode  # the reason passed safe_text
 
 
 async def test_server_decoding_in_screen(tmp_path: Path):

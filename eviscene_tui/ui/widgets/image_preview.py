@@ -28,9 +28,12 @@ from textual.strip import Strip
 from textual.widget import Widget
 from textual.widgets import Static
 
+from eviscene_tui.safe_text import safe_text
+
 PREVIEW_MAX_PIXELS = 256  # longest side of the thumbnail handed to the widget
 
 _graphics_ready = False
+_graphics_failure = ""  # why terminal graphics are off (shown beside the half-block preview)
 
 
 def prepare_terminal_graphics() -> bool:
@@ -38,12 +41,13 @@ def prepare_terminal_graphics() -> bool:
 
     Returns True when terminal graphics are available to the preview.
     """
-    global _graphics_ready
+    global _graphics_ready, _graphics_failure
     if _graphics_ready:
         return True
     try:
         import textual_image.widget  # noqa: F401  # lazy: optional terminal-image package; importing it probes the terminal, once, before the app reads stdin
-    except Exception:  # noqa: BLE001 - no tty, closed stdout, odd terminal: the text fallback is shown
+    except Exception as exc:  # noqa: BLE001 - no tty, closed stdout, odd terminal: the half-block preview is shown, with the reason
+        _graphics_failure = safe_text(f"{type(exc).__name__}: {exc}", single_line=True, limit=80)
         return False
     _graphics_ready = True
     return True
@@ -55,7 +59,7 @@ def graphics_mode() -> str:
         mod = sys.modules["textual_image.widget"]
         image_cls = getattr(mod, "Image", None)
         return f"textual-image ({getattr(image_cls, '__name__', 'auto')})"
-    return "half-block"
+    return f"half-block (terminal graphics off: {_graphics_failure})" if _graphics_failure else "half-block"
 
 
 def load_preview_image(path: str | Path) -> tuple[Any | None, dict[str, Any]]:
@@ -168,7 +172,7 @@ class ImagePreview(Vertical):
         self._caption.update(caption if isinstance(caption, Content) else Content(caption))
         if image is None:
             return
-        if graphics_mode() != "half-block":
+        if graphics_mode().startswith("textual-image"):
             from textual_image.widget import Image as TIImage  # lazy: optional terminal-image package, present only once prepare_terminal_graphics probed the terminal
 
             widget = TIImage(image, classes="image-preview--picture")
