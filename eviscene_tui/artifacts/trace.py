@@ -441,17 +441,33 @@ class SourceTrace:
         quick = self._quick.get(index)
         if quick is not None:
             return quick
-        raw = None
-        try:
-            light = without_capture_lists(self._lazy.step_bytes(index))
-            raw = orjson.loads(light) if light is not None else None
-        except (OSError, orjson.JSONDecodeError, IndexError):
-            raw = None
-        if not isinstance(raw, dict):
+        raw = self._cut_parse(index)
+        if raw is None:
             return self.brief(index)
         quick = _make_brief(index, raw)
         self._quick[index] = quick
         return quick
+
+    def _cut_parse(self, index: int) -> dict[str, Any] | None:
+        """An indexed trace's step parsed with its token capture's lists emptied (see
+        :func:`without_capture_lists`), or None when that does not give one object."""
+        if self._lazy is None:
+            return None
+        try:
+            light = without_capture_lists(self._lazy.step_bytes(index))
+            raw = orjson.loads(light) if light is not None else None
+        except (OSError, orjson.JSONDecodeError, IndexError):
+            return None
+        return raw if isinstance(raw, dict) else None
+
+    def light_step(self, index: int) -> Any:
+        """Step ``index`` as the trace holds it, except that for an indexed trace its
+        token capture's id, logprob and top-k lists may be empty (parsed without them;
+        the full parse when the cut fails). For views that list steps, not their tokens."""
+        if self._lazy is None:
+            return self._steps[index]
+        raw = self._cut_parse(index)
+        return raw if raw is not None else self._lazy.parse(index, keep=False)
 
     def brief_if_known(self, index: int) -> StepBrief | None:
         """The brief of step ``index`` if it was built already (never parses)."""

@@ -19,6 +19,7 @@ from typing import Any
 
 import orjson
 
+from eviscene_tui.artifacts.trace import SourceTrace
 from eviscene_tui.policy.events import Delta, PolicyEvent, ToolCallDelta
 from eviscene_tui.supervised import records as R
 from eviscene_tui.supervised.search import RoundDraft, SupervisedSearch
@@ -450,10 +451,21 @@ def _teacher_step(episode: Any) -> dict[str, Any]:
 
 def trace_listing(trace: Any, limit: int = 2000) -> list[tuple[int, bool, str]]:
     """(step index, is a policy step, one-line summary) for the first ``limit`` steps of ``trace``."""
-    out = []
-    for i, step in enumerate(R.trace_steps_of(trace if isinstance(trace, dict) else {})[:limit]):
-        st = step if isinstance(step, dict) else {}
-        what = st.get("tool_name") or st.get("action_type") or ""
-        said = st.get("thought") or st.get("output") or ""
-        out.append((i, R.is_policy_step(st), f"{R.step_stage(st)} {what} {said}".strip()))
-    return out
+    return [_listing_row(i, step) for i, step in enumerate(R.trace_steps_of(trace if isinstance(trace, dict) else {})[:limit])]
+
+
+def source_trace_listing(trace: SourceTrace, limit: int = 2000) -> list[tuple[int, bool, str]]:
+    """:func:`trace_listing` of a loaded source trace; an indexed one is read step by
+    step from its byte ranges without the token captures' lists (the same rows)."""
+    if not trace.lazy:
+        return trace_listing(trace.raw, limit)
+    if trace.state.get("all_steps") is not trace.raw_steps:
+        return []  # the steps are not at ``state.all_steps``: not a trace a search starts from
+    return [_listing_row(i, trace.light_step(i)) for i in range(min(limit, trace.step_count))]
+
+
+def _listing_row(i: int, step: Any) -> tuple[int, bool, str]:
+    st = step if isinstance(step, dict) else {}
+    what = st.get("tool_name") or st.get("action_type") or ""
+    said = st.get("thought") or st.get("output") or ""
+    return i, R.is_policy_step(st), f"{R.step_stage(st)} {what} {said}".strip()

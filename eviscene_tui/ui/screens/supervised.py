@@ -56,12 +56,12 @@ from eviscene_tui.policy.events import PolicyEvent
 from eviscene_tui.policy.status_line import ProfileError, target_from_options
 from eviscene_tui.safe_text import safe_text
 from eviscene_tui.state.stream_session import LiveFeed
-from eviscene_tui.state.supervised_session import BETWEEN, SupervisedSession, SupervisedSnapshot, trace_listing
+from eviscene_tui.state.supervised_session import BETWEEN, SupervisedSession, SupervisedSnapshot, source_trace_listing
 from eviscene_tui.supervised import InputError, PolicyContinuationRunner, SearchSettings, SupervisedSearch
 from eviscene_tui.supervised.continuation import ContinuationRunner
 from eviscene_tui.supervised.feedback import CHECK_NAMES, Budgets
 from eviscene_tui.supervised.search import Proposal, SearchError
-from eviscene_tui.supervised.source import load_trace
+from eviscene_tui.artifacts.trace import load_trace as load_source_trace
 from eviscene_tui.ui.actions import actions, applied_keymap, bindings, effective_keys
 from eviscene_tui.ui.messages import ContinuationFinished, JournalView, NeedSite, OpDone, OpFailed, SearchOpened, SupervisedChanged
 from eviscene_tui.ui.screens.dialogs import FormScreen
@@ -478,14 +478,13 @@ class SupervisedScreen(Screen[None]):
         self.post_message(SearchOpened(search, "; ".join(search.messages)))
 
     def _trace_listing(self) -> list[tuple[int, bool, str]]:
-        """The source trace's steps (read in the worker) for the pick-a-step dialog."""
+        """The source trace's steps (read in the worker) for the pick-a-step dialog; a big
+        trace through its step index (each step parsed without its token capture)."""
         path = self.case.source_trace_path
         if path is None:
             return []
-        try:
-            return trace_listing(load_trace(Path(path)))
-        except InputError:
-            return []
+        trace, _ = load_source_trace(Path(path), spool_dir=self.options.workdir / "spool")
+        return source_trace_listing(trace) if trace is not None else []
 
     @work(thread=True, exclusive=True, group="supervised-io", exit_on_error=False)
     def _run_sync(self, label: str, fn: Callable[..., Any], *args: Any, describe: Callable[[Any], str] | None = None, **kwargs: Any) -> None:
