@@ -435,17 +435,34 @@ class GateSession:
         """Forget the last decision's outcome (the driver was resumed: it is no longer news)."""
         self._message = ""
 
-    def resume_argv(self) -> list[str] | None:
-        """The command that resumes this search under the gate (None while the driver
-        is alive, or when the gate does not know how the driver was started)."""
+    def resume_refusal(self) -> str:
+        """Why R cannot resume the search now ("" when it can). Resuming applies only once
+        the gated driver is gone (it exited after a stop or pause, or its heartbeat went
+        stale): never while it runs, nor after the search ended."""
         snap = self._snapshot
-        if snap is None or snap.status.driver.alive:
+        if snap is None:
+            return "the gate has not been read yet"
+        driver = snap.status.driver
+        if not driver.present:
+            return "no gated driver has run here yet (no heartbeat)"
+        if driver.alive:
+            return f"the driver is still running (pid {driver.pid}, {driver.state or 'alive'}); R resumes it only once it is gone after a stop"
+        if driver.state == "exited" and not snap.search_status.startswith("paused_"):
+            return f"the search has ended ({snap.search_label or 'no status'}); there is nothing to resume"
+        session = snap.status.session
+        if not session.get("argv") or not isinstance(session.get("python"), str):
+            return "the gate does not know how the driver was started (no argv in its session file)"
+        return ""
+
+    def resume_argv(self) -> list[str] | None:
+        """The command that resumes this search under the gate (None when
+        :meth:`resume_refusal` gives a reason)."""
+        snap = self._snapshot
+        if snap is None or self.resume_refusal():
             return None
         session = snap.status.session
         argv = [str(a) for a in session.get("argv") or []]
-        python = session.get("python")
-        if not argv or not isinstance(python, str):
-            return None
+        python = str(session.get("python"))
         if "--resume" not in argv:
             argv.append("--resume")
         gate_opts = ["--gate-dir", str(snap.status.gate_dir)]

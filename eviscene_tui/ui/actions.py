@@ -186,7 +186,7 @@ ACTIONS: tuple[Action, ...] = (
     A("supervised.tristate.unset", "supervised.tristate", "u", "set('unset')", "Unset", "Checker value unset (not judged)", show=False),
     # -- operator gate of a driver search
     A("gate.back", "gate", "escape", "app.pop_screen", "Back", "Back to the runs screen", "gate: back"),
-    A("gate.resume", "gate", "R", "resume", "Resume", "Start the stopped driver again under the gate (--resume)", "gate: resume the stopped driver"),
+    A("gate.resume", "gate", "R", "resume", "Resume", "Start the stopped driver again under the gate (--resume); offered once the driver is gone after a stop", "gate: resume the stopped driver"),
     A("gate.approve", "gate.card", "a", "decide('approve')", "Approve", "Approve the round (feedback unchanged) or the hint", "gate: approve"),
     A("gate.relocalize", "gate.card", "r", "decide('relocalize')", "Relocalize", "Run the round relocalized; pick the step in the trace", "gate: relocalize"),
     A("gate.stop", "gate.card", "s", "decide('stop')", "Stop", "Stop the search before this round (resumable)", "gate: stop the search"),

@@ -25,6 +25,16 @@ class GateApp(App[None]):
     def on_mount(self) -> None:
         self.push_screen(GateScreen(self.session))
 
+    def notify(self, message: str, **kwargs) -> None:  # type: ignore[override]  # records what the operator is told
+        self.notices.append(message)
+        super().notify(message, **kwargs)
+
+    @property
+    def notices(self) -> list[str]:
+        if not hasattr(self, "_test_notices"):
+            self._test_notices: list[str] = []
+        return self._test_notices
+
 
 async def _until(pilot, condition, what: str, timeout: float = TIMEOUT):
     await wait_until(condition, timeout, pilot=pilot, what=what)
@@ -211,6 +221,7 @@ async def test_gate_dialogs_and_the_paused_search_at_80x24(tmp_path):
             assert not {"a", "r", "s", "x"} & set(app.screen.active_bindings), "decision keys shown with no gate pending"
 
             await _until(pilot, lambda: "R resumes" in str(_card(app).render()), "the app seeing the driver gone (resume offered)")
+            await _until(pilot, lambda: "R" in app.screen.active_bindings, "R shown once the driver is gone")
             await pilot.press("R")
             await _until(pilot, _card_shows(app, "ROUND GATE · round 1"), "the resumed round-1 card")
             await _until(pilot, lambda: read_status(case.root).driver.alive, "the resumed driver alive")
@@ -279,3 +290,28 @@ async def test_gate_dialogs_validate_inside_keep_the_text_and_return_the_values(
         await pilot.press("enter", "enter")
         await _until(pilot, lambda: results, "the no-step result")
         assert results.pop()["step"] is None
+
+
+async def test_resume_is_hidden_and_refused_while_the_driver_runs(tmp_path):
+    """While the gated driver is alive (here: waiting at the round-0 gate) R is not
+    among the screen's keys, and pressing it starts nothing and says why."""
+    case = make_case(tmp_path)
+    proc = start_gate(case)
+    app = GateApp(GateSession(case.root, operator="pilot"))
+    try:
+        async with app.run_test(size=(120, 40)) as pilot:
+            await _until(pilot, _waiting(case, "round", 0), "the driver at the round-0 gate")
+            await _until(pilot, _card_shows(app, "ROUND GATE · round 0"), "the round-0 card")
+            await _until(pilot, lambda: app.session.snapshot() is not None and app.session.snapshot().status.driver.alive,
+                         "the app seeing the driver alive")
+            await pilot.pause()
+            assert "R" not in app.screen.active_bindings, "R (resume) shown while the driver runs"
+            assert "a" in app.screen.active_bindings  # the card's keys are there: the bindings were refreshed
+            await pilot.press("R")
+            await _until(pilot, lambda: any("cannot resume" in n and "still running" in n for n in app.notices), "the reason R does nothing")
+            assert not list(case.gate_dir.glob("driver-resume-*.log")), "a driver was started while one runs"
+            assert read_status(case.root).driver.pid == proc.pid
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()

@@ -6,12 +6,14 @@ are in :mod:`eviscene_tui.ui.screens.dialogs`.
 
 from __future__ import annotations
 
+from textual import events
 from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 from textual.screen import Screen
 
+from eviscene_tui.safe_text import safe_text
 from eviscene_tui.state.gate import GateSession
-from eviscene_tui.ui.actions import bindings
+from eviscene_tui.ui.actions import BY_ID, applied_keymap, bindings, effective_keys
 from eviscene_tui.ui.screens.dialogs import ReasonPrompt, StepPicker
 from eviscene_tui.ui.widgets.gate_panel import GateCard, GatePanel, render_card, render_header, render_history, render_progress
 from eviscene_tui.ui.widgets.key_footer import KeyFooter
@@ -33,6 +35,23 @@ class GateScreen(Screen[None]):
 
     def on_mount(self) -> None:
         self.query_one(GateCard).focus()
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """R (resume) is shown and runs only once the gated driver is gone after a stop;
+        the panel refreshes the bindings on every new snapshot."""
+        if action == "resume":
+            return not self.session.resume_refusal()
+        return True
+
+    def on_key(self, event: events.Key) -> None:
+        """A resume key pressed while resuming does not apply (its binding is hidden, so
+        the key reaches the screen): say why instead of doing nothing."""
+        if event.key not in effective_keys(BY_ID["gate.resume"], applied_keymap(self.app)):
+            return
+        why = self.session.resume_refusal()
+        if why:
+            event.stop()
+            self.notify(safe_text(f"cannot resume: {why}", single_line=True), severity="warning", markup=False)
 
     def action_resume(self) -> None:
         self.query_one(GatePanel).resume()
