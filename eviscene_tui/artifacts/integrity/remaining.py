@@ -9,7 +9,7 @@ import os
 
 from eviscene_tui.artifacts.integrity.context import CaseContext
 from eviscene_tui.artifacts.integrity.reading import CONTEXT_RE, HEX64, MAX_LEDGER_BYTES, MAX_PARSE_BYTES, join, read_json, short
-from eviscene_tui.artifacts.jsonio import parse_jsonl_bytes
+from eviscene_tui.artifacts.jsonl_append import read_jsonl_appended
 from eviscene_tui.artifacts.models import SCHEMA_CONTEXT_LEDGER, SCHEMA_RUNTIME_EVENTS
 from eviscene_tui.artifacts.problems import ProblemCode
 
@@ -68,9 +68,8 @@ class RemainingFiles:
     def _events(self, p: str) -> None:
         if os.stat(p).st_size > MAX_LEDGER_BYTES:
             return
-        with open(p, "rb") as fh:
-            data = fh.read()
-        rows, problems, torn_tail = parse_jsonl_bytes(data, p)
+        # read again on every check while a driver appends: only the new lines are parsed
+        rows, problems, torn_tail = read_jsonl_appended(p)
         if torn_tail and problems:
             problems = problems[:-1]  # a torn last line of an append-only events log is normal
         self.ctx.findings.extend(problems)
