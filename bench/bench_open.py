@@ -8,8 +8,8 @@ timed from the key press to the painted screen:
 - open the case (Enter on the runs table) until the failure step is painted, vs bare
   ``read + orjson.loads`` of the trace file (goal <= 0.5x), and the peak RSS (VmHWM) at
   that moment and once every row is filled (goal <= 1.2x the file);
-- End (last step painted) and Enter on a far step (step detail shown), straight after the
-  open, while the background fill is still running (goal < 100 ms);
+- End (last step painted) and Enter on three far steps (step detail shown), straight after
+  the open, while the background fill is still running (goal < 100 ms);
 - a search of all steps (``/`` + a phrase no step holds, until the status line answers),
   indexed vs the whole-file trace (today's path), same keys (goal: <= today);
 - a new case copied into an open tree until it is in the runs table, inotify and
@@ -128,15 +128,18 @@ async def main():
         send_key(app, "end")
         await until(lambda: tv.row_painted is not None and tv.row_painted[0] == last and tv.row_painted[1] > t)
         out["end_ms"] = (tv.row_painted[1] - t) * 1000
-        # step detail of a far step (the first steps: the fill reaches them last)
-        tv.goto(3)
-        await asyncio.sleep(0.05)
-        t = time.perf_counter()
-        send_key(app, "enter")
-        await until(lambda: detail_shown(app), step=0.001)
-        out["detail_ms"] = (time.perf_counter() - t) * 1000
-        send_key(app, "escape")
-        await until(lambda: app.screen is screen)
+        # step detail of far steps (the first steps: the fill reaches them last), three
+        # of them: one figure on a loaded machine is mostly noise
+        out["detail_ms"] = []
+        for far in (3, 8, 14):
+            tv.goto(far)
+            await asyncio.sleep(0.05)
+            t = time.perf_counter()
+            send_key(app, "enter")
+            await until(lambda: detail_shown(app), step=0.001)
+            out["detail_ms"].append((time.perf_counter() - t) * 1000)
+            send_key(app, "escape")
+            await until(lambda: app.screen is screen)
         t = time.perf_counter()
         await until(lambda: data.filled() == data.step_count, timeout=600, step=0.05)
         out["fill_s"] = time.perf_counter() - screen.opened_at
@@ -304,6 +307,10 @@ def _fmt_ms(values: list[float]) -> str:
     return f"median {statistics.median(values):.0f} ms, max {max(values):.0f} ms ({len(values)} presses)"
 
 
+def _fmt_detail(values: list[float]) -> str:
+    return f"median {statistics.median(values):.0f} ms, max {max(values):.0f} ms ({len(values)} far steps)"
+
+
 def run() -> list[tuple[str, str]]:
     rows: list[tuple[str, str]] = []
     info, staging = _data()
@@ -333,9 +340,9 @@ def run() -> list[tuple[str, str]]:
         rows.append(("open: rows parsed before the paint / background fill of every row",
                      f"{lazy['filled_at_paint']} of {lazy['steps']} / {lazy['fill_s']:.1f} s after Enter"))
         wend = f" (whole-file path {whole['end_ms']:.0f} ms)" if "error" not in whole else ""
-        wdet = f" (whole-file path {whole['detail_ms']:.0f} ms)" if "error" not in whole else ""
+        wdet = f" (whole-file path {_fmt_detail(whole['detail_ms'])})" if "error" not in whole else ""
         rows.append(("open: End -> last step painted, during the fill (goal < 100 ms)", f"{lazy['end_ms']:.0f} ms{wend}"))
-        rows.append(("open: Enter on a far step -> step detail shown, during the fill (goal < 100 ms)", f"{lazy['detail_ms']:.0f} ms{wdet}"))
+        rows.append(("open: Enter on a far step -> step detail shown, during the fill (goal < 100 ms)", f"{_fmt_detail(lazy['detail_ms'])}{wdet}"))
         if "error" not in whole:
             rows.append(("search: '/' + phrase -> status answered, all steps (goal <= whole-file path; incl. 0.12 s typing pause)",
                          f"{lazy['search_keys_s']:.2f} s vs whole-file path {whole['search_keys_s']:.2f} s"))

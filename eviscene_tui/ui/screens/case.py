@@ -153,6 +153,7 @@ class CaseScreen(Screen):
         self._integrity_pending = False  # and another was asked for meanwhile
         self._integrity_timer: Any = None  # the next check waits for INTEGRITY_GAP
         self._fill_gate = FillGate()  # held while the UI waits for on-demand rows or a detail
+        self._detail_gate = FillGate()  # held while the UI waits for a detail (rows off screen wait)
         self._reload_again = False  # files changed during that load
         self.updated_at: float | None = None  # perf_counter of the last case view painted (benchmarks)
         self._repaint_scheduled = False
@@ -311,8 +312,10 @@ class CaseScreen(Screen):
         try:
             # the rows on screen first (posted at once), then the margin around them
             visible = (start + end) // 2 - (end - start) // 6, (start + end) // 2 + (end - start) // 6 + 1
-            for lo, hi in (visible, (start, end)):
+            for margin, (lo, hi) in enumerate((visible, (start, end))):
                 for i in data.missing_between(lo, hi):
+                    if margin:
+                        self._detail_gate.wait(0.5)  # a step's detail asked for goes before the margin
                     if data.rows[i] is None:
                         data.rows[i] = row_from_brief(trace.quick_brief(i))
                 self.post_message(M.TraceRowsFilled(request, lo, hi))
@@ -1049,6 +1052,7 @@ class CaseScreen(Screen):
         # the background fill pauses from the key press until the detail is painted (it
         # would share the interpreter with the detail's parse, layout and paint)
         self._fill_gate.hold()
+        self._detail_gate.hold()
         released = False
 
         def release() -> None:
@@ -1056,6 +1060,7 @@ class CaseScreen(Screen):
             if not released:
                 released = True
                 self._fill_gate.release()
+                self._detail_gate.release()
 
         self.set_timer(2.0, release)  # whatever becomes of the detail
         self._detail(self.query_one(TraceView).cursor, release)
