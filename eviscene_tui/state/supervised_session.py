@@ -368,7 +368,7 @@ class SupervisedSession:
         if s.stopped_by_operator:
             return NextPart("stopped", "stopped by operator")
         if s.stopped:
-            return NextPart("ended", f"ended: {s.status}")
+            return NextPart("ended", s.status_label)  # the final status
         try:
             fb = s.preview_feedback()
         except (KeyError, TypeError, ValueError) as exc:

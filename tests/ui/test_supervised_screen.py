@@ -508,8 +508,10 @@ async def test_stop_ends_the_search_in_its_files_and_s_does_not_start_a_round_un
         assert events[-1]["data"]["event"] == "stop" and events[-1]["data"]["status"] == "paused_execution_error"
         assert events[-1]["reason"] == "enough for today"
         assert "stopped by operator" in rendered_panels(screen)["title"]
+        next_card = screen.query_one("#card-next")
+        assert "u resume" in next_card.border_subtitle and "s start" not in next_card.border_subtitle
         await pilot.press("s")
-        await wait_until(lambda: "failed" in screen.last_message, pilot=pilot)
+        await wait_until(lambda: "u resumes it" in screen.last_message, pilot=pilot, what=screen.last_message)
         assert "stopped by the operator" in screen.last_message and s.draft is None
         assert not (s.root / "rounds" / "round-00").exists()
         await pilot.press("u")
@@ -786,3 +788,29 @@ async def test_at_80x24_the_header_shows_the_status_and_the_gate(tmp_path):
         await _opened(pilot, screen)
         await wait_until(lambda: "gate between rounds" in " ".join(screen_text(app).split()), pilot=pilot,
                          what="the whole header on screen")
+
+
+async def test_an_ended_search_offers_no_round_keys_and_says_it_ended(tmp_path):
+    """Once the search ended (here its time budget, found when s asks for a round), the
+    Next card says so with the final status and lists no key; s / t / u do nothing but
+    say why."""
+    screen, app = _screen(tmp_path)
+    async with app.run_test(size=(140, 50)) as pilot:
+        await _opened(pilot, screen)
+        s = screen.search
+        card = screen.query_one("#card-next")
+        card.focus()
+        await pilot.pause()
+        assert "s start round" in card.border_subtitle and "u resume" not in card.border_subtitle
+        s.state["elapsed_seconds"] = 10**6  # the time budget is spent: the next s ends the search
+        await pilot.press("s")
+        await wait_until(lambda: s.status == "time_budget_exhausted" and screen.session.busy is None, pilot=pilot, what=screen.last_message)
+        await wait_until(lambda: "has ended: time_budget_exhausted" in rendered_panels(screen)["#card-next"], pilot=pilot,
+                         what=rendered_panels(screen)["#card-next"])
+        assert card.border_subtitle == "keys: none"
+        assert not {"s", "t", "u"} & set(screen.active_bindings)
+        for key in ("s", "t", "u"):
+            await pilot.press(key)
+            await wait_until(lambda: "has ended (time_budget_exhausted)" in screen.last_message, pilot=pilot, what=screen.last_message)
+            assert s.draft is None and not isinstance(app.screen, FormScreen)
+        assert not (s.root / "rounds" / "round-00").exists()

@@ -20,7 +20,8 @@ decision, so a key pressed twice never decides at two gates.
 - **Verdict**: ``a`` approve the attempt, ``x`` reject (reason + checker values),
   ``r`` relocalize.
 - **Next round**: ``s`` start the round, ``t`` stop the search (written as the
-  driver gate's stop), ``u`` resume a stopped search.
+  driver gate's stop), ``u`` resume a stopped search; only the keys that apply in
+  the search's state are shown and run (none once it ended).
 
 ``j`` (anywhere) shows the decision journal: chain check, every decision with its
 status, and **STALE** where an evidence file changed since the decision.
@@ -40,7 +41,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from textual import work
+from textual import events, work
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.content import Content
@@ -121,8 +122,30 @@ class Card(Vertical, can_focus=True):
         self.border_subtitle = ("keys: " + self.keys_text()) if has_focus and self.SCOPE else ""
 
     def keys_text(self) -> str:
+        """The card's keys that apply now ("none" when no key does)."""
         keymap: dict[str, str] = applied_keymap(self.app)
-        return " · ".join(f"{'/'.join(effective_keys(a, keymap))} {a.label.lower()}" for a in actions(self.SCOPE) if a.show)
+        shown = [f"{'/'.join(effective_keys(a, keymap))} {a.label.lower()}" for a in actions(self.SCOPE) if a.show and not self.refusal(a.action)]
+        return " · ".join(shown) or "none"
+
+    def refusal(self, action: str) -> str:
+        """Why the card's ``action`` does not apply in the search's state ("" when it does)."""
+        return ""
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """A key that does not apply now is neither shown nor run (see :meth:`on_key`)."""
+        return not self.refusal(action)
+
+    def on_key(self, event: events.Key) -> None:
+        """A card key pressed while it does not apply (its binding is hidden, so the key
+        reaches the card): the message line says why instead of nothing happening."""
+        keymap: dict[str, str] = applied_keymap(self.app)
+        for a in actions(self.SCOPE):
+            if event.key in effective_keys(a, keymap):
+                why = self.refusal(a.action)
+                if why:
+                    event.stop()
+                    self.owner.session.say(why, "warning")
+                return
 
     @property
     def owner(self) -> SupervisedScreen:
@@ -206,6 +229,23 @@ class VerdictCard(Card):
 class NextCard(Card):
     SCOPE = "supervised.next"
     BINDINGS = bindings(SCOPE)
+
+    next_kind = ""  # the shown NextPart's kind: in_progress | stopped | ended | feedback | error
+    final_status = ""  # the status the search ended with (kind "ended")
+
+    def refusal(self, action: str) -> str:
+        """s / t apply between rounds of a running search, u only to an operator stop;
+        none to a search that ended."""
+        kind = self.next_kind
+        if kind == "ended":
+            return f"the search has ended ({self.final_status}): no round can start"
+        if action == "resume":
+            return "" if kind == "stopped" else "the search is not stopped: nothing to resume"
+        if kind == "stopped":
+            return "the search was stopped by the operator: u resumes it, then s starts the round"
+        if kind == "in_progress":
+            return "a round is open: finish or relocalize it first"
+        return ""
 
     def action_start(self) -> None:
         self.owner.op_begin_round()
@@ -450,13 +490,19 @@ class SupervisedScreen(Screen[None]):
     def _render_next(self, snap: SupervisedSnapshot) -> None:
         n = snap.next
         assert n is not None
+        card = self.query_one("#card-next", NextCard)
+        card.next_kind, card.final_status = n.kind, (_s(n.text, 60) if n.kind == "ended" else "")
         if n.kind == "stopped":
             body = Content.from_markup("[b $warning]stopped by operator[/]\nu resumes the search (then s starts the round)")
+        elif n.kind == "ended":
+            body = Content.from_markup("[b]the search has ended: $status[/]\nno round can start", status=card.final_status)
         elif n.kind == "feedback":
             body = Content.from_markup("$t\n[dim]full object on the right[/]", t=_lines(n.text, 1200))
         else:
             body = Content.from_markup("$t", t=_lines(n.text, 600))
-        self.query_one("#card-next", Card).set_body(body)
+        card.set_body(body)
+        card.show_keys(card.has_focus_within)  # the keys that apply changed with the state
+        self.refresh_bindings()
 
     # ------------------------------------------------------------------ workers
     @work(thread=True, exclusive=True, group="supervised-open", exit_on_error=False)
