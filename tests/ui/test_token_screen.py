@@ -3,6 +3,7 @@ the hint span, logprob detail and the media binding with a tampered image."""
 
 from __future__ import annotations
 
+import gc
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -48,6 +49,8 @@ async def test_million_ids_open_jump_search(million, tmp_path: Path):
         await _settle(app, pilot)
         view = app.screen.query_one("#token-view", TokenView)
         assert view.data is not None and len(view.data.ids) == 1_000_000
+        # a big capture is kept out of the full garbage collections while it is shown
+        assert gc.get_freeze_count() > 0
         assert view.cells.runs and all(r.length == 1024 for r in view.cells.runs)
         assert "decoded by: tokenizer.json (tiny-test)" in _text(app, "#tokens-header")
         first = view.render_line(0).text
@@ -97,6 +100,7 @@ async def test_million_ids_open_jump_search(million, tmp_path: Path):
         # a bad offset is explained, not a crash
         assert not app.screen.jump_to("2,000,000")
         assert "offset must be a number" in _text(app, "#tokens-status")
+    assert gc.get_freeze_count() == 0  # and given back to the collector once the screen is gone
 
 
 async def test_picker_hint_span_and_media(tmp_path: Path):
