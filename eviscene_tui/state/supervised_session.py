@@ -20,7 +20,7 @@ from typing import Any
 import orjson
 
 from eviscene_tui.artifacts.trace import SourceTrace
-from eviscene_tui.policy.events import Delta, PolicyEvent, ToolCallDelta
+from eviscene_tui.policy.events import Delta, Finished, PolicyEvent, ToolCallDelta, Usage
 from eviscene_tui.supervised import records as R
 from eviscene_tui.supervised.search import RoundDraft, SupervisedSearch
 from eviscene_tui.supervised.stages import PartialOutput
@@ -98,6 +98,9 @@ class VerdictPart:
     output: str
     # the recorded continuation as stream events, so the stream view shows what was recorded
     events: tuple[PolicyEvent, ...] = ()
+    # (ttft_s, tokens_per_s) measured while it streamed, as the app recorded them in the
+    # teacher step; None when the record has none (a search recorded before they were kept)
+    timings: tuple[float | None, float | None] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -359,6 +362,7 @@ class SupervisedSession:
             thought=_text(step.get("thought")),
             output=_text(step.get("output")),
             events=_recorded_events(step, rec.get("completion_ids")),
+            timings=_recorded_timings(step),
         )
 
     @staticmethod
@@ -437,7 +441,35 @@ def _recorded_events(step: dict[str, Any], completion_ids: Any) -> tuple[PolicyE
             args = call.get("arguments")
             events.append(ToolCallDelta(i, id=_text(call.get("id")) or None, name=_text(call.get("name")) or None,
                                         arguments=args if isinstance(args, str) else orjson.dumps(args).decode()))
+    # the recorded usage and finish reason, as the stream's closing events gave them
+    raw_tokens = step.get("tokens")
+    tokens: dict[str, Any] = raw_tokens if isinstance(raw_tokens, dict) else {}
+    prompt, completion = _count(tokens.get("prompt")), _count(tokens.get("completion"))
+    if prompt is not None or completion is not None:
+        events.append(Usage(prompt, completion, (prompt or 0) + (completion or 0)))
+    finish = meta.get("finish_reason")
+    if isinstance(finish, str) and finish:
+        events.append(Finished(finish))
     return tuple(events)
+
+
+def _count(value: Any) -> int | None:
+    return value if type(value) is int and value >= 0 else None
+
+
+def _recorded_timings(step: dict[str, Any]) -> tuple[float | None, float | None] | None:
+    """(ttft_s, tokens_per_s) from the teacher step's ``metadata.stream_timings`` (written by
+    the app from what it measured while the continuation streamed), or None."""
+    raw_meta = step.get("metadata")
+    timings = raw_meta.get("stream_timings") if isinstance(raw_meta, dict) else None
+    if not isinstance(timings, dict):
+        return None
+
+    def number(key: str) -> float | None:
+        v = timings.get(key)
+        return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 0 else None
+
+    return number("ttft_s"), number("tokens_per_s")
 
 
 def _teacher_step(episode: Any) -> dict[str, Any]:

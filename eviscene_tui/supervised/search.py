@@ -639,6 +639,9 @@ class SupervisedSearch:
         )
         step["metadata"]["policy_request"] = outcome.request
         step["metadata"]["attestation_status"] = outcome.attestation_status
+        if outcome.timings:
+            # what the stream measured (ttft, rate), so a reopened search shows the same figures
+            step["metadata"]["stream_timings"] = {k: outcome.timings.get(k) for k in ("ttft_s", "wall_s", "tokens_per_s")}
         episode = R.build_episode(trace, d.site, [step], source_runtime_store_path=S.source_runtime_store(trace), attempt_store=None)
         stop_reason = episode["stop_reason"]
         self.layout.write_bound(d.dir / _CONT, S.continuation_identity(d.config, hint_sha),

@@ -753,7 +753,7 @@ async def test_relocalize_by_keys_from_the_current_site_then_the_keys_follow_the
 async def test_the_stream_stats_of_a_recorded_continuation_are_the_measured_ones(tmp_path):
     """At the verdict gate the stream view replays the round's recorded continuation: its
     stats are the timings measured while it streamed, never the replay's own (which made
-    a tok/s in the hundreds of thousands)."""
+    a tok/s in the hundreds of thousands); after a reopen, the ones the round recorded."""
 
     async def timed_runner(job):
         out = await fake_runner(job)
@@ -780,6 +780,18 @@ async def test_the_stream_stats_of_a_recorded_continuation_are_the_measured_ones
         stats = screen.query_one("#sup-stream").query_one("#stream-stats")
         await wait_until(lambda: "ttft 0.25 s" in str(stats.render()), pilot=pilot, what=f"the measured ttft ({stats.render()})")
         assert "tok/s 301 " in str(stats.render())
+        await pilot.press("q")
+
+    # reopened from its files: the figures recorded in the round, marked as recorded
+    screen, app = _screen(tmp_path, timed_runner)
+    async with app.run_test(size=(140, 50)) as pilot:
+        await _opened(pilot, screen)
+        assert screen.search.draft is not None and screen.search.draft.stage == "verdict"
+        stats = screen.query_one("#sup-stream").query_one("#stream-stats")
+        await wait_until(lambda: "(recorded)" in str(stats.render()), pilot=pilot, what=f"the recorded stats ({stats.render()})")
+        line = str(stats.render())
+        assert "ttft 0.25 s" in line and "tok/s 301 " in line and "finish tool_calls" in line, line
+        assert f"tokens {len(encode('cc'))} " in line, line
 
 
 async def test_at_80x24_the_header_shows_the_status_and_the_gate(tmp_path):

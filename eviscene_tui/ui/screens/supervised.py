@@ -399,7 +399,7 @@ class SupervisedScreen(Screen[None]):
         if prev is None or snap.verdict != prev.verdict:
             self._render_verdict(snap)
             if snap.verdict is not None:
-                self._show_recorded(snap.verdict.events)
+                self._show_recorded(snap.verdict.events, recorded=snap.verdict.timings or (None, None))
             elif prev is not None and prev.verdict is not None:
                 # the round closed on a verdict: the next continuation starts from an empty view
                 self.query_one("#sup-stream", StreamView).clear()
@@ -473,9 +473,13 @@ class SupervisedScreen(Screen[None]):
             )
         self.query_one("#card-verdict", Card).set_body(body)
 
-    def _show_recorded(self, events: tuple[PolicyEvent, ...], state: str = "complete") -> None:
+    def _show_recorded(self, events: tuple[PolicyEvent, ...], state: str = "complete",
+                       recorded: tuple[float | None, float | None] | None = None) -> None:
         """The stream view shows the continuation as recorded in the round (the same after a
-        reopen as right after the live stream, which it replaces with what was written)."""
+        reopen as right after the live stream, which it replaces with what was written).
+        ``recorded`` (for an attempt record): the (ttft, rate) the record kept, shown (and the
+        state marked "recorded") when this session did not measure the stream itself; a
+        cut-short run passes None and keeps its end state as it is."""
         view = self.query_one("#sup-stream", StreamView)
         feed = view.attach(LiveFeed(accumulate=True))
         for ev in events:
@@ -485,7 +489,10 @@ class SupervisedScreen(Screen[None]):
         search = self.session.search
         outcome = search.draft.outcome if search is not None and search.draft is not None else None
         measured = outcome.timings if outcome is not None else None
-        view.finish(state, timings=measured or {"ttft_s": None, "tokens_per_s": None})
+        if measured or recorded is None:
+            view.finish(state, timings=measured or {"ttft_s": None, "tokens_per_s": None})
+        else:
+            view.finish(f"{state} (recorded)", timings={"ttft_s": recorded[0], "tokens_per_s": recorded[1]})
 
     def _render_next(self, snap: SupervisedSnapshot) -> None:
         n = snap.next
