@@ -19,13 +19,15 @@ import html
 import re
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from textual.app import App
 from textual.screen import Screen
+
+from eviscene_tui.ui import gc_hold
 
 TESTS = Path(__file__).resolve().parent
 for _helpers in ("artifacts", "supervised", "ui", "policy", "gate"):
@@ -87,6 +89,14 @@ def _hermetic_settings(tmp_path_factory: pytest.TempPathFactory, monkeypatch: py
     monkeypatch.delenv("EVISCENE_TUI_CONFIG", raising=False)
     monkeypatch.delenv("EVISCENE_POLICY_API_KEY", raising=False)
     monkeypatch.delenv("EVISCENE_HINT_API_KEY", raising=False)
+
+
+@pytest.fixture(autouse=True)
+def _garbage_collector_given_back() -> Iterator[None]:
+    """A screen left mounted at a test's end must not keep the collector frozen for the next."""
+    yield
+    while gc_hold.holds():
+        gc_hold.release()
 
 
 @pytest.fixture

@@ -161,6 +161,14 @@ class TraceRowsFilled(Message):
         self.end = end
 
 
+class TraceRowsComplete(Message):
+    """The background fill built every row of the trace (request ``request``)."""
+
+    def __init__(self, request: int) -> None:
+        super().__init__()
+        self.request = request
+
+
 class TraceSearchDone(Message):
     """A search of the trace's steps finished (``hit`` is a ``state.trace_search.SearchHit``)."""
 

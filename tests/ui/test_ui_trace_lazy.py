@@ -9,6 +9,7 @@ driver does. The lazy threshold is lowered so a small trace takes the indexed pa
 
 from __future__ import annotations
 
+import gc
 import threading
 from pathlib import Path
 
@@ -19,6 +20,7 @@ from ui_helpers import make_app, screen_text, wait_for, wait_scan
 
 from eviscene_tui.artifacts import trace as trace_module
 from eviscene_tui.artifacts.jsonio import encode_bound, pretty_json_bytes
+from eviscene_tui.ui import gc_hold
 from eviscene_tui.ui.screens.case import CaseScreen
 from eviscene_tui.ui.widgets.runs_table import RunsTable
 from eviscene_tui.ui.widgets.trace_view import TraceView
@@ -99,6 +101,8 @@ async def test_indexed_trace_opens_on_the_failure_step_fills_rows_and_searches(t
         assert await wait_for(pilot, lambda: screen.trace_rows.filled() == STEPS, 20)
         assert await wait_for(pilot, lambda: len(screen.trace_rows.policy_indices) == STEPS, 5)
         assert "reading steps" not in str(screen.query_one("#trace-status").content)
+        # once every row is built, full garbage collections are kept off the trace's parts
+        assert await wait_for(pilot, lambda: gc_hold.holds() == 1 and gc.get_freeze_count() > 0, 10)
         # search over the byte ranges / the corpus: a tool result far from the window
         await pilot.press("slash")
         await pilot.press(*"result-393")
@@ -110,6 +114,11 @@ async def test_indexed_trace_opens_on_the_failure_step_fills_rows_and_searches(t
         await pilot.press("enter")
         assert await wait_for(pilot, lambda: type(app.screen).__name__ == "StepDetailScreen", 10)
         assert await wait_for(pilot, lambda: "RESULT-7 page text" in screen_text(app), 5)
+        # leaving the case gives its parts back to the collector
+        while isinstance(app.screen, CaseScreen) or type(app.screen).__name__ == "StepDetailScreen":
+            app.pop_screen()
+            await pilot.pause()
+        assert await wait_for(pilot, lambda: gc_hold.holds() == 0 and gc.get_freeze_count() == 0, 10)
 
 
 async def test_step_detail_of_a_far_step_shows_what_the_whole_file_path_shows(tmp_path: Path, indexed) -> None:

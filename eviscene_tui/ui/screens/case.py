@@ -40,6 +40,7 @@ from eviscene_tui.state.case_view import (
 )
 from eviscene_tui.state.rows import duration as cell_stale
 from eviscene_tui.state.trace_rows import FillGate, TraceRows, row_from_brief
+from eviscene_tui.ui import gc_hold
 from eviscene_tui.ui import messages as M
 from eviscene_tui.ui.widgets.doc import doc_content
 from eviscene_tui.ui.widgets.trace_view import TraceView
@@ -144,6 +145,7 @@ class CaseScreen(Screen):
         self.marks: list[Any] = []  # state.case_view.ProblemMark, one per problem in check order
         self._problem_cursor = -1
         self._unsubscribe: Any = None
+        self._gc_held = False  # see _on_rows_complete
         self._request = 0
         self._trace_request = -1  # the load that published the trace rows shown
         self._trace_failed = False
@@ -209,6 +211,9 @@ class CaseScreen(Screen):
     def on_unmount(self) -> None:
         if self._unsubscribe is not None:
             self._unsubscribe()
+        if self._gc_held:
+            gc_hold.release()
+            self._gc_held = False
 
     # -- loading -----------------------------------------------------------------------------
     def load(self) -> None:
@@ -256,6 +261,8 @@ class CaseScreen(Screen):
         broken = trace.broken if getattr(trace, "lazy", False) else None
         if broken is not None:
             self._reload_trace_whole(request, bundle, broken)
+        else:
+            self.post_message(M.TraceRowsComplete(request))
 
     def _fill_rows(self, request: int, trace: Any, data: TraceRows, pending: list[int], worker: Any) -> bool:
         """Build the rows not built yet, posting progress about four times a second (an
@@ -446,6 +453,15 @@ class CaseScreen(Screen):
             self.query_one(TraceView).rows_updated(message.start, message.end)
             if self.trace_rows.lazy:
                 self._paint_trace_status()
+
+    @on(M.TraceRowsComplete)
+    def _on_rows_complete(self, message: M.TraceRowsComplete) -> None:
+        # every row is built and the trace's parsed parts stay for as long as the case is
+        # open: keep full garbage collections off them (they stalled keys during a driver's
+        # burst of writes, see ui/gc_hold.py)
+        if message.request == self._trace_request and not self._gc_held:
+            gc_hold.hold()
+            self._gc_held = True
 
     @on(TraceView.RowsWanted)
     def _on_rows_wanted(self, message: TraceView.RowsWanted) -> None:

@@ -17,7 +17,6 @@ post the typed messages below; handlers only update widgets.
 from __future__ import annotations
 
 import asyncio
-import gc
 import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, cast
@@ -39,6 +38,7 @@ if TYPE_CHECKING:
 
 from eviscene_tui.artifacts.case import CaseBundle
 from eviscene_tui.options import AppOptions
+from eviscene_tui.ui import gc_hold
 from eviscene_tui.ui.actions import bindings
 from eviscene_tui.safe_text import safe_text
 from eviscene_tui.tokens.capture import CaptureData, logprob_bucket, prob_of
@@ -231,7 +231,7 @@ class TokenScreen(Screen[None]):
 
     async def on_unmount(self) -> None:
         if self._froze_gc:
-            gc.unfreeze()  # a later full collection may walk the (now dropped) capture's survivors again
+            gc_hold.release()  # a later full collection may walk the (now dropped) capture's survivors again
             self._froze_gc = False
         if self.decoder is not None and self.decoder is not self._injected_decoder:
             try:
@@ -506,7 +506,7 @@ class TokenScreen(Screen[None]):
         among them would wait for the unfreeze at unmount).
         """
         if len(data.ids) >= GC_FREEZE_IDS and not self._froze_gc:
-            gc.freeze()
+            gc_hold.hold()
             self._froze_gc = True
 
     def on_capture_failed(self, message: CaptureFailed) -> None:
