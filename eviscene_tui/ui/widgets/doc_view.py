@@ -28,9 +28,11 @@ import re
 from textual import events
 from textual.cache import LRUCache
 from textual.content import Content
-from textual.geometry import Size
+from rich.style import Style
+from textual.geometry import Region, Size
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
+from textual.visual import Style as VisualStyle
 
 _WORD_START = re.compile(r"\s\S")  # the whitespace that ends a word, then the next word
 _SPACE = re.compile(r"\s")
@@ -122,6 +124,9 @@ class DocView(ScrollView, can_focus=True):
         self._wrap: LazyWrap | None = None
         self._cache: LRUCache[tuple[int, int], Strip] = LRUCache(512)
         self._idle_scheduled = False
+        # (content width, rich style, visual style) for the lines of one render pass: each is
+        # a walk of the DOM in Textual, and a pass asks for them once per line otherwise
+        self._pass: tuple[int, Style, VisualStyle] | None = None
 
     @property
     def wrapped_lines(self) -> list[Content]:
@@ -180,18 +185,25 @@ class DocView(ScrollView, can_focus=True):
         super().notify_style_update()
         self._cache.clear()
 
+    def render_lines(self, crop: Region) -> list[Strip]:
+        self._pass = (self.scrollable_content_region.width, self.rich_style, self.visual_style)
+        try:
+            return super().render_lines(crop)
+        finally:
+            self._pass = None
+
     def render_line(self, y: int) -> Strip:
-        width = self.scrollable_content_region.width
+        width, rich_style, visual_style = self._pass or (self.scrollable_content_region.width, self.rich_style, self.visual_style)
         index = self.scroll_offset.y + y
-        wrap = self._wrapper()
+        wrap = self._wrap if self._wrap is not None and self._wrap.width == max(1, width) else self._wrapper()
         if index >= len(wrap.lines) and not wrap.done:
             self._ensure(index + self.scrollable_content_region.height + 1)
         if index >= len(wrap.lines):
-            return Strip.blank(width, self.rich_style)
+            return Strip.blank(width, rich_style)
         key = (index, width)
         strip = self._cache.get(key)
         if strip is None:
-            strip = Strip(list(wrap.lines[index].render_segments(self.visual_style))).extend_cell_length(width, self.rich_style)
-            strip = strip.apply_style(self.rich_style)
+            strip = Strip(list(wrap.lines[index].render_segments(visual_style))).extend_cell_length(width, rich_style)
+            strip = strip.apply_style(rich_style)
             self._cache[key] = strip
         return strip
