@@ -145,7 +145,7 @@ class CaseScreen(Screen):
         self.marks: list[Any] = []  # state.case_view.ProblemMark, one per problem in check order
         self._problem_cursor = -1
         self._unsubscribe: Any = None
-        self._gc_held = False  # see _on_rows_complete
+        self._gc_holds = 0  # holds this screen took on the garbage collector (see _hold_gc)
         self._request = 0
         self._trace_request = -1  # the load that published the trace rows shown
         self._trace_failed = False
@@ -211,9 +211,9 @@ class CaseScreen(Screen):
     def on_unmount(self) -> None:
         if self._unsubscribe is not None:
             self._unsubscribe()
-        if self._gc_held:
+        while self._gc_holds:
             gc_hold.release()
-            self._gc_held = False
+            self._gc_holds -= 1
 
     # -- loading -----------------------------------------------------------------------------
     def load(self) -> None:
@@ -434,6 +434,7 @@ class CaseScreen(Screen):
         tv = self.query_one(TraceView)
         tv.set_trace(message.data)
         self.failure_shown_at = time.perf_counter() - self.opened_at
+        self._hold_gc()
         self._paint_trace_status()
         self.call_after_refresh(self._mount_panels)
         if self.view is not None:
@@ -456,12 +457,16 @@ class CaseScreen(Screen):
 
     @on(M.TraceRowsComplete)
     def _on_rows_complete(self, message: M.TraceRowsComplete) -> None:
-        # every row is built and the trace's parsed parts stay for as long as the case is
-        # open: keep full garbage collections off them (they stalled keys during a driver's
-        # burst of writes, see ui/gc_hold.py)
-        if message.request == self._trace_request and not self._gc_held:
-            gc_hold.hold()
-            self._gc_held = True
+        if message.request == self._trace_request:
+            self._hold_gc()
+
+    def _hold_gc(self) -> None:
+        """Keep full garbage collections off what the case holds now: the trace's index and
+        rows stay for as long as the case is open, and a full collection walking them
+        (~100 ms) stalled keys during the fill and a driver's burst (see ui/gc_hold.py).
+        Taken when the trace is shown and again when every row is built."""
+        gc_hold.hold()
+        self._gc_holds += 1
 
     @on(TraceView.RowsWanted)
     def _on_rows_wanted(self, message: TraceView.RowsWanted) -> None:
