@@ -10,13 +10,14 @@ from types import SimpleNamespace
 import sys
 
 import pytest
-from conftest import ScreenHarness
+from conftest import ScreenHarness, wait_until
 from textual.app import App
 
 from eviscene_tui.tokens import tiny
 from eviscene_tui.tokens.decode import LocalTokenizerDecoder, RawDecoder
 from eviscene_tui.tokens.synthetic import HINT, big_case, synthetic_case
 from eviscene_tui.options import AppOptions
+from eviscene_tui.ui import gc_hold
 from eviscene_tui.ui.screens.tokens import TokenScreen
 from eviscene_tui.ui.widgets.image_preview import HalfBlockImage
 from eviscene_tui.ui.widgets.token_view import TokenView
@@ -100,7 +101,12 @@ async def test_million_ids_open_jump_search(million, tmp_path: Path):
         # a bad offset is explained, not a crash
         assert not app.screen.jump_to("2,000,000")
         assert "offset must be a number" in _text(app, "#tokens-status")
-    assert gc.get_freeze_count() == 0  # and given back to the collector once the screen is gone
+        assert gc_hold.holds() == 1
+        # the flowing text, once painted, is kept out of the full collections too
+        view.focus()
+        await pilot.press("f")
+        await wait_until(lambda: view.mode == "flow" and gc_hold.holds() == 2, pilot=pilot, what="the flow view painted and held")
+    assert gc.get_freeze_count() == 0 and gc_hold.holds() == 0  # given back to the collector once the screen is gone
 
 
 async def test_picker_hint_span_and_media(tmp_path: Path):

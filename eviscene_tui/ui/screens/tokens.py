@@ -177,7 +177,8 @@ class TokenScreen(Screen[None]):
         self._injected_decoder = decoder
         self.decoder: TokenDecoder | None = decoder
         self.data: CaptureData | None = None
-        self._froze_gc = False  # see _freeze_big_capture
+        self._gc_holds = 0  # holds this screen took on the garbage collector (see _freeze_big_capture)
+        self._flow_frozen = False
         self.vision: VisionIds | None = None
         self.refs: list[CaptureRef] = []
         self._prompt_mode = "search"
@@ -230,9 +231,9 @@ class TokenScreen(Screen[None]):
             self._open(self.source)
 
     async def on_unmount(self) -> None:
-        if self._froze_gc:
+        while self._gc_holds:
             gc_hold.release()  # a later full collection may walk the (now dropped) capture's survivors again
-            self._froze_gc = False
+            self._gc_holds -= 1
         if self.decoder is not None and self.decoder is not self._injected_decoder:
             try:
                 await self.decoder.aclose()
@@ -503,11 +504,12 @@ class TokenScreen(Screen[None]):
         130-160 ms and landed in the middle of a page scroll. ``gc.freeze`` moves every
         object alive now into the permanent generation, which collections skip; the
         objects are still freed by reference count when dropped (only a reference cycle
-        among them would wait for the unfreeze at unmount).
+        among them would wait for the unfreeze at unmount). Taken once the capture is
+        loaded, and again once the flowing text is first painted (its wrapped lines).
         """
-        if len(data.ids) >= GC_FREEZE_IDS and not self._froze_gc:
+        if len(data.ids) >= GC_FREEZE_IDS:
             gc_hold.hold()
-            self._froze_gc = True
+            self._gc_holds += 1
 
     def on_capture_failed(self, message: CaptureFailed) -> None:
         if message.key == self._initial_source and self.data is None:
@@ -604,6 +606,10 @@ class TokenScreen(Screen[None]):
         if pair.mode != event.mode:
             pair.mode = event.mode
         self._status("flowing text (f: one cell per token)" if event.mode == "flow" else "token grid (f: flowing text)")
+        if event.mode == "flow" and self.data is not None and not self._flow_frozen:
+            self._flow_frozen = True
+            data = self.data
+            self.call_after_refresh(lambda: self._freeze_big_capture(data))
 
     def on_span_decoded(self, message: SpanDecoded) -> None:
         if self.data is None or message.key != self.data.key:
