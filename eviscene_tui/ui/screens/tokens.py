@@ -160,7 +160,7 @@ class TokenScreen(Screen[None]):
 
     def __init__(
         self,
-        case: Any,
+        case: CaseBundle | None,
         options: AppOptions,
         *,
         source: str | None = None,
