@@ -133,17 +133,26 @@ def parse_json_bytes(data: bytes, path: str) -> tuple[Any | None, list[Problem]]
         return None, [Problem(code=ProblemCode.JSON_INVALID, path=path, message=f"{kind} JSON: {exc}")]
 
 
+def read_file_bytes(path: str) -> tuple[bytes | None, list[Problem]]:
+    """A file's bytes, or the problem: missing -> ``missing_artifact``, a directory ->
+    ``json_invalid``, unreadable -> ``missing_artifact`` with the reason."""
+    try:
+        with open(path, "rb") as fh:
+            return fh.read(), []
+    except FileNotFoundError:
+        return None, [Problem(code=ProblemCode.MISSING_ARTIFACT, path=path, message="file not found")]
+    except IsADirectoryError:
+        return None, [Problem(code=ProblemCode.JSON_INVALID, path=path, message="expected a file, found a directory")]
+    except OSError as exc:
+        return None, [Problem(code=ProblemCode.MISSING_ARTIFACT, path=path, message=f"cannot read: {exc.strerror or exc}")]
+
+
 def read_json(path: str | os.PathLike[str]) -> tuple[Any | None, list[Problem]]:
     """Read a JSON file. Missing file -> ``missing_artifact``; bad JSON -> ``json_invalid``."""
     p = str(path)
-    try:
-        data = Path(p).read_bytes()
-    except FileNotFoundError:
-        return None, [Problem(code=ProblemCode.MISSING_ARTIFACT, path=p, message="file not found")]
-    except IsADirectoryError:
-        return None, [Problem(code=ProblemCode.JSON_INVALID, path=p, message="expected a file, found a directory")]
-    except OSError as exc:
-        return None, [Problem(code=ProblemCode.MISSING_ARTIFACT, path=p, message=f"cannot read: {exc.strerror}")]
+    data, problems = read_file_bytes(p)
+    if data is None:
+        return None, problems
     return parse_json_bytes(data, p)
 
 

@@ -16,6 +16,7 @@ from eviscene_tui.artifacts.jsonio import (
     BoundRead,
     jsonl_file_rows,
     parse_json_bytes,
+    read_file_bytes,
     read_bound,
 )
 from eviscene_tui.artifacts.models import KNOWN_SCHEMAS
@@ -81,18 +82,10 @@ def read_bytes(path: str, cache: dict[str, bytes] | None = None) -> tuple[bytes 
         hit = cache.get(path)
         if hit is not None:
             return hit, []
-    try:
-        with open(path, "rb") as fh:
-            data = fh.read()
-        if cache is not None and len(data) <= MEMO_MAX:
-            cache[path] = data
-        return data, []
-    except FileNotFoundError:
-        return None, [Problem(code=ProblemCode.MISSING_ARTIFACT, path=path, message="file not found")]
-    except IsADirectoryError:
-        return None, [Problem(code=ProblemCode.JSON_INVALID, path=path, message="expected a file, found a directory")]
-    except OSError as exc:
-        return None, [Problem(code=ProblemCode.MISSING_ARTIFACT, path=path, message=f"cannot read: {exc.strerror or exc}")]
+    data, problems = read_file_bytes(path)
+    if data is not None and cache is not None and len(data) <= MEMO_MAX:
+        cache[path] = data
+    return data, problems
 
 
 def read_json(path: str, cache: dict[str, bytes] | None = None) -> tuple[object, list[Problem]]:
