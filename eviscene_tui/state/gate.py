@@ -436,23 +436,8 @@ class GateSession:
         self._message = ""
 
     def resume_refusal(self) -> str:
-        """Why R cannot resume the search now ("" when it can). Resuming applies only once
-        the gated driver is gone (it exited after a stop or pause, or its heartbeat went
-        stale): never while it runs, nor after the search ended."""
-        snap = self._snapshot
-        if snap is None:
-            return "the gate has not been read yet"
-        driver = snap.status.driver
-        if not driver.present:
-            return "no gated driver has run here yet (no heartbeat)"
-        if driver.alive:
-            return f"the driver is still running (pid {driver.pid}, {driver.state or 'alive'}); R resumes it only once it is gone after a stop"
-        if driver.state == "exited" and not snap.search_status.startswith("paused_"):
-            return f"the search has ended ({snap.search_label or 'no status'}); there is nothing to resume"
-        session = snap.status.session
-        if not session.get("argv") or not isinstance(session.get("python"), str):
-            return "the gate does not know how the driver was started (no argv in its session file)"
-        return ""
+        """Why R cannot resume the search now ("" when it can); see :func:`resume_refusal`."""
+        return resume_refusal(self._snapshot)
 
     def resume_argv(self) -> list[str] | None:
         """The command that resumes this search under the gate (None when
@@ -484,4 +469,23 @@ def gate_marker(root: str | os.PathLike[str]) -> str:
         return "driver gone"
     if status.driver.alive:
         return "gated"
+    return ""
+
+
+def resume_refusal(snap: GateSnapshot | None) -> str:
+    """Why R cannot resume the search of ``snap`` ("" when it can). Resuming applies only
+    once the gated driver is gone (it exited after a stop or pause, or its heartbeat went
+    stale): never while it runs, nor after the search ended."""
+    if snap is None:
+        return "the gate has not been read yet"
+    driver = snap.status.driver
+    if not driver.present:
+        return "no gated driver has run here yet (no heartbeat)"
+    if driver.alive:
+        return f"the driver is still running (pid {driver.pid}, {driver.state or 'alive'}); R resumes it only once it is gone after a stop"
+    if driver.state == "exited" and not snap.search_status.startswith("paused_"):
+        return f"the search has ended ({snap.search_label or 'no status'}); there is nothing to resume"
+    session = snap.status.session
+    if not session.get("argv") or not isinstance(session.get("python"), str):
+        return "the gate does not know how the driver was started (no argv in its session file)"
     return ""

@@ -25,7 +25,7 @@ from textual.widgets import Static
 
 from eviscene_tui.safe_text import safe_text
 from eviscene_tui.gate.sidecar import GateRequest
-from eviscene_tui.state.gate import GateSession, GateSnapshot
+from eviscene_tui.state.gate import GateSession, GateSnapshot, resume_refusal
 from eviscene_tui.ui.actions import bindings
 from eviscene_tui.ui.screens.dialogs import ReasonPrompt, StepPicker
 from eviscene_tui.ui.messages import GateDecisionDone, GateDecisionRequested, GateResumed, GateSnapshotLoaded
@@ -72,8 +72,9 @@ def render_card(snap: GateSnapshot) -> Text:
     text = Text()
     if card is None:
         text.append("No gate pending.", style="bold")
-        if not snap.status.driver.alive and snap.search_status.startswith("paused_"):
-            text.append("  The search is paused; R resumes it under the gate.")
+        if not resume_refusal(snap):
+            why = "The search is paused" if snap.search_status.startswith("paused_") else "The driver is gone"
+            text.append(f"  {why}; R resumes the search under the gate.")
         return text
     if card.kind == "round":
         fb = card.feedback
