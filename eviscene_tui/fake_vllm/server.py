@@ -47,7 +47,7 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -57,6 +57,7 @@ from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response, StreamingResponse
 from starlette.routing import Route
+from starlette.types import Send
 
 from eviscene_tui.fake_vllm.script import ChunkPlan, build_segments, plan_chunks, template_prompt_ids
 from eviscene_tui.tokens.tiny import decode, encode, tokenizer_config
@@ -178,6 +179,21 @@ def _sse(obj: Any, style: list[str]) -> bytes:
     if "comments" in style:
         out = b": ping" + eol + out
     return out
+
+
+class _ClosingStream(StreamingResponse):
+    """A streaming response that closes its body generator when the stream ends or the
+    client goes away. Starlette lets the send's error propagate and leaves the generator to
+    be finalised by the garbage collector, so the recorder learned of a disconnect whenever
+    a collection happened to run (seconds later on a loaded machine, or never in a test's
+    wait); closing it here runs the generator's own ``finally`` at once."""
+
+    async def stream_response(self, send: Send) -> None:
+        try:
+            await super().stream_response(send)
+        finally:
+            if isinstance(self.body_iterator, AsyncGenerator):
+                await self.body_iterator.aclose()
 
 
 async def _pace(rate: float | None, t0: float, sent: int, index: int) -> None:
@@ -448,7 +464,7 @@ class _Endpoints:
             return planned
         if not body.get("stream"):
             return await self._chat_message(planned)
-        return StreamingResponse(self._chat_stream(planned), media_type="text/event-stream")
+        return _ClosingStream(self._chat_stream(planned), media_type="text/event-stream")
 
     def _plan_chat(self, body: dict[str, Any]) -> _ChatPlan | Response:
         """The request checked (a 400 response when vLLM would refuse it) and its
@@ -631,7 +647,7 @@ class _Endpoints:
                 yield _sse({"id": cid, "object": "text_completion", "created": created, "model": cfg.alias, "choices": [], "usage": usage}, [])
             yield _sse(b"[DONE]", [])
 
-        return StreamingResponse(gen(), media_type="text/event-stream")
+        return _ClosingStream(gen(), media_type="text/event-stream")
 
 
 def _joined_tool_calls(chunks: list[ChunkPlan]) -> dict[int, dict[str, Any]]:

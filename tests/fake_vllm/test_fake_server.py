@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import gc
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -9,6 +11,8 @@ from pathlib import Path
 import httpx
 import orjson
 import pytest
+
+from conftest import wait_until_sync
 
 from eviscene_tui.fake_vllm import FakeVLLMServer
 from eviscene_tui.fake_vllm.testing import TOOLS, png_data_url
@@ -166,3 +170,32 @@ def test_fake_vllm_cli_subprocess(tmp_path):
         proc.wait(10)
     bad = subprocess.run([sys.executable, "-m", "eviscene_tui", "fake-vllm", "--scenario", str(tmp_path / "missing.json")], capture_output=True, text=True)
     assert bad.returncode == 2
+
+
+
+def test_a_client_that_stops_reading_then_goes_away_is_recorded_without_a_garbage_collection() -> None:
+    """A client that stops reading (the server's writes back up) and then goes away: the
+    recorder learns of the disconnect with the garbage collector off, so it never depends
+    on a collection finalising the stream's generator (the response closes it)."""
+    with FakeVLLMServer(scenario={"tokens_per_second": None, "content_tokens": 400_000, "reasoning": "", "tool_calls": []}) as s:
+        body = orjson.dumps({"model": s.config.alias, "stream": True, "messages": [{"role": "user", "content": "hi"}]})
+        host, port = s.base_url.removeprefix("http://").split(":")
+        was_enabled = gc.isenabled()
+        gc.disable()
+        try:
+            conn = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            conn.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)  # the server's writes back up at once
+            conn.settimeout(30)
+            conn.connect((host, int(port)))
+            conn.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                         + f"Content-Length: {len(body)}\r\n\r\n".encode() + body)
+            got = b""
+            while b"delta" not in got:  # the stream is running
+                got += conn.recv(1024)
+            wait_until_sync(lambda: s.recorder.running == 1, what="the stream running")
+            conn.close()  # without reading the rest
+            wait_until_sync(lambda: s.recorder.disconnects, 30, what="the server recording the client gone")
+        finally:
+            if was_enabled:
+                gc.enable()
+        assert not s.recorder.completed

@@ -41,6 +41,7 @@ def test_demo_wires_profile_and_server(tmp_path, monkeypatch):
     import eviscene_tui.ui.launch as launch
 
     monkeypatch.setattr(launch, "run_app", fake_run_app)
+    monkeypatch.setattr(demo, "terminal_refusal", lambda: None)  # as from a terminal (pytest has none)
     parser = argparse.ArgumentParser()
     demo.add_arguments(parser)
     args = parser.parse_args([str(root)])
