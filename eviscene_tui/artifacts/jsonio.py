@@ -172,9 +172,13 @@ def parse_jsonl_bytes(data: bytes, path: str) -> tuple[list[Any], list[Problem],
             rows.append(row)
             continue
         torn_tail = torn_tail or at_tail
-        where = "last line (no trailing newline)" if at_tail else f"line {number}"
-        problems.append(Problem(code=ProblemCode.JSONL_TORN_LINE, path=path, message=f"{where} does not parse: {error}"))
+        problems.append(torn_line_problem(path, "last line (no trailing newline)" if at_tail else f"line {number}", error))
     return rows, problems, torn_tail
+
+
+def torn_line_problem(path: str, where: str, error: orjson.JSONDecodeError) -> Problem:
+    """The ``jsonl_torn_line`` problem of one line (``where``: "line 7", "last line …")."""
+    return Problem(code=ProblemCode.JSONL_TORN_LINE, path=path, message=f"{where} does not parse: {error}")
 
 
 def jsonl_lines(data: bytes) -> Iterator[tuple[int, Any, orjson.JSONDecodeError | None, bool]]:

@@ -34,7 +34,8 @@ from typing import Any
 
 import orjson
 
-from eviscene_tui.artifacts.problems import Problem, ProblemCode
+from eviscene_tui.artifacts.jsonio import torn_line_problem
+from eviscene_tui.artifacts.problems import Problem
 
 CHUNK = 256 << 10
 #: smaller files are parsed whole each time (fast, and not worth the memo's memory)
@@ -117,7 +118,7 @@ def _complete_lines(data: bytes, start: int, done: int, lines: int, path: str) -
             try:
                 rows.append(orjson.loads(line))
             except orjson.JSONDecodeError as exc:
-                problems.append(_torn(path, f"line {number}", exc))
+                problems.append(torn_line_problem(path, f"line {number}", exc))
         pos = end
         if pos < done:
             time.sleep(0)  # let the UI thread take the interpreter lock between chunks
@@ -132,11 +133,7 @@ def _last_line(data: bytes, done: int, lines: int, path: str) -> tuple[list[Any]
     try:
         return [orjson.loads(tail)], []
     except orjson.JSONDecodeError as exc:
-        return [], [_torn(path, "last line (no trailing newline)", exc)]
-
-
-def _torn(path: str, where: str, error: orjson.JSONDecodeError) -> Problem:
-    return Problem(code=ProblemCode.JSONL_TORN_LINE, path=path, message=f"{where} does not parse: {error}")
+        return [], [torn_line_problem(path, "last line (no trailing newline)", exc)]
 
 
 def _remember(path: str, seen: _Seen) -> None:

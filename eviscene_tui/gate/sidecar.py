@@ -127,7 +127,8 @@ def gate_dir_for(root: str | os.PathLike[str], gate_dir: str | os.PathLike[str] 
     return Path(gate_dir).absolute() if gate_dir else proto.sidecar_for(root)
 
 
-def _pid_alive(pid: int) -> bool:
+def pid_alive(pid: int) -> bool:
+    """Whether process ``pid`` runs on this host (a process of another user counts)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -159,7 +160,7 @@ def read_driver(gate_dir: Path, problems: list[str], *, now: float | None = None
     state = doc.get("state") if isinstance(doc.get("state"), str) else None
     alive = state != "exited" and age is not None and age <= proto.HEARTBEAT_STALE_SECONDS
     if alive and pid is not None and host == socket.gethostname():
-        alive = _pid_alive(pid)
+        alive = pid_alive(pid)
     for p in doc.get("problems") or []:
         problems.append(f"driver: {p}")
     argv = tuple(str(a) for a in doc.get("argv") or [] if isinstance(a, (str, int, float)))

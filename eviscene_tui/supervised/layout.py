@@ -25,22 +25,13 @@ from typing import Any
 
 from eviscene_tui.artifacts.jsonio import canonical_jsonl_bytes, encode_bound, pretty_json_bytes, sha256_file
 from eviscene_tui.storage import WorkDir
+from eviscene_tui.gate.sidecar import pid_alive
 from eviscene_tui.supervised import records as R
 from eviscene_tui.supervised import stages as S
 from eviscene_tui.supervised.feedback import Budgets
 
 # ``storage`` names its temporary files ``.<name>.<pid>.<8 hex>.tmp``.
 _TMP_NAME = re.compile(r"^\..+\.(\d+)\.[0-9a-f]{8}\.tmp$")
-
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 class LayoutWriter:
@@ -153,4 +144,4 @@ class LayoutWriter:
         if not m:
             return False
         pid = int(m.group(1))
-        return pid == os.getpid() or not _pid_alive(pid)
+        return pid == os.getpid() or not pid_alive(pid)

@@ -34,8 +34,8 @@ schemas, hashes), ``references`` (recorded ``{path, sha256}`` references), ``inp
 ``captures`` (token captures), ``continuations``, ``media_binding``, ``proposals``,
 ``judge``, ``remaining`` (the generic pass).
 
-Reading only: nothing is written, locked or opened for writing; ``search.lock`` is
-never opened. ``check_case`` never raises.
+Reading only: nothing is written, locked or opened for writing (the driver's lock
+file is never opened either). ``check_case`` never raises.
 
 No Textual import here (architecture rule).
 """

@@ -5,6 +5,7 @@ content-addressed ``judge-cache/``."""
 from __future__ import annotations
 
 import posixpath
+from collections.abc import Callable
 
 from eviscene_tui.artifacts.integrity.context import CaseContext
 from eviscene_tui.artifacts.integrity.reading import EPISODE_RE, HEX64, as_dict, as_list, base, join, short
@@ -100,19 +101,15 @@ class Judge:
             return
         recorded = value.get("response_sha256")
         if isinstance(recorded, str) and "response" in value:
-            actual = canonical_sha256(value.get("response"))
-            if actual != recorded:
-                self.ctx.add(
-                    ProblemCode.BOUND_HASH_MISMATCH,
-                    path,
-                    f"judge-cache response_sha256 {short(recorded)} does not match the cached response ({short(actual)})",
-                )
+            self._hash_of(path, value.get("response"), recorded,
+                          lambda actual: f"judge-cache response_sha256 {short(recorded)} does not match the cached response ({short(actual)})")
         stem = base(path)[: -len(".json")]
         if HEX64.match(stem) and "identity" in value:
-            actual = canonical_sha256(value.get("identity"))
-            if actual != stem:
-                self.ctx.add(
-                    ProblemCode.BOUND_HASH_MISMATCH,
-                    path,
-                    f"judge-cache file name {short(stem)} is not the hash of its identity ({short(actual)})",
-                )
+            self._hash_of(path, value.get("identity"), stem,
+                          lambda actual: f"judge-cache file name {short(stem)} is not the hash of its identity ({short(actual)})")
+
+    def _hash_of(self, path: str, value: object, expected: str, message: Callable[[str], str]) -> None:
+        """A ``bound_hash_mismatch`` when ``value``'s canonical sha256 is not ``expected``."""
+        actual = canonical_sha256(value)
+        if actual != expected:
+            self.ctx.add(ProblemCode.BOUND_HASH_MISMATCH, path, message(actual))
