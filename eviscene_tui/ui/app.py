@@ -17,7 +17,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from textual import on, work
+from textual import events, on, work
 from textual.app import App, SystemCommand
 from textual.binding import Binding
 from textual.command import Hit, Hits, Provider
@@ -43,6 +43,7 @@ from eviscene_tui.state.scan import (
     scan_rows,
     supervised_stamp,
 )
+from eviscene_tui.ui import gc_hold, input_clock
 from eviscene_tui.ui import messages as M
 from eviscene_tui.ui.actions import BY_ID, applied_keymap, bindings, effective_keys
 from eviscene_tui.ui.themes import DARK, DEFAULT_THEME, LIGHT, app_themes, theme_css_paths
@@ -95,6 +96,7 @@ class EvisceneApp(App[int]):
         self._stop_watch = asyncio.Event()
         self.watch_ready = asyncio.Event()
         self.labels: dict[str, tuple[str, ...]] = {}  # case key -> operator triage labels (review journal)
+        self.deferred_collections = 0  # full garbage collections run in the operator's pauses (tests, bench)
 
     # -- lifecycle -----------------------------------------------------------------------
     def on_mount(self) -> None:
@@ -124,6 +126,22 @@ class EvisceneApp(App[int]):
         self.poll_policy_status()
         self.set_interval(self.ACTIVITY_INTERVAL, self.check_activity)
         self.set_interval(self.SUPERVISED_POLL, self.poll_supervised)
+        self.set_interval(self.IDLE_GC_INTERVAL, self.collect_garbage_when_idle)
+
+    async def on_event(self, event: events.Event) -> None:
+        if isinstance(event, events.InputEvent):
+            input_clock.note_input()
+        await super().on_event(event)
+
+    #: how often the app looks whether a deferred full garbage collection is due (ui/gc_hold.py)
+    IDLE_GC_INTERVAL = 0.25
+
+    def collect_garbage_when_idle(self) -> None:
+        """While a screen holds big data off the garbage collector, run the full collection the
+        interpreter deferred when the operator pauses (not in the middle of a page scroll)."""
+        if gc_hold.idle_collection_due(input_clock.idle_seconds()):
+            gc_hold.collect_deferred()
+            self.deferred_collections += 1
 
     async def action_quit(self) -> None:
         self._stop_watch.set()
