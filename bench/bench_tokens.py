@@ -5,9 +5,10 @@ A generated case whose localized failure step holds a 1,000,000-id ``policy_toke
 root (``<root>/inputs/<case>/trace.json``, recorded by an absolute cluster path), the tiny
 tokenizer as the opened folder's ``tokenizer.json``. Through Pilot, with the app's own screens:
 
-- ``k`` on the failure step -> tokens painted (goal < 0.3 s): from the key press to the
-  first frame in which the token view paints its rows (the paint is seen by wrapping the
-  view's ``render_line`` in this benchmark, nothing in the app measures itself);
+- ``k`` on the failure step -> tokens painted (goal < 0.3 s): from the key press to the end
+  of the first frame in which the token view paints its rows (the paint is seen by wrapping
+  the view's ``render_line`` in this benchmark, the frame's end by ``bench/frames.py``, which
+  also charges it a terminal's encoding; nothing in the app measures itself);
 - page scroll (goal < 16 ms): from a ``pagedown`` key press to the frame that paints the
   new page, grid and flowing view;
 - ``f`` (grid -> flowing text) -> flowing text painted, in the middle of the capture (the
@@ -25,6 +26,8 @@ import os
 import statistics
 import time
 from pathlib import Path
+
+from bench.frames import FrameClock, frame_clock
 
 BENCH_DIR = Path(os.environ.get("EVISCENE_BENCH_DIR", "/tmp/eviscene-bench"))
 N_IDS = int(os.environ.get("EVISCENE_BENCH_TOKEN_IDS", "1000000"))
@@ -87,6 +90,11 @@ def _row_key(table, case: Path) -> str | None:
 
 
 async def _measure(case: Path, failure: int) -> dict[str, object]:
+    with frame_clock() as frames:
+        return await _measure_frames(case, failure, frames)
+
+
+async def _measure_frames(case: Path, failure: int, frames: FrameClock) -> dict[str, object]:
     import argparse
 
     from eviscene_tui.options import AppOptions
@@ -99,7 +107,6 @@ async def _measure(case: Path, failure: int) -> dict[str, object]:
     from eviscene_tui.ui.widgets.trace_view import TraceView
 
     painted: list[tuple[float, int, str]] = []  # (time, scroll y, mode) of each token-view line paint
-    cpu: list[float] = []  # process CPU time at each of those paints
     real_render_line = TokenView.render_line
     wake = asyncio.Event()
 
@@ -107,7 +114,6 @@ async def _measure(case: Path, failure: int) -> dict[str, object]:
         strip = real_render_line(self, y)
         if self.id == "token-view" and self.data is not None and (self.rows is not None or self.flow is not None):
             painted.append((time.perf_counter(), self.scroll_offset.y, self.mode))
-            cpu.append(time.process_time())
             wake.set()
         return strip
 
@@ -124,17 +130,21 @@ async def _measure(case: Path, failure: int) -> dict[str, object]:
             except asyncio.TimeoutError:
                 pass
 
-    def cpu_after(t0: float, c0: float) -> float:
-        for (t, _y, _m), c in zip(painted, cpu):
-            if t >= t0:
-                return c - c0
-        return float("nan")
-
     def painted_after(t0: float, *, y: int | None = None, mode: str | None = None) -> float | None:
+        """From ``t0`` to the end of the frame that painted the view's rows (at scroll ``y``,
+        in ``mode``): the whole app's frame, encoded as for a terminal (bench/frames.py)."""
+        frame = frame_painted(t0, y=y, mode=mode)
+        return None if frame is None else frame[0] - t0
+
+    def frame_painted(t0: float, *, y: int | None = None, mode: str | None = None) -> tuple[float, float] | None:
         for t, sy, m in painted:
             if t >= t0 and (y is None or sy == y) and (mode is None or m == mode):
-                return t - t0
+                return frames.after(t)
         return None
+
+    def cpu_after(t0: float, c0: float, *, y: int | None = None) -> float:
+        frame = frame_painted(t0, y=y)
+        return float("nan") if frame is None else frame[1] - c0
 
     out: dict[str, object] = {}
     args = argparse.Namespace(theme=None, poll=False, operator="bench", workdir=None, config=None)
@@ -161,7 +171,6 @@ async def _measure(case: Path, failure: int) -> dict[str, object]:
             cpus: list[float] = []
             for attempt in range(3):
                 painted.clear()
-                cpu.clear()
                 t0, c0 = time.perf_counter(), time.process_time()
                 app.simulate_key("k")
                 await until(lambda t0=t0: painted_after(t0) is not None)
@@ -187,13 +196,12 @@ async def _measure(case: Path, failure: int) -> dict[str, object]:
                 for _ in range(n):
                     before = view.scroll_offset.y
                     painted.clear()
-                    cpu.clear()
                     t0, c0 = time.perf_counter(), time.process_time()
                     app.simulate_key("pagedown")
                     await until(lambda before=before, t0=t0: view.scroll_offset.y != before and painted_after(t0, y=view.scroll_offset.y) is not None, 10)
                     y = view.scroll_offset.y
                     got.append(painted_after(t0, y=y) or 0.0)
-                    cpus.append(next((c - c0 for (t, sy, _m), c in zip(painted, cpu) if t >= t0 and sy == y), float("nan")))
+                    cpus.append(cpu_after(t0, c0, y=y))
                     await pilot.pause()
                 out[name] = got
                 out[name + "_cpu"] = cpus
@@ -220,8 +228,13 @@ async def _measure(case: Path, failure: int) -> dict[str, object]:
             out["flow_toggle"] = painted_after(t0, mode="flow")
             await pilot.pause()
             await pages(15, "flow_pages")
+            out["gc_full_pages"] = list(full)
+            # the full collection deferred during the scrolls runs once the operator pauses
+            deferred = app.deferred_collections
+            t0 = time.perf_counter()
+            await until(lambda: app.deferred_collections > deferred, 10)
+            out["gc_pause"] = (time.perf_counter() - t0, full[-1] if len(full) > len(out["gc_full_pages"]) else float("nan"))
             gc.callbacks.remove(on_gc)
-            out["gc_full_pages"] = full
             t0 = time.perf_counter()
             gc.collect()  # what one full collection costs while the capture is shown
             out["gc_collect"] = time.perf_counter() - t0
@@ -260,6 +273,8 @@ def run() -> list[tuple[str, str]]:
         ("tokens: full garbage collections during those 30 page scrolls / one gc.collect() with the capture shown",
          f"{len(got['gc_full_pages'])} ({max(got['gc_full_pages'], default=0) * 1000:.0f} ms max)"
          f" / {got['gc_collect'] * 1000:.0f} ms"),
+        ("tokens: the deferred full collection, run in the pause after the scrolls: after / taking",
+         f"{got['gc_pause'][0]:.2f} s / {got['gc_pause'][1] * 1000:.0f} ms"),
         (f"tokens: text search with no match over {n:,} ids (worker, progress shown)", f"{got['search']:.2f} s"),
     ]
     return rows
