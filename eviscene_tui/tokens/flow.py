@@ -200,6 +200,17 @@ class FlowLayout:
                 filler.piece(c, text)
         return filler.done()
 
+    def wrap_lines(self, first: int, last: int) -> bool:
+        """Wrap exactly every segment that lines ``first``..``last`` (inclusive) fall in;
+        True when a line count changed (the lines after those segments moved)."""
+        generation = self.generation
+        y = max(0, first)
+        while y <= last and y < self.lines.total:
+            seg = self.lines.find(y)
+            self.wrap(seg)
+            y = self.lines.prefix(seg) + self.lines.values[seg]
+        return generation != self.generation
+
     def invalidate(self) -> None:
         """Pieces changed (e.g. fetched from a server): wrap again when shown."""
         self._wrapped.clear()

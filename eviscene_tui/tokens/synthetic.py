@@ -135,9 +135,10 @@ def big_ids(n: int, *, family: str = "qwen3_5", pads: int = 1024, seed: int = 1)
     return out[:n]
 
 
-def big_case(n: int, *, completion: int = 2000, family: str = "qwen3_5") -> SyntheticCase:
-    """A case whose ``step:0`` capture holds ``n`` ids (prompt ``n - completion`` + completion)."""
-    ids = big_ids(n, family=family)
+def big_case(n: int, *, completion: int = 2000, family: str = "qwen3_5", ids: list[int] | None = None) -> SyntheticCase:
+    """A case whose ``step:0`` capture holds ``n`` ids (prompt ``n - completion`` + completion):
+    :func:`big_ids`, or the first ``n`` of ``ids``."""
+    ids = big_ids(n, family=family) if ids is None else ids[:n]
     prompt, comp = ids[: n - completion], ids[n - completion:]
     lps = [-0.05 * (i % 40) for i in range(len(comp))]
     cap = {

@@ -103,3 +103,19 @@ def test_text_wraps_at_word_boundaries_across_token_pieces() -> None:
             assert cell_len(line) <= width
             if not nxt.startswith("x"):
                 assert line.endswith(" ") or nxt.startswith(" "), (width, line, nxt)  # every break is at a space
+
+
+def test_wrap_lines_makes_a_line_range_exact_and_says_when_lines_moved() -> None:
+    # short lines the estimate cannot see: every piece ends with a newline
+    texts = [("ab\n", None)] * 4_000
+    cells = CellLayout(list(range(4_000)), None)
+    layout = FlowLayout(cells, 40, lambda c: texts[c], chunk=100)
+    estimated = len(layout)
+    assert layout.wrap_lines(100, 120)  # the estimate was short: the lines after moved
+    covering = {layout.lines.find(y) for y in range(100, 121)}
+    assert all(layout.exact[seg] for seg in covering)
+    assert sum(layout.exact) == len(covering)  # nothing else was wrapped
+    assert len(layout) > estimated
+    again = {layout.lines.find(y) for y in range(100, 121)}
+    assert layout.wrap_lines(100, 120) == (again != covering)  # exact already: nothing moves unless new segments came in view
+    assert not layout.wrap_lines(0, -1)  # an empty range wraps nothing

@@ -12,12 +12,15 @@ import sys
 import pytest
 from conftest import ScreenHarness, wait_until
 from textual.app import App
+from textual.geometry import Region
+from textual.widget import Widget
 
 from eviscene_tui.tokens import tiny
 from eviscene_tui.tokens.decode import LocalTokenizerDecoder, RawDecoder
 from eviscene_tui.tokens.synthetic import HINT, big_case, synthetic_case
 from eviscene_tui.options import AppOptions
-from eviscene_tui.ui import gc_hold
+from eviscene_tui.samples.synthetic import make_big_capture_ids
+from eviscene_tui.ui import gc_hold, input_clock
 from eviscene_tui.ui.screens.tokens import TokenScreen
 from eviscene_tui.ui.widgets.image_preview import HalfBlockImage
 from eviscene_tui.ui.widgets.token_view import TokenView
@@ -566,3 +569,89 @@ async def test_remote_pieces_are_asked_for_the_view_and_a_margin_only(tmp_path: 
         assert 1_000 in asked  # the first token on screen
         assert 1_000 + (2 * height - 1) * per_row in asked  # a page below the view
         assert 1_000 + 5 * height * per_row not in asked and len(asked) <= 3 * height * per_row + per_row
+
+
+async def test_flowing_view_keeps_the_cursor_on_screen_while_paging_through_unwrapped_text(tmp_path: Path):
+    """Text not yet shown is laid out by an estimate; paging into it wraps it exactly, and the
+    cursor's line must stay on screen (it used to land below the view when the wrapped lines
+    were more than the estimate)."""
+    # chat turns with tool calls: many short lines, which the layout's estimate does not see
+    case = big_case(200_000, ids=make_big_capture_ids(200_000))
+    dec = LocalTokenizerDecoder(tiny.tiny_tokenizer_json(), path="tiny-test")
+    app = ScreenHarness(lambda: TokenScreen(case, _options(tmp_path), source="step:0", decoder=dec))
+    async with app.run_test(size=(160, 50)) as pilot:
+        await _settle(app, pilot)
+        view = app.screen.query_one("#token-view", TokenView)
+        await pilot.press("f")
+        await pilot.pause()
+        view.jump_to_offset(100_000)
+        await pilot.pause()
+        flow = view.flow
+        assert flow is not None
+        for key in ["pagedown"] * 8 + ["pageup"] * 4:
+            before = view.cursor
+            await pilot.press(key)
+            await pilot.pause()
+            line = flow.line_of_cell(view.cursor)
+            top, height = view.scroll_offset.y, view.scrollable_content_region.height
+            assert view.cursor != before
+            assert top <= line < top + height, (key, line, top, height)
+            shown = [view.render_line(y).text for y in range(height)]
+            assert any(frag.text.strip() and frag.text.strip() in text for text in shown for frag in flow.line(line)), "the cursor's line is painted"
+
+
+def _cells(strips) -> list[list[tuple[str, object]]]:
+    return [[(seg.text, seg.style) for seg in strip] for strip in strips]
+
+
+async def test_the_views_lines_equal_textuals_line_pipeline_in_both_modes(tmp_path: Path):
+    """The token view hands its cached lines to the screen itself (Textual would copy and
+    filter every line in every frame): what it hands over equals Textual's own pipeline."""
+    case = big_case(60_000, ids=make_big_capture_ids(60_000))
+    dec = LocalTokenizerDecoder(tiny.tiny_tokenizer_json(), path="tiny-test")
+    app = ScreenHarness(lambda: TokenScreen(case, _options(tmp_path), source="step:0", decoder=dec))
+    async with app.run_test(size=(160, 50)) as pilot:
+        await _settle(app, pilot)
+        view = app.screen.query_one("#token-view", TokenView)
+        assert view.app.get_line_filters(), "the comparison must include the app's line filters"
+        for mode in ("grid", "flow"):
+            if view.mode != mode:
+                await pilot.press("f")
+            view.jump_to_offset(30_000, screen_row=5)
+            await pilot.pause()
+            height, width = view.size.height, view.size.width
+            for crop in (Region(0, 0, width, height), Region(0, 3, width, 7), Region(4, 0, width - 10, height)):
+                ours = view.render_lines(crop)
+                textual = Widget.render_lines(view, crop)
+                assert len(ours) == len(textual) == crop.height
+                assert _cells(ours) == _cells(textual), (mode, crop)
+
+
+async def test_the_next_page_is_rendered_ahead_while_the_operator_reads(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    case = big_case(60_000, ids=make_big_capture_ids(60_000))
+    dec = LocalTokenizerDecoder(tiny.tiny_tokenizer_json(), path="tiny-test")
+    app = ScreenHarness(lambda: TokenScreen(case, _options(tmp_path), source="step:0", decoder=dec))
+    async with app.run_test(size=(160, 50)) as pilot:
+        await _settle(app, pilot)
+        view = app.screen.query_one("#token-view", TokenView)
+        height = view.scrollable_content_region.height
+        for mode in ("grid", "flow"):
+            if view.mode != mode:
+                await pilot.press("f")
+            await pilot.press("pagedown")  # the cursor to the bottom row
+            await wait_until(lambda: view.ahead_pending == 0, pilot=pilot, what="the page below rendered ahead")
+            built = view.lines_built
+            await pilot.press("pagedown")
+            await wait_until(lambda: view.ahead_pending == 0, pilot=pilot)
+            assert view.lines_built - built >= height - 2  # the page after this one, ahead again
+            built = view.lines_built
+            with monkeypatch.context() as typing:  # an operator who keeps pressing keys
+                typing.setattr(input_clock, "last_input", lambda: float("inf"))
+                await pilot.press("pagedown")
+                await wait_until(lambda: view.ahead_pending == 0, pilot=pilot)
+                # the page came from the lines rendered ahead (only the cursor's line is new), and
+                # nothing more was rendered ahead while keys kept coming
+                assert view.lines_built - built <= 2, mode
+                await pilot.press("pagedown")
+                await wait_until(lambda: view.ahead_pending == 0, pilot=pilot)
+                assert view.lines_built - built >= height - 2  # not ahead this time: rendered when shown

@@ -27,6 +27,9 @@ The widget does no I/O: when a remote decoder has not fetched a piece yet, it po
 
 from __future__ import annotations
 
+import asyncio
+import time
+from collections import deque
 from typing import ClassVar
 
 from rich.segment import Segment
@@ -44,6 +47,7 @@ from eviscene_tui.tokens.decode import RawDecoder, TokenDecoder
 from eviscene_tui.tokens.flow import FlowLayout, Frag, id_positions
 from eviscene_tui.tokens.layout import CellLayout, PadRun, RowLayout
 from eviscene_tui.tokens.search import find_offset, parse_query
+from eviscene_tui.ui import input_clock
 from eviscene_tui.ui.actions import bindings
 from eviscene_tui.tokens.vision import FAMILY_SPECIALS, VisionIds
 
@@ -186,7 +190,13 @@ class TokenView(ScrollView, can_focus=True):
         self.cells: CellLayout | None = None
         self.rows: RowLayout | None = None
         self.flow: FlowLayout | None = None
-        self._strip_cache: LRUCache[tuple, Strip] = LRUCache(2048)
+        self._strip_cache: LRUCache[tuple, Strip] = LRUCache(1024)
+        self._ahead: deque[int] = deque()  # rows to render ahead of the scroll (see _plan_ahead)
+        self._ahead_plan: tuple[int, str, int, int, int] | None = None
+        self._ahead_scheduled = False
+        self._size_drifted = False  # the flowing line count drifted in a paint; synced once idle
+        self._ahead_since = 0.0  # when the plan was made (input after it stops the plan)
+        self.lines_built = 0  # lines rendered afresh (not from the cache), for tests and the bench
         self._styles: dict[str, Style] = {}
         self._pieces_gen = 0
         self._search_gen = 0
@@ -225,7 +235,7 @@ class TokenView(ScrollView, can_focus=True):
         self._match_span = None
         self._query = ""
         self._requested.clear()
-        self._strip_cache.clear()
+        self._forget_strips()
         self._line_starts = None
         self._extra_rows = 0
         self._labels.clear()
@@ -250,7 +260,7 @@ class TokenView(ScrollView, can_focus=True):
     def pieces_updated(self) -> None:
         """The decoder cache grew: re-render."""
         self._pieces_gen += 1
-        self._strip_cache.clear()
+        self._forget_strips()
         if self.flow is not None:
             self.flow.invalidate()
         self.refresh()
@@ -296,7 +306,7 @@ class TokenView(ScrollView, can_focus=True):
             if self.rows is None or self.rows.per_row != per_row or self.rows.cells is not self.cells:
                 self.rows = RowLayout(self.cells, per_row, break_offsets=breaks)
             self.virtual_size = Size(self.gutter_width + per_row * self.cell_width, len(self.rows) + self._extra_rows)
-        self._strip_cache.clear()
+        self._forget_strips()
 
     def _message_starts(self) -> list[int]:
         """Cells holding ``<|im_start|>`` (found from the ids: the decoder's or the family's id)."""
@@ -316,7 +326,7 @@ class TokenView(ScrollView, can_focus=True):
         before = self._cursor_screen_row()
         self._relayout()
         height = max(1, self.scrollable_content_region.height)
-        self.scroll_row_to(self.row_of_cell(self.cursor), min(max(0, before), height - 1))
+        self.scroll_cursor_to(min(max(0, before), height - 1))
 
     def _cursor_screen_row(self) -> int:
         """Where the cursor's row is on screen in the current layout (before a relayout)."""
@@ -331,7 +341,7 @@ class TokenView(ScrollView, can_focus=True):
         self._styles.clear()
         self._combos.clear()
         self._base = None
-        self._strip_cache.clear()
+        self._forget_strips()
 
     # ------------------------------------------------------------------ helpers
     def _style(self, name: str) -> Style:
@@ -412,9 +422,124 @@ class TokenView(ScrollView, can_focus=True):
     def render_lines(self, crop: Region) -> list[Strip]:
         if self.mode == "flow" and self.flow is not None:
             self._settle_flow()
-        lines = super().render_lines(crop)
+        lines = self._render_plain_lines(crop) if self._plain_box() else super().render_lines(crop)
         self._request_margin()
+        self._plan_ahead()
         return lines
+
+    #: rows rendered ahead in one idle slice: a key pressed meanwhile waits for one slice at most
+    AHEAD_SLICE = 4
+
+    @property
+    def ahead_pending(self) -> int:
+        """Rows still to be rendered ahead of the scroll."""
+        return len(self._ahead)
+
+    def _forget_strips(self) -> None:
+        """Drop every rendered line (layout, pieces, styles or marks changed)."""
+        self._strip_cache.clear()
+        self._ahead_plan = None
+        self._ahead.clear()
+
+    def _plan_ahead(self) -> None:
+        """Once this frame is painted, render the page below the view and the page above it
+        (a few rows per idle slice), so the next page key shows cached lines."""
+        if self.data is None or not self._plain_box():
+            return
+        total = len(self.flow) if self.mode == "flow" and self.flow is not None else len(self.rows) if self.rows is not None else 0
+        top = self.scroll_offset.y
+        plan = (top, self.mode, total, self._search_gen, self._pieces_gen)
+        if plan != self._ahead_plan:
+            self._ahead_plan = plan
+            self._ahead_since = time.monotonic()
+            height = max(1, self.scrollable_content_region.height)
+            self._ahead = deque([*range(top + height, min(total, top + 2 * height)), *self._rows_above(top, height)])
+        if not self._ahead_scheduled and (self._ahead or self._size_drifted):
+            self._ahead_scheduled = True
+            self.call_after_refresh(self._render_ahead)
+
+    def _rows_above(self, top: int, height: int) -> list[int]:
+        """The rows of the page above the view, nearest first. Flowing text stops at the first
+        segment still laid out by estimate: wrapping it would change the line count above the
+        view and shift what is on screen."""
+        rows = list(range(top - 1, max(0, top - height) - 1, -1))
+        flow = self.flow
+        if self.mode != "flow" or flow is None:
+            return rows
+        for i, row in enumerate(rows):
+            if not flow.exact[flow.lines.find(row)]:
+                return rows[:i]
+        return rows
+
+    def _render_ahead(self) -> None:
+        """One idle slice of :meth:`_plan_ahead`: the rows' strips, cropped and filtered as
+        :meth:`_render_plain_lines` will ask for them (each strip keeps what it made)."""
+        self._ahead_scheduled = False
+        if self.data is None:
+            return
+        if input_clock.last_input() > self._ahead_since:
+            # a key arrived since the plan: it goes first (its frame plans afresh)
+            self._ahead.clear()
+            self._ahead_plan = None
+        filters = self.get_line_filters()
+        base_background, background = self.background_colors
+        scroll_x = self.scroll_offset.x
+        width = self.scrollable_content_region.width
+        base = self._base_style
+        pad = Style(bgcolor=(base_background + background).rich_color)
+        for _ in range(self.AHEAD_SLICE):
+            if not self._ahead:
+                break
+            strip = self._line_strip(self._ahead.popleft(), scroll_x, width, base).crop_extend(0, self.size.width, pad)
+            for line_filter in filters:
+                strip = strip.apply_filter(line_filter, background)
+        if not self._ahead:
+            if self._size_drifted:  # the line count drifted while frames were painted
+                self._size_drifted = False
+                self._sync_flow_size()
+            return
+        # the next slice is queued from the event loop, not straight into this view's
+            # messages: a message pump runs its queued messages back to back without yielding,
+            # so a key (which reaches this view through the app and the screen) would wait for
+        # every slice; from the loop, the key's hops run before the next slice is queued
+        self._ahead_scheduled = True
+        asyncio.get_running_loop().call_soon(self.call_later, self._render_ahead)
+
+    def _plain_box(self) -> bool:
+        """No border, outline, padding, tint or opacity: the lines this view renders are
+        the lines on screen, so :meth:`_render_plain_lines` may hand them over as they are."""
+        styles = self.styles
+        return (
+            not any(styles.gutter)
+            and not any(edge for edge, _color in styles.outline)
+            and styles.tint.a == 0
+            and self.opacity == 1.0
+            and styles.text_opacity == 1.0
+            and not (styles.has_rule("hatch") and styles.hatch != "none")
+        )
+
+    def _render_plain_lines(self, crop: Region) -> list[Strip]:
+        """Textual's line pipeline without its per-frame copy of every line.
+
+        Textual wraps each line a widget renders in a new strip before the app's line filters
+        run, so a line is filtered again in every frame that paints it. Here the view's own
+        (cached) strips go to the filters, whose results each strip keeps: a page rendered
+        ahead of the scroll (see :meth:`_render_ahead`) costs next to nothing when it is shown.
+        The output equals Textual's (tests compare them)."""
+        filters = self.get_line_filters()
+        base_background, background = self.background_colors
+        width = self.size.width  # the lines reach under the scrollbar, as Textual pads them
+        pad = Style(bgcolor=(base_background + background).rich_color)
+        strips: list[Strip] = []
+        for y in crop.line_range:
+            strip = self.render_line(y).crop_extend(0, width, pad)
+            for line_filter in filters:
+                strip = strip.apply_filter(line_filter, background)
+            strips.append(strip)
+        x1, x2 = crop.column_span
+        if (x1, x2) != (0, self.size.width):
+            strips = [strip.crop(x1, x2) for strip in strips]
+        return strips
 
     def _request_margin(self) -> None:
         """A remote decoder: ask for the pieces of a page above and below the view too, so
@@ -448,17 +573,11 @@ class TokenView(ScrollView, can_focus=True):
         top = self.scroll_offset.y
         height = max(1, self.scrollable_content_region.height)
         for _ in range(4):
-            gen = flow.generation
-            y = top
-            while y < top + height and y < len(flow):
-                seg = flow.lines.find(y)
-                flow.wrap(seg)
-                y = flow.lines.prefix(seg) + flow.lines.values[seg]
-            if gen == flow.generation:
+            if not flow.wrap_lines(top, top + height - 1):
                 break
-        self._sync_flow_size(need=top + height)
+        self._sync_flow_size(need=top + height, drift_later=True)
 
-    def _sync_flow_size(self, need: int = 0) -> None:
+    def _sync_flow_size(self, need: int = 0, *, drift_later: bool = False) -> None:
         """Follow the flowing layout's line count (it changes as estimates become exact).
 
         A new virtual size costs a layout pass and an extra frame, so it is set only when the
@@ -472,8 +591,13 @@ class TokenView(ScrollView, can_focus=True):
         if have == want:
             return
         drift = abs(have.height - want.height)
-        if have.width != want.width or need >= have.height or drift > max(64, have.height // 100):
+        if have.width != want.width or need >= have.height:
             self.virtual_size = want
+        elif drift > max(64, have.height // 100):
+            if drift_later:  # a frame is being painted: the layout pass waits for the idle slices
+                self._size_drifted = True
+            else:
+                self.virtual_size = want
 
     @property
     def _base_style(self) -> Style:
@@ -484,9 +608,11 @@ class TokenView(ScrollView, can_focus=True):
     def render_line(self, y: int) -> Strip:
         # no apply_offsets: nothing here reads mouse offsets, and it costs ~1 ms a line
         scroll_x, scroll_y = self.scroll_offset
-        row_index = scroll_y + y
-        width = self.scrollable_content_region.width
-        base = self._base_style
+        return self._line_strip(scroll_y + y, scroll_x, self.scrollable_content_region.width, self._base_style)
+
+    def _line_strip(self, row_index: int, scroll_x: int, width: int, base: Style) -> Strip:
+        """Content row ``row_index`` as shown: cropped to the view from column ``scroll_x``
+        (the same strip object while the row, the cursor on it and the styles are unchanged)."""
         if self.mode == "flow" and self.flow is not None:
             strip = self._flow_strip(row_index, base)
             return strip.crop_extend(scroll_x, scroll_x + width, base)
@@ -499,6 +625,7 @@ class TokenView(ScrollView, can_focus=True):
         if cached is None:
             cached = self._render_row(row_index, row.cell_start, row.cell_end, row.kind, cursor_col, base)
             self._strip_cache[key] = cached
+            self.lines_built += 1
         return cached.crop_extend(scroll_x, scroll_x + width, base)
 
     def _gutter(self, first_offset: int, base: Style) -> list[Segment]:
@@ -546,13 +673,19 @@ class TokenView(ScrollView, can_focus=True):
         assert flow is not None and self.cells is not None
         if y >= len(flow):
             return Strip.blank(self.gutter_width + 1 + flow.width, base)
-        frags = flow.line(y)
+        seg, k = flow.segment_of_line(y)
+        wrapped = flow.wrap(seg)
+        frags = wrapped[k] if k < len(wrapped) else []
         on_line = bool(frags) and frags[0].cell <= self.cursor <= frags[-1].cell
-        key = ("flow", y, flow.generation, self.cursor if on_line else -1, self.overlay, self._search_gen, self._pieces_gen)
+        # keyed by the segment's own line, not the view row: a line's content does not change
+        # when segments above it are wrapped (their line counts move the rows, not the lines);
+        # a new wrap width, new pieces or new styles clear the cache
+        key = ("flow", seg, k, self.cursor if on_line else -1, self.overlay, self._search_gen, self._pieces_gen)
         strip = self._strip_cache.get(key)
         if strip is None:
             strip = self._render_flow_line(frags, base)
             self._strip_cache[key] = strip
+            self.lines_built += 1
         return strip
 
     def _render_flow_line(self, frags: list[Frag], base: Style) -> Strip:
@@ -614,7 +747,7 @@ class TokenView(ScrollView, can_focus=True):
         """The view row (grid row or wrapped line) where ``cell`` is shown."""
         if self.mode == "flow" and self.flow is not None:
             row = self.flow.line_of_cell(cell)
-            self._sync_flow_size(need=row + max(1, self.scrollable_content_region.height))
+            self._sync_flow_size(need=row + max(1, self.scrollable_content_region.height), drift_later=True)
             return row
         return self.rows.row_of_cell(cell) if self.rows is not None else 0
 
@@ -630,7 +763,7 @@ class TokenView(ScrollView, can_focus=True):
         self._post_cursor()
 
     def watch_overlay(self) -> None:
-        self._strip_cache.clear()
+        self._forget_strips()
         self.refresh()
         self.post_message(self.OverlayToggled(self, self.overlay))
 
@@ -651,8 +784,8 @@ class TokenView(ScrollView, can_focus=True):
             self.flow = None  # wrapped afresh for the current width and pieces
         self._relayout()
         if self.cells is not None and self.cells.n_cells:
-            self.scroll_row_to(self.row_of_cell(self.cursor), before)
-        self._strip_cache.clear()
+            self.scroll_cursor_to(before)
+        self._forget_strips()
         self.refresh()
         self.post_message(self.ModeChanged(self, new))
 
@@ -672,7 +805,29 @@ class TokenView(ScrollView, can_focus=True):
         if (self.mode == "grid" and self.rows is None) or (self.mode == "flow" and self.flow is None):
             return
         r = self.row_of_cell(self.cursor)
+        height = max(1, self.scrollable_content_region.height)
+        if r >= self.scroll_offset.y + height:
+            r = self._settled_cursor_row(height - 1)  # shown on the bottom row
         self.scroll_to_region(Region(0, r, 1, 1), animate=False, immediate=True)
+
+    def _settled_cursor_row(self, screen_row: int) -> int:
+        """The cursor's view row once the ``screen_row`` lines that will be shown above it
+        are laid out exactly. Flowing text not shown yet has estimated line counts; were they
+        wrapped only when painted, the cursor's line would move down after the scroll was
+        chosen and end up below the view."""
+        if self.mode != "flow" or self.flow is None:
+            return self.row_of_cell(self.cursor)
+        flow = self.flow
+        row = flow.line_of_cell(self.cursor)
+        for _ in range(8):  # each pass wraps more of the lines above: a few passes settle it
+            if screen_row <= 0 or not flow.wrap_lines(row - screen_row, row - 1):
+                break
+            row = flow.line_of_cell(self.cursor)
+        return self.row_of_cell(self.cursor)
+
+    def scroll_cursor_to(self, screen_row: int) -> None:
+        """Scroll so that the cursor's row is ``screen_row`` rows below the top."""
+        self.scroll_row_to(self._settled_cursor_row(screen_row), screen_row)
 
     def scroll_row_to(self, row: int, screen_row: int) -> None:
         """Scroll so that view row ``row`` is shown ``screen_row`` rows below the top (blank
@@ -705,7 +860,7 @@ class TokenView(ScrollView, can_focus=True):
             col = flow.column_of_cell(y, self.cursor)
             target = max(0, min(len(flow) - 1, y + int(delta)))
             cell = flow.cell_at(target, col)
-            self._sync_flow_size()
+            self._sync_flow_size(drift_later=True)
             if cell is not None:
                 self.cursor = cell
             return
@@ -744,7 +899,7 @@ class TokenView(ScrollView, can_focus=True):
             return False
         self.cursor = self.cells.cell_of_offset(offset)
         if screen_row is not None:
-            self.scroll_row_to(self.row_of_cell(self.cursor), screen_row)
+            self.scroll_cursor_to(screen_row)
         return True
 
     def unique_ids(self) -> set[int]:
@@ -765,7 +920,7 @@ class TokenView(ScrollView, can_focus=True):
             else:
                 self._match_text = q.text
         self._search_gen += 1
-        self._strip_cache.clear()
+        self._forget_strips()
         self.refresh()
 
     @property
@@ -805,7 +960,7 @@ class TokenView(ScrollView, can_focus=True):
         if members is not None:
             self._match_ids = members
         self._search_gen += 1
-        self._strip_cache.clear()
+        self._forget_strips()
         self.refresh()
         if span is None:
             msg = f"no match for {self._query!r}"
