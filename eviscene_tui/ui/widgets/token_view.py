@@ -443,7 +443,8 @@ class TokenView(ScrollView, can_focus=True):
 
     def _plan_ahead(self) -> None:
         """Once this frame is painted, render the page below the view and the page above it
-        (a few rows per idle slice), so the next page key shows cached lines."""
+        (see :meth:`_rows_above`) a few rows per idle slice, so the next page key shows
+        cached lines. A new scroll position, layout, search or set of pieces plans afresh."""
         if self.data is None or not self._plain_box():
             return
         total = len(self.flow) if self.mode == "flow" and self.flow is not None else len(self.rows) if self.rows is not None else 0
@@ -499,8 +500,8 @@ class TokenView(ScrollView, can_focus=True):
                 self._sync_flow_size()
             return
         # the next slice is queued from the event loop, not straight into this view's
-            # messages: a message pump runs its queued messages back to back without yielding,
-            # so a key (which reaches this view through the app and the screen) would wait for
+        # messages: a message pump runs its queued messages back to back without yielding,
+        # so a key (which reaches this view through the app and the screen) would wait for
         # every slice; from the loop, the key's hops run before the next slice is queued
         self._ahead_scheduled = True
         asyncio.get_running_loop().call_soon(self.call_later, self._render_ahead)
