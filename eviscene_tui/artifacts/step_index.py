@@ -14,9 +14,10 @@ step (one serializer writes every step, so each starts with it). The scan finds 
 
 Such a boundary may still sit between two nested objects inside a step that happen to
 start with KEY; that only happens inside an array nested in the step, so the range cut
-there holds more ``[`` than ``]``. The scan counts brackets per range (``bytes.count``,
-strings included): a range whose counts differ is parsed to decide - a step whose
-strings hold unbalanced brackets parses as one object; a cut inside a step does not,
+there holds more ``[`` than ``]``. The scan counts brackets per range (one
+``bytes.translate`` pass keeps only brackets and braces, strings included): a range whose
+counts differ is parsed to decide - a step whose strings hold unbalanced brackets parses
+as one object; a cut inside a step does not,
 and the range then goes on to the next boundary (at most ``MAX_MERGES`` times). A range
 whose counts agree is taken as it is; it is verified when it is parsed for its row (the
 viewer parses every range once in the background), and a range that does not parse as
@@ -53,6 +54,7 @@ MAX_POPS = 1024  # ranges dropped again when the scan went on past the array's e
 _BACK = 4096  # bytes kept before an unsearched position (whitespace inside a boundary)
 _WS = frozenset(b" \t\r\n")
 _OPEN, _CLOSE, _COMMA, _COLON = ord("{"), ord("}"), ord(","), ord(":")
+_NOT_MARKS = bytes(c for c in range(256) if c not in b"[]{}")  # deleted: all but brackets and braces
 _DEFER = (-1, -1)  # a boundary check that needs the next block (compared by identity)
 
 
@@ -169,8 +171,9 @@ class _Scan:
     """The scan of the array's bytes for step boundaries (see the module's docstring).
 
     Positions are absolute (in the file) unless named relative; ``buf`` holds the bytes
-    from ``base`` on. ``cur`` is where the range being scanned starts; brackets are
-    counted up to ``counted`` (``depth``: '[' minus ']' from ``cur`` to there)."""
+    from ``base`` on. ``cur`` is where the range being scanned starts; boundaries whose ``}``
+    lies before ``counted`` were looked at already; ``depth`` is '[' minus ']' over the
+    range at its last cut."""
 
     def __init__(self, src: _Source, needle: bytes, cur: int) -> None:
         self.src = src
@@ -197,8 +200,6 @@ class _Scan:
             search = self.base + (deferred if deferred is not None else max(rel, len(buf) - nlen + 1))
             safe = search - _BACK
             if safe > self.counted:
-                a, z = self.counted - self.base, safe - self.base
-                self.depth += buf.count(b"[", a, z) - buf.count(b"]", a, z)
                 self.counted = safe
             keep = min(self.cur, safe) - self.base
             if keep > 0:
@@ -258,13 +259,13 @@ class _Scan:
         ends there when it is one step, else it goes on. How far the buffer moved (bytes
         read again in front of it), or None past ``MAX_MERGES``."""
         buf, base, end = self.buf, self.base, close + 1
-        a, z = self.counted - base, end - base
-        self.depth += buf.count(b"[", a, z) - buf.count(b"]", a, z)
         self.counted = end
+        # the range's brackets and braces, in one pass over its bytes (strings included)
+        marks = buf[self.cur - base : end - base].translate(None, _NOT_MARKS)
+        self.depth = marks.count(b"[") - marks.count(b"]")
         # balanced brackets alone can be faked by a ']' inside a string before a nested
         # object that starts with the step key: a true step also balances its braces
-        c = self.cur - base
-        ok = self.depth == 0 and buf.count(b"{", c, z) == buf.count(b"}", c, z)
+        ok = self.depth == 0 and marks.count(b"{") == marks.count(b"}")
         if ok or self._parses(self.cur, end):
             self._take(end, brace, verified=self.depth != 0)
             return 0
