@@ -571,14 +571,19 @@ async def test_remote_pieces_are_asked_for_the_view_and_a_margin_only(tmp_path: 
         assert 1_000 + 5 * height * per_row not in asked and len(asked) <= 3 * height * per_row + per_row
 
 
+def _chat_capture_app(tmp_path: Path, n: int) -> ScreenHarness:
+    """The token inspector on an ``n``-id capture of chat turns with tool calls and images:
+    many short lines, which the flowing layout's line estimate does not see."""
+    case = big_case(n, ids=make_big_capture_ids(n))
+    dec = LocalTokenizerDecoder(tiny.tiny_tokenizer_json(), path="tiny-test")
+    return ScreenHarness(lambda: TokenScreen(case, _options(tmp_path), source="step:0", decoder=dec))
+
+
 async def test_flowing_view_keeps_the_cursor_on_screen_while_paging_through_unwrapped_text(tmp_path: Path):
     """Text not yet shown is laid out by an estimate; paging into it wraps it exactly, and the
     cursor's line must stay on screen (it used to land below the view when the wrapped lines
     were more than the estimate)."""
-    # chat turns with tool calls: many short lines, which the layout's estimate does not see
-    case = big_case(200_000, ids=make_big_capture_ids(200_000))
-    dec = LocalTokenizerDecoder(tiny.tiny_tokenizer_json(), path="tiny-test")
-    app = ScreenHarness(lambda: TokenScreen(case, _options(tmp_path), source="step:0", decoder=dec))
+    app = _chat_capture_app(tmp_path, 200_000)
     async with app.run_test(size=(160, 50)) as pilot:
         await _settle(app, pilot)
         view = app.screen.query_one("#token-view", TokenView)
@@ -607,9 +612,7 @@ def _cells(strips) -> list[list[tuple[str, object]]]:
 async def test_the_views_lines_equal_textuals_line_pipeline_in_both_modes(tmp_path: Path):
     """The token view hands its cached lines to the screen itself (Textual would copy and
     filter every line in every frame): what it hands over equals Textual's own pipeline."""
-    case = big_case(60_000, ids=make_big_capture_ids(60_000))
-    dec = LocalTokenizerDecoder(tiny.tiny_tokenizer_json(), path="tiny-test")
-    app = ScreenHarness(lambda: TokenScreen(case, _options(tmp_path), source="step:0", decoder=dec))
+    app = _chat_capture_app(tmp_path, 60_000)
     async with app.run_test(size=(160, 50)) as pilot:
         await _settle(app, pilot)
         view = app.screen.query_one("#token-view", TokenView)
@@ -628,9 +631,7 @@ async def test_the_views_lines_equal_textuals_line_pipeline_in_both_modes(tmp_pa
 
 
 async def test_the_next_page_is_rendered_ahead_while_the_operator_reads(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
-    case = big_case(60_000, ids=make_big_capture_ids(60_000))
-    dec = LocalTokenizerDecoder(tiny.tiny_tokenizer_json(), path="tiny-test")
-    app = ScreenHarness(lambda: TokenScreen(case, _options(tmp_path), source="step:0", decoder=dec))
+    app = _chat_capture_app(tmp_path, 60_000)
     async with app.run_test(size=(160, 50)) as pilot:
         await _settle(app, pilot)
         view = app.screen.query_one("#token-view", TokenView)
