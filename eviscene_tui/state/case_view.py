@@ -21,6 +21,8 @@ from eviscene_tui.artifacts.jsonio import read_json
 
 if TYPE_CHECKING:
     from eviscene_tui.artifacts.case import CaseBundle, RoundBundle
+    from eviscene_tui.artifacts.paths import InputProvenance
+    from eviscene_tui.artifacts.trace import SourceTrace
 
 PASS_FLAGS = ("source_rollout_failed", "hinted_local_pass", "hinted_episode_pass", "hinted_strict_trace_audit_pass")
 KNOWN_CATEGORIES = frozenset(SEMANTIC_CATEGORIES)
@@ -107,7 +109,7 @@ class CaseView:
     fingerprint: tuple[Any, ...] = ()
     # where each bound input was found (artifacts.paths): InputProvenance rows, sha256
     # not verified yet (the integrity check verifies them)
-    provenance: list[Any] = field(default_factory=list)
+    provenance: list[InputProvenance] = field(default_factory=list)
 
     def summary_line(self) -> str:
         parts = [self.status]
@@ -270,7 +272,7 @@ def _slate_view(bundle: CaseBundle, view: CaseView, base: Any) -> CaseView:
 PROVENANCE_TITLE = "Inputs (read where the driver left them; written files must stay inside the run root)"
 
 
-def provenance_lines(rows: list[Any]) -> list[Line]:
+def provenance_lines(rows: list[InputProvenance]) -> list[Line]:
     """The Integrity tab's "Inputs" section: one line per bound input and where it was
     found (rule, inside/outside the run root, sha256 status); recorded paths shown
     sanitised."""
@@ -870,7 +872,7 @@ def step_detail_doc(detail: dict[str, Any], *, failure_index: int | None = None)
     return out
 
 
-def protocol_rejections(trace: Any) -> list[int]:
+def protocol_rejections(trace: SourceTrace) -> list[int]:
     """Indices of steps whose action_type is a protocol rejection."""
     out = []
     for i in range(trace.step_count):

@@ -481,8 +481,9 @@ def _teacher_step(episode: Any) -> dict[str, Any]:
     return {}
 
 
-def trace_listing(trace: Any, limit: int = 2000) -> list[tuple[int, bool, str]]:
-    """(step index, is a policy step, one-line summary) for the first ``limit`` steps of ``trace``."""
+def trace_listing(trace: dict[str, Any] | None, limit: int = 2000) -> list[tuple[int, bool, str]]:
+    """(step index, is a policy step, one-line summary) for the first ``limit`` steps of the
+    raw trace document ``trace`` (none without one)."""
     return [_listing_row(i, step) for i, step in enumerate(R.trace_steps_of(trace if isinstance(trace, dict) else {})[:limit])]
 
 

@@ -9,13 +9,16 @@ from __future__ import annotations
 import bisect
 import threading
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
 import orjson
 
 from eviscene_tui.safe_text import safe_text
+
+if TYPE_CHECKING:
+    from eviscene_tui.artifacts.trace import StepBrief
 
 PREVIEW = 400  # characters kept per preview (the widget crops to the screen width)
 REJECTION_TYPES = frozenset({"format_error", "output_rejected", "policy_replan"})
@@ -138,15 +141,15 @@ class TraceRows:
         return indices[pos] if pos >= 0 else None
 
 
-def row_from_brief(brief: Any) -> StepRow:
+def row_from_brief(brief: StepBrief) -> StepRow:
     """A :class:`StepRow` from the artifact layer's ``StepBrief`` (raw previews)."""
     tool_name = safe_text(brief.tool_name or "", single_line=True, limit=60)
     args = safe_text(brief.args_preview or "", single_line=True, limit=200)
     tool = f"{tool_name}({args})" if tool_name and args else (tool_name or args)
     text = safe_text(brief.text_preview or "", single_line=True, limit=PREVIEW)
-    if not getattr(brief, "is_object", True):
+    if not brief.is_object:
         text = "(not a JSON object) " + text
-    capture = getattr(brief, "token_capture_status", None)
+    capture = brief.token_capture_status
     if capture and capture != "complete":
         text = f"[capture {safe_text(capture, single_line=True, limit=20)}] " + text
     return StepRow(

@@ -31,11 +31,14 @@ from __future__ import annotations
 import bisect
 import re
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
+
+if TYPE_CHECKING:
+    from eviscene_tui.artifacts.trace import SourceTrace
 
 _FIELDS = ("stage", "stage_name", "action_type", "tool_name", "tool_args", "tool_result", "thought", "output")
 _WS = re.compile(r"\s+")
@@ -167,7 +170,7 @@ class TraceSearch:
 
     KEEP = 8
 
-    def __init__(self, trace: Any, corpus: SearchCorpus | None = None) -> None:
+    def __init__(self, trace: SourceTrace, corpus: SearchCorpus | None = None) -> None:
         self.trace = trace
         self.corpus = corpus
         self._found: dict[str, list[int]] = {}
@@ -180,7 +183,7 @@ class TraceSearch:
             return []
         if needle in self._found:
             return self._found[needle]
-        candidates: Any = range(len(self.trace.raw_steps))
+        candidates: Sequence[int] = range(len(self.trace.raw_steps))
         for earlier, found in self._found.items():
             if earlier in needle and len(found) < len(candidates):
                 candidates = found  # every step holding the longer query holds this one
@@ -202,7 +205,7 @@ class TraceSearch:
         from the step as the trace holds it."""
         steps = self.trace.raw_steps
         match = _matcher(needle)
-        step_bytes = self.trace.step_bytes if getattr(self.trace, "lazy", False) else None
+        step_bytes = self.trace.step_bytes if self.trace.lazy else None
         parts = literal_parts(needle)
         corpus = self.corpus if _SEP not in needle else None
 

@@ -9,9 +9,10 @@ Capture keys (the ``source`` argument of the token screen):
 - ``recorded:<path relative to the work dir>``: a continuation recorded by the app
   (any JSON object with prompt / completion token ids).
 
-Works on a ``CaseBundle`` (``case.trace()``, ``case.rounds[i].attempts``, ``.dir``), or
-None; the accessors below read it tolerantly (a missing or unreadable part is simply
-absent), so a partial case still lists what it has.
+Works on a :class:`CaptureCase` (a ``CaseBundle``, or the synthetic cases of tests and
+benchmarks: ``case.trace()``, ``case.rounds[i].attempts``, ``.dir``), or None; a missing or
+unreadable part (no trace, a round without attempts) is simply absent, so a partial case
+still lists what it has.
 Textual-free; called from workers.
 """
 
@@ -19,14 +20,13 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import orjson
 
-from eviscene_tui.artifacts.case import CaseBundle
 from eviscene_tui.artifacts.media import image_pad_runs, pad_id_for, parse_psd_media, verify_media
 from eviscene_tui.tokens.capture import (
     CaptureData,
@@ -43,6 +43,11 @@ from eviscene_tui.tokens.decode import DecodeSource, TokenDecoder
 from eviscene_tui.tokens.diff import align, prompt_diff
 from eviscene_tui.tokens.hintspan import HintSpan, hint_span
 from eviscene_tui.tokens.capture import prob_of
+
+if TYPE_CHECKING:
+    from eviscene_tui.artifacts.models import AttemptRecord
+    from eviscene_tui.artifacts.problems import Problem
+    from eviscene_tui.artifacts.trace import SourceTrace
 
 ATTEMPT_FIELDS = ("student_prompt_ids", "teacher_prompt_ids", "completion_ids", "repair_rollout_token_capture")
 FIELD_LABELS = {
@@ -64,38 +69,58 @@ class CaptureRef:
     size: int | None  # number of ids, when cheap to know
 
 
-def _trace(case: CaseBundle | None) -> Any:
-    fn = getattr(case, "trace", None)
-    if fn is None:
-        return None
-    got = fn() if callable(fn) else fn
-    if isinstance(got, tuple):
-        got = got[0]
-    return got
+class CaptureRound(Protocol):
+    """What the capture sources read of one run directory (``artifacts.case.RoundBundle``)."""
+
+    @property
+    def index(self) -> int: ...
+
+    @property
+    def dir(self) -> Path: ...
+
+    @property
+    def attempts(self) -> Sequence[AttemptRecord] | None: ...  # None: its attempts file is unreadable or absent
 
 
-def _rounds(case: CaseBundle | None) -> list[Any]:
-    rounds = getattr(case, "rounds", None)
-    if callable(rounds):
-        rounds = rounds()
-    return list(rounds or [])
+class CaptureCase(Protocol):
+    """What the capture sources read of a case: ``artifacts.case.CaseBundle``, or a
+    stand-in holding only these (``tokens.synthetic.SyntheticCase``)."""
+
+    @property
+    def root(self) -> Path | None: ...
+
+    @property
+    def case_id(self) -> str | None: ...
+
+    @property
+    def rounds(self) -> Sequence[CaptureRound]: ...
+
+    @property
+    def attempts(self) -> Sequence[AttemptRecord]: ...  # the case-level attempts (a search root's)
+
+    def trace(self) -> tuple[SourceTrace | None, list[Problem]]: ...
 
 
-def _attempt_groups(case: CaseBundle | None) -> list[tuple[int, Path | None, list[Any]]]:
+def _trace(case: CaptureCase | None) -> SourceTrace | None:
+    return case.trace()[0] if case is not None else None
+
+
+def _steps(case: CaptureCase | None) -> Sequence[Any]:
+    """The source trace's raw steps (none without a case or a readable trace)."""
+    trace = _trace(case)
+    return trace.raw_steps if trace is not None else ()
+
+
+def _attempt_groups(case: CaptureCase | None) -> list[tuple[int, Path | None, list[AttemptRecord]]]:
     """(round index, run dir, attempts) per round; falls back to case-level attempts."""
-    out: list[tuple[int, Path | None, list[Any]]] = []
-    for r in _rounds(case):
-        atts = getattr(r, "attempts", None)
-        if callable(atts):
-            atts = atts()
-        if atts:
-            out.append((int(getattr(r, "index", len(out))), getattr(r, "dir", None), list(atts)))
-    if not out:
-        atts = getattr(case, "attempts", None)
-        if callable(atts):
-            atts = atts()
-        if atts:
-            out.append((0, getattr(case, "root", None), list(atts)))
+    out: list[tuple[int, Path | None, list[AttemptRecord]]] = []
+    if case is None:
+        return out
+    for r in case.rounds:
+        if r.attempts:
+            out.append((r.index, r.dir, list(r.attempts)))
+    if not out and case.attempts:
+        out.append((0, case.root, list(case.attempts)))
     return out
 
 
@@ -113,19 +138,16 @@ def _len(value: Any) -> int | None:
     return len(value) if isinstance(value, (list, tuple)) else None
 
 
-def enumerate_captures(case: CaseBundle | None, *, workdir: str | os.PathLike[str] | None = None) -> list[CaptureRef]:
+def enumerate_captures(case: CaptureCase | None, *, workdir: str | os.PathLike[str] | None = None) -> list[CaptureRef]:
     refs: list[CaptureRef] = []
-    trace = _trace(case)
-    if trace is not None:
-        steps = getattr(trace, "raw_steps", None) or []
-        for i, raw in enumerate(steps):
-            cap = _raw_capture(raw)
-            if cap is None:
-                continue
-            n = (_len(cap.get("prompt_token_ids")) or 0) + (_len(cap.get("completion_token_ids")) or 0)
-            stage = raw.get("stage") or raw.get("stage_name") or "?"
-            status = cap.get("status") or "?"
-            refs.append(CaptureRef(f"step:{i}", f"source step {i} ({stage}, {status})", "source step", n))
+    for i, raw in enumerate(_steps(case)):
+        cap = _raw_capture(raw)
+        if cap is None:
+            continue
+        n = (_len(cap.get("prompt_token_ids")) or 0) + (_len(cap.get("completion_token_ids")) or 0)
+        stage = raw.get("stage") or raw.get("stage_name") or "?"
+        status = cap.get("status") or "?"
+        refs.append(CaptureRef(f"step:{i}", f"source step {i} ({stage}, {status})", "source step", n))
     for rnd, _dir, atts in _attempt_groups(case):
         for k, att in enumerate(atts):
             for field in ATTEMPT_FIELDS:
@@ -139,12 +161,12 @@ def enumerate_captures(case: CaseBundle | None, *, workdir: str | os.PathLike[st
                 hint_no = "" if len(atts) == 1 else f" attempt {k}"
                 refs.append(CaptureRef(key, f"round {rnd}{hint_no}: {FIELD_LABELS[field]}", "attempt", size))
     if workdir is not None:
-        root = getattr(case, "root", None)
-        case_id = getattr(case, "case_id", None)
+        root = case.root if case is not None else None
+        case_id = case.case_id if case is not None else None
         refs.extend(recorded_captures(
             workdir,
             case_root=str(root) if root is not None else None,
-            case_id=case_id if isinstance(case_id, str) else None,
+            case_id=case_id,
             case_key=Path(root).name if root is not None else None,
         ))
     return refs
@@ -233,13 +255,12 @@ def recorded_captures(
     return refs
 
 
-def source_step_prompt_ids(case: CaseBundle | None, step_index: int | None) -> list[int] | None:
+def source_step_prompt_ids(case: CaptureCase | None, step_index: int | None) -> list[int] | None:
     """The student prompt: ``prompt_token_ids`` of source step ``step_index``'s
     ``policy_token_capture`` (None when the case, step or capture is missing). Reads the trace."""
     if case is None or not isinstance(step_index, int) or isinstance(step_index, bool):
         return None
-    trace = _trace(case)
-    steps = (getattr(trace, "raw_steps", None) or []) if trace is not None else []
+    steps = _steps(case)
     if not 0 <= step_index < len(steps):
         return None
     cap = _raw_capture(steps[step_index])
@@ -251,7 +272,7 @@ class CaptureError(Exception):
     """A capture key that does not name anything in this case (message is user-facing)."""
 
 
-def _find_attempt(case: CaseBundle | None, rnd: int, k: int) -> tuple[Any, Path | None]:
+def _find_attempt(case: CaptureCase | None, rnd: int, k: int) -> tuple[Any, Path | None]:
     for r, run_dir, atts in _attempt_groups(case):
         if r == rnd:
             if k >= len(atts):
@@ -260,21 +281,18 @@ def _find_attempt(case: CaseBundle | None, rnd: int, k: int) -> tuple[Any, Path 
     raise CaptureError(f"no attempts recorded for round {rnd}")
 
 
-def _source_step_capture(case: CaseBundle | None, att: Any) -> tuple[int | None, Any]:
+def _source_step_capture(case: CaptureCase | None, att: Any) -> tuple[int | None, Any]:
     site = field_of(att, "repair_site")
     idx = field_of(site, "source_step_index")
     if not isinstance(idx, int):
         return None, None
-    trace = _trace(case)
-    if trace is None:
-        return idx, None
-    steps = getattr(trace, "raw_steps", None) or []
+    steps = _steps(case)
     if not 0 <= idx < len(steps):
         return idx, None
     return idx, _raw_capture(steps[idx])
 
 
-def load_capture(case: CaseBundle | None, key: str, *, workdir: str | os.PathLike[str] | None = None) -> CaptureData:
+def load_capture(case: CaptureCase | None, key: str, *, workdir: str | os.PathLike[str] | None = None) -> CaptureData:
     """Load one capture by key. Raises :class:`CaptureError` with a clear message."""
     if key.startswith("step:"):
         return _load_step(case, key)
@@ -283,7 +301,7 @@ def load_capture(case: CaseBundle | None, key: str, *, workdir: str | os.PathLik
     return _load_attempt(case, key)
 
 
-def _load_step(case: CaseBundle | None, key: str) -> CaptureData:
+def _load_step(case: CaptureCase | None, key: str) -> CaptureData:
     """``step:<i>``: the source trace step's ``policy_token_capture``."""
     try:
         idx = int(key.split(":", 1)[1])
@@ -292,7 +310,7 @@ def _load_step(case: CaseBundle | None, key: str) -> CaptureData:
     trace = _trace(case)
     if trace is None:
         raise CaptureError("this case has no readable source trace")
-    steps = getattr(trace, "raw_steps", None) or []
+    steps = trace.raw_steps
     if not 0 <= idx < len(steps):
         raise CaptureError(f"the source trace has {len(steps)} steps; there is no step {idx}")
     raw = steps[idx]
@@ -304,7 +322,7 @@ def _load_step(case: CaseBundle | None, key: str) -> CaptureData:
     return from_policy_capture(cap, key=key, label=f"source step {idx} ({stage or '?'}) policy_token_capture", usage=usage)
 
 
-def _load_recorded(case: CaseBundle | None, key: str, workdir: str | os.PathLike[str] | None) -> CaptureData:
+def _load_recorded(case: CaptureCase | None, key: str, workdir: str | os.PathLike[str] | None) -> CaptureData:
     """``recorded:<path>``: a continuation the app recorded in its work directory."""
     if workdir is None:
         raise CaptureError("no work directory to read recorded continuations from")
@@ -349,7 +367,7 @@ class _AttemptIds:
     src_cap: Mapping[str, Any] | None
 
 
-def _load_attempt(case: CaseBundle | None, key: str) -> CaptureData:
+def _load_attempt(case: CaptureCase | None, key: str) -> CaptureData:
     """``attempt:<round>[.<k>]:<field>``: one token field of an attempt record, with its
     consistency checks, the student/teacher diff, the hint, the alignment and the media."""
     m = _KEY_RE.match(key)
@@ -483,7 +501,7 @@ def _attempt_media(data: CaptureData, media_obj: Any, run_dir: Path | None, ids:
         )
 
 
-def _recorded_request(case: CaseBundle | None, doc: Mapping[str, Any], data: CaptureData, prompt: list[int] | None) -> None:
+def _recorded_request(case: CaptureCase | None, doc: Mapping[str, Any], data: CaptureData, prompt: list[int] | None) -> None:
     """What a recorded continuation's request says: its hint (the prompt is a hinted
     prompt), whether it asked for logprobs, and its source step (the student prompt)."""
     req = doc.get("request")
@@ -507,7 +525,7 @@ def _recorded_request(case: CaseBundle | None, doc: Mapping[str, Any], data: Cap
         data.prompt_diff = prompt_diff(student, prompt)
 
 
-def archived_hinted_prompt(case: CaseBundle | None, hint: str | None, round_index: int | None = None) -> tuple[list[int], str] | None:
+def archived_hinted_prompt(case: CaptureCase | None, hint: str | None, round_index: int | None = None) -> tuple[list[int], str] | None:
     """An archived attempt's ``teacher_prompt_ids`` for the same hint text: the prompt the
     driver built with this hint (of ``round_index`` when it has one, else the latest round)."""
     if case is None or not hint or not hint.strip():
@@ -526,7 +544,7 @@ def archived_hinted_prompt(case: CaseBundle | None, hint: str | None, round_inde
     return ids, f"the archived hinted prompt of round {rnd}"
 
 
-def locate_hint(case: CaseBundle | None, data: CaptureData, decoder: TokenDecoder) -> HintSpan | None:
+def locate_hint(case: CaptureCase | None, data: CaptureData, decoder: TokenDecoder) -> HintSpan | None:
     """The hint span of a hinted-prompt capture (None for any other capture). A rebuilt
     prompt (a continuation) is also compared with the archived prompt of the same hint."""
     if not data.hinted_prompt:

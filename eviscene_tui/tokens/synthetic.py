@@ -1,9 +1,10 @@
 """Synthetic cases with token captures, for tests and benchmarks (Textual-free).
 
-:func:`synthetic_case` builds a stand-in for a case bundle (``trace()``, ``rounds[i].attempts``,
-``rounds[i].dir``: what the token sources read) with one source step capture and one attempt whose student and
-teacher prompts differ by a hint, an image-pad run, logprobs, top-k and a v3
-``psd_media`` whose image is written to ``<run_dir>/media/<sha>.image``.
+:func:`synthetic_case` builds a stand-in for a case bundle (a ``tokens.sources.CaptureCase``:
+``trace()``, ``rounds[i].attempts``, ``rounds[i].dir``, ``root``, ``case_id``: what the token
+sources read) with one source step capture and one attempt whose student and teacher prompts
+differ by a hint, an image-pad run, logprobs, top-k and a v3 ``psd_media`` whose image is
+written to ``<run_dir>/media/<sha>.image``.
 :func:`big_case` gives a capture of any size (1,000,000 ids for the benchmark).
 """
 
@@ -37,11 +38,12 @@ class SyntheticRound:
 
 @dataclass
 class SyntheticCase:
-    trace_obj: SourceTrace
+    trace_obj: SourceTrace | None  # None: a case whose source trace cannot be read
     rounds: list[SyntheticRound] = field(default_factory=list)
     root: Path | None = None
+    case_id: str | None = None
 
-    def trace(self) -> tuple[SourceTrace, list[Problem]]:
+    def trace(self) -> tuple[SourceTrace | None, list[Problem]]:
         return self.trace_obj, []
 
     @property

@@ -16,7 +16,9 @@ from eviscene_tui.state.scan import Activity, CheckResult
 from eviscene_tui.state.trace_rows import TraceRows
 if TYPE_CHECKING:
     from eviscene_tui.artifacts.case import CaseBundle
-    from eviscene_tui.state.case_view import CaseView
+    from eviscene_tui.artifacts.trace import SourceTrace
+    from eviscene_tui.state.case_view import CaseView, Line
+    from eviscene_tui.state.trace_search import SearchHit
     import subprocess
 
     from eviscene_tui.gate.decide import DecideResult
@@ -136,7 +138,7 @@ class TraceReady(Message):
     """The source trace is parsed; ``rows`` holds at least the window around the
     failure step (the rest arrives as :class:`TraceRowsFilled`)."""
 
-    def __init__(self, request: int, data: TraceRows, trace: Any) -> None:
+    def __init__(self, request: int, data: TraceRows, trace: SourceTrace) -> None:
         super().__init__()
         self.request = request
         self.data = data
@@ -170,9 +172,9 @@ class TraceRowsComplete(Message):
 
 
 class TraceSearchDone(Message):
-    """A search of the trace's steps finished (``hit`` is a ``state.trace_search.SearchHit``)."""
+    """A search of the trace's steps finished."""
 
-    def __init__(self, hit: Any, error: str | None = None) -> None:
+    def __init__(self, hit: SearchHit, error: str | None = None) -> None:
         super().__init__()
         self.hit = hit
         self.error = error
@@ -186,7 +188,7 @@ class TraceFailed(Message):
 
 
 class StepDetailReady(Message):
-    def __init__(self, index: int, detail: Any, painted: Callable[[], None] | None = None) -> None:
+    def __init__(self, index: int, detail: list[Line], painted: Callable[[], None] | None = None) -> None:
         super().__init__()
         self.index = index
         self.detail = detail

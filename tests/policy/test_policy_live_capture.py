@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from types import SimpleNamespace
-
+from eviscene_tui.artifacts.trace import SourceTrace
 from eviscene_tui.policy.accumulate import StreamAccumulator
 from eviscene_tui.policy.capture import LIVE_KEY, LIVE_TEACHER_KEY, LiveSnapshot, live_capture
 from eviscene_tui.policy.events import Attestation, Attested, Delta, Done, Finished, PromptTokens, TokenLogprob, TopLogprob, Usage
 from eviscene_tui.tokens.sources import source_step_prompt_ids
+from eviscene_tui.tokens.synthetic import SyntheticCase
 
 
 def _acc(prompt, completion, *, lps=False, done=True):
@@ -63,8 +63,9 @@ def test_no_prompt_ids_and_empty():
 def test_source_step_prompt_ids_tolerates_missing_parts():
     steps = [{"stage": "a"}, {"metadata": {"policy_token_capture": {"prompt_token_ids": [1, 2]}}},
              {"metadata": {"policy_token_capture": {"prompt_token_ids": [1, "x"]}}}]
-    case = SimpleNamespace(trace=lambda: (SimpleNamespace(raw_steps=steps), []))
+    case = SyntheticCase(SourceTrace({"state": {"all_steps": steps}}))
     assert source_step_prompt_ids(case, 1) == [1, 2]
     assert source_step_prompt_ids(case, 0) is None and source_step_prompt_ids(case, 2) is None
     assert source_step_prompt_ids(case, 9) is None and source_step_prompt_ids(case, None) is None
-    assert source_step_prompt_ids(None, 1) is None and source_step_prompt_ids(SimpleNamespace(), 1) is None
+    # no case, or a case whose source trace cannot be read
+    assert source_step_prompt_ids(None, 1) is None and source_step_prompt_ids(SyntheticCase(None), 1) is None

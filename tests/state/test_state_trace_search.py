@@ -54,7 +54,7 @@ def test_longer_queries_rescan_only_earlier_matches_and_cancel_stops_a_scan() ->
             seen.append(i)
             return list.__getitem__(self, i)
 
-    s.trace = type("T", (), {"raw_steps": Spy(real)})()
+    s.trace = SourceTrace({"state": {"all_steps": Spy(real)}})  # the same steps, each read seen
     assert s.matches("web_search") == [0, 2, 3]
     assert sorted(seen) == [0, 2, 3]  # step 1 was not looked at again
     assert s.matches("valencia", cancelled=lambda: True) is None

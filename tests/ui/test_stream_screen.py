@@ -268,12 +268,13 @@ async def test_token_inspector_on_the_live_and_last_continuation(tmp_path):
     ids, logprobs + top-k, usage; with the student prompt from the source step capture, the
     diff shows exactly where the hint went (real loopback against the fake server)."""
     import dataclasses
-    from types import SimpleNamespace
 
     import httpx
 
+    from eviscene_tui.artifacts.trace import SourceTrace
     from eviscene_tui.policy.request import chat_body
     from eviscene_tui.tokens import tiny
+    from eviscene_tui.tokens.synthetic import SyntheticCase
     from eviscene_tui.ui.screens.tokens import TokenScreen
 
     hint = "Check the photo's date first."
@@ -289,7 +290,7 @@ async def test_token_inspector_on_the_live_and_last_continuation(tmp_path):
         step = 2
         steps = [{"stage": "s"}, {"stage": "s"},
                  {"stage": "policy", "metadata": {"policy_token_capture": {"prompt_token_ids": student, "completion_token_ids": [1, 2], "status": "complete"}}}]
-        case = SimpleNamespace(trace=lambda: (SimpleNamespace(raw_steps=steps), []), rounds=[], root=None, case_id="c1")
+        case = SyntheticCase(SourceTrace({"state": {"all_steps": steps}}), case_id="c1")
         request = dataclasses.replace(simple_request(hint=hint, tools=False), step_index=step)
         opts = _options(tmp_path, srv)
         screen = StreamScreen(case, opts, request=request, hint_text=hint, config=config)

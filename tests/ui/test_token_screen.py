@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import gc
 from pathlib import Path
-from types import SimpleNamespace
 
 import sys
 
@@ -294,7 +293,7 @@ async def test_live_capture_and_empty_capture(tmp_path: Path):
     lps = [{"token": "x", "logprob": -0.2, "token_id": t, "top": [{"token": "x", "logprob": -0.2, "token_id": t}, {"token": "y", "logprob": -2.0, "token_id": 300}]} for t in comp]
     live = from_stream(prompt, comp, logprobs=lps, usage={"completion_tokens": len(comp) + 1, "prompt_tokens": len(prompt)}, status="complete")
     dec = LocalTokenizerDecoder(tiny.tiny_tokenizer_json(), path="t")
-    app = ScreenHarness(lambda: TokenScreen(SimpleNamespace(), _options(tmp_path), capture=live, decoder=dec))
+    app = ScreenHarness(lambda: TokenScreen(None, _options(tmp_path), capture=live, decoder=dec))
     async with app.run_test(size=(140, 40)) as pilot:
         await _settle(app, pilot)
         checks = _text(app, "#panel-checks")
@@ -312,7 +311,7 @@ async def test_live_capture_and_empty_capture(tmp_path: Path):
         assert "␛" in "".join(view.render_line(y).text for y in range(3))
 
     empty = from_stream([], [])
-    app = ScreenHarness(lambda: TokenScreen(SimpleNamespace(), _options(tmp_path), capture=empty, decoder=RawDecoder()))
+    app = ScreenHarness(lambda: TokenScreen(None, _options(tmp_path), capture=empty, decoder=RawDecoder()))
     async with app.run_test(size=(100, 30)) as pilot:
         await _settle(app, pilot)
         await pilot.press("right", "down", "end", "n", "i", "h", "s")

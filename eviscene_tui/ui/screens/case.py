@@ -18,6 +18,7 @@ from textual.widget import AwaitMount
 from textual.screen import Screen
 from textual.widgets import Input, OptionList, Static, TabbedContent, TabPane
 from textual.widgets.option_list import Option
+from textual.timer import Timer
 from textual.worker import Worker, WorkerState, get_current_worker
 
 from eviscene_tui.ui.actions import bindings
@@ -27,6 +28,7 @@ from eviscene_tui.state.case_view import (
     CaseView,
     CompareView,
     L,
+    ProblemMark,
     S,
     Seg,
     build_case_view,
@@ -39,7 +41,7 @@ from eviscene_tui.state.case_view import (
     step_detail_doc,
 )
 from eviscene_tui.state.rows import duration as cell_stale
-from eviscene_tui.state.trace_rows import FillGate, TraceRows, row_from_brief
+from eviscene_tui.state.trace_rows import FillGate, StepRow, TraceRows, row_from_brief
 from eviscene_tui.ui import gc_hold
 from eviscene_tui.ui import messages as M
 from eviscene_tui.ui.widgets.doc import doc_content
@@ -49,7 +51,8 @@ from eviscene_tui.ui.widgets.search_box import SearchBox
 from eviscene_tui.artifacts.case import CaseBundle, load_case
 from eviscene_tui.artifacts.layout import CaseRef, Layout
 from eviscene_tui.artifacts.report import checked_case
-from eviscene_tui.artifacts.trace import load_trace
+from eviscene_tui.artifacts.problems import Problem
+from eviscene_tui.artifacts.trace import SourceTrace, load_trace
 from eviscene_tui.journal.review import add_triage_label, open_review_journal
 from eviscene_tui.state.trace_search import SearchCorpus, SearchHit, TraceSearch
 from eviscene_tui.state.transient import TRANSIENT_CODES
@@ -60,7 +63,7 @@ from eviscene_tui.ui.screens.step_detail import StepDetailScreen
 from eviscene_tui.ui.screens.stream import StreamScreen
 from eviscene_tui.ui.screens.supervised import SupervisedScreen
 from eviscene_tui.ui.screens.tokens import TokenScreen
-from eviscene_tui.artifacts.paths import with_sha_status
+from eviscene_tui.artifacts.paths import InputProvenance, with_sha_status
 from eviscene_tui.gate.inproc import SESSION_FILE, sidecar_for
 from eviscene_tui.state.gate import GateSession
 from eviscene_tui.ui.widgets.gate_panel import GatePanel
@@ -87,7 +90,7 @@ class IntegrityReady(M.Message):
     ``provenance``: the inputs with their sha256 verified (``artifacts.paths``)."""
 
     def __init__(self, request: int, problems: list[tuple[str, str, str]], in_case: list[tuple[str, str, str]] | None = None,
-                 provenance: list[Any] | None = None) -> None:
+                 provenance: list[InputProvenance] | None = None) -> None:
         super().__init__()
         self.request = request
         self.problems = problems
@@ -135,25 +138,25 @@ class CaseScreen(Screen):
         self.key = key or self.case_path.name
         self.bundle: CaseBundle | None = None
         self.view: CaseView | None = None
-        self.trace: Any = None
+        self.trace: SourceTrace | None = None
         self.trace_rows: TraceRows | None = None
         self.revealed = False
         self.integrity: list[tuple[str, str, str]] | None = None
-        self.provenance: list[Any] | None = None  # inputs with their sha256 verified (integrity worker)
+        self.provenance: list[InputProvenance] | None = None  # inputs with their sha256 verified (integrity worker)
         self.compare: CompareView | None = None
         self._integrity_in_case: list[tuple[str, str, str]] = []
-        self.marks: list[Any] = []  # state.case_view.ProblemMark, one per problem in check order
+        self.marks: list[ProblemMark] = []  # one per problem in check order
         self._problem_cursor = -1
-        self._unsubscribe: Any = None
+        self._unsubscribe: Callable[[], None] | None = None
         self._gc_holds = 0  # holds this screen took on the garbage collector (see _hold_gc)
         self._request = 0
         self._trace_request = -1  # the load that published the trace rows shown
         self._trace_failed = False
-        self._reload_timer: Any = None
+        self._reload_timer: Timer | None = None
         self._loading = False  # a load of the case is running
         self._integrity_running = False  # a full integrity check is running
         self._integrity_pending = False  # and another was asked for meanwhile
-        self._integrity_timer: Any = None  # the next check waits for INTEGRITY_GAP
+        self._integrity_timer: Timer | None = None  # the next check waits for INTEGRITY_GAP
         self._fill_gate = FillGate()  # held while the UI waits for on-demand rows or a detail
         self._detail_gate = FillGate()  # held while the UI waits for a detail (rows off screen wait)
         self._reload_again = False  # files changed during that load
@@ -163,12 +166,12 @@ class CaseScreen(Screen):
         self._quotes_painted: list[Any] | None = None
         self._panels_mounted = False
         self.opened_at = time.perf_counter()
-        self._trace_search: Any = None  # state.trace_search.TraceSearch, built on the first "/"
+        self._trace_search: TraceSearch | None = None  # built on the first "/"
         self._corpus = SearchCorpus()  # an indexed trace's searchable text, built by the background fill
-        self._search_timer: Any = None
+        self._search_timer: Timer | None = None
         self._search_status: str | None = None
         self.failure_shown_at: float | None = None
-        self._when_loaded: Any = None  # an action asked for before the case's files were read
+        self._when_loaded: Callable[[], object] | None = None  # an action asked for before the case's files were read
 
     # -- compose -----------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
@@ -222,7 +225,7 @@ class CaseScreen(Screen):
         self._load_case(self._request, self.trace)
 
     @work(thread=True, exclusive=True, group="case-load", exit_on_error=False)
-    def _load_case(self, request: int, known_trace: Any) -> None:
+    def _load_case(self, request: int, known_trace: SourceTrace | None) -> None:
         """Open the case; on first open read the source trace *first* (the failure step
         is what the operator waits for; a big trace is only indexed), then build the
         panels and the side-by-side comparison, then fill the rest of the trace rows."""
@@ -252,19 +255,19 @@ class CaseScreen(Screen):
             self._compare_now(request, bundle, known_trace, view.failure_index)
 
     @work(thread=True, exclusive=True, group="trace-fill", exit_on_error=False)
-    def _background_fill(self, request: int, bundle: CaseBundle, trace: Any, data: TraceRows, pending: list[int]) -> None:
+    def _background_fill(self, request: int, bundle: CaseBundle, trace: SourceTrace, data: TraceRows, pending: list[int]) -> None:
         """The rest of the rows (a reload of the case after a live update does not stop
         this: the rows belong to the trace, which a reload keeps)."""
         worker = get_current_worker()
         if not self._fill_rows(request, trace, data, pending, worker):
             return
-        broken = trace.broken if getattr(trace, "lazy", False) else None
+        broken = trace.broken if trace.lazy else None
         if broken is not None:
             self._reload_trace_whole(request, bundle, broken)
         else:
             self.post_message(M.TraceRowsComplete(request))
 
-    def _fill_rows(self, request: int, trace: Any, data: TraceRows, pending: list[int], worker: Any) -> bool:
+    def _fill_rows(self, request: int, trace: SourceTrace, data: TraceRows, pending: list[int], worker: Worker[None]) -> bool:
         """Build the rows not built yet, posting progress about four times a second (an
         indexed trace parses each step here, once); False when cancelled."""
         rows = data.rows
@@ -297,7 +300,7 @@ class CaseScreen(Screen):
         self.post_message(M.TraceRowsFilled(request, lo if lo is not None else 0, (hi + 1) if hi is not None else 0))
         return True
 
-    def _reload_trace_whole(self, request: int, bundle: CaseBundle, broken: Any) -> None:
+    def _reload_trace_whole(self, request: int, bundle: CaseBundle, broken: Problem) -> None:
         """An indexed trace whose range did not parse as one object: read it the whole-file
         way (which reports problems precisely) and show that instead."""
 
@@ -329,7 +332,7 @@ class CaseScreen(Screen):
         finally:
             self._fill_gate.release()
 
-    def _trace_window(self, request: int, bundle: CaseBundle) -> tuple[Any, TraceRows, list[int]] | None:
+    def _trace_window(self, request: int, bundle: CaseBundle) -> tuple[SourceTrace, TraceRows, list[int]] | None:
         """Load the trace (a big one is only indexed), build the rows around the failure
         step, post TraceReady; the rows still to build, nearest first."""
 
@@ -348,9 +351,11 @@ class CaseScreen(Screen):
             return None
         return self._publish_trace(request, trace, problems, failure_index, window=WINDOW_LAZY if trace.lazy else WINDOW)
 
-    def _publish_trace(self, request: int, trace: Any, problems: list[Any], failure_index: int | None, *, window: int | None) -> tuple[Any, TraceRows, list[int]]:
+    def _publish_trace(
+        self, request: int, trace: SourceTrace, problems: list[Problem], failure_index: int | None, *, window: int | None
+    ) -> tuple[SourceTrace, TraceRows, list[int]]:
         count = trace.step_count
-        rows: list[Any] = [None] * count
+        rows: list[StepRow | None] = [None] * count
         valid = failure_index if failure_index is not None and 0 <= failure_index < count else None
         centre = valid if valid is not None else 0
         span = count if window is None else window
@@ -366,8 +371,8 @@ class CaseScreen(Screen):
             size_bytes=trace.size_bytes or 0,
             problems=[safe_text(p.message, single_line=True, limit=200) for p in problems],
             lazy=trace.lazy,
-            gzip=bool(getattr(trace, "gzip", False)),
-            index_seconds=getattr(trace, "index_seconds", None),
+            gzip=trace.gzip,
+            index_seconds=trace.index_seconds,
         )
         if trace.lazy:
             data.refresh_policy_indices()
@@ -415,7 +420,7 @@ class CaseScreen(Screen):
         if not first or self.trace is not None or self._trace_failed:
             self._check_integrity(message.request)
 
-    def _compare_now(self, request: int, bundle: CaseBundle, trace: Any, failure_index: int | None) -> None:
+    def _compare_now(self, request: int, bundle: CaseBundle, trace: SourceTrace, failure_index: int | None) -> None:
         try:
             source = trace.step(failure_index) if failure_index is not None else None
             teacher, label = pick_teacher_step(bundle, failure_index)
@@ -528,7 +533,7 @@ class CaseScreen(Screen):
         layout = Layout(bundle.layout) if bundle.layout in Layout._value2member_map_ else Layout.UNKNOWN
         ref = self.ref if isinstance(self.ref, CaseRef) else CaseRef(path=self.case_path, layout=layout)
         try:
-            checked: list[Any] = []
+            checked: list[InputProvenance] = []
             _summary, problems = checked_case(ref, self.options.key_root, path_map=self.options.path_map, provenance=checked)
         except Exception as exc:  # noqa: BLE001 - shown as the check's one problem in the Integrity tab and badge
             self.post_message(IntegrityReady(request, [_check_failed_row(self.case_path, exc)]))
@@ -1031,13 +1036,13 @@ class CaseScreen(Screen):
             self._paint_trace_status()
             return
         if self._trace_search is None or self._trace_search.trace is not self.trace:
-            self._trace_search = TraceSearch(self.trace, self._corpus if getattr(self.trace, "lazy", False) else None)
+            self._trace_search = TraceSearch(self.trace, self._corpus if self.trace.lazy else None)
             self._search_status = "searching the steps\u2026"
             self._paint_trace_status()
         self._run_search(self._trace_search, query, self.query_one(TraceView).cursor, direction, include_start)
 
     @work(thread=True, exclusive=True, group="trace-search", exit_on_error=False)
-    def _run_search(self, search: Any, query: str, start: int, direction: int, include_start: bool) -> None:
+    def _run_search(self, search: TraceSearch, query: str, start: int, direction: int, include_start: bool) -> None:
         worker = get_current_worker()
         try:
             hit = search.find(query, start, direction, include_start=include_start, cancelled=lambda: worker.is_cancelled)
@@ -1084,12 +1089,12 @@ class CaseScreen(Screen):
                 self._detail_gate.release()
 
         self.set_timer(2.0, release)  # whatever becomes of the detail
-        self._detail(self.query_one(TraceView).cursor, release)
+        self._detail(self.trace, self.query_one(TraceView).cursor, release)
 
     @work(thread=True, exclusive=True, group="case-detail", exit_on_error=False)
-    def _detail(self, index: int, painted: Callable[[], None]) -> None:
+    def _detail(self, trace: SourceTrace, index: int, painted: Callable[[], None]) -> None:
         try:
-            detail = self.trace.step_detail(index)
+            detail = trace.step_detail(index)
             doc = step_detail_doc(detail, failure_index=self.view.failure_index if self.view else None)
         except Exception as exc:  # noqa: BLE001 - shown in the step detail
 
@@ -1161,7 +1166,7 @@ class CaseScreen(Screen):
         if reload is not None:
             reload()
 
-    def _need_bundle(self, what: str = "", then: Any = None) -> bool:
+    def _need_bundle(self, what: str = "", then: Callable[[], object] | None = None) -> bool:
         """True when the case's files are read. Otherwise say what is still being read
         and, with ``then``, run it as soon as they are (the last key pressed wins)."""
         if self.bundle is not None:
@@ -1174,7 +1179,7 @@ class CaseScreen(Screen):
             self.notify(f"Still reading {reading}; try again in a moment", markup=False)
         return False
 
-    def _after_integrity_consent(self, what: str, go: Any) -> None:
+    def _after_integrity_consent(self, what: str, go: Callable[[], object]) -> None:
         """Run ``go`` at once on a sound case; on a case with integrity problems (or one
         still being checked) say so first and go on only if the operator agrees."""
         if self.integrity is not None and not self.problem_rows():

@@ -47,7 +47,7 @@ from eviscene_tui.tokens.diff import alignment_summary
 from eviscene_tui.tokens.hintspan import HintSpan
 from eviscene_tui.tokens.layout import CellLayout
 from eviscene_tui.tokens.search import find_text, matching_ids
-from eviscene_tui.tokens.sources import CaptureError, CaptureRef, enumerate_captures, load_capture, locate_hint
+from eviscene_tui.tokens.sources import CaptureCase, CaptureError, CaptureRef, enumerate_captures, load_capture, locate_hint
 from eviscene_tui.tokens.vision import VisionIds, guess_from_ids
 from eviscene_tui.ui.messages import (
     CaptureFailed,
@@ -160,7 +160,7 @@ class TokenScreen(Screen[None]):
 
     def __init__(
         self,
-        case: CaseBundle | None,
+        case: CaptureCase | None,  # a CaseBundle, a synthetic case, or None for a live capture
         options: AppOptions,
         *,
         source: str | None = None,
