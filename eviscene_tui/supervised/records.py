@@ -367,8 +367,11 @@ def build_episode(
     attempt_store: Mapping[str, Any] | None,
 ) -> dict[str, Any]:
     """The hinted teacher episode (§2.9): source prefix byte-equal + the teacher suffix."""
-    episode = copy.deepcopy(dict(trace))
-    state = dict(_map(episode.get("state")))
+    # everything but the steps is copied; the prefix steps are the source's own objects,
+    # written as they are (byte-equal) and never changed here: a deep copy of a 200 MB
+    # trace's steps (millions of token ids) cost seconds and doubled the memory every round
+    episode = {key: copy.deepcopy(value) for key, value in trace.items() if key != "state"}
+    state = {key: copy.deepcopy(value) for key, value in _map(trace.get("state")).items() if key != "all_steps"}
     index = int(site["source_step_index"])
     prefix = list(trace_steps_of(trace)[:index])
     suffix = []

@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+import orjson
 import pytest
 
 from eviscene_tui.policy.accumulate import StreamAccumulator
@@ -245,3 +246,23 @@ def test_run_config_names_the_operator_as_hint_constructor_without_a_url():
     assert cfg["trace"] == {"path": str(TRACE_PATH), "sha256": "0" * 64} and cfg["operator_gated"] is True
     identity = S.search_identity(inputs, "/w", Budgets(max_attempts=4, max_proposals=8))
     assert identity["inputs"]["initial_site"]["source_step_index"] == 3 and identity["max_attempts"] == 4
+
+
+def test_the_teacher_episode_keeps_the_source_prefix_as_it_is_and_leaves_the_source_untouched() -> None:
+    trace = make_trace()
+    before = orjson.dumps(trace)
+    site = R.site_from_trace(trace, 3, localization_kind="semantic")
+    teacher = {"stage_name": "psd_teacher_react", "metadata": {}, "output": "search the archive"}
+    episode = R.build_episode(trace, site, [teacher], source_runtime_store_path=None, attempt_store=None)
+    steps = R.trace_steps_of(trace)
+    written = orjson.loads(orjson.dumps(episode))
+    assert written["state"]["all_steps"][:3] == orjson.loads(orjson.dumps(steps[:3]))  # the prefix, byte-equal
+    assert written["state"]["all_steps"][3]["metadata"]["psd_role"] == "teacher"
+    assert len(written["state"]["all_steps"]) == 4
+    # the episode's own fields are copies: changing them leaves the source as it was
+    episode["state"]["termination"] = "changed"
+    episode["state"].setdefault("errors", []).append("x")
+    for key in episode:
+        if key != "state" and isinstance(episode[key], dict):
+            episode[key]["changed"] = True
+    assert orjson.dumps(trace) == before
