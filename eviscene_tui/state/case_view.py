@@ -15,11 +15,23 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from eviscene_tui.artifacts.models import CHECK_NAMES, SEMANTIC_CATEGORIES, AttemptRecord, SearchManifest, SemanticLocalization
+from eviscene_tui.artifacts.models import (
+    CHECK_NAMES,
+    SEMANTIC_CATEGORIES,
+    AttemptRecord,
+    ContinuationPayload,
+    FailureSite,
+    FeedbackObject,
+    LocalVerification,
+    SearchManifest,
+    SemanticLocalization,
+)
 from eviscene_tui.safe_text import safe_text
 from eviscene_tui.artifacts.jsonio import read_json
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from eviscene_tui.artifacts.case import CaseBundle, RoundBundle
     from eviscene_tui.artifacts.paths import InputProvenance
     from eviscene_tui.artifacts.trace import SourceTrace
@@ -133,7 +145,7 @@ def _short(sha: Any, n: int = 12) -> str:
     return sha[:n] + "\u2026" if isinstance(sha, str) and len(sha) > n else (sha or "")
 
 
-def _semantic(bundle: CaseBundle) -> tuple[SemanticLocalization | None, Any]:
+def _semantic(bundle: CaseBundle) -> tuple[SemanticLocalization | None, RoundBundle | None]:
     """(semantic localization, the round it came from) — newest round that has one."""
     for r in reversed(bundle.rounds):
         sl = r.semantic_localization
@@ -142,7 +154,7 @@ def _semantic(bundle: CaseBundle) -> tuple[SemanticLocalization | None, Any]:
     return None, None
 
 
-def _source_failed(bundle: CaseBundle) -> Any:
+def _source_failed(bundle: CaseBundle) -> bool | None:
     for a in reversed(bundle.attempts or []):
         if a.source_rollout_failed is not None:
             return a.source_rollout_failed
@@ -151,7 +163,7 @@ def _source_failed(bundle: CaseBundle) -> Any:
     return None
 
 
-def semantic_validity(sl: SemanticLocalization, trace_sha: str | None = None) -> list[str]:
+def semantic_validity(sl: SemanticLocalization | None, trace_sha: str | None = None) -> list[str]:
     """Why a semantic localization cannot yield a site (§3.4 rule 3); [] = valid."""
     reasons: list[str] = []
     if sl is None:
@@ -286,7 +298,7 @@ def provenance_lines(rows: list[InputProvenance]) -> list[Line]:
     return out
 
 
-def _localization_doc(bundle: CaseBundle, site: Any, view: CaseView) -> list[Line]:
+def _localization_doc(bundle: CaseBundle, site: FailureSite | None, view: CaseView) -> list[Line]:
     out: list[Line] = [L(Seg("Failure site", "title"))]
     if site is None and view.site_from_semantic:
         out.append(L(Seg("  not bound yet; the semantic localization selects ", "warn"), S(f"step {view.failure_index}", "accent")))
@@ -372,7 +384,7 @@ def _gold(bundle: CaseBundle) -> Any:
         return None
 
 
-def _no_site_doc(bundle: CaseBundle, sl: Any, view: CaseView) -> list[Line]:
+def _no_site_doc(bundle: CaseBundle, sl: SemanticLocalization | None, view: CaseView) -> list[Line]:
     out: list[Line] = [L(Seg("Why no recoverable site was found", "title"))]
     cands = bundle.candidates or []
     audit_codes = [code for c in cands for code in (c.strict_trace_audit_failure_codes or [])]
@@ -477,7 +489,7 @@ def _rounds_doc(bundle: CaseBundle) -> tuple[list[Line], dict[int, tuple[str, ..
 SEARCH_FILES = ("manifest.json", "search-state.json", "repair_attempts.jsonl", "repair_candidates.jsonl", "requests/", "case-inputs/", "inputs/", "")
 
 
-def _feedback_lines(fb: Any) -> list[Line]:
+def _feedback_lines(fb: FeedbackObject) -> list[Line]:
     out: list[Line] = [L(Seg("  feedback given to this round", "key"))]
     out.append(L(Seg("    locked_hint: ", "key"), S(fb.locked_hint or "(none)", "hint" if fb.locked_hint else "dim", single_line=False)))
     out.append(L(Seg("    needs_relocalization: ", "key"), flag(fb.needs_relocalization)))
@@ -619,7 +631,7 @@ def _round_tail_lines(r: RoundBundle) -> list[Line]:
 _UNKNOWN = object()  # the episode listing could not be read
 
 
-def _episode_paths(r: Any) -> dict[int, Any] | None:
+def _episode_paths(r: RoundBundle) -> dict[int, Path] | None:
     """hint index -> episode file of a round; None when the folder cannot be listed."""
     try:
         return dict(r.episode_paths)
@@ -627,7 +639,7 @@ def _episode_paths(r: Any) -> dict[int, Any] | None:
         return None
 
 
-def _media_dir(r: Any, rd: str) -> str | None:
+def _media_dir(r: RoundBundle, rd: str) -> str | None:
     """The round's media folder when it has one (its files are checked against the attempts)."""
     try:
         return f"{rd}media/" if (r.dir / "media").is_dir() else None
@@ -635,7 +647,11 @@ def _media_dir(r: Any, rd: str) -> str | None:
         return None
 
 
-def _attempt_lines(i: int, a: Any, lv: Any, cont: Any, *, rd: str = "", episode: Any = _UNKNOWN) -> tuple[list[Line], dict[int, tuple[str, ...]]]:
+def _attempt_lines(
+    i: int, a: AttemptRecord, lv: LocalVerification | None, cont: ContinuationPayload | None, *, rd: str = "", episode: Path | object | None = _UNKNOWN
+) -> tuple[list[Line], dict[int, tuple[str, ...]]]:
+    """The lines of one attempt (with its judge verdict and continuation); ``episode``: its
+    episode file, None when it is missing, ``_UNKNOWN`` when the folder could not be listed."""
     out: list[Line] = []
     anchors: dict[int, tuple[str, ...]] = {}
     hint = f"hint-{i:02d}"

@@ -12,12 +12,20 @@ import re
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 from rich.cells import cell_len
 
 from eviscene_tui.safe_text import safe_text
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+
+    from eviscene_tui.artifacts.layout import CaseRef
+    from eviscene_tui.artifacts.problems import Problem
+    from eviscene_tui.artifacts.summary import CaseSummary
+    from eviscene_tui.state.transient import TransientProblems
 
 # Statuses that put a case in the no-recoverable-site queue / the triage queue.
 NO_SITE_STATUSES = frozenset({"no_recoverable_site", "no_further_grounded_hint"})
@@ -76,7 +84,8 @@ class CaseRow:
     stale_for: float = 0.0  # a "searching" case nothing has written to for this many seconds (0 = not stale)
     status_note: str = ""  # shown after the status: what an unsupported layout's own state says
     checked: bool = False  # problems come from the full integrity check (as ``check``), not the cheap summary
-    ref: Any = field(default=None, compare=False, repr=False)  # opaque handle to open the case
+    # what opens the case: its CaseRef (or the summary it was built from, which has its path)
+    ref: CaseRef | CaseSummary | None = field(default=None, compare=False, repr=False)
     _haystack: str = field(default="", compare=False, repr=False)
     _cells: tuple[str, ...] | None = field(default=None, compare=False, repr=False)
     _widths: tuple[int, ...] | None = field(default=None, compare=False, repr=False)
@@ -347,23 +356,23 @@ def last_round_status(case_path: Any) -> str | None:
     return status if isinstance(status, str) else None
 
 
-def problem_pairs(problems: Any) -> list[tuple[str, str]]:
+def problem_pairs(problems: Iterable[Problem]) -> list[tuple[str, str]]:
     """(code, absolute path) of each problem: how rows and the transient tracker name them."""
     return [(str(p.code), os.path.abspath(str(p.path))) for p in problems]
 
 
-def row_key(summary: Any) -> str:
+def row_key(summary: CaseSummary) -> str:
     """The runs-table key of a summarised case: its path under the opened folder."""
     return summary.rel_path if summary.rel_path and summary.rel_path != "." else (summary.path.name or str(summary.path))
 
 
 def row_from_summary(
-    summary: Any,
+    summary: CaseSummary,
     *,
-    transient: Any = None,
+    transient: TransientProblems | None = None,
     last_round: str | None = None,
-    ref: Any = None,
-    problems: list[Any] | None = None,
+    ref: CaseRef | None = None,
+    problems: list[Problem] | None = None,
 ) -> CaseRow:
     """Project an artifact-layer ``CaseSummary`` onto a :class:`CaseRow`.
 

@@ -15,11 +15,11 @@ from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from multiprocessing import resource_tracker
 from pathlib import Path
-from typing import Any
 
 from eviscene_tui.artifacts.integrity import safe_read_bound
 from eviscene_tui.artifacts.layout import CaseRef, discover_cases
 from eviscene_tui.artifacts.paths import PathMap
+from eviscene_tui.artifacts.problems import Problem
 from eviscene_tui.artifacts.report import checked_case
 from eviscene_tui.artifacts.summary import summarize_case
 from eviscene_tui.journal.paths import SUPERVISED_DIR, case_key, supervised_root_path
@@ -208,7 +208,7 @@ def scan_rows(
     transient: TransientProblems | None = None,
     *,
     cancelled: Callable[[], bool] = lambda: False,
-    problems: list[Any] | None = None,
+    problems: list[Problem] | None = None,
     base: Path | None = None,
     extra: Iterable[Path] = (),
 ) -> Iterator[CaseRow]:

@@ -48,6 +48,7 @@ from eviscene_tui.ui import messages as M
 from eviscene_tui.ui.actions import BY_ID, applied_keymap, bindings, effective_keys
 from eviscene_tui.ui.themes import DARK, DEFAULT_THEME, LIGHT, app_themes, theme_css_paths
 from eviscene_tui.artifacts.layout import CaseRef, discover_cases
+from eviscene_tui.artifacts.problems import Problem
 from eviscene_tui.journal.review import review_state
 from eviscene_tui.policy.client import PolicyClient
 from eviscene_tui.policy.config import policy_config
@@ -184,7 +185,7 @@ class EvisceneApp(App[int]):
     def scan(self) -> None:
         worker = get_current_worker()
         root = self.options.root
-        problems: list[Any] = []
+        problems: list[Problem] = []
         started = time.perf_counter()
         done = 0
         rows = scan_rows(root, self.transient, cancelled=lambda: worker.is_cancelled, problems=problems, base=self.options.key_root,

@@ -30,6 +30,7 @@ from textual.app import ComposeResult
 from textual.content import Content
 from textual.screen import Screen
 from textual.widgets import Static, TextArea
+from textual.timer import Timer
 from textual.worker import Worker, WorkerState
 
 from eviscene_tui.ui.actions import bindings
@@ -112,7 +113,7 @@ class StreamScreen(Screen):
         # the request is without hint when rebuilt here; as given otherwise
         self.session = StreamSession(hint=hint_text, request=request)
         self.stream_worker: Worker | None = None
-        self._preview_timer: Any = None
+        self._preview_timer: Timer | None = None
         self._shown: StreamSnapshot | None = None
 
     # the session's fields, as the screen's (tests and the token inspector read them)
@@ -325,7 +326,7 @@ class StreamScreen(Screen):
             outcome = await run_continuation(client, request, work=work_dir, case_ref=case_ref, on_event=feed.push, accumulator=feed.acc)
         self.post_message(StreamEnded(outcome.status, feed.acc))
 
-    def _work(self) -> Any:
+    def _work(self) -> WorkDir | None:
         try:
             return self.options.work()
         except Exception as exc:  # noqa: BLE001 - shown, not fatal
@@ -395,7 +396,7 @@ class StreamScreen(Screen):
         self._build_live_capture(snap, step)
 
     @work(exclusive=True, group="policy-capture", exit_on_error=False, thread=True)
-    def _build_live_capture(self, snap: Any, step_index: int | None) -> None:
+    def _build_live_capture(self, snap: LiveSnapshot, step_index: int | None) -> None:
         try:
             student = None
             note = None

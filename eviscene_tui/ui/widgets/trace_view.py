@@ -8,7 +8,7 @@ Rows not built yet paint as a dim placeholder.
 from __future__ import annotations
 
 import time
-from typing import Any
+from collections.abc import Iterable
 
 from rich.segment import Segment
 from rich.style import Style
@@ -119,7 +119,7 @@ class TraceView(ScrollView, can_focus=True):
         self.goto(target, center=True)
         self.refresh()
 
-    def set_marks(self, indices: Any) -> None:
+    def set_marks(self, indices: Iterable[int]) -> None:
         """Mark these steps (search matches); an empty collection clears the marks."""
         marks = frozenset(indices)
         if marks != self.marks:
