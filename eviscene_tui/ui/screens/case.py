@@ -51,6 +51,7 @@ from eviscene_tui.ui.widgets.search_box import SearchBox
 from eviscene_tui.artifacts.case import CaseBundle, load_case
 from eviscene_tui.artifacts.layout import CaseRef, Layout
 from eviscene_tui.artifacts.report import checked_case
+from eviscene_tui.artifacts.summary import CaseSummary
 from eviscene_tui.artifacts.problems import Problem
 from eviscene_tui.artifacts.trace import SourceTrace, load_trace
 from eviscene_tui.journal.review import add_triage_label, open_review_journal
@@ -78,7 +79,7 @@ RELOAD_DELAY = 0.15  # seconds from a change in the open case to its reload
 INTEGRITY_GAP = 2.0
 
 
-def _check_failed_row(case_path: Any, exc: BaseException) -> tuple[str, str, str]:
+def _check_failed_row(case_path: Path, exc: BaseException) -> tuple[str, str, str]:
     """The Integrity row of a full check that raised instead of answering."""
     text = safe_text(f"integrity check failed: {type(exc).__name__}: {exc}", single_line=True, limit=500)
     return ("error", safe_text(str(case_path), single_line=True), text)
@@ -130,10 +131,12 @@ class CaseScreen(Screen):
             return
         self.app.open_gate(self.case_path)  # type: ignore[attr-defined]  # the EvisceneApp's
 
-    def __init__(self, ref: Any, options: AppOptions, *, key: str | None = None) -> None:
+    def __init__(self, ref: CaseRef | CaseSummary | Path, options: AppOptions, *, key: str | None = None) -> None:
+        """``ref``: the case's runs row handle (its ``CaseRef``, or the summary it was built
+        from), or the case folder itself."""
         super().__init__()
         self.ref = ref
-        self.case_path = Path(getattr(ref, "path", ref))
+        self.case_path = ref if isinstance(ref, Path) else ref.path
         self.options = options
         self.key = key or self.case_path.name
         self.bundle: CaseBundle | None = None
@@ -1238,7 +1241,7 @@ class CaseScreen(Screen):
         self.app.push_screen(TokenScreen(self.bundle, self.options, source=source))
 
 
-def _relpath(path: str, base: Any) -> str:
+def _relpath(path: str, base: Path) -> str:
     try:
         return os.path.relpath(path, base)
     except ValueError:
