@@ -11,7 +11,8 @@ import sys
 import pytest
 from conftest import ScreenHarness, wait_until
 from textual.app import App
-from textual.geometry import Region
+from textual.geometry import Offset, Region
+from textual.scrollbar import ScrollBar
 from textual.widget import Widget
 
 from eviscene_tui.tokens import tiny
@@ -22,6 +23,7 @@ from eviscene_tui.samples.synthetic import make_big_capture_ids
 from eviscene_tui.ui import gc_hold, input_clock
 from eviscene_tui.ui.screens.tokens import TokenScreen
 from eviscene_tui.ui.widgets.image_preview import HalfBlockImage
+from eviscene_tui.ui.widgets.lean_scrollbar import LeanScrollBar
 from eviscene_tui.ui.widgets.token_view import TokenView
 
 
@@ -655,3 +657,28 @@ async def test_the_next_page_is_rendered_ahead_while_the_operator_reads(tmp_path
                 await pilot.press("pagedown")
                 await wait_until(lambda: view.ahead_pending == 0, pilot=pilot)
                 assert view.lines_built - built >= height - 2  # not ahead this time: rendered when shown
+
+
+async def test_the_views_lean_scrollbar_draws_what_textuals_scrollbar_draws(tmp_path: Path):
+    """The token view's vertical scrollbar renders its rows without Textual's general widget
+    pipeline; what it draws equals Textual's own bar at every position, hovered and grabbed."""
+    app = _chat_capture_app(tmp_path, 60_000)
+    async with app.run_test(size=(160, 50)) as pilot:
+        await _settle(app, pilot)
+        view = app.screen.query_one("#token-view", TokenView)
+        bar = view.vertical_scrollbar
+        assert isinstance(bar, LeanScrollBar) and bar.display
+        seen: set[tuple] = set()
+        for key in ["pagedown"] * 6 + ["end", "home"]:
+            await pilot.press(key)
+            await pilot.pause()
+            width, height = bar.size
+            for state in ("plain", "hover", "grabbed"):
+                bar.mouse_over = state == "hover"
+                bar.grabbed = Offset(0, 0) if state == "grabbed" else None
+                for crop in (Region(0, 0, width, height), Region(0, 4, width, 9), Region(1, 0, width - 1, height)):
+                    ours = bar.render_lines(crop)
+                    assert _cells(ours) == _cells(ScrollBar.render_lines(bar, crop)), (key, state, crop)
+                    seen.add(tuple(tuple(row) for row in _cells(ours)))
+            bar.mouse_over, bar.grabbed = False, None
+        assert len(seen) > 6  # the thumb moved and the colours changed: different drawings were compared

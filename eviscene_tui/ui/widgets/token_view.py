@@ -40,6 +40,7 @@ from textual.geometry import Region, Size
 from textual.message import Message
 from textual.reactive import var
 from textual.scroll_view import ScrollView
+from textual.scrollbar import ScrollBar
 from textual.strip import Strip
 
 from eviscene_tui.tokens.capture import CaptureData, logprob_bucket
@@ -49,6 +50,7 @@ from eviscene_tui.tokens.layout import CellLayout, PadRun, RowLayout
 from eviscene_tui.tokens.search import find_offset, parse_query
 from eviscene_tui.ui import input_clock
 from eviscene_tui.ui.actions import bindings
+from eviscene_tui.ui.widgets.lean_scrollbar import LeanScrollBar
 from eviscene_tui.tokens.vision import FAMILY_SPECIALS, VisionIds
 
 MODES = ("grid", "flow")
@@ -505,6 +507,21 @@ class TokenView(ScrollView, can_focus=True):
         # every slice; from the loop, the key's hops run before the next slice is queued
         self._ahead_scheduled = True
         asyncio.get_running_loop().call_soon(self.call_later, self._render_ahead)
+
+    @property
+    def vertical_scrollbar(self) -> ScrollBar:
+        """Textual's vertical scrollbar as a :class:`LeanScrollBar`: the same bar (styles,
+        hover, grab, mouse actions) whose rows render without Textual's general pipeline,
+        which cost a fifth of every page's frame. Textual creates its bar in this property;
+        this creates the lean kind the same way (the two private names are Textual's own
+        slot for the bar and its way to start a child widget)."""
+        bar = self._vertical_scrollbar
+        if bar is None:
+            bar = LeanScrollBar(vertical=True, name="vertical", thickness=self.scrollbar_size_vertical)
+            bar.display = False
+            self._vertical_scrollbar = bar
+            self.app._start_widget(self, bar)
+        return bar
 
     def _plain_box(self) -> bool:
         """No border, outline, padding, tint or opacity: the lines this view renders are
