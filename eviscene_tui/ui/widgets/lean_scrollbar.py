@@ -17,15 +17,18 @@ from rich.segment import Segment
 from textual.geometry import Region
 from textual.scrollbar import ScrollBar, ScrollBarRender
 from textual.strip import Strip
+from textual.widget import Widget
 
 _BACK_DEFAULT = Color.parse("#555555")
 _BAR_DEFAULT = Color.parse("bright_magenta")
 
 
 class LeanScrollBar(ScrollBar):
+    """Textual's scrollbar with the fast row drawing of this module."""
+
     def render_lines(self, crop: Region) -> list[Strip]:
         bar = self.render()
-        if not (self.vertical and type(bar) is ScrollBarRender and self.renderer is ScrollBarRender and _plain_box(self)):
+        if not (self.vertical and type(bar) is ScrollBarRender and self.renderer is ScrollBarRender and plain_box(self)):
             return super().render_lines(crop)
         width, height = self.size
         style = bar.style if not isinstance(bar.style, str) else self.app.console.get_style(bar.style)
@@ -55,14 +58,17 @@ class LeanScrollBar(ScrollBar):
         return strips
 
 
-def _plain_box(bar: ScrollBar) -> bool:
-    """No padding, border, outline, tint, opacity or alignment on the bar itself."""
-    styles = bar.styles
+def plain_box(widget: Widget) -> bool:
+    """No padding, border, outline, tint, opacity, hatch or alignment on ``widget``: the lines
+    it renders are the lines on screen, so they may be handed to the compositor as they are
+    (Textual's styles pipeline would only copy them)."""
+    styles = widget.styles
     return (
         not any(styles.gutter)
         and not any(edge for edge, _color in styles.outline)
         and styles.tint.a == 0
-        and bar.opacity == 1.0
+        and widget.opacity == 1.0
         and styles.text_opacity == 1.0
+        and not (styles.has_rule("hatch") and styles.hatch != "none")
         and styles.content_align == ("left", "top")
     )

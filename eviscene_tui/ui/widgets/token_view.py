@@ -50,7 +50,7 @@ from eviscene_tui.tokens.layout import CellLayout, PadRun, RowLayout
 from eviscene_tui.tokens.search import find_offset, parse_query
 from eviscene_tui.ui import input_clock
 from eviscene_tui.ui.actions import bindings
-from eviscene_tui.ui.widgets.lean_scrollbar import LeanScrollBar
+from eviscene_tui.ui.widgets.lean_scrollbar import LeanScrollBar, plain_box
 from eviscene_tui.tokens.vision import FAMILY_SPECIALS, VisionIds
 
 MODES = ("grid", "flow")
@@ -424,7 +424,7 @@ class TokenView(ScrollView, can_focus=True):
     def render_lines(self, crop: Region) -> list[Strip]:
         if self.mode == "flow" and self.flow is not None:
             self._settle_flow()
-        lines = self._render_plain_lines(crop) if self._plain_box() else super().render_lines(crop)
+        lines = self._render_plain_lines(crop) if plain_box(self) else super().render_lines(crop)
         self._request_margin()
         self._plan_ahead()
         return lines
@@ -447,7 +447,7 @@ class TokenView(ScrollView, can_focus=True):
         """Once this frame is painted, render the page below the view and the page above it
         (see :meth:`_rows_above`) a few rows per idle slice, so the next page key shows
         cached lines. A new scroll position, layout, search or set of pieces plans afresh."""
-        if self.data is None or not self._plain_box():
+        if self.data is None or not plain_box(self):
             return
         total = len(self.flow) if self.mode == "flow" and self.flow is not None else len(self.rows) if self.rows is not None else 0
         top = self.scroll_offset.y
@@ -522,19 +522,6 @@ class TokenView(ScrollView, can_focus=True):
             self._vertical_scrollbar = bar
             self.app._start_widget(self, bar)
         return bar
-
-    def _plain_box(self) -> bool:
-        """No border, outline, padding, tint or opacity: the lines this view renders are
-        the lines on screen, so :meth:`_render_plain_lines` may hand them over as they are."""
-        styles = self.styles
-        return (
-            not any(styles.gutter)
-            and not any(edge for edge, _color in styles.outline)
-            and styles.tint.a == 0
-            and self.opacity == 1.0
-            and styles.text_opacity == 1.0
-            and not (styles.has_rule("hatch") and styles.hatch != "none")
-        )
 
     def _render_plain_lines(self, crop: Region) -> list[Strip]:
         """Textual's line pipeline without its per-frame copy of every line.
