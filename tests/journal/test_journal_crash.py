@@ -4,8 +4,9 @@ Each trial starts a writer process (forked from a per-lane zygote) on a journal
 that earlier (killed) writers left behind, waits for its first acknowledged decision, sleeps a random
 few milliseconds and SIGKILLs it. Afterwards the journal parses, its chain
 verifies and every decision the writer had acknowledged ("ack <id>" printed only
-after append() returned, i.e. after write + fsync) is present. Several journals
-run in parallel lanes to keep the test fast.
+after append() returned, i.e. after write + fsync) is present; a line torn by the kill
+(only the last, unacknowledged one) is found at the end and recovered by the next
+writer. Several journals run in parallel lanes to keep the test fast.
 """
 
 import os
@@ -120,6 +121,11 @@ def test_sigkill_at_random_points_keeps_every_acknowledged_decision(tmp_path):
         assert rep.events >= len(acked)
         # the fold still works on the survivors
         assert fold(Journal(path, read_only=True).events).decisions
-        # one write per event: a kill never tears a line on a local filesystem
-        assert torn_seen == 0 and rep.torn_tail is None
+        # one write per event, but a SIGKILL may still stop that write where it crosses a
+        # page of the file (the kernel checks for a fatal signal between pages): only the
+        # killed writer's last, unacknowledged line can be torn, at the end, and the next
+        # writer recovers it (counted in torn_seen) before it appends
+        if rep.torn_tail is not None:
+            assert rep.torn_tail.tail and rep.torn_tail.line > rep.events  # after every event
+        assert torn_seen <= TRIALS_PER_LANE
     assert total_trials >= 50
