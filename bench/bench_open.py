@@ -47,15 +47,11 @@ def peak_rss_kb():
             return int(line.split()[1])
     return 0
 
-from bench.frames import frame_clock
-_FRAME_CLOCK = frame_clock()  # kept: a dropped context manager would restore the app at once
-FRAMES = _FRAME_CLOCK.__enter__()  # for the life of this benchmark process
-
-async def frame_end(t):
-    # the end of the first frame the app finished at or after t (a paint is seen when a
-    # widget renders the row; the operator sees it when the frame is out)
-    await until(lambda: FRAMES.after(t) is not None, timeout=10, step=0.001)
-    return FRAMES.after(t)[0]
+from bench.frames import process_frame_clock
+FRAMES = process_frame_clock()  # the end of each frame, encoded as for a terminal
+# the end of the first frame the app finished at or after t (a paint is seen when a widget
+# renders the row; the operator sees it when the frame is out)
+frame_end = FRAMES.end_after
 
 def make_app(root, *, watch=False, poll=False):
     from eviscene_tui.options import AppOptions

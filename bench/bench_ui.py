@@ -124,10 +124,9 @@ from eviscene_tui.ui.app import EvisceneApp
 from eviscene_tui.settings import Settings
 from eviscene_tui.ui.screens.case import CaseScreen
 from eviscene_tui.ui.widgets.trace_view import TraceView
-from bench.frames import frame_clock
+from bench.frames import process_frame_clock
 
-_FRAME_CLOCK = frame_clock()  # kept: a dropped context manager would restore the app at once
-FRAMES = _FRAME_CLOCK.__enter__()  # the end of each frame, encoded as for a terminal
+FRAMES = process_frame_clock()  # the end of each frame, encoded as for a terminal
 
 case = Path(sys.argv[1])
 async def main():
@@ -147,10 +146,7 @@ async def main():
                     break
             await asyncio.sleep(0.002)
         painted = tv.failure_painted_at if tv is not None and tv.failure_painted_at else time.perf_counter()
-        while FRAMES.after(painted) is None and time.perf_counter() - painted < 10:
-            await asyncio.sleep(0.002)
-        frame = FRAMES.after(painted)
-        shown = (frame[0] if frame is not None else painted) - start  # the end of the frame that painted it
+        shown = await FRAMES.end_after(painted) - start  # the end of the frame that painted it
         await pilot.pause()
         tv = screen.query_one(TraceView)
         ok = screen.trace_rows is not None and tv.cursor == screen.trace_rows.failure_index

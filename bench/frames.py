@@ -10,6 +10,7 @@ measures itself.
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -35,6 +36,15 @@ class FrameClock:
                 return end
         return None
 
+    async def end_after(self, t: float, timeout: float = 10.0) -> float:
+        """Wait for the first frame finished at or after ``t`` and return its end (``t``
+        itself when no frame comes within ``timeout``)."""
+        deadline = time.perf_counter() + timeout
+        while self.after(t) is None and time.perf_counter() < deadline:
+            await asyncio.sleep(0.001)
+        frame = self.after(t)
+        return frame[0] if frame is not None else t
+
 
 @contextmanager
 def frame_clock() -> Iterator[FrameClock]:
@@ -54,3 +64,14 @@ def frame_clock() -> Iterator[FrameClock]:
         yield clock
     finally:
         App._display = real  # type: ignore[method-assign]
+
+
+_PROCESS_CLOCK: list[object] = []
+
+
+def process_frame_clock() -> FrameClock:
+    """A frame clock installed for the rest of this (benchmark subprocess) life; the context
+    manager is kept referenced, since a dropped one would restore the app at once."""
+    manager = frame_clock()
+    _PROCESS_CLOCK.append(manager)
+    return manager.__enter__()
