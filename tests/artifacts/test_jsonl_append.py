@@ -1,7 +1,8 @@
-"""read_jsonl_appended gives exactly what parsing the whole file gives (rows, problems
-with their order and messages, the torn-tail flag), read after read, while the file is
-appended to (torn lines included), rewritten in place, truncated or replaced; and it
-parses only the appended bytes when the earlier ones are unchanged."""
+"""scan_jsonl_appended concludes exactly what parsing the whole file gives (problems with
+their order and messages, the torn-tail flag, the row count, the first picked row and its
+line), check after check, while the file is appended to (torn lines included), rewritten
+in place, truncated or replaced; it parses only the appended bytes when the earlier ones
+are unchanged, and keeps no rows between checks."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from eviscene_tui.artifacts import jsonl_append
-from eviscene_tui.artifacts.jsonio import parse_jsonl_bytes
+from eviscene_tui.artifacts.jsonio import jsonl_lines, parse_jsonl_bytes
 
 
 @pytest.fixture(autouse=True)
@@ -23,17 +24,26 @@ def _memo_every_file(monkeypatch: pytest.MonkeyPatch) -> None:
     # test are the ones a tens-of-MB events.jsonl takes
     monkeypatch.setattr(jsonl_append, "MEMO_MIN", 0)
     monkeypatch.setattr(jsonl_append, "CHUNK", 7)
+    monkeypatch.setattr(jsonl_append, "PREFIX_PIECE", 5)
     jsonl_append.forget()
 
 
-def _whole(path: Path) -> tuple[list[object], list[str], bool]:
-    rows, problems, torn = parse_jsonl_bytes(path.read_bytes(), str(path))
-    return rows, [f"{p.code}:{p.path}:{p.message}" for p in problems], torn
+def _picks(row: object) -> bool:
+    """A row with an odd "n" (any row can be picked, so the first one matters)."""
+    return isinstance(row, dict) and isinstance(row.get("n"), int) and row["n"] % 2 == 1
 
 
-def _appended(path: Path) -> tuple[list[object], list[str], bool]:
-    rows, problems, torn = jsonl_append.read_jsonl_appended(str(path))
-    return rows, [f"{p.code}:{p.path}:{p.message}" for p in problems], torn
+def _whole(path: Path) -> tuple[int, tuple[int, object] | None, list[str], bool]:
+    data = path.read_bytes()
+    rows, problems, torn = parse_jsonl_bytes(data, str(path))
+    picked = next(((number, row) for number, row, error, _tail in jsonl_lines(data) if error is None and _picks(row)), None)
+    return len(rows), picked, [f"{p.code}:{p.path}:{p.message}" for p in problems], torn
+
+
+def _appended(path: Path) -> tuple[int, tuple[int, object] | None, list[str], bool]:
+    scan = jsonl_append.scan_jsonl_appended(str(path), _picks)
+    picked = (scan.picked.line, scan.picked.row) if scan.picked is not None else None
+    return scan.rows, picked, [f"{p.code}:{p.path}:{p.message}" for p in scan.problems], scan.torn_tail
 
 
 _row = st.dictionaries(st.sampled_from(["event", "n", "text"]), st.integers(-(2**40), 2**40) | st.text(max_size=8), max_size=3)
@@ -84,30 +94,49 @@ def test_every_read_equals_the_whole_file_read(tmp_path: Path, start: list[bytes
 
 def test_only_the_appended_lines_are_parsed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     path = tmp_path / "events.jsonl"
-    path.write_bytes(b'{"n": 1}\n{"n": 2}\n{"n": 3')  # the last line torn: a writer mid-line
-    rows, problems, torn = jsonl_append.read_jsonl_appended(str(path))
-    assert rows == [{"n": 1}, {"n": 2}] and torn and len(problems) == 1
+    path.write_bytes(b'{"n": 2}\n{"n": 4}\n{"n": 3')  # the last line torn: a writer mid-line
+    scan = jsonl_append.scan_jsonl_appended(str(path), _picks)
+    assert scan.rows == 2 and scan.torn_tail and len(scan.problems) == 1 and scan.picked is None
     parsed: list[bytes] = []
     real = orjson.loads
     monkeypatch.setattr(jsonl_append.orjson, "loads", lambda b: parsed.append(bytes(b)) or real(b))
     with open(path, "ab") as fh:
-        fh.write(b'}\n{"n": 4}\n')
-    rows, problems, torn = jsonl_append.read_jsonl_appended(str(path))
-    assert rows == [{"n": 1}, {"n": 2}, {"n": 3}, {"n": 4}] and problems == [] and not torn
-    assert parsed == [b'{"n": 3}', b'{"n": 4}']  # the torn line once complete, and the new one
+        fh.write(b'}\n{"n": 5}\n')
+    scan = jsonl_append.scan_jsonl_appended(str(path), _picks)
+    assert scan.rows == 4 and scan.problems == [] and not scan.torn_tail
+    assert scan.picked == jsonl_append.PickedRow(3, {"n": 3})
+    assert parsed == [b'{"n": 3}', b'{"n": 5}']  # the torn line once complete, and the new one
+
+
+def test_no_row_is_kept_between_checks(tmp_path: Path) -> None:
+    path = tmp_path / "events.jsonl"
+    path.write_bytes(b"".join(orjson.dumps({"n": 2 * i, "text": "x" * 50}) + b"\n" for i in range(200)))
+    jsonl_append.scan_jsonl_appended(str(path), _picks)
+    seen = jsonl_append._memo[str(path)]
+    assert seen.rows == 200 and seen.picked is None
+    # what is remembered is a few counts, a digest and the (empty) problem list, not rows
+    assert not any(isinstance(getattr(seen, f), list) and getattr(seen, f) for f in seen.__slots__)
+
+
+def test_another_pick_reads_the_whole_file_again(tmp_path: Path) -> None:
+    path = tmp_path / "events.jsonl"
+    path.write_bytes(b'{"n": 2}\n{"n": 3}\n')
+    assert jsonl_append.scan_jsonl_appended(str(path), _picks).picked == jsonl_append.PickedRow(2, {"n": 3})
+    first = jsonl_append.scan_jsonl_appended(str(path), lambda row: True).picked
+    assert first == jsonl_append.PickedRow(1, {"n": 2})
 
 
 def test_a_rewrite_of_an_earlier_line_is_seen(tmp_path: Path) -> None:
     path = tmp_path / "events.jsonl"
-    path.write_bytes(b'{"n": 1}\n{"n": 2}\n')
-    assert jsonl_append.read_jsonl_appended(str(path))[0] == [{"n": 1}, {"n": 2}]
+    path.write_bytes(b'{"n": 2}\n{"n": 4}\n')
+    assert jsonl_append.scan_jsonl_appended(str(path), _picks).picked is None
     st_before = path.stat()
     with open(path, "r+b") as fh:  # same size, same inode
         fh.write(b'{"n": 7}')
     os.utime(path, ns=(st_before.st_atime_ns, st_before.st_mtime_ns))
-    assert jsonl_append.read_jsonl_appended(str(path))[0] == [{"n": 7}, {"n": 2}]
+    assert jsonl_append.scan_jsonl_appended(str(path), _picks).picked == jsonl_append.PickedRow(1, {"n": 7})
 
 
 def test_a_missing_file_raises_like_open(tmp_path: Path) -> None:
     with pytest.raises(FileNotFoundError):
-        jsonl_append.read_jsonl_appended(str(tmp_path / "absent.jsonl"))
+        jsonl_append.scan_jsonl_appended(str(tmp_path / "absent.jsonl"), _picks)

@@ -9,7 +9,7 @@ import os
 
 from eviscene_tui.artifacts.integrity.context import CaseContext
 from eviscene_tui.artifacts.integrity.reading import CONTEXT_RE, HEX64, MAX_LEDGER_BYTES, MAX_PARSE_BYTES, join, read_json, short
-from eviscene_tui.artifacts.jsonl_append import read_jsonl_appended
+from eviscene_tui.artifacts.jsonl_append import scan_jsonl_appended
 from eviscene_tui.artifacts.models import SCHEMA_CONTEXT_LEDGER, SCHEMA_RUNTIME_EVENTS
 from eviscene_tui.artifacts.problems import ProblemCode
 
@@ -68,15 +68,14 @@ class RemainingFiles:
     def _events(self, p: str) -> None:
         if os.stat(p).st_size > MAX_LEDGER_BYTES:
             return
-        # read again on every check while a driver appends: only the new lines are parsed
-        rows, problems, torn_tail = read_jsonl_appended(p)
-        if torn_tail and problems:
+        # checked again on every check while a driver appends: only the new lines are read
+        scan = scan_jsonl_appended(p, _other_schema)
+        problems = scan.problems
+        if scan.torn_tail and problems:
             problems = problems[:-1]  # a torn last line of an append-only events log is normal
         self.ctx.findings.extend(problems)
-        for i, row in enumerate(rows):
-            if isinstance(row, dict) and "schema_version" in row and row.get("schema_version") != SCHEMA_RUNTIME_EVENTS:
-                self.ctx.files.schema(row, p, f"event line {i + 1}", SCHEMA_RUNTIME_EVENTS)
-                break
+        if scan.picked is not None:
+            self.ctx.files.schema(scan.picked.row, p, f"event line {scan.picked.line}", SCHEMA_RUNTIME_EVENTS)
 
     def _json(self, p: str, name: str, parent: str, *, in_runtime: bool) -> None:
         if os.stat(p).st_size >= MAX_PARSE_BYTES:
@@ -87,3 +86,8 @@ class RemainingFiles:
             self.ctx.files.schema(value, p, "context request manifest", SCHEMA_CONTEXT_LEDGER)
         elif not in_runtime:
             self.ctx.files.schema(value, p, name, None)
+
+
+def _other_schema(row: object) -> bool:
+    """An event at a schema version other than the runtime events' own."""
+    return isinstance(row, dict) and "schema_version" in row and row.get("schema_version") != SCHEMA_RUNTIME_EVENTS
