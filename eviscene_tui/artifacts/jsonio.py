@@ -22,6 +22,7 @@ from typing import Any
 
 import orjson
 
+from eviscene_tui import pace
 from eviscene_tui.artifacts.problems import Problem, ProblemCode
 
 BOUND_GZIP_SCHEMA = "ifv-psd-bound-gzip-v1"
@@ -111,6 +112,7 @@ def sha256_file(path: str | os.PathLike[str]) -> str:
         h = hashlib.sha256()
         for chunk in iter(lambda: fh.read(1 << 20), b""):
             h.update(chunk)
+            pace.yield_to_input()  # a core and the disk to the operator's key first
     digest = h.hexdigest()
     if st.st_size >= SHA_MEMO_MIN and settled:
         if len(_sha_memo) >= 256:

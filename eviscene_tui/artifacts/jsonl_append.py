@@ -19,8 +19,9 @@ collection walk them. Here a check keeps no rows, only what it concludes:
   ``pick``) parses the whole file again;
 - a last line without a newline is parsed on every check and never remembered (a writer
   mid-line completes it later);
-- lines are split and parsed in chunks of about ``CHUNK`` bytes with ``time.sleep(0)``
-  between chunks, so another thread gets the lock during a long first read.
+- lines are split and parsed in chunks of about ``CHUNK`` bytes; between chunks, and
+  between the pieces of the prefix, the check gives way to the operator's last key
+  (``pace.yield_to_input``) or at least lets another thread take the lock.
 
 The result is exactly what :func:`jsonio.parse_jsonl_bytes` of the whole file gives: the
 same problems in the same order with the same messages, the same torn-tail flag, the
@@ -39,6 +40,7 @@ from typing import Any, BinaryIO
 
 import orjson
 
+from eviscene_tui import pace
 from eviscene_tui.artifacts.jsonio import torn_line_problem
 from eviscene_tui.artifacts.problems import Problem
 
@@ -150,6 +152,7 @@ def _resume(fh: BinaryIO, st: os.stat_result, seen: _Seen, pick: RowPick) -> Any
             return None  # truncated since the fstat
         hasher.update(piece)
         left -= len(piece)
+        pace.yield_to_input()
     return hasher if hasher.digest() == seen.digest else None
 
 
@@ -175,7 +178,7 @@ def _complete_lines(data: bytes, done: int, tally: _Tally, path: str, pick: RowP
             if picked is None and pick(row):
                 picked = PickedRow(number, row)
         pos = end
-        if pos < done:
+        if pos < done and not pace.yield_to_input():
             time.sleep(0)  # let the UI thread take the interpreter lock between chunks
     tally.lines, tally.rows, tally.picked = number, rows, picked
     if problems:

@@ -43,7 +43,8 @@ from eviscene_tui.state.scan import (
     scan_rows,
     supervised_stamp,
 )
-from eviscene_tui.ui import gc_hold, input_clock
+from eviscene_tui import pace
+from eviscene_tui.ui import gc_hold
 from eviscene_tui.ui import messages as M
 from eviscene_tui.ui.actions import BY_ID, applied_keymap, bindings, effective_keys
 from eviscene_tui.ui.themes import DARK, DEFAULT_THEME, LIGHT, app_themes, theme_css_paths
@@ -60,6 +61,8 @@ from eviscene_tui.ui.screens.help import HelpScreen, section_for
 from eviscene_tui.ui.screens.runs import RunsScreen
 
 APP_CSS = Path(__file__).with_name("app.tcss")
+#: the OS-level name of the native thread watchfiles runs inotify (or its polling) on
+WATCHER_THREAD = "notify-rs"
 
 
 class EvisceneApp(App[int]):
@@ -131,7 +134,7 @@ class EvisceneApp(App[int]):
 
     async def on_event(self, event: events.Event) -> None:
         if isinstance(event, events.InputEvent):
-            input_clock.note_input()
+            pace.note_input()
         await super().on_event(event)
 
     #: how often the app looks whether a deferred full garbage collection is due (ui/gc_hold.py)
@@ -140,7 +143,7 @@ class EvisceneApp(App[int]):
     def collect_garbage_when_idle(self) -> None:
         """While a screen holds big data off the garbage collector, run the full collection the
         interpreter deferred when the operator pauses (not in the middle of a page scroll)."""
-        if gc_hold.idle_collection_due(input_clock.idle_seconds()):
+        if gc_hold.idle_collection_due(pace.idle_seconds()):
             gc_hold.collect_deferred()
             self.deferred_collections += 1
 
@@ -428,7 +431,13 @@ class EvisceneApp(App[int]):
         throttle = KeyThrottle(self.REFRESH_GAP)
         poller = EntryPoller(root_abs) if self.options.poll and self.watch_enabled else None
         idle = self.ENTRY_POLL if poller is not None else 0.25
+        next_lowering = 0.0
         while not worker.is_cancelled:
+            if self.watch_enabled and time.monotonic() >= next_lowering:
+                # the file watcher's native thread (started, or restarted polling, by watch_root)
+                # runs below the UI thread: a driver's burst floods it with events
+                pace.lower_native_threads(WATCHER_THREAD)
+                next_lowering = time.monotonic() + 1.0
             paths = self._next_paths(throttle.wait(time.monotonic(), idle))
             if poller is not None:
                 paths |= poller.tick(self.case_index.folders(), time.monotonic(), self._is_case)
@@ -480,7 +489,8 @@ class EvisceneApp(App[int]):
             if not os.path.isdir(ref.path):
                 removed.append(key)
                 continue
-            rows.append(build_row(ref, self.options.key_root, self.transient, full=True, path_map=self.options.path_map))
+            with pace.background():  # a listed case re-read after its files changed: keys go first
+                rows.append(build_row(ref, self.options.key_root, self.transient, full=True, path_map=self.options.path_map))
         for top in unknown_tops:
             if not os.path.isdir(top):
                 continue

@@ -10,7 +10,8 @@ from collections.abc import Iterator
 import pytest
 
 from conftest import wait_until
-from eviscene_tui.ui import gc_hold, input_clock
+from eviscene_tui import pace
+from eviscene_tui.ui import gc_hold
 from ui_helpers import make_app, sample_root
 
 
@@ -96,14 +97,14 @@ def test_a_collection_deferred_by_a_hold_breaks_reference_cycles_the_young_ones_
 async def test_the_app_runs_a_deferred_collection_when_the_operator_pauses(tmp_path_factory, monkeypatch: pytest.MonkeyPatch, no_holds: None) -> None:
     app = make_app(sample_root(tmp_path_factory))
     async with app.run_test(size=(120, 40)) as pilot:
-        started = input_clock.last_input()
+        started = pace.last_input()
         await pilot.press("down")
-        assert input_clock.last_input() > started  # the key counted as input
+        assert pace.last_input() > started  # the key counted as input
         full = gc.get_threshold()[2]
         gc_hold.hold()  # as a screen showing big data does
         _age_full_generation(full + 1)
         with monkeypatch.context() as typing:
-            typing.setattr(input_clock, "idle_seconds", lambda: 0.0)  # an operator who never stops typing
+            typing.setattr(pace, "idle_seconds", lambda: 0.0)  # an operator who never stops typing
             app.collect_garbage_when_idle()
             assert app.deferred_collections == 0 and gc_hold.full_collection_pending()
         # then pauses: the app's own timer collects

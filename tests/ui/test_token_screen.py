@@ -20,7 +20,8 @@ from eviscene_tui.tokens.decode import LocalTokenizerDecoder, RawDecoder
 from eviscene_tui.tokens.synthetic import HINT, big_case, synthetic_case
 from eviscene_tui.options import AppOptions
 from eviscene_tui.samples.synthetic import make_big_capture_ids
-from eviscene_tui.ui import gc_hold, input_clock
+from eviscene_tui import pace
+from eviscene_tui.ui import gc_hold
 from eviscene_tui.ui.screens.tokens import TokenScreen
 from eviscene_tui.ui.widgets.image_preview import HalfBlockImage
 from eviscene_tui.ui.widgets.lean_scrollbar import LeanScrollBar
@@ -648,7 +649,7 @@ async def test_the_next_page_is_rendered_ahead_while_the_operator_reads(tmp_path
             assert view.lines_built - built >= height - 2  # the page after this one, ahead again
             built = view.lines_built
             with monkeypatch.context() as typing:  # an operator who keeps pressing keys
-                typing.setattr(input_clock, "last_input", lambda: float("inf"))
+                typing.setattr(pace, "last_input", lambda: float("inf"))
                 await pilot.press("pagedown")
                 await wait_until(lambda: view.ahead_pending == 0, pilot=pilot)
                 # the page came from the lines rendered ahead (only the cursor's line is new), and

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import gc
 import threading
+import time
 from pathlib import Path
 
 import orjson
@@ -18,9 +19,11 @@ import pytest
 from textual.widgets import TabbedContent
 from ui_helpers import make_app, screen_text, wait_for, wait_scan
 
+from eviscene_tui import pace
 from eviscene_tui.artifacts import trace as trace_module
 from eviscene_tui.artifacts.jsonio import encode_bound, pretty_json_bytes
 from eviscene_tui.ui import gc_hold
+from eviscene_tui.ui.screens import case as case_module
 from eviscene_tui.ui.screens.case import CaseScreen
 from eviscene_tui.ui.widgets.runs_table import RunsTable
 from eviscene_tui.ui.widgets.trace_view import TraceView
@@ -246,3 +249,93 @@ async def test_open_case_follows_a_burst_of_writes(tmp_path: Path, indexed, poll
             thread.join(5)
         assert screen.query_one(TabbedContent).active == "trace"
         assert len(written) > 3
+
+
+async def test_a_burst_reloads_the_open_case_at_most_once_per_gap(tmp_path: Path, indexed, monkeypatch) -> None:
+    """Changes arriving without pause: a reload starts RELOAD_DELAY after the first, the
+    next never sooner than RELOAD_GAP after the previous one started, and the last change
+    is always read (a reload follows it)."""
+    monkeypatch.setattr(case_module, "RELOAD_GAP", 0.3)
+    case = write_case(tmp_path)
+    app = make_app(tmp_path / "runs")
+    starts: list[float] = []
+    original = CaseScreen.load
+
+    def counting_load(self) -> None:
+        starts.append(time.monotonic())
+        original(self)
+
+    monkeypatch.setattr(CaseScreen, "load", counting_load)
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = await _open(pilot, app, "lazy-case")
+        assert await wait_for(pilot, lambda: not screen._loading, 10)
+        opened = len(starts)
+        manifest = case / "manifest.json"
+        for _n in range(40):  # a change every 25 ms, for a second
+            manifest.write_bytes(manifest.read_bytes().replace(b'"status": "', b'"status": "x', 1))
+            screen.case_files_changed({str(manifest)})
+            await pilot.pause(0.025)
+        last_change = time.monotonic()
+        assert await wait_for(pilot, lambda: starts[-1] > last_change and not screen._loading, 10)
+        burst = starts[opened - 1:]
+        assert len(burst) >= 3  # reloaded during the burst, not only after it
+        assert all(b - a >= case_module.RELOAD_GAP for a, b in zip(burst, burst[1:], strict=False))
+        assert "x" * 40 + "no_admissible_hints" in str(screen.query_one("#case-title").content)
+
+
+async def test_a_reload_with_the_same_problems_does_not_repaint_the_panels(tmp_path: Path, indexed) -> None:
+    """The Integrity and Compare panels are repainted only when what they show changed
+    (a driver's burst reloads the case with the same problems again and again); a new
+    problem is still shown at once."""
+    case = write_case(tmp_path)
+    app = make_app(tmp_path / "runs")
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = await _open(pilot, app, "lazy-case")
+        await pilot.press("5")
+        doc = screen.query_one("#integrity-doc")
+        compare = screen.query_one("#compare-left")
+        assert await wait_for(pilot, lambda: screen.integrity is not None and screen.compare is not None and not screen._integrity_running, 20)
+        painted, compared = doc.content, compare.content
+        checks = screen._request
+        screen.load()  # files unchanged: same view, same check result
+        assert await wait_for(pilot, lambda: screen._request > checks and not screen._loading and not screen._integrity_running
+                              and screen._integrity_timer is None, 20)
+        await pilot.pause()
+        assert doc.content is painted and compare.content is compared
+        (case / "scratch.json.tmp").write_bytes(b"{}")  # a leftover temporary file: a new problem
+        screen.load()
+        assert await wait_for(pilot, lambda: "scratch.json.tmp" in str(doc.content), 20)
+
+
+async def test_the_background_fill_and_the_live_checks_give_way_to_keys(tmp_path: Path, indexed, monkeypatch) -> None:
+    """Work nobody waits for (the rows' fill, the case's integrity check) runs as background
+    work, whose loops yield to the operator's input; the UI thread never does."""
+    write_case(tmp_path)
+    app = make_app(tmp_path / "runs")
+    yielded: list[bool] = []
+    real = pace.yield_to_input
+
+    def recording(max_wait: float = pace.MAX_WAIT) -> float:
+        yielded.append(pace.in_background())
+        return real(max_wait)
+
+    monkeypatch.setattr(pace, "yield_to_input", recording)
+    ran: dict[str, list[bool]] = {"fill": [], "check": []}
+    original_fill, original_check = CaseScreen._fill_rows, case_module.checked_case
+
+    def fill_spy(self, *args):
+        ran["fill"].append(pace.in_background())
+        return original_fill(self, *args)
+
+    def check_spy(*args, **kwargs):
+        ran["check"].append(pace.in_background())
+        return original_check(*args, **kwargs)
+
+    monkeypatch.setattr(CaseScreen, "_fill_rows", fill_spy)
+    monkeypatch.setattr(case_module, "checked_case", check_spy)
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = await _open(pilot, app, "lazy-case")
+        assert await wait_for(pilot, lambda: screen.trace_rows.filled() == STEPS and screen.integrity is not None, 20)
+        assert not pace.in_background()  # the UI thread
+    assert ran["fill"] == [True] and ran["check"] and all(ran["check"])
+    assert yielded.count(True) >= STEPS  # the fill gave way (when a key was recent) between its steps

@@ -42,6 +42,7 @@ from eviscene_tui.state.case_view import (
 )
 from eviscene_tui.state.rows import duration as cell_stale
 from eviscene_tui.state.trace_rows import FillGate, StepRow, TraceRows, row_from_brief
+from eviscene_tui import pace
 from eviscene_tui.ui import gc_hold
 from eviscene_tui.ui import messages as M
 from eviscene_tui.ui.widgets.doc import doc_content
@@ -73,6 +74,11 @@ WINDOW = 150  # rows built around the failure step before the first paint
 WINDOW_LAZY = 16  # the same for an indexed trace, whose rows each parse a step: a screenful
 TABS = ("trace", "localization", "rounds", "compare", "integrity")
 RELOAD_DELAY = 0.15  # seconds from a change in the open case to its reload
+#: seconds from the start of one reload to the start of the next while a driver keeps writing
+#: the case: each reload repaints the header and panels on the UI thread and starts the work
+#: that follows (comparison, integrity), so back to back during a full-speed burst (5 a second)
+#: they kept the keys waiting; two a second still shows every change within a second
+RELOAD_GAP = 0.5
 #: seconds between the end of a full integrity check and the next one, while the files keep
 #: changing (each check hashes every bound input, the source trace included: back to back
 #: during a driver's burst they would keep a core busy and make the keys wait)
@@ -166,6 +172,9 @@ class CaseScreen(Screen):
         self.updated_at: float | None = None  # perf_counter of the last case view painted (benchmarks)
         self._repaint_scheduled = False
         self._docs_painted: tuple[Any, ...] | None = None  # (localization, rounds, revealed) last painted
+        self._integrity_painted: tuple[Any, ...] | None = None  # what the Integrity tab last showed
+        self._compare_painted: tuple[Any, ...] | None = None  # (comparison, revealed) last painted
+        self._reload_started = -RELOAD_GAP  # monotonic time the last load started
         self._quotes_painted: list[Any] | None = None
         self._panels_mounted = False
         self.opened_at = time.perf_counter()
@@ -224,6 +233,7 @@ class CaseScreen(Screen):
     # -- loading -----------------------------------------------------------------------------
     def load(self) -> None:
         self._request += 1
+        self._reload_started = time.monotonic()
         self._loading = True
         self._load_case(self._request, self.trace)
 
@@ -262,7 +272,9 @@ class CaseScreen(Screen):
         """The rest of the rows (a reload of the case after a live update does not stop
         this: the rows belong to the trace, which a reload keeps)."""
         worker = get_current_worker()
-        if not self._fill_rows(request, trace, data, pending, worker):
+        with pace.background():  # nobody waits for these rows: a key goes first
+            filled = self._fill_rows(request, trace, data, pending, worker)
+        if not filled:
             return
         broken = trace.broken if trace.lazy else None
         if broken is not None:
@@ -280,8 +292,9 @@ class CaseScreen(Screen):
         for n, i in enumerate(pending):
             if n % 16 == 0 and worker.is_cancelled:
                 return False
-            # what the operator waits for (rows on screen, a step's detail) goes first
+            # what the operator waits for (rows on screen, a step's detail, a key) goes first
             self._fill_gate.wait(0.25)
+            pace.yield_to_input()
             if corpus is not None:
                 # an indexed trace: every step fully parsed once here (which verifies its
                 # range); its brief is the reference for a row built from a cut parse
@@ -390,7 +403,7 @@ class CaseScreen(Screen):
     def _on_load_failed(self, message: M.CaseLoadFailed) -> None:
         if message.request == self._request:
             self._load_settled()
-        self.query_one("#case-title", Static).update(Content("could not open the case: " + safe_text(message.message, single_line=True, limit=300)))
+        self.query_one("#case-title", Static).update(Content("could not open the case: " + safe_text(message.message, single_line=True, limit=300)), layout=False)
 
     @on(M.CaseLoaded)
     def _on_loaded(self, message: M.CaseLoaded) -> None:
@@ -454,7 +467,7 @@ class CaseScreen(Screen):
     @on(M.TraceLoading)
     def _on_trace_loading(self, message: M.TraceLoading) -> None:
         if message.request == self._request and self.trace_rows is None:
-            self.query_one("#trace-status", Static).update(Content(safe_text(message.text, single_line=True, limit=200)))
+            self.query_one("#trace-status", Static).update(Content(safe_text(message.text, single_line=True, limit=200)), layout=False)
 
     @on(M.TraceRowsFilled)
     def _on_rows_filled(self, message: M.TraceRowsFilled) -> None:
@@ -489,9 +502,10 @@ class CaseScreen(Screen):
         self._trace_failed = True
         self._mount_panels()
         self._show_trace_missing(message.message)
-        self.query_one("#trace-status", Static).update(Content("source trace unavailable (why: above; every missing input: 5 Integrity)"))
+        self.query_one("#trace-status", Static).update(Content("source trace unavailable (why: above; every missing input: 5 Integrity)"), layout=False)
         self._check_integrity(self._request)
         if self._lazy_ready():
+            self._compare_painted = None
             self.query_one("#compare-left", Static).update(Content("source trace unavailable"))
 
     def _show_trace_missing(self, why: str) -> None:
@@ -537,7 +551,8 @@ class CaseScreen(Screen):
         ref = self.ref if isinstance(self.ref, CaseRef) else CaseRef(path=self.case_path, layout=layout)
         try:
             checked: list[InputProvenance] = []
-            _summary, problems = checked_case(ref, self.options.key_root, path_map=self.options.path_map, provenance=checked)
+            with pace.background():  # re-run while a driver writes the case: keys go first
+                _summary, problems = checked_case(ref, self.options.key_root, path_map=self.options.path_map, provenance=checked)
         except Exception as exc:  # noqa: BLE001 - shown as the check's one problem in the Integrity tab and badge
             self.post_message(IntegrityReady(request, [_check_failed_row(self.case_path, exc)]))
             return
@@ -668,7 +683,8 @@ class CaseScreen(Screen):
         # the store notifies from its own batch handler, which can run while this screen is
         # being removed (its children already gone): then there is no header to paint
         for title in self.query("#case-title").results(Static):
-            title.update(Content.assemble(*((t, s) if s else t for _r, t, s in parts)))
+            # a one-row bar (app.tcss): no layout pass for a new status
+            title.update(Content.assemble(*((t, s) if s else t for _r, t, s in parts)), layout=False)
 
     def _activity_notes(self) -> list[tuple[int, str, str]]:
         """What the runs table knows about the case beyond its files: the app's supervised
@@ -868,7 +884,8 @@ class CaseScreen(Screen):
                 parts.append(f"reading steps {filled}/{data.step_count}\u2026")
         if data.problems:
             parts.append("problems: " + "; ".join(data.problems[:2]))
-        self.query_one("#trace-status", Static).update(Content(" \u00b7 ".join(parts)))
+        # every cursor move repaints it: a one-row bar (app.tcss), no layout pass
+        self.query_one("#trace-status", Static).update(Content(" \u00b7 ".join(parts)), layout=False)
 
     def _paint_compare(self) -> None:
         c = self.compare
@@ -876,9 +893,14 @@ class CaseScreen(Screen):
             return
         if c is None:
             if self._trace_failed:  # no trace will come: say so instead of waiting
+                self._compare_painted = None
                 self.query_one("#compare-left", Static).update(Content("no source trace to compare (the Trace tab says why)"))
             return
 
+        painted = (c, self.revealed)
+        if painted == self._compare_painted:
+            return  # a reload during a driver's burst mostly rebuilds the same comparison
+        self._compare_painted = painted
         left = [L(Seg(c.left_title, "title"))] + c.left
         right = [L(Seg(c.right_title, "title"))] + c.right
         self.query_one("#compare-left", Static).update(doc_content(left, self.revealed))
@@ -889,8 +911,6 @@ class CaseScreen(Screen):
     def _paint_integrity(self) -> None:
         if not self._lazy_ready():
             return
-
-
         lines = []
         if self.integrity is None:
             lines.append(L(Seg("running the full integrity check\u2026", "dim")))
@@ -899,7 +919,11 @@ class CaseScreen(Screen):
             lines.append(L(Seg("\u2713 no problems found", "ok")))
         transient = getattr(self.app, "transient", None)
         writing = transient is not None and self.key in transient.pending_cases()
-
+        provenance = self.provenance or (self.view.provenance if self.view else [])
+        painted = (self.integrity is None, tuple(rows), writing, tuple(provenance))
+        if painted == self._integrity_painted:
+            return  # the same problems and inputs (a reload or check during a driver's burst)
+        self._integrity_painted = painted
         for code, path, message in rows:
             if writing and code in TRANSIENT_CODES:
                 lines.append(L(S(code, "warn"), Seg("  "), S(path, "accent"), Seg("  being written (a problem only if it stays torn)", "warn")))
@@ -908,21 +932,26 @@ class CaseScreen(Screen):
             lines.append(L(Seg("    "), S(message, "")))
         # where each input was found (rule, inside/outside the root, sha256), after the problems
         lines.append(L(Seg("")))
-        lines.extend(provenance_lines(self.provenance or (self.view.provenance if self.view else [])))
+        lines.extend(provenance_lines(provenance))
         self.query_one("#integrity-doc", Static).update(doc_content(lines))
 
     # -- live updates (called by the app) ----------------------------------------------------
     def case_files_changed(self, paths: set[str]) -> None:
         """Files of this case changed (the app's watcher, already debounced). A burst is
-        coalesced: one reload at most RELOAD_DELAY after the first change of the burst
-        (a restarted timer would wait for the driver to pause, which at full speed it
-        does not), and never two loads at once - a change during a load reloads once
-        more when it ends."""
+        coalesced: one reload RELOAD_DELAY after the first change of the burst (a restarted
+        timer would wait for the driver to pause, which at full speed it does not), never
+        sooner than RELOAD_GAP after the previous reload started, and never two loads at
+        once - a change during a load reloads once more when it ends (and the gap allows)."""
         root = os.path.abspath(self.case_path)
         if not any(p == root or p.startswith(root + os.sep) for p in paths):
             return
         if self._reload_timer is None:
-            self._reload_timer = self.set_timer(RELOAD_DELAY, self._reload_now)
+            self._reload_timer = self.set_timer(self._reload_wait(RELOAD_DELAY), self._reload_now)
+
+    def _reload_wait(self, least: float) -> float:
+        """Seconds until the next reload may start: at least ``least``, and RELOAD_GAP
+        after the start of the previous one."""
+        return max(least, self._reload_started + RELOAD_GAP - time.monotonic())
 
     def _reload_now(self) -> None:
         self._reload_timer = None
@@ -935,7 +964,8 @@ class CaseScreen(Screen):
         self._loading = False
         if self._reload_again:
             self._reload_again = False
-            self.load()
+            if self._reload_timer is None:
+                self._reload_timer = self.set_timer(self._reload_wait(0.0), self._reload_now)
 
     # -- actions -----------------------------------------------------------------------------
     def action_back(self) -> None:

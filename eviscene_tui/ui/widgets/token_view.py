@@ -48,7 +48,7 @@ from eviscene_tui.tokens.decode import RawDecoder, TokenDecoder
 from eviscene_tui.tokens.flow import FlowLayout, Frag, id_positions
 from eviscene_tui.tokens.layout import CellLayout, PadRun, RowLayout
 from eviscene_tui.tokens.search import find_offset, parse_query
-from eviscene_tui.ui import input_clock
+from eviscene_tui import pace
 from eviscene_tui.ui.actions import bindings
 from eviscene_tui.ui.widgets.lean_scrollbar import LeanScrollBar, plain_box
 from eviscene_tui.tokens.vision import FAMILY_SPECIALS, VisionIds
@@ -480,7 +480,7 @@ class TokenView(ScrollView, can_focus=True):
         self._ahead_scheduled = False
         if self.data is None:
             return
-        if input_clock.last_input() > self._ahead_since:
+        if pace.last_input() > self._ahead_since:
             # a key arrived since the plan: it goes first (its frame plans afresh)
             self._ahead.clear()
             self._ahead_plan = None

@@ -1,0 +1,126 @@
+"""When the operator last gave input (a key, a click, a scroll), and background work that
+gives way to it.
+
+One clock for the process, like the keyboard it follows: the app notes each input event as
+it arrives, before the event travels to the focused widget (:func:`note_input`). Work the UI
+does ahead of need yields to a key instead of making the key wait (rendering the next page
+ahead of the scroll, a deferred garbage collection: :func:`last_input`, :func:`idle_seconds`).
+
+Background work yields too. Python runs one thread at a time: a worker parsing a trace's
+steps, re-checking a case a driver is writing or hashing its inputs holds the interpreter
+lock (or, while hashing, a core of a 2-core machine beside the driver), and the UI thread
+then answers a key in two or three times the time it needs. Work nobody waits for (the
+background fill of a trace's rows, the integrity checks that follow a driver's writes) runs
+inside :func:`background`; the loops it runs through call :func:`yield_to_input` between
+their units of work (a step, a chunk of lines, a MiB hashed), which right after an input
+sleeps until the input is :data:`QUIET_AFTER_INPUT` old (at most ``max_wait``): by then the
+key has been answered and painted. Anywhere else - the UI thread, a worker the operator is
+waiting for (a capture opened with ``k``), a headless command, the gate inside the driver -
+it returns at once.
+
+The file watcher's native thread is a thread the app cannot pace: :func:`lower_native_threads`
+lowers its scheduling priority instead.
+
+No Textual import here: the artifact loaders and services use it too.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+#: seconds after an input during which background work waits (a key is answered and painted
+#: in 10-20 ms on a quiet 2-core machine, 2-3x that beside a busy driver)
+QUIET_AFTER_INPUT = 0.12
+#: the longest one call waits: a stream of keys (auto-repeat) slows background work down,
+#: never stops it
+MAX_WAIT = 0.25
+
+_last_input = float("-inf")
+_local = threading.local()
+
+
+def note_input() -> None:
+    """An input event arrived (called by the app, on its own thread)."""
+    global _last_input
+    _last_input = time.monotonic()
+
+
+def last_input() -> float:
+    """``time.monotonic()`` of the last input event the app saw (-inf before the first)."""
+    return _last_input
+
+
+def idle_seconds() -> float:
+    """Seconds since the last input event (inf before the first)."""
+    return time.monotonic() - _last_input
+
+
+@contextmanager
+def background() -> Iterator[None]:
+    """Run the block as background work on this thread: :func:`yield_to_input` in it gives
+    way to the operator's input. Nests."""
+    depth = getattr(_local, "depth", 0)
+    _local.depth = depth + 1
+    try:
+        yield
+    finally:
+        _local.depth = depth
+
+
+def in_background() -> bool:
+    """This thread is running background work (inside :func:`background`)."""
+    return getattr(_local, "depth", 0) > 0
+
+
+def yield_to_input(max_wait: float = MAX_WAIT) -> float:
+    """Between two units of work: in background work (:func:`background`), while the last
+    input is younger than :data:`QUIET_AFTER_INPUT`, sleep until it is not (at most
+    ``max_wait`` seconds in all); elsewhere return at once. Returns the seconds slept."""
+    if not getattr(_local, "depth", 0):
+        return 0.0
+    slept = 0.0
+    while slept < max_wait:
+        wait = _last_input + QUIET_AFTER_INPUT - time.monotonic()
+        if wait <= 0:
+            break
+        step = min(wait, max_wait - slept)
+        time.sleep(step)
+        slept += step
+    return slept
+
+
+#: how much lower than the app's own threads a watcher's native thread runs (nice +10: under
+#: contention the scheduler gives the UI thread ~9 of every 10 slices)
+NATIVE_NICE = 10
+_lowered: set[int] = set()
+
+
+def lower_native_threads(prefix: str, nice: int = NATIVE_NICE) -> int:
+    """Lower the scheduling priority of this process's threads whose OS-level name starts
+    with ``prefix`` (the file watcher's ``notify-rs`` thread: a driver appending to a log
+    at full speed sends it tens of thousands of events a second, and it then took 40% of
+    the core the UI thread runs on). Linux only (``/proc/self/task``); a thread already
+    lowered is left alone. Returns how many threads were lowered now."""
+    try:
+        tasks = os.listdir("/proc/self/task")
+    except OSError:
+        return 0
+    lowered = 0
+    for name in tasks:
+        tid = int(name)
+        if tid in _lowered:
+            continue
+        try:
+            with open(f"/proc/self/task/{name}/comm", encoding="utf-8", errors="replace") as fh:
+                comm = fh.read().strip()
+            if comm.startswith(prefix):
+                os.setpriority(os.PRIO_PROCESS, tid, max(nice, os.getpriority(os.PRIO_PROCESS, tid)))
+                _lowered.add(tid)
+                lowered += 1
+        except OSError:
+            continue  # the thread ended meanwhile, or the system refuses: it runs as it was
+    return lowered

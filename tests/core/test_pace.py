@@ -1,0 +1,113 @@
+"""pace: background work gives way to the operator's last input, and nothing else waits; the
+file watcher's native thread is lowered below the app's own threads."""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+
+from eviscene_tui import pace
+
+
+class _Clock:
+    """A monotonic clock that only moves when the code under test sleeps."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+        self.sleeps: list[float] = []
+
+    def monotonic(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.sleeps.append(seconds)
+        self.now += seconds
+
+
+@pytest.fixture
+def clock(monkeypatch: pytest.MonkeyPatch) -> _Clock:
+    fake = _Clock()
+    monkeypatch.setattr(pace.time, "monotonic", fake.monotonic)
+    monkeypatch.setattr(pace.time, "sleep", fake.sleep)
+    monkeypatch.setattr(pace, "_last_input", float("-inf"))
+    return fake
+
+
+def test_background_work_waits_until_the_last_input_is_quiet(clock: _Clock) -> None:
+    pace.note_input()
+    clock.now += 0.02  # the key arrived 20 ms ago
+    with pace.background():
+        slept = pace.yield_to_input()
+    assert slept == pytest.approx(pace.QUIET_AFTER_INPUT - 0.02)
+    assert clock.now == pytest.approx(pace.last_input() + pace.QUIET_AFTER_INPUT)
+    with pace.background():
+        assert pace.yield_to_input() == 0.0  # the input is quiet now: no second wait
+
+
+def test_work_outside_background_never_waits(clock: _Clock) -> None:
+    pace.note_input()
+    assert pace.yield_to_input() == 0.0  # the UI thread, a worker the operator waits for
+    assert clock.sleeps == []
+    with pace.background():
+        assert pace.in_background()
+    assert not pace.in_background()
+
+
+def test_no_input_means_no_wait(clock: _Clock) -> None:
+    with pace.background():
+        assert pace.yield_to_input() == 0.0
+    assert clock.sleeps == [] and pace.idle_seconds() == float("inf")
+
+
+def test_one_call_waits_at_most_max_wait_under_a_stream_of_keys(clock: _Clock, monkeypatch: pytest.MonkeyPatch) -> None:
+    real_sleep = clock.sleep
+
+    def typing_sleep(seconds: float) -> None:  # a key arrives during every sleep
+        real_sleep(seconds)
+        pace.note_input()
+
+    monkeypatch.setattr(pace.time, "sleep", typing_sleep)
+    pace.note_input()
+    with pace.background():
+        slept = pace.yield_to_input(max_wait=0.3)
+    assert slept == pytest.approx(0.3)
+
+
+def test_background_nests_and_is_per_thread(clock: _Clock) -> None:
+    seen: list[bool] = []
+    with pace.background():
+        with pace.background():
+            pass
+        assert pace.in_background()  # the inner block ended, the outer one goes on
+        other = threading.Thread(target=lambda: seen.append(pace.in_background()))
+        other.start()
+        other.join()
+    assert seen == [False] and not pace.in_background()
+
+
+def _nice(tid: int) -> int:
+    return os.getpriority(os.PRIO_PROCESS, tid)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="native thread names come from /proc (Linux)")
+def test_the_watchers_native_thread_is_lowered_once(tmp_path: Path) -> None:
+    from watchfiles._rust_notify import RustNotify  # lazy: only this test starts a watcher thread
+
+    before = {int(t) for t in os.listdir("/proc/self/task")}
+    watcher = RustNotify([str(tmp_path)], False, False, 50, True, True)
+    try:
+        started = [int(t) for t in os.listdir("/proc/self/task") if int(t) not in before]
+        names = {t: Path(f"/proc/self/task/{t}/comm").read_text().strip() for t in started}
+        watcher_threads = [t for t, name in names.items() if name.startswith("notify-rs")]
+        assert watcher_threads, f"no notify-rs thread among the new threads {names}"
+        own = _nice(threading.get_native_id())
+        assert pace.lower_native_threads("notify-rs") >= 1
+        assert all(_nice(t) == max(own, pace.NATIVE_NICE) for t in watcher_threads)
+        assert _nice(threading.get_native_id()) == own  # this thread (the UI thread's kind) is not lowered
+        assert pace.lower_native_threads("notify-rs") == 0  # already lowered: left alone
+    finally:
+        watcher.close()
