@@ -17,8 +17,9 @@ frame encoded as for a terminal):
   ``--poll`` (goal < 0.5 s);
 - a driver process writing an open case's files (``runtime/events.jsonl`` appended at
   full speed with a torn last line, ``manifest.json`` rewritten in place with a new
-  status every 50 ms): how old the status in the case title is when it changes (goal
-  < 1 s), and key press (down) to painted row during the burst (goal < 100 ms).
+  status every 50 ms): from each status written until the case title shows it or a later
+  one (goal < 1 s; the view is reloaded at most twice a second during a burst), and key
+  press (down) to painted row during the burst (goal < 100 ms).
 
 The "whole-file" runs lift the indexing threshold so the same app takes the path it took
 before (chunked parse of every step). Data is cached under ``$EVISCENE_BENCH_DIR``.
@@ -269,10 +270,27 @@ async def main():
         writer.wait()
         log = [tuple(x) for x in json.loads(log_path.read_text())]
         written = dict(log)
+        last = log[-1][0] if log else None
+        deadline = time.monotonic() + 3.0
+        while last is not None and (shown is None or shown < last) and time.monotonic() < deadline:
+            text = str(title.content)  # the writes of the burst's last half second, shown after it
+            if "burst-" in text:
+                n = int(text.split("burst-", 1)[1].split()[0])
+                if n != shown:
+                    shown = n
+                    seen.append((n, time.monotonic()))
+            await asyncio.sleep(0.005)
         # staleness: at each moment the title changed, how long ago the shown status was written
         lags = [at - written[n] for n, at in seen if n in written]
+        # what the operator waits for: from each write until the title shows it (or a later one)
+        waits = []
+        for n, at in log:
+            shown_at = next((t for m, t in seen if m >= n), None)
+            if shown_at is not None:
+                waits.append(shown_at - at)
         print(json.dumps({"writes": len(log), "updates": len(seen), "lag_max": max(lags) if lags else None,
                           "lag_median": statistics.median(lags) if lags else None, "keys_ms": keys,
+                          "wait_median": statistics.median(waits) if waits else None, "wait_max": max(waits) if waits else None,
                           "first_write": log[0][1] if log else None, "first_seen": seen[0][1] if seen else None}))
 import statistics
 asyncio.run(main())
@@ -391,8 +409,8 @@ def run() -> list[tuple[str, str]]:
         first = (res["first_seen"] - res["first_write"]) if res["first_seen"] and res["first_write"] else None
         rows.append((f"live: driver writing the open case at full speed ({mode}): status shown vs written (goal < 1 s)",
                      (f"first change shown after {first:.2f} s; " if first is not None else "")
-                     + (f"shown status was written {res['lag_median']:.2f} s before (median), {res['lag_max']:.2f} s (max); "
-                        if res["lag_max"] is not None else "never updated; ")
+                     + (f"each write shown after {res['wait_median']:.2f} s (median), {res['wait_max']:.2f} s (max); "
+                        if res.get("wait_max") is not None else "never updated; ")
                      + f"{res['updates']} view updates for {res['writes']} writes"))
         rows.append((f"live: key (down) -> row painted during that burst ({mode}, goal < 100 ms)", _fmt_ms(res["keys_ms"])))
         # put the case back as it was (the writer rewrote its manifest, grew its events)

@@ -474,3 +474,73 @@ class EntryPoller:
             else:
                 out.add(path)
         return out
+
+
+class OpenCasePoller:
+    """For ``--poll`` (and a watcher that fell back to polling): the files of the cases
+    open on screen, looked at often.
+
+    The polling watcher compares whole-second modification times, so a file a driver keeps
+    appending to (a runtime ``events.jsonl``, a manifest rewritten every 50 ms) is seen to
+    change once a second at best, and an open case then lagged 1-2 s behind its files.
+    Here each open case's tree is walked and every file's (mtime in ns, size) compared with
+    the last walk; a changed, new or removed file is reported. A walk's cost grows with the
+    case, so the next walk of a case waits ``min_interval`` or ``1 / budget`` times as long
+    as its last walk took, whichever is longer: walking takes at most about ``budget`` of
+    a core. The first walk of a case only records what is there."""
+
+    def __init__(self, *, min_interval: float = 0.2, budget: float = 0.1) -> None:
+        self.min_interval = min_interval
+        self.budget = budget
+        self._seen: dict[str, dict[str, tuple[int, int]]] = {}  # case root -> file -> (mtime_ns, size)
+        self._due: dict[str, float] = {}  # case root -> monotonic time of its next walk
+
+    def tick(self, cases: Iterable[str], now: float) -> set[str]:
+        """The files of ``cases`` (absolute roots) that changed since their last walk, for
+        the cases due now; cases no longer given are forgotten."""
+        roots = set(cases)
+        for gone in set(self._seen) - roots:
+            del self._seen[gone]
+            self._due.pop(gone, None)
+        changed: set[str] = set()
+        for root in roots:
+            if self._due.get(root, 0.0) > now:
+                continue
+            started = time.perf_counter()
+            files = _file_signatures(root)
+            before = self._seen.get(root)
+            if before is not None:
+                changed.update(p for p, sig in files.items() if before.get(p) != sig)
+                changed.update(p for p in before if p not in files)
+            self._seen[root] = files
+            took = time.perf_counter() - started
+            self._due[root] = now + max(self.min_interval, took / self.budget)
+        return changed
+
+
+def _file_signatures(root: str) -> dict[str, tuple[int, int]]:
+    """Every regular file under ``root`` (symlinks not followed): (mtime in ns, size)."""
+    out: dict[str, tuple[int, int]] = {}
+    stack = [root]
+    while stack:
+        stack.extend(_scan_folder(stack.pop(), out))
+    return out
+
+
+def _scan_folder(folder: str, out: dict[str, tuple[int, int]]) -> list[str]:
+    """The signatures of ``folder``'s files into ``out``; its subfolders returned."""
+    try:
+        entries = list(os.scandir(folder))
+    except OSError:
+        return []
+    folders = []
+    for entry in entries:
+        try:
+            if entry.is_dir(follow_symlinks=False):
+                folders.append(entry.path)
+            elif entry.is_file(follow_symlinks=False):
+                st = entry.stat(follow_symlinks=False)
+                out[entry.path] = (st.st_mtime_ns, st.st_size)
+        except OSError:
+            continue  # gone meanwhile: reported as removed by the caller's comparison
+    return folders

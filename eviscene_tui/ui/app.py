@@ -36,6 +36,7 @@ from eviscene_tui.state.scan import (
     EntryPoller,
     KeyThrottle,
     LockedTransient,
+    OpenCasePoller,
     activity,
     batched,
     build_row,
@@ -99,6 +100,9 @@ class EvisceneApp(App[int]):
         self._refresh_queue: queue.Queue[set[str]] = queue.Queue()
         self._stop_watch = asyncio.Event()
         self.watch_ready = asyncio.Event()
+        self.watch_polling = False  # the watcher polls (--poll, or inotify failed): see OpenCasePoller
+        self.open_cases: frozenset[str] = frozenset()  # roots of the cases open on screen (read by the refresher)
+        self._case_screens: dict[str, int] = {}  # case root -> its case screens in the stack
         self.labels: dict[str, tuple[str, ...]] = {}  # case key -> operator triage labels (review journal)
         self.deferred_collections = 0  # full garbage collections run in the operator's pauses (tests, bench)
 
@@ -380,6 +384,7 @@ class EvisceneApp(App[int]):
         for attempt in range(2):
             try:
                 watcher = awatch(root, stop_event=self._stop_watch, **kwargs)
+                self.watch_polling = bool(kwargs.get("force_polling"))
                 self.watch_ready.set()
                 async for changes in watcher:
                     paths = {os.path.abspath(path) for _change, path in changes}
@@ -402,6 +407,16 @@ class EvisceneApp(App[int]):
                     markup=False,
                 )
                 return
+
+    @on(M.CaseShown)
+    def _on_case_shown(self, message: M.CaseShown) -> None:
+        root = os.path.abspath(message.path)
+        count = self._case_screens.get(root, 0) + (1 if message.shown else -1)
+        if count > 0:
+            self._case_screens[root] = count
+        else:
+            self._case_screens.pop(root, None)
+        self.open_cases = frozenset(self._case_screens)  # one reference swap: the refresher reads it
 
     @on(M.FilesChanged)
     def _on_files_changed(self, message: M.FilesChanged) -> None:
@@ -432,12 +447,19 @@ class EvisceneApp(App[int]):
         poller = EntryPoller(root_abs) if self.options.poll and self.watch_enabled else None
         idle = self.ENTRY_POLL if poller is not None else 0.25
         next_lowering = 0.0
+        open_poller = OpenCasePoller()
         while not worker.is_cancelled:
             if self.watch_enabled and time.monotonic() >= next_lowering:
                 # the file watcher's native thread (started, or restarted polling, by watch_root)
                 # runs below the UI thread: a driver's burst floods it with events
                 pace.lower_native_threads(WATCHER_THREAD)
                 next_lowering = time.monotonic() + 1.0
+            if self.watch_polling:
+                # the polling watcher sees a file that keeps changing once a second: the open
+                # cases' files are looked at here, often (they reach the screens as watcher news)
+                changed = open_poller.tick(self.open_cases, time.monotonic())
+                if changed:
+                    self.post_message(M.FilesChanged(changed))
             paths = self._next_paths(throttle.wait(time.monotonic(), idle))
             if poller is not None:
                 paths |= poller.tick(self.case_index.folders(), time.monotonic(), self._is_case)

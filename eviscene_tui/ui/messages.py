@@ -110,6 +110,16 @@ class FilesChanged(Message):
         self.paths = paths
 
 
+class CaseShown(Message):
+    """A case screen opened (``shown``) or closed on the case at ``path``: the app looks
+    at the files of the open cases itself when its watcher polls."""
+
+    def __init__(self, path: str, shown: bool) -> None:
+        super().__init__()
+        self.path = path
+        self.shown = shown
+
+
 class PolicyStatusChanged(Message):
     """The policy server's status line: ``label`` (attested / unattested / no policy) and text."""
 

@@ -1,14 +1,16 @@
-"""The coalescing of live re-reads (KeyThrottle) and the stat-based look for new cases
-used with --poll (EntryPoller), on real folders; times are given, never slept."""
+"""The coalescing of live re-reads (KeyThrottle), the stat-based look for new cases used
+with --poll (EntryPoller) and for changed files of the open cases (OpenCasePoller), on
+real folders; times are given, never slept."""
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 
 from eviscene_tui.artifacts.layout import CaseRef, Layout
 from eviscene_tui.state.rows import CaseRow
-from eviscene_tui.state.scan import CaseIndex, EntryPoller, KeyThrottle
+from eviscene_tui.state.scan import CaseIndex, EntryPoller, KeyThrottle, OpenCasePoller
 
 
 def test_throttle_lets_the_first_change_through_and_holds_the_burst() -> None:
@@ -78,3 +80,42 @@ def test_case_index_folders_follow_the_cases(tmp_path: Path) -> None:
     assert index.folders() == {str(a.parent), str(b.parent)}
     index.remove("a")
     assert index.folders() == {str(b.parent)}
+
+
+def _touch_ns(path: Path, data: bytes, mtime_ns: int) -> None:
+    path.write_bytes(data)
+    os.utime(path, ns=(mtime_ns, mtime_ns))
+
+
+def test_open_case_poller_sees_changes_within_one_second(tmp_path: Path) -> None:
+    """What the polling watcher misses (it compares whole seconds): a file appended to, or
+    rewritten to the same size, twice within a second; and new and removed files."""
+    case = _case(tmp_path / "runs", "open")
+    events = case / "runtime" / "events.jsonl"
+    events.parent.mkdir()
+    second = 1_700_000_000 * 10**9
+    _touch_ns(events, b'{"n": 1}\n', second + 100)
+    _touch_ns(case / "manifest.json", b'{"status": "a"}', second + 100)
+    poller = OpenCasePoller(min_interval=0.2, budget=1e9)
+    root = str(case)
+    assert poller.tick([root], 10.0) == set()  # the first walk records what is there
+    _touch_ns(events, b'{"n": 1}\n{"n": 2}\n', second + 200)  # appended, same second
+    _touch_ns(case / "manifest.json", b'{"status": "b"}', second + 300)  # same size, same second
+    assert poller.tick([root], 10.1) == set()  # not due yet (min_interval)
+    assert poller.tick([root], 10.2) == {str(events), str(case / "manifest.json")}
+    assert poller.tick([root], 10.4) == set()  # nothing changed since
+    (case / "rounds").mkdir()
+    (case / "rounds" / "round-01.json").write_bytes(b"{}")
+    events.unlink()
+    assert poller.tick([root], 10.6) == {str(case / "rounds" / "round-01.json"), str(events)}
+
+
+def test_open_case_poller_forgets_closed_cases_and_paces_big_walks(tmp_path: Path) -> None:
+    case = _case(tmp_path / "runs", "open")
+    root = str(case)
+    poller = OpenCasePoller(min_interval=0.2, budget=1e-9)  # any walk "takes" far longer than its budget
+    assert poller.tick([root], 10.0) == set()
+    (case / "manifest.json").write_bytes(b'{"status": "changed"}')
+    assert poller.tick([root], 10.5) == set()  # the next walk waits took/budget, not min_interval
+    assert poller.tick([], 11.0) == set()  # the case was closed: forgotten
+    assert poller.tick([root], 11.0) == set()  # opened again: a first walk again

@@ -110,3 +110,33 @@ async def test_torn_line_completed_in_time_is_never_a_problem(tmp_path_factory, 
             fh.write(rows[-1][half:] + b"\n")
         assert await wait_for(pilot, lambda: not app.store.get(CASE).being_written and app.store.get(CASE).attempts == before.attempts + 1, 8)
         assert app.store.get(CASE).problems == before.problems
+
+
+async def test_polling_follows_the_open_case_itself(tmp_path_factory, tmp_path: Path, monkeypatch) -> None:
+    """With --poll the watcher sees a file that keeps changing only once a second (it
+    compares whole seconds), so the app looks at the open case's files itself: with a
+    watcher that reports nothing at all, a status written into the open case still reaches
+    its title; once the case is closed its files are no longer looked at."""
+    import os
+
+    import eviscene_tui.ui.app as app_module
+
+    async def silent_watcher(*_paths, stop_event, **_kwargs):
+        await stop_event.wait()
+        return
+        yield  # an async generator that never reports a change
+
+    monkeypatch.setattr(app_module, "awatch", silent_watcher)
+    root = tmp_path / "runs"
+    root.mkdir()
+    case = copy_case(tmp_path_factory, CASE, root)
+    app = make_app(root, watch=True, poll=True)
+    async with app.run_test(size=(100, 40)) as pilot:
+        screen = await open_case(pilot, app, CASE)
+        assert await wait_for(pilot, lambda: app.watch_polling and os.path.abspath(case) in app.open_cases)
+        manifest = orjson.loads((case / "manifest.json").read_bytes())
+        manifest["status"] = "polled-status"
+        _write(case / "manifest.json", orjson.dumps(manifest, option=orjson.OPT_INDENT_2) + b"\n")
+        assert await wait_for(pilot, lambda: "polled-status" in str(screen.query_one("#case-title").content), 8)
+        await pilot.press("escape")
+        assert await wait_for(pilot, lambda: not app.open_cases)

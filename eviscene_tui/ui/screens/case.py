@@ -212,6 +212,7 @@ class CaseScreen(Screen):
         self.load()
         self.set_timer(3.0, self._mount_panels)  # whatever happens with the trace
         self._mount_gate_card()
+        self.app.post_message(M.CaseShown(str(self.case_path), True))
 
     def _mount_gate_card(self) -> None:
         """A search run under ``eviscene-tui gate``: its pending gate as a card above the
@@ -224,6 +225,7 @@ class CaseScreen(Screen):
                    before=self.query_one("#case-tabs"))
 
     def on_unmount(self) -> None:
+        self.app.post_message(M.CaseShown(str(self.case_path), False))
         if self._unsubscribe is not None:
             self._unsubscribe()
         while self._gc_holds:
