@@ -17,9 +17,11 @@ from __future__ import annotations
 import asyncio
 import html
 import re
+import signal
 import sys
 import time
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -136,3 +138,20 @@ def screen_text(app: Any) -> str:
     for m in _SVG_TEXT.finditer(app.export_screenshot()):
         rows.setdefault(float(m.group(2)), []).append((float(m.group(1)), html.unescape(m.group(3)).replace("\xa0", " ")))
     return "\n".join("".join(text for _x, text in sorted(cells)) for _y, cells in sorted(rows.items()))
+
+
+@contextmanager
+def sigint_as_in_a_terminal() -> Iterator[None]:
+    """Children started inside get SIGINT at its default disposition, as a driver started
+    from a terminal has it. A test run started in the background (``cmd &`` in a script,
+    ``nohup``) ignores SIGINT, and an ignored signal stays ignored across fork and exec:
+    the gated driver would then never see the SIGINT a test sends it. A Python handler in
+    this process becomes the default disposition in an exec'd child."""
+    if signal.getsignal(signal.SIGINT) is not signal.SIG_IGN:
+        yield
+        return
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)

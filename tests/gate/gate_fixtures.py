@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 import pytest
-from conftest import wait_until_sync
+from conftest import sigint_as_in_a_terminal, wait_until_sync
 
 from eviscene_tui.fake_vllm.harness import FakeVLLMServer
 from eviscene_tui.gate.sidecar import read_status
@@ -69,23 +69,6 @@ def fake_vllm() -> Iterator[FakeVLLMServer]:
     """The bundled fake vLLM over real loopback HTTP, unthrottled (the teacher step)."""
     with FakeVLLMServer(scenario={"tokens_per_second": None}) as server:
         yield server
-
-
-@contextmanager
-def sigint_as_in_a_terminal() -> Iterator[None]:
-    """Children started inside get SIGINT at its default disposition, as a driver started
-    from a terminal has it. A test run started in the background (``cmd &`` in a script,
-    ``nohup``) ignores SIGINT, and an ignored signal stays ignored across fork and exec:
-    the gated driver would then never see the SIGINT a test sends it. A Python handler in
-    this process becomes the default disposition in an exec'd child."""
-    if signal.getsignal(signal.SIGINT) is not signal.SIG_IGN:
-        yield
-        return
-    signal.signal(signal.SIGINT, signal.default_int_handler)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 def start_gate(case: Case, *, resume: bool = False, gate_opts: list[str] | None = None, extra: list[str] | None = None) -> subprocess.Popen:

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import orjson
 import pytest
+from conftest import sigint_as_in_a_terminal
 
 from eviscene_tui.fake_vllm import FakeVLLMServer
 
@@ -95,13 +96,15 @@ def test_stream_plain_and_exit_codes(tmp_path, case):
 
 
 def test_ctrl_c_cancels_and_records(tmp_path, case):
-    # far more tokens than can stream before the interrupt, even when a starved server
-    # catches up on its pacing in a burst: the stream is always cut, never completed
-    with FakeVLLMServer(scenario={"tokens_per_second": 200, "content_tokens": 200_000, "reasoning": "", "tool_calls": []}) as srv:
+    # the case asks for 2,048 tokens (its generation config): at 20 a second the stream needs
+    # ~100 s, longer than the client is given to exit after the interrupt, even when a starved
+    # server catches up on its pacing in a burst (at 200 a second a loaded machine let it finish)
+    with FakeVLLMServer(scenario={"tokens_per_second": 20, "content_tokens": 200_000, "reasoning": "", "tool_calls": []}) as srv:
         wd = tmp_path / "wd"
-        proc = subprocess.Popen([sys.executable, "-m", "eviscene_tui", "stream", str(case), "--policy-url", srv.v1_url,
-                                 "--policy-model", srv.config.alias, "--workdir", str(wd), "--json"],
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO)
+        with sigint_as_in_a_terminal():  # the operator's Ctrl-C reaches it even when the suite runs in the background
+            proc = subprocess.Popen([sys.executable, "-m", "eviscene_tui", "stream", str(case), "--policy-url", srv.v1_url,
+                                     "--policy-model", srv.config.alias, "--workdir", str(wd), "--json"],
+                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO)
         # readiness: the first streamed delta on stdout (then the stream is surely running)
         assert proc.stdout is not None
         seen = []
