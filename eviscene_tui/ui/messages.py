@@ -315,6 +315,17 @@ class CaptureLoaded(Message):
         self.decoder = decoder  # a tokenizer already parsed, found by the load worker
 
 
+class TokensPrepared(Message):
+    """The capture a case screen's ``k`` asked for, read and laid out before the token screen
+    is pushed (or why it could not be): ``request`` tells a stale answer from the last one."""
+
+    def __init__(self, request: int, source: str, answer: CaptureLoaded | CaptureFailed) -> None:
+        super().__init__()
+        self.request = request
+        self.source = source
+        self.answer = answer
+
+
 class CaptureFailed(Message):
     def __init__(self, key: str, message: str) -> None:
         super().__init__()

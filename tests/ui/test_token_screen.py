@@ -683,3 +683,40 @@ async def test_the_views_lean_scrollbar_draws_what_textuals_scrollbar_draws(tmp_
                     seen.add(tuple(tuple(row) for row in _cells(ours)))
             bar.mouse_over, bar.grabbed = False, None
         assert len(seen) > 6  # the thumb moved and the colours changed: different drawings were compared
+
+
+async def test_k_reads_the_capture_before_the_token_screen_is_pushed(tmp_path_factory, monkeypatch):
+    """k on a step: the capture is read and laid out while the case screen is still shown
+    (beside an idle screen the worker runs at full speed), then the token screen opens with it
+    and loads nothing itself; a second k during the read opens one screen, not two."""
+    from ui_helpers import make_app, open_case, sample_root, wait_for
+
+    loads: list[str] = []
+    monkeypatch.setattr(TokenScreen, "_load_capture", lambda self, key: loads.append(key))
+    app = make_app(sample_root(tmp_path_factory))
+    async with app.run_test(size=(140, 40)) as pilot:
+        case_screen = await open_case(pilot, app, "feedback-converged-3-rounds")
+        failure = case_screen.view.failure_index
+        await pilot.press("k", "k")
+        assert await wait_for(pilot, lambda: isinstance(app.screen, TokenScreen) and app.screen.loaded_key is not None)
+        screen = app.screen
+        assert screen.loaded_key == f"step:{failure}" and screen.data.ids and screen.query_one("#token-view", TokenView).rows is not None
+        assert loads == []  # shown from what the case screen prepared
+        await pilot.pause()
+        assert [type(s).__name__ for s in app.screen_stack].count("TokenScreen") == 1
+        await pilot.press("escape")
+        assert await wait_for(pilot, lambda: app.screen is case_screen)
+        assert "opening the token capture" not in str(case_screen.query_one("#trace-status").content)
+
+
+async def test_a_capture_that_cannot_be_prepared_still_offers_the_captures(tmp_path_factory):
+    """What the case screen could not prepare (here a step the trace does not have) is
+    answered on the token screen as a failed load is: the list of captures, and why."""
+    from ui_helpers import make_app, open_case, sample_root, wait_for
+
+    app = make_app(sample_root(tmp_path_factory))
+    async with app.run_test(size=(140, 40)) as pilot:
+        case_screen = await open_case(pilot, app, "feedback-converged-3-rounds")
+        case_screen._open_tokens("step:99999")
+        assert await wait_for(pilot, lambda: isinstance(app.screen, TokenScreen) and app.screen.has_class("-picking"))
+        assert "there is no step 99999" in _text(app, "#tokens-status") and "pick a capture" in _text(app, "#tokens-status")

@@ -166,6 +166,7 @@ class TokenScreen(Screen[None]):
         source: str | None = None,
         decoder: TokenDecoder | None = None,
         capture: CaptureData | None = None,
+        prepared: CaptureLoaded | CaptureFailed | None = None,
         name: str | None = None,
         id: str | None = None,
         classes: str | None = None,
@@ -193,6 +194,7 @@ class TokenScreen(Screen[None]):
         self._prebuilt: LayoutReady | None = None
         self.loaded_key: str | None = None
         self._given_capture = capture
+        self._prepared = prepared  # ``source`` already read and laid out by the screen that opened this one
         self._initial_source = source
 
     # ------------------------------------------------------------------ layout
@@ -226,6 +228,12 @@ class TokenScreen(Screen[None]):
             self.post_message(CaptureLoaded(self._given_capture))
         elif self.source is None:
             self.action_pick()
+        elif self._prepared is not None:
+            # read and laid out before this screen was pushed: shown as a load's answer is
+            self.query_one("#token-view", TokenView).focus()
+            self.remove_class("-picking")
+            self.post_message(_answer_again(self._prepared))
+            self._prepared = None
         else:
             self.query_one("#token-view", TokenView).focus()
             self._open(self.source)
@@ -242,24 +250,10 @@ class TokenScreen(Screen[None]):
 
     # ------------------------------------------------------------------ workers
     def _profile_and_bases(self) -> tuple[Any, list[Path]]:
-        bases: list[Path] = []
-        bases.append(Path(self.options.root))
-        profile = self.options.policy_profile
-        if profile is not None:
-            bases.insert(0, Path(profile).parent)
-            return profile, bases
-        # the serving profile the run bound, found by the path rules (moved trees, inputs
-        # outside the root, --path-map); without one the decoder is resolved from the bases
-        path = self.case.input_path("policy_serving_profile") if isinstance(self.case, CaseBundle) else None
-        if path is not None and path.is_file():
-            bases.insert(0, path.parent)
-            return path, bases
-        return None, bases
+        return _profile_and_bases(self.case, self.options)
 
     def _fallback_tokenizer_dirs(self) -> list[Path]:
-        """``<root>/tokenizer.json`` or ``<root>/tokenizer/tokenizer.json`` of the opened folder."""
-        root = Path(self.options.root)
-        return [root, root / "tokenizer"]
+        return _fallback_tokenizer_dirs(self.options)
 
     @work(exclusive=True, group="tokens-decoder", exit_on_error=False, description="token inspector: _resolve_decoder")
     async def _resolve_decoder(self) -> None:
@@ -288,26 +282,7 @@ class TokenScreen(Screen[None]):
 
     @work(thread=True, exclusive=True, group="tokens-load", exit_on_error=False, description="token inspector: _load_capture")
     def _load_capture(self, key: str) -> None:
-        try:
-            data = load_capture(self.case, key, workdir=self.options.workdir)
-        except CaptureError as exc:
-            self.post_message(CaptureFailed(key, str(exc)))
-            return
-        except Exception as exc:  # noqa: BLE001 - shown as the capture's error
-            self.post_message(CaptureFailed(key, f"{type(exc).__name__}: {exc}"))
-            return
-        decoder = self.decoder
-        if decoder is None:
-            # a tokenizer.json parsed already (this or an earlier inspector): no wait for the
-            # decoder worker (file stats only, here in the thread)
-            profile, bases = self._profile_and_bases()
-            decoder = cached_decoder(tokenizer=self.options.tokenizer, profile=profile, bases=bases,
-                                     fallback_dirs=self._fallback_tokenizer_dirs())
-        # lay the cells out here too (saves a round trip); without a decoder yet, with the
-        # vision ids guessed from the ids' framing (kept if the decoder's pad ids agree)
-        vision = self._vision_for(data, decoder) if decoder is not None else self._vision_for(data, RawDecoder())
-        layout = LayoutReady(data, CellLayout(data.ids, vision), vision)
-        self.post_message(CaptureLoaded(data, layout, decoder))
+        self.post_message(prepare_capture(self.case, key, self.options, self.decoder))
 
     @work(thread=True, exclusive=True, group="tokens-layout", exit_on_error=False, description="token inspector: _build_layout")
     def _build_layout(self, data: CaptureData, decoder: TokenDecoder) -> None:
@@ -317,13 +292,7 @@ class TokenScreen(Screen[None]):
 
     @staticmethod
     def _vision_for(data: CaptureData, decoder: TokenDecoder) -> VisionIds | None:
-        vision = decoder.vision
-        if vision is None:
-            ids = data.ids
-            vision = guess_from_ids(ids if isinstance(ids, list) else list(ids))
-            if vision is None and data.student_ids:
-                vision = guess_from_ids(data.student_ids)
-        return vision
+        return _vision_for(data, decoder)
 
     @work(thread=True, exclusive=True, group="tokens-pair-layout", exit_on_error=False, description="token inspector: _build_pair_layout")
     def _build_pair_layout(self, data: CaptureData, vision: VisionIds | None) -> None:
@@ -1135,3 +1104,63 @@ class TokenScreen(Screen[None]):
         elif img.resolved_path and image is None and img.status in ("ok", "sha_mismatch") and index not in self._images:
             caption = caption + _c(("  loading…", "$foreground-muted"))
         self.query_one(ImagePreview).set_image(image, caption)
+
+
+def _profile_and_bases(case: CaptureCase | None, options: AppOptions) -> tuple[Any, list[Path]]:
+    """The serving profile to resolve the decoder from, and the folders its relative paths
+    are tried in."""
+    bases: list[Path] = [Path(options.root)]
+    profile = options.policy_profile
+    if profile is not None:
+        bases.insert(0, Path(profile).parent)
+        return profile, bases
+    # the serving profile the run bound, found by the path rules (moved trees, inputs
+    # outside the root, --path-map); without one the decoder is resolved from the bases
+    path = case.input_path("policy_serving_profile") if isinstance(case, CaseBundle) else None
+    if path is not None and path.is_file():
+        bases.insert(0, path.parent)
+        return path, bases
+    return None, bases
+
+
+def _fallback_tokenizer_dirs(options: AppOptions) -> list[Path]:
+    """``<root>/tokenizer.json`` or ``<root>/tokenizer/tokenizer.json`` of the opened folder."""
+    root = Path(options.root)
+    return [root, root / "tokenizer"]
+
+
+def _vision_for(data: CaptureData, decoder: TokenDecoder) -> VisionIds | None:
+    vision = decoder.vision
+    if vision is None:
+        ids = data.ids
+        vision = guess_from_ids(ids if isinstance(ids, list) else list(ids))
+        if vision is None and data.student_ids:
+            vision = guess_from_ids(data.student_ids)
+    return vision
+
+
+def _answer_again(answer: CaptureLoaded | CaptureFailed) -> CaptureLoaded | CaptureFailed:
+    """A fresh message with what a load answered (a message is delivered once)."""
+    if isinstance(answer, CaptureLoaded):
+        return CaptureLoaded(answer.data, answer.layout, answer.decoder)
+    return CaptureFailed(answer.key, answer.message)
+
+
+def prepare_capture(case: CaptureCase | None, key: str, options: AppOptions, decoder: TokenDecoder | None = None) -> CaptureLoaded | CaptureFailed:
+    """Capture ``key`` of ``case`` read and its cells laid out, as the token screen shows it
+    first (a worker's job: file reads and parsing); or why it cannot be opened. ``decoder``:
+    the screen's, when it has one; otherwise a tokenizer already parsed is used when there is
+    one (file stats only), and the vision ids are guessed from the ids' framing (kept if the
+    decoder's pad ids agree)."""
+    try:
+        data = load_capture(case, key, workdir=options.workdir)
+    except CaptureError as exc:
+        return CaptureFailed(key, str(exc))
+    except Exception as exc:  # noqa: BLE001 - shown as the capture's error
+        return CaptureFailed(key, f"{type(exc).__name__}: {exc}")
+    if decoder is None:
+        profile, bases = _profile_and_bases(case, options)
+        decoder = cached_decoder(tokenizer=options.tokenizer, profile=profile, bases=bases,
+                                 fallback_dirs=_fallback_tokenizer_dirs(options))
+    vision = _vision_for(data, decoder if decoder is not None else RawDecoder())
+    return CaptureLoaded(data, LayoutReady(data, CellLayout(data.ids, vision), vision), decoder)
