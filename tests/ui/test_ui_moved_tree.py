@@ -27,6 +27,7 @@ def moved_samples(tmp_path: Path) -> Path:
 
 
 async def test_moved_tree_trace_compare_tokens_and_provenance(tmp_path: Path) -> None:
+    from eviscene_tui.ui.screens import tokens as tokens_screen
     from eviscene_tui.ui.screens.tokens import TokenScreen
 
     root = moved_samples(tmp_path)
@@ -61,7 +62,7 @@ async def test_moved_tree_trace_compare_tokens_and_provenance(tmp_path: Path) ->
         assert await wait_for(pilot, lambda: isinstance(app.screen, TokenScreen) and app.screen.loaded_key is not None, 20)
         assert app.screen.loaded_key == f"step:{failure}" and app.screen.data.ids
         # the decoder is resolved with the serving profile the run bound, found in the moved tree
-        profile, bases = app.screen._profile_and_bases()
+        profile, bases = tokens_screen._profile_and_bases(app.screen.case, app.screen.options)
         assert profile == root / "inputs" / "feedback-converged-3-rounds" / "serving-profile.json"
         assert bases[0] == profile.parent
 

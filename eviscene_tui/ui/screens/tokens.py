@@ -249,15 +249,9 @@ class TokenScreen(Screen[None]):
                 pass
 
     # ------------------------------------------------------------------ workers
-    def _profile_and_bases(self) -> tuple[Any, list[Path]]:
-        return _profile_and_bases(self.case, self.options)
-
-    def _fallback_tokenizer_dirs(self) -> list[Path]:
-        return _fallback_tokenizer_dirs(self.options)
-
     @work(exclusive=True, group="tokens-decoder", exit_on_error=False, description="token inspector: _resolve_decoder")
     async def _resolve_decoder(self) -> None:
-        profile, bases = self._profile_and_bases()
+        profile, bases = _profile_and_bases(self.case, self.options)
         try:
             dec = await resolve_decoder(
                 tokenizer=self.options.tokenizer,
@@ -265,7 +259,7 @@ class TokenScreen(Screen[None]):
                 policy_url=self.options.policy_url,
                 policy_model=self.options.policy_model,
                 bases=bases,
-                fallback_dirs=self._fallback_tokenizer_dirs(),
+                fallback_dirs=_fallback_tokenizer_dirs(self.options),
             )
         except Exception as exc:  # noqa: BLE001 - never leave the screen without a decoder; the failure is noted on it
             dec = RawDecoder()
@@ -286,13 +280,9 @@ class TokenScreen(Screen[None]):
 
     @work(thread=True, exclusive=True, group="tokens-layout", exit_on_error=False, description="token inspector: _build_layout")
     def _build_layout(self, data: CaptureData, decoder: TokenDecoder) -> None:
-        vision = self._vision_for(data, decoder)
+        vision = _vision_for(data, decoder)
         cells = CellLayout(data.ids, vision)
         self.post_message(LayoutReady(data, cells, vision))
-
-    @staticmethod
-    def _vision_for(data: CaptureData, decoder: TokenDecoder) -> VisionIds | None:
-        return _vision_for(data, decoder)
 
     @work(thread=True, exclusive=True, group="tokens-pair-layout", exit_on_error=False, description="token inspector: _build_pair_layout")
     def _build_pair_layout(self, data: CaptureData, vision: VisionIds | None) -> None:
