@@ -21,6 +21,8 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
 
+from eviscene_tui.storage import WORKDIR_RULE
+
 if TYPE_CHECKING:
     from eviscene_tui.artifacts.paths import PathMap
     from eviscene_tui.settings import Settings
@@ -79,7 +81,7 @@ def add_app_arguments(parser: argparse.ArgumentParser) -> None:
     add_path_map_argument(parser)
     parser.add_argument("--poll", action="store_true", help="use a polling file watcher (network filesystems)")
     parser.add_argument("--operator", help="operator name recorded with decisions")
-    parser.add_argument("--workdir", help="the app's own directory (default: <tree>.eviscene-tui beside the tree holding the root)")
+    parser.add_argument("--workdir", help=f"the app's own directory; {WORKDIR_RULE}")
     parser.add_argument("--policy-profile", help="serving profile (ifv-qwen-serving-profile-v1) of the policy server")
     parser.add_argument("--policy-url", help="policy base URL for an unattested session")
     parser.add_argument("--policy-model", help="served model name for an unattested session")

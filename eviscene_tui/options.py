@@ -9,7 +9,7 @@ from typing import Any
 
 from eviscene_tui.artifacts.paths import PathMap
 from eviscene_tui.settings import Settings, load_settings
-from eviscene_tui.storage import WorkDir, default_workdir, runs_tree_root
+from eviscene_tui.storage import WorkDir, choose_workdir
 
 
 @dataclass(frozen=True)
@@ -32,15 +32,15 @@ class AppOptions:
     gate_roots: tuple[Path, ...] = ()
     #: ``--path-map OLD=NEW`` values (they come before the config file's ``[paths] map``)
     path_map_args: tuple[str, ...] = ()
-    #: the tree that holds ``root`` (``storage.runs_tree_root``): case keys, journal targets and
-    #: supervised keys are relative to it, so a case opened on its own shares them with its
-    #: tree in the shared work directory; None = ``root``
-    base: Path | None = None
+    #: why the work directory is that one (``storage.choose_workdir``): shown where the app writes
+    workdir_source: str = "default: beside the opened path"
 
     @property
     def key_root(self) -> Path:
-        """What case keys (runs rows, journal targets, supervised searches) are relative to."""
-        return self.base if self.base is not None else self.root
+        """What the runs table's row keys (the case folder shown) are relative to: the
+        opened path. Records are never keyed by it: they carry the case's record key
+        (``journal.records``), whichever folder was opened."""
+        return self.root
 
     @property
     def path_map(self) -> PathMap:
@@ -57,12 +57,12 @@ class AppOptions:
         def get(name: str) -> Any:
             return getattr(args, name, None)
 
-        workdir = Path(get("workdir")) if get("workdir") else default_workdir(root)
-        tree = runs_tree_root(root)
+        settings = settings if settings is not None else load_settings(get("config"))
+        workdir, why = choose_workdir(root, get("workdir"), settings.paths.workdir)
         return cls(
             root=Path(root),
             workdir=workdir,
-            base=None if tree == Path(root).resolve() else tree,
+            workdir_source=why,
             theme=get("theme"),
             poll=bool(get("poll")),
             operator=get("operator") or os.environ.get("USER") or "operator",
@@ -73,7 +73,7 @@ class AppOptions:
             hint_model=get("hint_model"),
             tokenizer=Path(get("tokenizer")) if get("tokenizer") else None,
             config=Path(get("config")) if get("config") else None,
-            settings=settings if settings is not None else load_settings(get("config")),
+            settings=settings,
             gate_roots=tuple(Path(p) for p in (get("gate_roots") or ())),
             path_map_args=tuple(get("path_map") or ()),
         )

@@ -22,6 +22,11 @@ Where the file is, first match wins: ``--config FILE``; ``$EVISCENE_TUI_CONFIG``
 
     [paths]                         # moved trees: recorded prefix = where it is now
     map = { "/data/eviscene" = "/home/me/eviscene" }
+    workdir = "~/eviscene-records"  # where the app writes (default: <opened>.eviscene-tui beside it)
+
+    [triage]                        # the triage queue
+    labels = ["agent_correct", "localizer_miss", "needs_relocalization", "data_problem", "unrecoverable"]
+    advance_after_label = true      # a pick opens the next case of the queue
 
 Error policy, the same for every table: a missing file (at the default place)
 is fine; a file that cannot be read, is not TOML, or holds a bad value never
@@ -93,9 +98,20 @@ class SupervisedSettings(_Table):
 
 
 class PathsSettings(_Table):
-    """The ``[paths]`` table: ``map`` rewrites a recorded absolute prefix to where the tree is now."""
+    """The ``[paths]`` table: ``map`` rewrites a recorded absolute prefix to where the tree is
+    now; ``workdir`` is where the app writes whatever it opens (``--workdir`` wins)."""
 
     map: dict[str, str] = Field(default_factory=dict)
+    workdir: str | None = None
+
+    @field_validator("workdir")
+    @classmethod
+    def _absolute(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        if not value.strip() or not os.path.isabs(os.path.expanduser(value.strip())):
+            raise ValueError("must be an absolute path (or start with ~)")
+        return os.path.expanduser(value.strip())
 
     @field_validator("map")
     @classmethod
@@ -103,6 +119,32 @@ class PathsSettings(_Table):
         for old, new in value.items():
             if not old.strip() or not new.strip():
                 raise ValueError("both sides of a [paths] map entry must be non-empty paths")
+        return value
+
+
+#: the default ``[triage] labels`` (numbered 1-9 in the label picker, in this order)
+DEFAULT_TRIAGE_LABELS: tuple[str, ...] = ("agent_correct", "localizer_miss", "needs_relocalization", "data_problem", "unrecoverable")
+#: what a triage label may be: a short snake_case name (it is a column value in exports)
+TRIAGE_LABEL_PATTERN = re.compile(r"^[a-z][a-z0-9_]{0,39}$")
+MAX_TRIAGE_LABELS = 9
+
+
+class TriageSettings(_Table):
+    """The ``[triage]`` table: the label set of the triage queue and what a pick does."""
+
+    labels: list[str] = Field(default_factory=lambda: list(DEFAULT_TRIAGE_LABELS))
+    advance_after_label: bool = True  # a pick opens the next case of the current queue
+
+    @field_validator("labels")
+    @classmethod
+    def _label_names(cls, value: list[str]) -> list[str]:
+        if not 1 <= len(value) <= MAX_TRIAGE_LABELS:
+            raise ValueError(f"must name 1 to {MAX_TRIAGE_LABELS} labels (the picker numbers them 1-{MAX_TRIAGE_LABELS})")
+        bad = [v for v in value if not TRIAGE_LABEL_PATTERN.match(v)]
+        if bad:
+            raise ValueError(f"{bad[0]!r} is not a label name (lower-case letters, digits and _, starting with a letter)")
+        if len(set(value)) != len(value):
+            raise ValueError("names a label twice")
         return value
 
 
@@ -118,6 +160,7 @@ class Settings(BaseModel):
     policy: PolicySettings = Field(default_factory=PolicySettings)
     supervised: SupervisedSettings = Field(default_factory=SupervisedSettings)
     paths: PathsSettings = Field(default_factory=PathsSettings)
+    triage: TriageSettings = Field(default_factory=TriageSettings)
     problems: tuple[str, ...] = ()  # one readable message per fault, file and line named
 
 
@@ -165,7 +208,9 @@ def load_settings(explicit: str | os.PathLike[str] | None = None, env: Mapping[s
         else:
             problems.append(f"{where.of(None, 'theme')}: 'theme' must be a non-empty string; ignored")
     values["keys"] = _keys(data.pop("keys", {}), where, problems)
-    tables: dict[str, type[_Table]] = {"policy": PolicySettings, "supervised": SupervisedSettings, "paths": PathsSettings}
+    tables: dict[str, type[_Table]] = {
+        "policy": PolicySettings, "supervised": SupervisedSettings, "paths": PathsSettings, "triage": TriageSettings,
+    }
     for name, model in tables.items():
         raw = data.pop(name, {})
         if not isinstance(raw, dict):

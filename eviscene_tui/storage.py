@@ -19,7 +19,6 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from eviscene_tui.artifacts.layout import _is_wrapper, _names, classify_names, is_tool_dir
 
 
 class EvidenceWriteRefused(RuntimeError):
@@ -27,78 +26,52 @@ class EvidenceWriteRefused(RuntimeError):
 
 
 WORKDIR_SUFFIX = ".eviscene-tui"
-#: how far up :func:`runs_tree_root` climbs, and how many sibling folders it looks at per level
-_MAX_CLIMB = 32
-_MAX_SIBLINGS = 256
+
+#: THE rule for where the app and every command write (README "Where it writes", ``--help``):
+WORKDIR_RULE = (
+    "the work directory is --workdir DIR, else [paths] workdir in the config file, else "
+    "<opened path>.eviscene-tui beside the opened path (a path inside a *.eviscene-tui folder "
+    "writes to that folder); it never depends on what else exists on disk"
+)
 
 
-def workdir_beside(root: str | os.PathLike[str]) -> Path:
-    """``<root>.eviscene-tui`` beside ``root`` (no climbing)."""
-    r = Path(root).resolve()
+def workdir_beside(path: str | os.PathLike[str]) -> Path:
+    """``<path>.eviscene-tui`` beside ``path`` (its resolved form)."""
+    r = Path(path).resolve()
     return r.parent / f"{r.name}{WORKDIR_SUFFIX}"
 
 
-def _holds_cases(folder: Path, besides: Path) -> bool:
-    """True when ``folder`` is a case or wrapper, is a wrapper's ``repairs/``, or holds
-    a case / wrapper other than ``besides`` (the app would open ``folder`` as a tree)."""
-    try:
-        files, dirs = _names(folder)
-    except OSError:
-        return False
-    if classify_names(folder, files, dirs) is not None or _is_wrapper(files, dirs):
-        return True
-    if folder.name == "repairs":
-        return True
-    looked = 0
-    for name in sorted(dirs):
-        if name.startswith(".") or is_tool_dir(name) or name == besides.name:
-            continue
-        looked += 1
-        if looked > _MAX_SIBLINGS:
-            break
-        child = folder / name
-        try:
-            cfiles, cdirs = _names(child)
-        except OSError:
-            continue
-        if classify_names(child, cfiles, cdirs) is not None or _is_wrapper(cfiles, cdirs):
-            return True
-    return False
-
-
-def runs_tree_root(path: str | os.PathLike[str]) -> Path:
-    """The outermost folder the app would be opened on that holds ``path``.
-
-    - a path inside a work directory ``T.eviscene-tui/…`` (a supervised root): ``T``;
-    - else the outermost ancestor whose work directory already exists (the app or a
-      command has worked on that tree before);
-    - else climb while the parent holds cases: a case inside a folder of cases, a
-      ``repairs/<key>`` of a wrapper or a search root's ``repairs/``, a folder of cases
-      beside other cases. A lone case (or a folder nothing encloses) is its own root.
-    """
+def enclosing_workdir(path: str | os.PathLike[str]) -> Path | None:
+    """The nearest folder named ``*.eviscene-tui`` that holds ``path`` (or is it): a
+    supervised root, a demo search, anything the app wrote. Read from the path's name
+    alone, never from what exists on disk."""
     p = Path(path).resolve()
-    chain = [p, *p.parents]
-    for folder in chain:
+    for folder in (p, *p.parents):
         if folder.name.endswith(WORKDIR_SUFFIX) and folder.parent != folder:
-            return folder.parent / folder.name[: -len(WORKDIR_SUFFIX)]
-    for folder in reversed(chain[: _MAX_CLIMB + 1]):
-        if folder.parent != folder and workdir_beside(folder).is_dir():
             return folder
-    current = p
-    for _ in range(_MAX_CLIMB):
-        parent = current.parent
-        if parent == current or not _holds_cases(parent, current):
-            break
-        current = parent
-    return current
+    return None
 
 
-def default_workdir(root: str | os.PathLike[str]) -> Path:
-    """The app's (and every command's) default work directory for ``root``: the work
-    directory ``T.eviscene-tui`` of the tree ``T`` that holds it (:func:`runs_tree_root`),
-    so a case opened or streamed on its own writes where the app opened on its tree
-    does, and never inside a folder the app would scan."""
-    return workdir_beside(runs_tree_root(root))
+def default_workdir(opened: str | os.PathLike[str]) -> Path:
+    """The default work directory of an opened path: ``<opened>.eviscene-tui`` beside it,
+    or the ``*.eviscene-tui`` folder the path is inside. A pure function of the path:
+    folders that appear or disappear elsewhere never move it (see :data:`WORKDIR_RULE`)."""
+    inside = enclosing_workdir(opened)
+    return inside if inside is not None else workdir_beside(opened)
+
+
+def choose_workdir(
+    opened: str | os.PathLike[str],
+    explicit: str | os.PathLike[str] | None = None,
+    configured: str | os.PathLike[str] | None = None,
+) -> tuple[Path, str]:
+    """(work directory, why it is that one) for ``opened``: ``--workdir``, else the config
+    file's ``[paths] workdir``, else :func:`default_workdir`."""
+    if explicit:
+        return Path(explicit).expanduser().resolve(), "--workdir"
+    if configured:
+        return Path(configured).expanduser().resolve(), "[paths] workdir in the config file"
+    return default_workdir(opened), "default: beside the opened path"
 
 
 def _fsync_dir(directory: Path) -> None:

@@ -6,7 +6,8 @@
 - :func:`screen_text`: the text on screen, through Textual's public screenshot export;
 - the :func:`notices` fixture: every notification text an app posts;
 - the autouse :func:`_hermetic_settings` fixture: no test reads the developer's own
-  config file or API keys (XDG config dir in a temp folder, env variables unset).
+  config file or API keys (XDG config dir in a temp folder, env variables unset), nor
+  writes to the user's registry of work directories (XDG data dir in a temp folder).
 
 Helper folders (``tests/<area>/*_fixtures.py``, ``ui_helpers.py``) are importable from
 every test: they are put on ``sys.path`` here, once.
@@ -88,6 +89,8 @@ def wait_until_sync(predicate: Callable[[], Any], timeout: float = DEFAULT_TIMEO
 @pytest.fixture(autouse=True)
 def _hermetic_settings(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path_factory.mktemp("xdg-config")))
+    # the registry of work directories (journal.records) lives in the user's data dir
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path_factory.mktemp("xdg-data")))
     monkeypatch.delenv("EVISCENE_TUI_CONFIG", raising=False)
     monkeypatch.delenv("EVISCENE_POLICY_API_KEY", raising=False)
     monkeypatch.delenv("EVISCENE_HINT_API_KEY", raising=False)

@@ -30,7 +30,7 @@ from typing import Any
 import orjson
 
 from eviscene_tui.cli import UsageError, terminal_refusal
-from eviscene_tui.storage import EvidenceWriteRefused, WorkDir, default_workdir, unique_name
+from eviscene_tui.storage import WORKDIR_RULE, EvidenceWriteRefused, WorkDir, choose_workdir, unique_name
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -38,7 +38,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--personality", choices=("v0.11", "nightly"), default="nightly", help="which vLLM build the fake imitates")
     parser.add_argument("--scenario", help="scenario JSON for the fake server")
     parser.add_argument("--tokens-per-second", type=float, default=300.0, help="fake generation speed (default 300)")
-    parser.add_argument("--workdir", help="the app's own directory (default: <root>.eviscene-tui)")
+    parser.add_argument("--workdir", help=f"the app's own directory; {WORKDIR_RULE}")
     parser.add_argument("--theme", help="colour theme")
     parser.add_argument("--operator", help="operator name recorded with decisions")
     parser.add_argument("--poll", action="store_true", help="polling file watcher")
@@ -64,6 +64,7 @@ def run(args: argparse.Namespace) -> int:
     from eviscene_tui.fake_vllm.server import load_scenario  # lazy: as above
     from eviscene_tui.gate.demo import start_gated_demo  # lazy: as above
     from eviscene_tui.supervised.demo_hints import DemoHintServer  # lazy: as above
+    from eviscene_tui.settings import load_settings  # lazy: as above
 
     root = Path(args.path)
     if not root.exists():
@@ -78,11 +79,13 @@ def run(args: argparse.Namespace) -> int:
     if args.tokens_per_second and not args.scenario:
         scenario["tokens_per_second"] = args.tokens_per_second
     profile = demo_profile(root)
-    workdir = Path(args.workdir) if args.workdir else default_workdir(root)
+    settings = load_settings(args.config)
+    workdir, why = choose_workdir(root, args.workdir, settings.paths.workdir)
     try:
         work = WorkDir(workdir, evidence_roots=[root])
     except EvidenceWriteRefused as exc:
         raise UsageError(str(exc)) from None
+    print(f"work directory: {work.path} ({why})", file=sys.stderr)  # where the demo and the app write, before they do
     server = FakeVLLMServer(personality=args.personality, scenario=scenario, profile=profile, replace_scenario=True)
     server.start()
     hints = DemoHintServer().start()

@@ -35,7 +35,7 @@ from eviscene_tui.policy.request import TeacherRequest, RequestUnavailable, chat
 from eviscene_tui.policy.session import record_failure, run_continuation
 from eviscene_tui.safe_text import safe_text
 from eviscene_tui.settings import HINT_PLACEMENTS, Settings, load_settings
-from eviscene_tui.storage import EvidenceWriteRefused, WorkDir, default_workdir
+from eviscene_tui.storage import WORKDIR_RULE, EvidenceWriteRefused, WorkDir, choose_workdir
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -47,7 +47,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--policy-profile", help="serving profile (ifv-qwen-serving-profile-v1): attested session")
     parser.add_argument("--policy-url", help="policy base URL for an unattested session (with --policy-model)")
     parser.add_argument("--policy-model", help="served model name for an unattested session")
-    parser.add_argument("--workdir", help="where records go (default: the work directory of the tree holding the case, <tree>.eviscene-tui)")
+    parser.add_argument("--workdir", help=f"where records go; {WORKDIR_RULE}")
     parser.add_argument("--config", help="config file ([policy] table: timeouts, temperature, logprobs, hint_placement, api_key)")
     parser.add_argument("--hint-placement", choices=HINT_PLACEMENTS, help="override the configured hint placement (as_run: as the run's own hinted requests show; the default)")
     parser.add_argument("--read-timeout", type=float, help="seconds to wait for the first token (prefill)")
@@ -130,7 +130,8 @@ def run(args: argparse.Namespace, *, out: TextIO | None = None, err: TextIO | No
         o.note(f"warning: {problem}")
     hint_text = _hint_from_file(args) if args.hint_file else args.hint
     config = _config_from(args, settings)
-    work = _work_dir(args, root)
+    work, why = _work_dir(args, root, settings)
+    o.note(f"work directory: {work.path} ({why})")  # where the record goes, before anything is written
     case = _case_with_site(root, args, settings)
     ref = case_ref(case, args.round)
     if hint_text is None:
@@ -172,9 +173,12 @@ def _config_from(args: argparse.Namespace, settings: Settings) -> PolicyConfig:
         raise UsageError(f"bad policy configuration: {exc}") from None
 
 
-def _work_dir(args: argparse.Namespace, root: Path) -> WorkDir:
+def _work_dir(args: argparse.Namespace, root: Path, settings: Settings) -> tuple[WorkDir, str]:
+    """The work directory (``storage.choose_workdir``: for a case streamed on its own,
+    ``<case>.eviscene-tui`` beside it) and why it is that one."""
+    path, why = choose_workdir(root, args.workdir, settings.paths.workdir)
     try:
-        return WorkDir(Path(args.workdir) if args.workdir else default_workdir(root), evidence_roots=[root])
+        return WorkDir(path, evidence_roots=[root]), why
     except EvidenceWriteRefused as exc:
         raise UsageError(str(exc)) from None
 
