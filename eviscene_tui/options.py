@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from eviscene_tui.artifacts.paths import PathMap
+from eviscene_tui.journal.records import read_workdirs, record_key
 from eviscene_tui.settings import Settings, load_settings
 from eviscene_tui.storage import WorkDir, choose_workdir
 
@@ -77,6 +78,17 @@ class AppOptions:
             gate_roots=tuple(Path(p) for p in (get("gate_roots") or ())),
             path_map_args=tuple(get("path_map") or ()),
         )
+
+    def record_workdirs(self, case_root: str | os.PathLike[str] | None) -> list[Path]:
+        """Where the records of one case may be (``journal.records.read_workdirs``): this
+        work directory first (also before it exists: it is where new records go), then
+        the case's and its ancestors' work directories and the registry's, by the case's
+        record key. File reads: call it from a worker."""
+        if case_root is None:
+            return [Path(self.workdir)]
+        rk = record_key(case_root)
+        found = read_workdirs([case_root], self.workdir, rk.keys, opened=self.root)
+        return [Path(self.workdir), *(w for w in found if os.path.realpath(w) != os.path.realpath(self.workdir))]
 
     def work(self) -> WorkDir:
         """The guarded writer for the app's own directory (refuses the evidence root)."""

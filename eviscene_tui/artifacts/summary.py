@@ -31,8 +31,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from eviscene_tui.artifacts.identity import bound_candidate, candidate_ids, read_identity
 from eviscene_tui.artifacts.jsonio import parse_json_bytes, parse_jsonl_bytes, read_json
 from eviscene_tui.artifacts.layout import CaseRef, Layout
+from eviscene_tui.artifacts.paths import PathMap
 from eviscene_tui.artifacts.problems import Problem, ProblemCode
 
 ROUND_DIR_RE = re.compile(r"^round-\d{2,}$")
@@ -273,6 +275,7 @@ def summarize_case(
     *,
     cache: dict[str, bytes] | None = None,
     fingerprint: bool = True,
+    path_map: PathMap | None = None,
 ) -> CaseSummary:
     """Summarise one case cheaply. Never raises.
 
@@ -307,6 +310,8 @@ def summarize_case(
             _summarize_slate(summary, path)
         else:
             _summarize_unknown(summary, path)
+        if summary.case_id is None or summary.candidate_id is None:
+            _ids_from_bound_candidate(summary, ref, path_map)
     except Exception as exc:  # noqa: BLE001 - a summary never raises: the failure becomes a Problem
         summary.problems.append(
             Problem(code=ProblemCode.JSON_INVALID, path=str(path), message=f"could not summarise: {type(exc).__name__}: {exc}")
@@ -314,6 +319,21 @@ def summarize_case(
     finally:
         _CACHE.reset(token)
     return summary
+
+
+def _ids_from_bound_candidate(summary: CaseSummary, ref: CaseRef, path_map: PathMap | None) -> None:
+    """A case whose ledgers name no candidate (no recoverable site: they are empty) is
+    named by the candidate.json its run binds: case id, candidate id, and the category
+    the candidate records, if any (``artifacts.identity``)."""
+    candidate = bound_candidate(ref.path, read_identity(ref.path, str(ref.layout)), path_map=path_map)
+    case_id, candidate_id = candidate_ids(candidate)
+    summary.case_id = summary.case_id or case_id
+    summary.candidate_id = summary.candidate_id or candidate_id
+    if candidate is not None and summary.semantic_category is None:
+        for where in (_dict(candidate.get("repair_site")), _dict(candidate.get("failure_localization")), candidate):
+            summary.semantic_category = _str(where.get("semantic_category"))
+            if summary.semantic_category:
+                break
 
 
 def _summarize_search(summary: CaseSummary, path: Path) -> None:

@@ -5,9 +5,11 @@ PATH may be:
 - a supervised search root (``<workdir>/supervised/<key>/``; its journal sits beside it);
 - the app's work directory (every journal in it: ``journal/review.jsonl`` and
   ``supervised/*.decisions.jsonl``);
-- an opened run root (its work directory: ``--workdir DIR`` when the app was given one,
-  else where the app writes by default, ``<root>.eviscene-tui`` beside the root, or
-  beside the nearest enclosing folder that has one);
+- an opened folder (a run root, a case, a tree of them): every journal of every work
+  directory that may hold its cases' records (``journal.records.read_workdirs``:
+  ``--workdir DIR`` or ``<PATH>.eviscene-tui``, the ``*.eviscene-tui`` folders of the cases
+  and of their ancestors, the work directories the registry names for their record keys);
+  the ``case_path`` column names the case folder under PATH a record key stands for;
 - a gated search root or its gate directory (``<root>.eviscene-gate/decisions.jsonl``).
 
 Default output is the folded decisions (every decision event with its status:
@@ -22,6 +24,7 @@ from __future__ import annotations
 import argparse
 import csv
 import io
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -32,11 +35,13 @@ from eviscene_tui.cli import UsageError
 from eviscene_tui.journal import fold, journals_in_workdir, parse_journal_bytes, stale_paths, verify_chain
 from eviscene_tui.journal.paths import JOURNAL_DIR, REVIEW_JOURNAL, SUPERVISED_DIR, SUPERVISED_SUFFIX, supervised_journal_for_root
 from eviscene_tui.safe_text import safe_text
-from eviscene_tui.storage import default_workdir, workdir_beside
+from eviscene_tui.artifacts.layout import discover_cases
+from eviscene_tui.journal.records import CaseRecords, RecordIndex, is_record_key, read_workdirs, record_key, tree_of
+from eviscene_tui.storage import default_workdir
 
 
 ROW_FIELDS = (
-    "journal", "seq", "id", "ts", "operator", "action", "case", "round", "step_index", "hint_sha256",
+    "journal", "seq", "id", "ts", "operator", "action", "case", "case_path", "round", "step_index", "hint_sha256",
     "attempt_id", "label", "reason", "status", "stale", "undone_by", "superseded_by", "evidence", "data",
 )
 EVENT_FIELDS = ("journal", "seq", "id", "ts", "operator", "action", "target", "reason", "evidence", "data", "prev", "hash")
@@ -70,48 +75,60 @@ def _base_for(journal: Path, opened_root: Path | None) -> Path | None:
     if journal.name.endswith(SUPERVISED_SUFFIX) and journal.parent.name == SUPERVISED_DIR:
         return journal.parent / journal.name[: -len(SUPERVISED_SUFFIX)]
     if journal.name == REVIEW_JOURNAL and journal.parent.name == JOURNAL_DIR:
-        if opened_root is not None:
-            return opened_root
-        work = journal.parent.parent
-        if work.name.endswith(".eviscene-tui"):
-            return work.parent / work.name[: -len(".eviscene-tui")]
+        # an earlier version's evidence: relative to the tree the work directory sits beside
+        tree = tree_of(journal.parent.parent)
+        return tree if tree is not None else opened_root
     return None
 
 
-def find_journals(path: Path, workdir: Path | None = None) -> tuple[list[Path], Path | None]:
-    """(journal files, the opened root when PATH was one)."""
-    if workdir is not None:
-        gate = _gate_journals(path) if path.is_dir() else []
-        return journals_in_workdir(workdir) + gate, (path.resolve() if path.is_dir() else None)
+def _listed_cases(path: Path) -> list[CaseRecords]:
+    """The cases under an opened folder, with their record keys (to find and name records)."""
+    out = []
+    for ref in discover_cases(path):
+        out.append(CaseRecords(os.path.relpath(ref.path, path), os.path.abspath(ref.path), record_key(ref.path, str(ref.layout))))
+    return out
+
+
+def find_journals(path: Path, workdir: Path | None = None) -> tuple[list[Path], Path | None, RecordIndex | None]:
+    """(journal files, the opened folder when PATH was one, the index of its cases).
+
+    An opened folder (a run root, a case, a tree): every journal of every work directory
+    that may hold its cases' records (``journal.records.read_workdirs``: ``--workdir`` or
+    ``<PATH>.eviscene-tui``, the ``*.eviscene-tui`` of the cases and their ancestors, the
+    registry's), then its gate journal."""
     if path.is_file():
-        return [path], None
+        return [path], None, None
     if not path.is_dir():
-        return [], None
-    sidecar = supervised_journal_for_root(path)
-    if path.parent.name == SUPERVISED_DIR and sidecar.is_file():
-        return [sidecar], None
-    gate = _gate_journals(path)
-    found = journals_in_workdir(path)
-    if found:
-        return found + gate, None
-    # an opened root: the app's default work directory beside it; a case inside an
-    # opened folder: the work directory of the nearest enclosing folder that has one
-    resolved = path.resolve()
-    for candidate in (resolved, *resolved.parents):
-        found = journals_in_workdir(workdir_beside(candidate))
+        return [], None, None
+    if workdir is None:
+        sidecar = supervised_journal_for_root(path)
+        if path.parent.name == SUPERVISED_DIR and sidecar.is_file():
+            return [sidecar], None, None
+        found = journals_in_workdir(path)
         if found:
-            return found + gate, candidate
-    return gate, resolved
+            return found + _gate_journals(path), None, None
+    resolved = path.resolve()
+    cases = _listed_cases(resolved)
+    keys = [k for c in cases for k in c.key.keys]
+    write = workdir if workdir is not None else default_workdir(resolved)
+    dirs = read_workdirs([c.path for c in cases] or [resolved], write, keys, opened=resolved)
+    journals = [j for d in dirs for j in journals_in_workdir(d)]
+    return journals + _gate_journals(path), resolved, RecordIndex(cases, opened=resolved)
 
 
-def _rows(journal: Path, opened_root: Path | None) -> list[dict[str, Any]]:
+def _rows(journal: Path, opened_root: Path | None, index: RecordIndex | None = None) -> list[dict[str, Any]]:
     events, _bad = parse_journal_bytes(journal.read_bytes())
     base = _base_for(journal, opened_root)
+    workdir = journal.parent.parent
     rows = []
     for decision in fold(events).decisions:
         row = decision.row()
         row["journal"] = str(journal)
-        row["stale"] = bool(stale_paths(decision.event, base)) if base is not None and row["evidence"] else False
+        hit = index.resolve(row["case"], workdir) if index is not None else None
+        row["case_path"] = os.path.relpath(hit.path, opened_root) if hit is not None and opened_root is not None else None
+        # a record key's evidence is relative to the case folder (journal.review)
+        where = Path(hit.path) if hit is not None and is_record_key(row["case"]) else base
+        row["stale"] = bool(stale_paths(decision.event, where)) if where is not None and row["evidence"] else False
         rows.append(row)
     return rows
 
@@ -131,7 +148,7 @@ def run(args: argparse.Namespace) -> int:
     workdir = Path(args.workdir) if getattr(args, "workdir", None) else None
     if workdir is not None and not workdir.is_dir():
         raise UsageError(f"--workdir {args.workdir} is not a directory")
-    journals, opened_root = find_journals(path, workdir)
+    journals, opened_root, index = find_journals(path, workdir)
     if not journals:
         where = str(workdir) if workdir is not None else str(default_workdir(path)) if path.is_dir() else str(path)
         print(
@@ -154,7 +171,7 @@ def run(args: argparse.Namespace) -> int:
             evs, _ = parse_journal_bytes(j.read_bytes())
             events.extend({"journal": str(j), **e} for e in evs)
         return _emit(args, events, EVENT_FIELDS, reports)
-    rows = [row for j in journals for row in _rows(j, opened_root)]
+    rows = [row for j in journals for row in _rows(j, opened_root, index)]
     code = _emit(args, rows, ROW_FIELDS, reports)
     for r in broken:
         print(f"eviscene-tui decisions: warning: journal {r.path} does not verify ({len(r.problems)} problem(s)); use --events for details", file=sys.stderr)
@@ -204,7 +221,8 @@ def print_table(items: list[dict[str, Any]]) -> None:
     rows = []
     for r in items:
         status = _cell(r.get("status")) + (" STALE" if r.get("stale") else "")
-        values = (r.get("seq"), r.get("ts"), r.get("operator"), r.get("action"), r.get("case"), r.get("round"), r.get("label"), status, r.get("reason"))
+        case = r.get("case_path") or r.get("case")  # the folder under PATH when the record key names a listed case
+        values = (r.get("seq"), r.get("ts"), r.get("operator"), r.get("action"), case, r.get("round"), r.get("label"), status, r.get("reason"))
         rows.append([safe_text(_cell(v), single_line=True, limit=200) for v in values])
     titles = [name for name, _ in TABLE_COLUMNS]
     widths = [max([len(t)] + [len(row[i]) for row in rows]) for i, t in enumerate(titles)]

@@ -35,6 +35,7 @@ from eviscene_tui.policy.request import TeacherRequest, RequestUnavailable, chat
 from eviscene_tui.policy.session import record_failure, run_continuation
 from eviscene_tui.safe_text import safe_text
 from eviscene_tui.settings import HINT_PLACEMENTS, Settings, load_settings
+from eviscene_tui.journal.records import record_key, register_workdir
 from eviscene_tui.storage import WORKDIR_RULE, EvidenceWriteRefused, WorkDir, choose_workdir
 
 
@@ -133,6 +134,7 @@ def run(args: argparse.Namespace, *, out: TextIO | None = None, err: TextIO | No
     work, why = _work_dir(args, root, settings)
     o.note(f"work directory: {work.path} ({why})")  # where the record goes, before anything is written
     case = _case_with_site(root, args, settings)
+    register_workdir(work.path, record_key(root), root)  # the record is found again from any folder
     ref = case_ref(case, args.round)
     if hint_text is None:
         hint_text = round_hint(case, args.round)

@@ -6,11 +6,11 @@ Public API::
     j = Journal(path, operator="alice")      # takes the lock, or opens read-only
     if j.read_only: print(j.read_only_reason)
     ev = j.append("reject_hint", target={...}, reason="...", evidence={...})
-    state = fold(j.events); state.triage_labels(case)
+    state = fold(j.events); state.triage(case)       # the case's one current label and note
 """
 
 from eviscene_tui.journal.events import ACTIONS, SCHEMA_VERSION, TRIAGE_LABELS, EventError, build_event, event_hash, make_target
-from eviscene_tui.journal.fold import Decision, DecisionState, evidence_for, fold, is_stale, stale_paths
+from eviscene_tui.journal.fold import Decision, DecisionState, Triage, evidence_for, fold, is_stale, stale_paths
 from eviscene_tui.journal.paths import (
     case_key,
     journals_in_workdir,
@@ -19,7 +19,8 @@ from eviscene_tui.journal.paths import (
     supervised_journal_path,
     supervised_root_path,
 )
-from eviscene_tui.journal.review import add_triage_label, open_review_journal, review_state
+from eviscene_tui.journal.records import RecordIndex, RecordKey, read_workdirs, record_key, register_workdir, supervised_home
+from eviscene_tui.journal.review import add_triage_label, clear_triage_label, merged_triage, open_review_journal, review_state
 from eviscene_tui.journal.store import (
     BadLine,
     ChainReport,
@@ -44,6 +45,15 @@ __all__ = [
     "JournalError",
     "JournalReadOnly",
     "TornTailError",
+    "Triage",
+    "RecordIndex",
+    "RecordKey",
+    "clear_triage_label",
+    "merged_triage",
+    "read_workdirs",
+    "record_key",
+    "register_workdir",
+    "supervised_home",
     "add_triage_label",
     "build_event",
     "case_key",

@@ -14,7 +14,9 @@ An event is one JSON object on one line of the journal (canonical JSON, see
      "hash": "<sha256 of the canonical JSON of this object without 'hash'>"}
 
 ``data`` carries what an action needs beyond the target: ``label`` for
-``triage_label``, ``undoes`` (the undone event id) for ``undo``, ``checker`` and
+``triage_label`` (the case's one current label; ``triage_clear`` removes it; the note is
+the event's ``reason``, multi-line; ``case_id`` / ``candidate_id`` / ``folder`` say which
+case ``target.case``, its record key, named when it was labelled), ``undoes`` (the undone event id) for ``undo``, ``checker`` and
 ``earliest_error_step`` for verdicts, ``to_step_index`` for ``relocalize``,
 ``torn_tail`` for the acknowledgement of a torn journal tail.
 """
@@ -26,6 +28,7 @@ import uuid
 from typing import Any
 
 from eviscene_tui.artifacts.jsonio import canonical_json_bytes, sha256_bytes
+from eviscene_tui.settings import DEFAULT_TRIAGE_LABELS, TRIAGE_LABEL_PATTERN
 
 SCHEMA_VERSION = "eviscene-tui-decision-v1"
 
@@ -36,6 +39,7 @@ ACTIONS = (
     "reject_attempt",
     "relocalize",
     "triage_label",
+    "triage_clear",
     "comment",
     "undo",
     # the operator gate inside the driver's own search loop (eviscene_tui.gate)
@@ -45,7 +49,9 @@ ACTIONS = (
     "accept_site",
     "resume_search",
 )
-TRIAGE_LABELS = ("needs_relocalization", "unrecoverable", "data_problem", "note")
+#: the default label set (``[triage] labels`` in the config file replaces it); an event's
+#: label is any name of the label pattern, so journals keep reading when the set changes
+TRIAGE_LABELS = DEFAULT_TRIAGE_LABELS
 TARGET_KEYS = ("case", "round", "step_index", "hint_sha256", "attempt_id")
 EVENT_KEYS = (
     "schema_version",
@@ -111,8 +117,8 @@ def build_event(
     if action not in ACTIONS:
         raise EventError(f"unknown action {action!r}; expected one of {', '.join(ACTIONS)}")
     data = dict(data or {})
-    if action == "triage_label" and data.get("label") not in TRIAGE_LABELS:
-        raise EventError(f"triage label must be one of {', '.join(TRIAGE_LABELS)}")
+    if action == "triage_label" and not (isinstance(data.get("label"), str) and TRIAGE_LABEL_PATTERN.match(data["label"])):
+        raise EventError("a triage label is a short snake_case name (lower-case letters, digits and _)")
     if action == "undo" and not isinstance(data.get("undoes"), str):
         raise EventError("undo needs data.undoes = the id of the event it reverses")
     if action in ("reject_hint", "reject_attempt", "relocalize") and not (reason or "").strip():

@@ -3,8 +3,10 @@
 - ``undo`` reverses the event it names (``data.undoes``); undoing twice is a no-op.
 - A later decision on the same subject supersedes an earlier one:
   hints by (case, round, hint_sha256), attempts by (case, round, attempt_id),
-  relocalizations by (case, round), triage labels by (case, label).
-  Comments are never superseded.
+  relocalizations by (case, round); a case has ONE current triage label: every
+  ``triage_label`` / ``triage_clear`` of a case supersedes the case's previous one
+  (a note given with the old fixed label ``note`` only updates the note). Undoing the
+  current one brings back the one before. Comments are never superseded.
 - :func:`is_stale` compares the evidence hashes an event recorded with the files
   as they are now.
 """
@@ -19,6 +21,8 @@ from typing import Any, Iterable
 from eviscene_tui.artifacts.jsonio import sha256_file
 
 _HINT_ACTIONS = ("approve_hint", "reject_hint")
+TRIAGE_ACTIONS = ("triage_label", "triage_clear")
+LEGACY_NOTE_LABEL = "note"  # an earlier version's fixed label set had "note" as a label
 _ATTEMPT_ACTIONS = ("approve_attempt", "reject_attempt")
 
 
@@ -88,10 +92,33 @@ def _subject(ev: dict[str, Any]) -> tuple[Any, ...] | None:
         return ("attempt", t.get("case"), t.get("round"), t.get("attempt_id"))
     if action == "relocalize":
         return ("relocalize", t.get("case"), t.get("round"))
-    if action == "triage_label":
-        data = _v if isinstance(_v := ev.get("data"), dict) else {}
-        return ("triage", t.get("case"), data.get("label"))
+    if action == "triage_label" and _legacy_note(ev):
+        return ("triage-note", t.get("case"))
+    if action in TRIAGE_ACTIONS:
+        return ("triage", t.get("case"))
     return None
+
+
+def _legacy_note(ev: dict[str, Any]) -> bool:
+    """An earlier version's ``note`` label: a note on the case, not its label."""
+    data = _v if isinstance(_v := ev.get("data"), dict) else {}
+    return data.get("label") == LEGACY_NOTE_LABEL
+
+
+@dataclass(frozen=True, slots=True)
+class Triage:
+    """The current triage state of one case: its label ("" = none) and note."""
+
+    label: str
+    note: str
+    operator: str
+    ts: str
+    event_id: str  # the event that set it (what an undo reverses)
+    action: str
+
+    @property
+    def labelled(self) -> bool:
+        return bool(self.label)
 
 
 @dataclass
@@ -127,20 +154,38 @@ class DecisionState:
             return None
         return "approved" if d.action == "approve_attempt" else "rejected"
 
+    def triage(self, case: str | None) -> Triage | None:
+        """The case's current label and note (``label`` "" after a clear), or None when
+        nothing was ever recorded (or all of it was undone)."""
+        return self.triage_by_case_full().get(str(case))
+
+    def triage_by_case_full(self) -> dict[str, Triage]:
+        """case -> its current :class:`Triage` (also a cleared one: its undo brings the
+        label before back)."""
+        out: dict[str, Triage] = {}
+        for d in self.decisions:
+            if not d.active or d.action not in TRIAGE_ACTIONS:
+                continue
+            case = str(d.target.get("case"))
+            ev = d.event
+            note = str(ev.get("reason") or "")
+            if _legacy_note(ev):
+                old = out.get(case)
+                out[case] = Triage(old.label if old else "", note, str(ev.get("operator") or ""), str(ev.get("ts") or ""), d.id, d.action)
+                continue
+            data = _v if isinstance(_v := ev.get("data"), dict) else {}
+            label = str(data.get("label") or "") if d.action == "triage_label" else ""
+            out[case] = Triage(label, note, str(ev.get("operator") or ""), str(ev.get("ts") or ""), d.id, d.action)
+        return out
+
     def triage_labels(self, case: str | None) -> set[str]:
-        return {
-            str(d.event.get("data", {}).get("label"))
-            for d in self.decisions
-            if d.active and d.action == "triage_label" and d.target.get("case") == case
-        }
+        """The case's current label as a set (empty or one label)."""
+        t = self.triage(case)
+        return {t.label} if t is not None and t.label else set()
 
     def triage_by_case(self) -> dict[str, set[str]]:
-        """case -> active triage labels (for the runs screen filter)."""
-        out: dict[str, set[str]] = {}
-        for d in self.decisions:
-            if d.active and d.action == "triage_label":
-                out.setdefault(str(d.target.get("case")), set()).add(str(d.event.get("data", {}).get("label")))
-        return out
+        """case -> {its current label} (cases with a label only)."""
+        return {case: {t.label} for case, t in self.triage_by_case_full().items() if t.label}
 
     def cases_with_label(self, label: str) -> list[str]:
         return sorted(case for case, labels in self.triage_by_case().items() if label in labels)

@@ -1,13 +1,15 @@
 """Where journals live (always in the app's work directory, never in a run root).
 
-- Review sidecar, one per opened root: ``<workdir>/journal/review.jsonl``.
-  ``target.case`` is the case path relative to the opened root; evidence paths are
-  relative to the opened root. Lock: ``<workdir>/journal/review.jsonl.lock``.
+- Review sidecar, one per work directory: ``<workdir>/journal/review.jsonl``.
+  ``target.case`` is the case's record key (:mod:`eviscene_tui.journal.records`; an
+  earlier version wrote the case path relative to the tree the work directory sat
+  beside); a label's evidence paths are relative to the case folder. Lock:
+  ``<workdir>/journal/review.jsonl.lock``.
 - Supervised search, one per supervised root: the root itself is
-  ``<workdir>/supervised/<case-key>/`` (it must look exactly like a driver root for
-  ``check``), so its journal sits beside it:
-  ``<workdir>/supervised/<case-key>.decisions.jsonl``; evidence paths are relative
-  to the supervised root (``../`` paths reach inputs outside it).
+  ``<workdir>/supervised/<record key>/`` (earlier: ``<case_key(path)>``; it must look
+  exactly like a driver root for ``check``), so its journal sits beside it:
+  ``<workdir>/supervised/<name>.decisions.jsonl``; evidence paths are relative to the
+  supervised root (``../`` paths reach inputs outside it).
 """
 
 from __future__ import annotations
@@ -24,7 +26,8 @@ SUPERVISED_SUFFIX = ".decisions.jsonl"
 
 
 def case_key(case_path: str) -> str:
-    """A short, file-name-safe, stable key for a case path (relative to the opened root)."""
+    """A short, file-name-safe key for a text (an earlier version's supervised-root name of
+    a case path; a search started with an explicit label)."""
     text = case_path.strip() or "."
     safe = re.sub(r"[^A-Za-z0-9._-]+", "_", text.strip("/")).strip("._") or "root"
     return f"{safe[:40]}-{hashlib.sha256(text.encode('utf-8')).hexdigest()[:10]}"

@@ -115,7 +115,16 @@ def feedback_converged(tree: Tree, rel: str = "feedback-converged-3-rounds", cas
 
 def search_no_recoverable_site(tree: Tree) -> Case:
     c = _new_case(tree, "search-no-recoverable-site", PROTEST, "case-rally-tbilisi-0042")
-    c.json("inputs/semantic-verification.json", _loc(c, None, None, "input", closest=3)["doc"])
+    # the candidate the rollout gate bound: a terminal outcome mismatch, observed at the
+    # final judgment step, still to be localized (what the "why no site" panel shows)
+    last = len(c.trace["state"]["all_steps"]) - 1
+    c.json("inputs/candidate.json", {**c.seed_candidate(), "failure_localization": {
+        "status": "requires_localization", "basis": "terminal_outcome_mismatch", "requires_privileged_attribution": True,
+        "observed_failure_source_step_indices": [last], "repair_anchor_step_index": None,
+        "repair_anchor_source_step_index": None, "repair_anchor_step_id": None, "repair_signal": "terminal_outcome_mismatch"}})
+    # the localizer blames an event no step of the trace shows (no tool timed out)
+    why = "No recoverable policy step: an external retrieval timeout cut the search off before the original source was reached."
+    c.json("inputs/semantic-verification.json", _loc(c, None, None, "input", closest=3, explanation=why)["doc"])
     sb = SearchBuilder(c)
     sb.open_round(0)
     rb = RunBuilder(c, "rounds/round-00", hint_count=1, public_rel="round-inputs/round-00/public.json",

@@ -28,9 +28,14 @@ from eviscene_tui.artifacts.models import (
 )
 from eviscene_tui.safe_text import safe_text
 from eviscene_tui.artifacts.jsonio import read_json
+from eviscene_tui.journal.records import record_key
+from eviscene_tui.state.triage import localizer_reasons
+from eviscene_tui.state.claims import Claim, ClaimResult, claim_line_parts, claims_summary, explanation_claims
 
 if TYPE_CHECKING:
     from pathlib import Path
+
+    from eviscene_tui.journal.records import RecordKey
 
     from eviscene_tui.artifacts.case import CaseBundle, RoundBundle
     from eviscene_tui.artifacts.paths import InputProvenance
@@ -122,6 +127,13 @@ class CaseView:
     # where each bound input was found (artifacts.paths): InputProvenance rows, sha256
     # not verified yet (the integrity check verifies them)
     provenance: list[InputProvenance] = field(default_factory=list)
+    #: what the case's labels, searches and records are keyed by (journal.records)
+    record: RecordKey | None = None
+    case_id: str = ""  # from the ledgers, else the bound candidate.json
+    candidate_id: str = ""
+    #: the localizer explanation's quotes and named events, to check against the trace (state.claims)
+    claims: list[Claim] = field(default_factory=list)
+    claims_at: int | None = None  # the line of ``localization`` the checked claims are shown before
 
     def summary_line(self) -> str:
         parts = [self.status]
@@ -164,31 +176,10 @@ def _source_failed(bundle: CaseBundle) -> bool | None:
 
 
 def semantic_validity(sl: SemanticLocalization | None, trace_sha: str | None = None) -> list[str]:
-    """Why a semantic localization cannot yield a site (§3.4 rule 3); [] = valid."""
-    reasons: list[str] = []
-    if sl is None:
-        return ["semantic localization missing (no semantic-localization.json)"]
-    if sl.schema_version != "ifv-psd-semantic-localization-v1":
-        reasons.append(f"unknown schema {sl.schema_version!r}")
-    if sl.passed is not True:
-        reasons.append("localizer did not pass (passed is not true)")
-    cands = sl.candidates or []
-    if not cands:
-        reasons.append("no candidates")
-    selected = [c for c in cands if c.selected]
-    chosen = selected[0] if len(selected) == 1 else (cands[0] if len(cands) == 1 and not selected else None)
-    if cands and chosen is None:
-        reasons.append(f"{len(selected)} selected candidates (exactly one needed)")
-    if chosen is not None:
-        if not chosen.observed_basis:
-            reasons.append("selected candidate has no observed_basis quotes")
-        if chosen.category not in KNOWN_CATEGORIES:
-            reasons.append(f"unknown category {chosen.category!r}")
-        if chosen.verifier is None or chosen.verifier.kind != "task":
-            reasons.append("verifier kind is not 'task'")
-    if trace_sha and getattr(sl, "source_trace_canonical_sha256", None) not in (None, trace_sha):
-        reasons.append("source_trace_canonical_sha256 does not match the source trace")
-    return reasons
+    """Why a semantic localization cannot yield a site (§3.4 rule 3); [] = valid. The one
+    rule of ``state.triage.localizer_reasons`` (whose codes the runs table shows)."""
+    raw = sl.model_dump(mode="python") if sl is not None else None
+    return [message for _code, message in localizer_reasons(raw, trace_sha)]
 
 
 # ----------------------------------------------------------------------------- build
@@ -241,13 +232,29 @@ def build_case_view(bundle: CaseBundle, *, key: str, base: Any = None) -> CaseVi
             view.latest_hint = a.hint_text
             break
     view.hint_count = len(attempts)
+    view.record = record_key(bundle.root, str(bundle.layout))
+    view.case_id, view.candidate_id = _case_ids(bundle)
+    if view.case_id and view.case_id != view.key:  # a no-site case is named by its bound candidate
+        view.title = safe_text(f"{key} \u00b7 {view.case_id}", single_line=True, limit=100)
     if str(bundle.layout) == "slate":
         return _slate_view(bundle, view, base)
+    view.claims = explanation_claims(_semantic(bundle)[0])
     view.localization = _localization_doc(bundle, site, view)
     view.rounds, view.round_anchors = _rounds_doc(bundle)
     view.provenance = bundle.input_provenance()
     view.problems = [(str(p.code), _rel(p.path, base), safe_text(p.message, single_line=True, limit=500)) for p in bundle.problems]
     return view
+
+
+def _case_ids(bundle: CaseBundle) -> tuple[str, str]:
+    """(case id, candidate id): the ledgers', else the bound candidate's."""
+    case_id = bundle.case_id or ""
+    candidate_id = next((c.candidate_id for c in bundle.candidates if c.candidate_id), None) or ""
+    if not case_id or not candidate_id:
+        doc = bound_candidate_doc(bundle) or {}
+        case_id = case_id or (doc.get("case_id") if isinstance(doc.get("case_id"), str) else "") or ""
+        candidate_id = candidate_id or (doc.get("candidate_id") if isinstance(doc.get("candidate_id"), str) else "") or ""
+    return safe_text(case_id, single_line=True), safe_text(candidate_id, single_line=True)
 
 
 def _slate_view(bundle: CaseBundle, view: CaseView, base: Any) -> CaseView:
@@ -299,7 +306,15 @@ def provenance_lines(rows: list[InputProvenance]) -> list[Line]:
 
 
 def _localization_doc(bundle: CaseBundle, site: FailureSite | None, view: CaseView) -> list[Line]:
-    out: list[Line] = [L(Seg("Failure site", "title"))]
+    out: list[Line] = []
+    sl, sl_round = _semantic(bundle)
+    candidate = bound_candidate_doc(bundle)
+    if view.no_site:
+        # a no-site case opens on this tab: why there is no site comes first (an 80x24
+        # terminal shows it without scrolling)
+        out.extend(_no_site_doc(bundle, sl, view, candidate))
+        out.append(L())
+    out.append(L(Seg("Failure site", "title")))
     if site is None and view.site_from_semantic:
         out.append(L(Seg("  not bound yet; the semantic localization selects ", "warn"), S(f"step {view.failure_index}", "accent")))
     elif site is None:
@@ -313,18 +328,7 @@ def _localization_doc(bundle: CaseBundle, site: FailureSite | None, view: CaseVi
         out.append(kv("verifier", site.localization_verifier))
         out.append(kv("from", site.origin, "dim"))
     out.append(L())
-    out.append(L(Seg("Source rollout", "title")))
-    failed = _source_failed(bundle)
-    out.append(L(Seg("  failure status: ", "key"), Seg("failed" if failed else ("not explicitly failed" if failed is False else "unknown"), "bad" if failed else "warn")))
-    cands = bundle.candidates or []
-    if cands:
-        c = cands[-1]
-        out.append(kv("repair signal", c.repair_signal))
-        if c.strict_trace_audit_failure_codes:
-            out.append(kv("strict audit failure codes", ", ".join(map(str, c.strict_trace_audit_failure_codes)), "bad"))
-        if c.failure_localization is not None:
-            out.append(kv("localization status", c.failure_localization.status))
-    sl, sl_round = _semantic(bundle)
+    out.extend(_source_rollout_lines(bundle, candidate))
     out.append(L())
     title = "Semantic localization"
     if sl_round is not None and sl_round.kind == "search_round":
@@ -333,43 +337,92 @@ def _localization_doc(bundle: CaseBundle, site: FailureSite | None, view: CaseVi
     if sl is None:
         out.append(L(Seg("  none (no semantic-localization.json in any round)", "dim")))
     else:
-        out.append(L(Seg("  passed: ", "key"), flag(sl.passed), Seg(f"   {len(sl.candidates)} candidate(s)", "dim")))
-        out.append(L(Seg("  explanation (localizer):", "key")))
-        out.extend(block(sl.explanation or "-", privileged=True))
-        for i, cand in enumerate(sl.candidates):
-            out.append(
-                L(
-                    Seg(f"  candidate {i}: ", "key"),
-                    S(f"step {cand.source_step_index}", "accent"),
-                    Seg("  selected " if cand.selected else "  ", "ok" if cand.selected else ""),
-                    Seg("recoverable " if cand.recoverable else "not recoverable ", "ok" if cand.recoverable else "warn"),
-                    S(cand.category or "-", "value"),
-                    S("  " + (cand.verifier.label() if cand.verifier is not None else ""), "dim"),
-                )
+        out.extend(_semantic_lines(sl, view))
+    if not view.no_site and view.claims:
+        view.claims_at = len(out)  # the checked claims go here (state.claims; painted when the trace is searched)
+    out.extend(_private_lines(bundle))
+    return out
+
+
+def _source_rollout_lines(bundle: CaseBundle, candidate: dict[str, Any] | None) -> list[Line]:
+    """The source rollout's failure: from the attempts, else from the bound candidate
+    (a repair seed exists only for a rollout that failed)."""
+    out: list[Line] = [L(Seg("Source rollout", "title"))]
+    failed = _source_failed(bundle)
+    loc = _dict(candidate.get("failure_localization")) if candidate else {}
+    if failed is None and candidate is not None:
+        status = loc.get("status") or candidate.get("candidate_status") or "repair seed"
+        out.append(L(Seg("  failure status: ", "key"), S("failed", "bad"), S(f"  (the bound candidate records {status})", "dim")))
+    else:
+        out.append(L(Seg("  failure status: ", "key"), Seg("failed" if failed else ("not explicitly failed" if failed is False else "unknown"), "bad" if failed else "warn")))
+    cands = bundle.candidates or []
+    if cands:
+        c = cands[-1]
+        out.append(kv("repair signal", c.repair_signal))
+        if c.strict_trace_audit_failure_codes:
+            out.append(kv("strict audit failure codes", ", ".join(map(str, c.strict_trace_audit_failure_codes)), "bad"))
+        if c.failure_localization is not None:
+            out.append(kv("localization status", c.failure_localization.status))
+    elif candidate is not None:
+        out.append(kv("repair signal", candidate.get("repair_signal")))
+    return out
+
+
+def _semantic_lines(sl: SemanticLocalization, view: CaseView) -> list[Line]:
+    out: list[Line] = [L(Seg("  passed: ", "key"), flag(sl.passed), Seg(f"   {len(sl.candidates)} candidate(s)", "dim"))]
+    out.append(L(Seg("  explanation (localizer):", "key")))
+    out.extend(block(sl.explanation or "-", privileged=True))
+    for i, cand in enumerate(sl.candidates):
+        out.append(
+            L(
+                Seg(f"  candidate {i}: ", "key"),
+                S(f"step {cand.source_step_index}", "accent"),
+                Seg("  selected " if cand.selected else "  ", "ok" if cand.selected else ""),
+                Seg("recoverable " if cand.recoverable else "not recoverable ", "ok" if cand.recoverable else "warn"),
+                S(cand.category or "-", "value"),
+                S("  " + (cand.verifier.label() if cand.verifier is not None else ""), "dim"),
             )
-            out.append(L(Seg("    explanation: ", "key")))
-            out.extend(block(cand.explanation or "-", indent="      ", privileged=True))
-            for basis in cand.observed_basis:
-                step = basis.step_index if basis.step_index is not None else cand.source_step_index
-                text = safe_text(basis.quote or "", single_line=True, limit=300)
-                view.quotes.append(Quote(step, text, i, safe_text(cand.category or "", single_line=True)))
-            if cand.observed_basis:
-                out.append(L(Seg(f"    {len(cand.observed_basis)} observed_basis quote(s) — listed below; Enter jumps to the step", "dim")))
-    if view.no_site:
-        out.append(L())
-        out.extend(_no_site_doc(bundle, sl, view))
+        )
+        out.append(L(Seg("    explanation: ", "key")))
+        out.extend(block(cand.explanation or "-", indent="      ", privileged=True))
+        for basis in cand.observed_basis:
+            step = basis.step_index if basis.step_index is not None else cand.source_step_index
+            text = safe_text(basis.quote or "", single_line=True, limit=300)
+            view.quotes.append(Quote(step, text, i, safe_text(cand.category or "", single_line=True)))
+        if cand.observed_basis:
+            out.append(L(Seg(f"    {len(cand.observed_basis)} observed_basis quote(s) — listed below; Enter jumps to the step", "dim")))
+    return out
+
+
+def _private_lines(bundle: CaseBundle) -> list[Line]:
     private = bundle.private_context
     gold = _gold(bundle)
-    if private is not None or gold is not None:
-        out.append(L())
-        out.append(L(Seg("Private inputs", "title")))
-        if gold is not None:
-            out.append(L(Seg("  gold:", "key")))
-            out.extend(block(gold, privileged=True, limit=4000))
-        if private is not None:
-            out.append(L(Seg("  private context:", "key")))
-            out.extend(block(private, privileged=True, limit=4000))
+    if private is None and gold is None:
+        return []
+    out: list[Line] = [L(), L(Seg("Private inputs", "title"))]
+    if gold is not None:
+        out.append(L(Seg("  gold:", "key")))
+        out.extend(block(gold, privileged=True, limit=4000))
+    if private is not None:
+        out.append(L(Seg("  private context:", "key")))
+        out.extend(block(private, privileged=True, limit=4000))
     return out
+
+
+def _dict(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def bound_candidate_doc(bundle: CaseBundle) -> dict[str, Any] | None:
+    """The candidate.json the case binds (the wrapper's case-inputs copy first), as read."""
+    try:
+        path = bundle.input_path("candidate")
+        if path is None:
+            return None
+        raw, _ = read_json(path)
+    except Exception:  # noqa: BLE001 - a view never raises
+        return None
+    return raw if isinstance(raw, dict) else None
 
 
 def _gold(bundle: CaseBundle) -> Any:
@@ -384,8 +437,60 @@ def _gold(bundle: CaseBundle) -> Any:
         return None
 
 
-def _no_site_doc(bundle: CaseBundle, sl: SemanticLocalization | None, view: CaseView) -> list[Line]:
+def _observed_failure(loc: dict[str, Any]) -> list[tuple[str, Any]]:
+    """The candidate's ``observed_failure_*_indices`` (and anchor) fields, as recorded."""
+    out = []
+    for key in sorted(loc):
+        if key.startswith("observed_failure_") or key.startswith("repair_anchor_"):
+            value = loc[key]
+            if value not in (None, [], ""):
+                out.append((key, ", ".join(map(str, value)) if isinstance(value, list) else value))
+    return out
+
+
+def _candidate_lines(candidate: dict[str, Any] | None) -> list[Line]:
+    """What the bound candidate says about the failure: its basis and observed step."""
+    if candidate is None:
+        return [L(Seg("  \u2022 the bound candidate (candidate.json) is not available", "dim"))]
+    loc = _dict(candidate.get("failure_localization"))
+    out = [L(Seg("  \u2022 the candidate: ", "key"), S(candidate.get("case_id") or "-", "value"), Seg("  ", ""),
+             S(_short(candidate.get("candidate_id"), 28) or "-", "dim"))]
+    out.append(L(Seg("      failure basis: ", "key"), S(loc.get("basis") or candidate.get("repair_signal") or "not recorded", "accent"),
+                 Seg("   status: ", "key"), S(loc.get("status") or candidate.get("candidate_status") or "-", "value")))
+    observed = _observed_failure(loc)
+    for key, value in observed:
+        label = "observed failure step" if key.startswith("observed_failure_") else key.replace("_", " ")
+        out.append(L(Seg(f"      {label}: ", "key"), S(value, "accent"), S(f"  ({key})", "dim")))
+    if not observed:
+        out.append(L(Seg("      observed failure step: not recorded by the candidate", "dim")))
+    return out
+
+
+def _provenance_lines(sl: SemanticLocalization | None) -> list[Line]:
+    """Which model localized, and the provenance it recorded (also with no candidates)."""
+    if sl is None:
+        return []
+    prov = _dict(sl.provenance)
+    binding = _dict(prov.get("request_binding"))
+    models = {c.verifier.model for c in sl.candidates if c.verifier is not None and c.verifier.model}
+    model = binding.get("model") or (sorted(models)[0] if models else None)
+    out = [L(Seg("  \u2022 the localizer: ", "key"), S(model or "model not recorded", "value"),
+             S(f"  {binding.get('version')}" if binding.get("version") else "", "dim"))]
+    for key, value in (("interaction", prov.get("interaction_id")), ("response sha256", _short(prov.get("response_sha256"))),
+                       ("prompt sha256", _short(binding.get("prompt_sha256"))), ("packet sha256", _short(binding.get("packet_sha256")))):
+        if value:
+            out.append(L(Seg(f"      {key}: ", "key"), S(value, "dim")))
+    route = prov.get("model_route")
+    if route:
+        out.append(L(Seg("      model route: ", "key"), S(_compact(route), "dim", limit=200)))
+    if not prov:
+        out.append(L(Seg("      no provenance recorded", "warn")))
+    return out
+
+
+def _no_site_doc(bundle: CaseBundle, sl: SemanticLocalization | None, view: CaseView, candidate: dict[str, Any] | None) -> list[Line]:
     out: list[Line] = [L(Seg("Why no recoverable site was found", "title"))]
+    out.extend(_candidate_lines(candidate))
     cands = bundle.candidates or []
     audit_codes = [code for c in cands for code in (c.strict_trace_audit_failure_codes or [])]
     if audit_codes:
@@ -413,15 +518,33 @@ def _no_site_doc(bundle: CaseBundle, sl: SemanticLocalization | None, view: Case
         out.append(L(Seg("  \u2022 semantic localization: not usable", "bad")))
     for reason in reasons:
         out.append(L(Seg("      - "), S(reason, "warn")))
+    out.extend(_provenance_lines(sl))
     if sl is not None:
         out.append(L(Seg("    localizer explanation:", "key")))
         out.extend(block(sl.explanation or "-", indent="      ", privileged=True))
+    view.claims_at = len(out)  # the explanation's quotes and named events, checked against the trace, go here
     closest = closest_step(sl)
     view.closest_step = closest
     if closest is not None:
         out.append(L(Seg("  \u2022 the localizer came closest at ", "key"), S(f"step {closest}", "accent"), Seg("  (press f to go there)", "dim")))
     else:
         out.append(L(Seg("  \u2022 the localizer named no step", "dim")))
+    return out
+
+
+def claims_lines(results: list[ClaimResult] | None, claims: list[Claim]) -> list[Line]:
+    """The checked claims of the localizer (state.claims): a summary anyone may see, the
+    quotes themselves masked like the explanation they come from."""
+    if not claims:
+        return []
+    if results is None:
+        return [L(Seg("  \u2022 the localizer's quotes and named events: ", "key"), Seg("checking them against the trace\u2026", "dim"))]
+    missing = any(not r.found for r in results)
+    out = [L(Seg("  \u2022 the localizer's quotes and named events: ", "key"), S(claims_summary(results), "bad" if missing else "ok"))]
+    for result in results:
+        mark, what, where = claim_line_parts(result)
+        out.append(L(Seg(f"      {mark} ", "bad" if not result.found else "ok"), Seg(what, "quote", True),
+                     S(f"  ({result.claim.source}) ", "dim"), Seg(where, "bad" if not result.found else "dim")))
     return out
 
 

@@ -22,6 +22,7 @@ from eviscene_tui.safe_text import safe_text
 if TYPE_CHECKING:
     from collections.abc import Iterable
 
+    from eviscene_tui.journal.records import RecordKey
     from eviscene_tui.artifacts.layout import CaseRef
     from eviscene_tui.artifacts.problems import Problem
     from eviscene_tui.artifacts.summary import CaseSummary
@@ -78,7 +79,10 @@ class CaseRow:
     hint_texts: tuple[str, ...] = ()
     being_written: bool = False  # a torn line that may still be completed by a writer
     no_site: bool = False  # the current round found no recoverable site
-    labels: tuple[str, ...] = ()  # operator triage labels from the review journal
+    label: str = ""  # the case's one current triage label ("" = unlabelled), from the review journals
+    note: str = ""  # the note of that label (first line, for the search and the table)
+    candidate_id: str = ""  # the candidate the run binds (its ledgers, else its bound candidate.json)
+    no_site_reason: str = ""  # why no recoverable site was found (codes, "; " joined), for no-site cases
     gate: str = ""  # operator gate marker (state.gate.gate_marker): awaiting operator / driver gone / gated
     supervised: str = ""  # status of the app's own supervised search of this case ("" = none)
     stale_for: float = 0.0  # a "searching" case nothing has written to for this many seconds (0 = not stale)
@@ -86,6 +90,8 @@ class CaseRow:
     checked: bool = False  # problems come from the full integrity check (as ``check``), not the cheap summary
     # what opens the case: its CaseRef (or the summary it was built from, which has its path)
     ref: CaseRef | CaseSummary | None = field(default=None, compare=False, repr=False)
+    #: the case's record key (journal.records): what its labels, searches and records are keyed by
+    record: RecordKey | None = field(default=None, compare=False, repr=False)
     _haystack: str = field(default="", compare=False, repr=False)
     _cells: tuple[str, ...] | None = field(default=None, compare=False, repr=False)
     _widths: tuple[int, ...] | None = field(default=None, compare=False, repr=False)
@@ -98,10 +104,13 @@ class CaseRow:
         self.localization_kind = safe_text(self.localization_kind, single_line=True)
         self.category = safe_text(self.category, single_line=True)
         self.hint_texts = tuple(safe_text(h, single_line=True) for h in self.hint_texts if h)
-        self.labels = tuple(safe_text(x, single_line=True, limit=40) for x in self.labels)
+        self.label = safe_text(self.label, single_line=True, limit=40)
+        self.note = safe_text(self.note, single_line=True, limit=200)
+        self.candidate_id = safe_text(self.candidate_id, single_line=True)
+        self.no_site_reason = safe_text(self.no_site_reason, single_line=True, limit=200)
         self.gate = safe_text(self.gate, single_line=True, limit=60)
         self.status_note = safe_text(self.status_note, single_line=True, limit=60)
-        parts = [self.key, self.case_id, *self.hint_texts, *self.labels]
+        parts = [self.key, self.case_id, self.candidate_id, *self.hint_texts, self.label, self.note]
         self._haystack = "\n".join(parts).casefold()
         self._cells = None
         self._widths = None
@@ -117,6 +126,11 @@ class CaseRow:
         if self._widths is None:
             self._widths = tuple(cell_len(text) for text in self.cells())
         return self._widths
+
+    def refresh_cells(self) -> None:
+        """After fields were set in place (by the worker that built the row): sanitise
+        them again and recompute the cells and the search text."""
+        self.__post_init__()
 
     def set_checked(self, problems: int, codes: tuple[str, ...], being_written: bool) -> None:
         """Take the full integrity result in place (the runs store does this for the
@@ -177,7 +191,7 @@ class Column:
 
 
 COLUMNS: tuple[Column, ...] = (
-    Column("key", "case", 24, help="case path under the opened folder", weight=3.0, comfort=36),
+    Column("key", "case", 24, help="case path under the opened folder", weight=3.0, comfort=30),
     Column("case_id", "case id", 14, 40, help="case id recorded in the run", drop=4, weight=0.5),
     Column("layout", "layout", 6, 7, help="feedback search, single run, slate", drop=1),
     Column("status", "status", 12, 48, help="search or run manifest status", weight=1.5, comfort=24),
@@ -186,7 +200,9 @@ COLUMNS: tuple[Column, ...] = (
     Column("accepted", "acc", 3, 5, "right", help="accepted attempts", drop=8),
     Column("pending", "pnd", 3, 5, "right", help="attempts pending verification", drop=7),
     Column("localization_kind", "localization", 8, 24, help="localization kind of the current site", drop=5),
-    Column("category", "category", 8, 32, help="semantic category of the current site", drop=6),
+    Column("category", "category", 8, 32, help="semantic category of the current site (no site: the localizer's or the bound candidate's)", drop=6),
+    Column("no_site_reason", "why no site", 11, 40, help="why no recoverable site was found (the localizer's outcome)", drop=2, weight=0.3),
+    Column("label", "label", 6, 20, help="the case's triage label (l labels; u the unlabelled ones)", weight=0.8, comfort=20),
     Column("problems", "prb", 3, 6, "right", help="integrity problems (as `eviscene-tui check`; \u2026 until checked)"),
     Column("mtime", "changed", 16, 16, help="last change time", drop=3),
 )
@@ -198,7 +214,8 @@ SEPARATOR = 1  # cells between two columns
 def column_widths(rows: list["CaseRow"], width: int, *, sort_key: str = "") -> list[tuple[Column, int]]:
     """Which columns to show and how wide, for a table ``width`` cells wide.
 
-    Columns are dropped in their ``drop`` order until the rest fit at their minimum
+    A droppable column empty in every row is not shown. Columns are dropped in their
+    ``drop`` order until the rest fit at their minimum
     (case, status and problems always stay). The columns with a comfortable width
     (case, status) start at it, the sorted column keeps room for its arrow. Then the
     spare cells go, one at a time,
@@ -213,8 +230,11 @@ def column_widths(rows: list["CaseRow"], width: int, *, sort_key: str = "") -> l
         longest = longest_of[i]
         value = max(title, longest, column.min_width)
         natural[column.key] = min(value, column.max_width) if column.max_width else value
-    shown = list(COLUMNS)
-    droppable = sorted((c for c in COLUMNS if c.drop), key=lambda c: c.drop)
+    # a droppable column no row has anything in (no case without a site: "why no site") goes
+    # first; then the drop order
+    empty = empty_columns(rows)
+    shown = [c for c in COLUMNS if c.key not in empty]
+    droppable = sorted((c for c in shown if c.drop), key=lambda c: c.drop)
 
     def floor(c: Column) -> int:
         # the sorted column's title keeps room for its sort arrow
@@ -248,6 +268,14 @@ def column_widths(rows: list["CaseRow"], width: int, *, sort_key: str = "") -> l
     if spare > 0:
         widths["key"] += spare
     return [(c, widths[c.key]) for c in shown]
+
+
+def empty_columns(rows: list[CaseRow]) -> set[str]:
+    """The droppable columns no row has anything in (not shown, and not "hidden")."""
+    if not rows:
+        return set()
+    longest = [max(column) for column in zip(*(r.cell_widths() for r in rows))]
+    return {c.key for i, c in enumerate(COLUMNS) if c.drop and longest[i] == 0}
 
 
 def shorten_middle(text: str, width: int) -> str:
@@ -297,15 +325,13 @@ def _cell_text(row: CaseRow, column: Column) -> str:
             shown += f" ({row.status_note})"
         text = shown + (" (being written)" if row.being_written else "")
         if row.awaiting_operator:
-            text = row.gate + " · " + text  # first: the column is narrow and this needs a person
+            text = gate_short(row.gate) + " · " + text  # first: the column is narrow and this needs a person
         elif row.gate:
             text += " · " + row.gate
         if row.stale_for:
             text += f" \u00b7 stale: no writes for {duration(row.stale_for)}"
         if row.supervised:
             text += f" \u00b7 supervised: {row.supervised}"
-        if row.labels:
-            text += " [" + ",".join(row.labels) + "]"
         return text
     if key == "problems":
         # until the full check reaches a case its count is the cheap summary's: marked as provisional
@@ -316,6 +342,32 @@ def _cell_text(row: CaseRow, column: Column) -> str:
     if isinstance(value, int):
         return str(value)
     return str(value or "")
+
+
+def gate_short(marker: str) -> str:
+    """A gate marker as the status cell starts with it: what needs a person first and
+    short (``awaiting operator · driver gone`` -> ``driver gone, awaiting``), so a
+    narrow status column still shows that the driver is gone."""
+    if marker == "awaiting operator · driver gone":
+        return "driver gone, awaiting"
+    if marker == "awaiting operator":
+        return "awaiting operator"
+    return marker
+
+
+def shorten_start(text: str, width: int) -> str:
+    """``text`` in at most ``width`` cells, its start cut with an ellipsis: ids that share
+    a prefix (``case-rally-…``) stay distinguishable by their ends."""
+    if cell_len(text) <= width:
+        return text
+    if width <= 1:
+        return "\u2026"[:width]
+    tail = ""
+    for ch in reversed(text):
+        if cell_len(ch + tail) > width - 1:
+            break
+        tail = ch + tail
+    return "\u2026" + tail
 
 
 def duration(seconds: float) -> str:
@@ -401,6 +453,7 @@ def row_from_summary(
     return CaseRow(
         key=key,
         case_id=summary.case_id or summary.key or "",
+        candidate_id=summary.candidate_id or "",
         layout=str(summary.layout),
         status=status,
         rounds=summary.rounds,

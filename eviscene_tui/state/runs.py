@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING
 from dataclasses import dataclass, replace
 
+from eviscene_tui.journal.fold import Triage
 from eviscene_tui.safe_text import safe_text
 from eviscene_tui.state.rows import (
 
@@ -25,6 +26,10 @@ from eviscene_tui.state.rows import (
 
 if TYPE_CHECKING:
     from eviscene_tui.state.scan import Activity
+
+
+def _first_line(text: str) -> str:
+    return text.strip().split("\n", 1)[0] if text else ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,7 +59,7 @@ class Filter:
         if name == "pending":
             return row.pending > 0
         if name == "labelled":
-            return bool(row.labels)
+            return bool(row.label)
         if name == "awaiting":
             return row.awaiting_operator
         return True
@@ -72,10 +77,27 @@ FILTERS: dict[str, Filter] = {
         Filter("ended", "ended", "budgets exhausted, no further hint, no admissible hints, generated"),
         Filter("pending", "pending verification", "cases with attempts pending verification"),
         Filter("problems", "with problems", "cases with integrity problems or unreadable manifests"),
-        Filter("labelled", "triage-labelled", "cases an operator labelled (needs_relocalization, unrecoverable, data_problem, note)"),
+        Filter("labelled", "triage-labelled", "cases an operator gave a triage label"),
         Filter("awaiting", "awaiting operator", "gated driver searches waiting for an operator decision, or whose gated driver is gone"),
     )
 }
+
+
+#: what the runs table can be grouped by (row attribute -> title)
+GROUPS: dict[str, str] = {
+    "label": "label",
+    "category": "category",
+    "no_site_reason": "no-site reason",
+    "status": "status",
+}
+
+
+def group_value(row: CaseRow, name: str) -> str:
+    """The group a row belongs to (the attribute's display value; a placeholder when blank)."""
+    value = str(getattr(row, name, "") or "")
+    if value:
+        return value
+    return {"label": "(unlabelled)", "no_site_reason": "(has a site)"}.get(name, "(none)")
 
 
 class RunsStore:
@@ -89,6 +111,9 @@ class RunsStore:
         self.search = ""
         self.sort_key = "key"
         self.sort_reverse = False
+        self.unlabelled_only = False  # only the unlabelled cases of the current filter (the queue's work left)
+        self.group_by = ""  # "" or a GROUPS key: rows ordered by it, a header line per group
+        self.selected: set[str] = set()  # row keys picked with space (labelled together)
         self.scan_done = 0
         self.scan_total: int | None = None
         self.scanning = False
@@ -154,18 +179,20 @@ class RunsStore:
             self._changed("rows", rows_changed=True)
         return removed
 
-    def set_labels(self, labels: Mapping[str, Iterable[str]]) -> None:
-        """Apply operator triage labels (case key -> labels) from the review journal."""
+    def set_triage(self, current: Mapping[str, Triage]) -> None:
+        """Apply the current triage labels (record key -> :class:`Triage`, merged over the
+        review journals of every work directory that holds the cases' records)."""
         changed = []
-        for key, row in self._rows.items():
-            new = tuple(sorted(labels.get(key, ())))
-            if new != row.labels:
-                changed.append(replace(row, labels=new))
+        for row in self._rows.values():
+            t = current.get(row.record.key) if row.record is not None else None
+            label, note = (t.label, _first_line(t.note)) if t is not None else ("", "")
+            if (label, note) != (row.label, row.note):
+                changed.append(replace(row, label=label, note=note))
         if changed:
             self.upsert(changed)
 
-    def label_map(self) -> dict[str, tuple[str, ...]]:
-        return {k: r.labels for k, r in self._rows.items() if r.labels}
+    def label_map(self) -> dict[str, str]:
+        return {k: r.label for k, r in self._rows.items() if r.label}
 
     def clear(self) -> None:
         self._rows.clear()
@@ -255,18 +282,116 @@ class RunsStore:
         self._last_search_result = result
         return result
 
+    def _queue_rows(self) -> list[CaseRow]:
+        """The current queue: the rows the filter and the search let through (the
+        unlabelled toggle aside)."""
+        flt = FILTERS.get(self.filter_name, FILTERS["all"])
+        return [r for r in self._search_rows() if flt.accepts(r)]
+
+    def _sorted(self, rows: list[CaseRow]) -> list[CaseRow]:
+        key = self.sort_key
+        if key == "key":
+            rows.sort(key=lambda r: r.key.casefold(), reverse=self.sort_reverse)
+        else:
+            rows.sort(key=lambda r: r.key.casefold())
+            rows.sort(key=lambda r: (sort_value(r, key) is None, sort_value(r, key)), reverse=self.sort_reverse)
+        if self.group_by:
+            rows.sort(key=lambda r: group_value(r, self.group_by).casefold())  # stable: the sort holds in a group
+        return rows
+
     def visible(self) -> list[CaseRow]:
         if self._visible is None:
-            flt = FILTERS.get(self.filter_name, FILTERS["all"])
-            rows = [r for r in self._search_rows() if flt.accepts(r)]
-            key = self.sort_key
-            if key == "key":
-                rows.sort(key=lambda r: r.key.casefold(), reverse=self.sort_reverse)
-            else:
-                rows.sort(key=lambda r: r.key.casefold())
-                rows.sort(key=lambda r: (sort_value(r, key) is None, sort_value(r, key)), reverse=self.sort_reverse)
-            self._visible = rows
+            rows = self._queue_rows()
+            if self.unlabelled_only:
+                rows = [r for r in rows if not r.label]
+            self._visible = self._sorted(rows)
         return self._visible
+
+    def groups(self) -> list[tuple[int, str, int, int]]:
+        """The groups of :meth:`visible` when grouping: (index of its first row, title,
+        rows, labelled rows); [] when not grouping."""
+        if not self.group_by:
+            return []
+        out: list[tuple[int, str, int, int]] = []
+        current: str | None = None
+        for i, row in enumerate(self.visible()):
+            value = group_value(row, self.group_by)
+            if value != current:
+                out.append((i, value, 0, 0))
+                current = value
+            start, title, n, done = out[-1]
+            out[-1] = (start, title, n + 1, done + (1 if row.label else 0))
+        return out
+
+    def queue_progress(self) -> tuple[int, int]:
+        """(labelled, total) over the current queue (filter and search)."""
+        rows = self._queue_rows()
+        return sum(1 for r in rows if r.label), len(rows)
+
+    def neighbour(self, key: str, step: int) -> CaseRow | None:
+        """The case ``step`` (+1 / -1) after ``key`` in the current queue's order; a case
+        no longer listed (labelled while only the unlabelled ones are shown) counts from
+        where it would sort."""
+        rows = self.visible()
+        keys = [r.key for r in rows]
+        if key in keys:
+            i = keys.index(key) + step
+            return rows[i] if 0 <= i < len(rows) else None
+        row = self._rows.get(key)
+        if row is None:
+            return None
+        placed = self._sorted([*rows, row])
+        at = next(i for i, r in enumerate(placed) if r is row)
+        i = at if step > 0 else at - 1
+        return rows[i] if 0 <= i < len(rows) else None
+
+    # -- selection (space) ------------------------------------------------------------------
+    def toggle_selected(self, key: str) -> bool:
+        if key in self.selected:
+            self.selected.discard(key)
+        elif key in self._rows:
+            self.selected.add(key)
+        self._changed("selection")
+        return key in self.selected
+
+    def clear_selection(self) -> None:
+        if self.selected:
+            self.selected.clear()
+            self._changed("selection")
+
+    def selected_rows(self) -> list[CaseRow]:
+        return [r for r in self.visible() if r.key in self.selected] + [
+            self._rows[k] for k in sorted(self.selected) if k in self._rows and k not in {r.key for r in self.visible()}
+        ]
+
+    def set_unlabelled_only(self, on: bool) -> None:
+        self.unlabelled_only = on
+        self._changed("filter")
+
+    def set_group(self, name: str) -> None:
+        if name and name not in GROUPS:
+            raise KeyError(name)
+        self.group_by = name
+        self._changed("sort")
+
+    def view_state(self) -> dict[str, object]:
+        """What lasts across restarts (``ui-state.json`` in the work directory)."""
+        return {"filter": self.filter_name, "sort": self.sort_key, "reverse": self.sort_reverse,
+                "unlabelled_only": self.unlabelled_only, "group_by": self.group_by}
+
+    def restore_view(self, state: Mapping[str, object]) -> None:
+        """Take back :meth:`view_state` (unknown or bad values keep the defaults)."""
+        if state.get("filter") in FILTERS:
+            self.filter_name = str(state["filter"])
+        if state.get("sort") in COLUMN_KEYS:
+            self.sort_key = str(state["sort"])
+        if isinstance(state.get("reverse"), bool):
+            self.sort_reverse = bool(state["reverse"])
+        if isinstance(state.get("unlabelled_only"), bool):
+            self.unlabelled_only = bool(state["unlabelled_only"])
+        if state.get("group_by") in ("", *GROUPS):
+            self.group_by = str(state["group_by"])
+        self._changed("filter")
 
     def counts(self) -> dict[str, int]:
         """Rows per filter (for the filter bar), maintained incrementally."""
@@ -279,8 +404,15 @@ class RunsStore:
 
     def describe(self) -> str:
         flt = FILTERS.get(self.filter_name, FILTERS["all"])
-        parts = [f"{len(self.visible())} of {len(self._rows)} cases", flt.title]
+        labelled, total = self.queue_progress()
+        parts = [f"{len(self.visible())} of {len(self._rows)} cases", flt.title + (" (unlabelled only)" if self.unlabelled_only else ""),
+                 f"{labelled} of {total} labelled"]
+        if self.selected:
+            parts.append(f"{len(self.selected)} selected")
         if self.search.strip():
             parts.append("search \u201c" + safe_text(self.search.strip(), single_line=True, limit=40) + "\u201d")
-        parts.append(f"sort {self.sort_key}{' desc' if self.sort_reverse else ''}")
+        if self.sort_key != "key" or self.sort_reverse:  # the default order goes unsaid (room for what matters)
+            parts.append(f"sort {self.sort_key}{' desc' if self.sort_reverse else ''}")
+        if self.group_by:
+            parts.append(f"grouped by {GROUPS[self.group_by]}")
         return " · ".join(parts)

@@ -22,10 +22,12 @@ from eviscene_tui.artifacts.paths import PathMap
 from eviscene_tui.artifacts.problems import Problem
 from eviscene_tui.artifacts.report import checked_case
 from eviscene_tui.artifacts.summary import summarize_case
-from eviscene_tui.journal.paths import SUPERVISED_DIR, case_key, supervised_root_path
+from eviscene_tui.journal.paths import SUPERVISED_DIR
+from eviscene_tui.journal.records import RecordKey, find_supervised_root, record_key
 from eviscene_tui.state.gate import gate_marker
 from eviscene_tui.state.rows import CaseRow, last_round_status, problem_pairs, row_from_summary, row_key
 from eviscene_tui.state.transient import TransientProblems
+from eviscene_tui.state.triage import no_site_details
 
 
 
@@ -61,7 +63,7 @@ def build_row(ref: CaseRef, root: Path, transient: TransientProblems | None, *, 
     if full:
         summary, problems = checked_case(ref, base, fingerprint=True, path_map=path_map)
     else:
-        summary = summarize_case(ref, base=base)
+        summary = summarize_case(ref, base=base, path_map=path_map)
     last = last_round_status(summary.path) if summary.status == "no_further_grounded_hint" else None
     if transient is not None and initial:
         # files last written before the grace period are not being written now
@@ -69,6 +71,15 @@ def build_row(ref: CaseRef, root: Path, transient: TransientProblems | None, *, 
             transient.seed_old(row_key(summary), problem_pairs(summary.problems if problems is None else problems))
     row = row_from_summary(summary, transient=transient, last_round=last, ref=ref, problems=problems)
     row.gate = gate_marker(summary.path)
+    row.record = record_key(summary.path, str(ref.layout))
+    if row.in_no_site_queue:
+        # why the localizer found no site, and the category it proposed (a no-site row's
+        # ledgers name none): what the triage queue sorts and groups by
+        details = no_site_details(summary.path)
+        row.no_site_reason = "; ".join(details.reasons)
+        if not row.category:
+            row.category = details.category
+        row.refresh_cells()
     return row
 
 
@@ -329,11 +340,16 @@ class Activity:
     stale_for: float = 0.0  # seconds since the last write of a search that says it is searching; 0 = not stale
 
 
-def supervised_status(workdir: Path | None, key: str) -> tuple[str, float]:
-    """(status, mtime) of the app's supervised search of case ``key``, or ("", 0.0)."""
-    if workdir is None:
+def supervised_status(workdirs: Iterable[Path], case_root: str | os.PathLike[str] | None, record: RecordKey | None,
+                      *, opened: str | os.PathLike[str] | None = None) -> tuple[str, float]:
+    """(status, mtime) of the app's supervised search of a case, in the first of the
+    work directories that holds one (``journal.records.find_supervised_root``), or ("", 0.0)."""
+    if case_root is None or record is None:
         return "", 0.0
-    state = supervised_root_path(workdir, case_key(key)) / "search-state.json"
+    root = find_supervised_root(case_root, record, list(workdirs), opened=opened)
+    if root is None:
+        return "", 0.0
+    state = root / "search-state.json"
     try:
         mtime = state.stat().st_mtime
     except OSError:
@@ -347,33 +363,37 @@ def supervised_status(workdir: Path | None, key: str) -> tuple[str, float]:
     return (status if isinstance(status, str) and status else "unreadable"), mtime
 
 
-def supervised_stamp(workdir: Path | None) -> tuple[tuple[str, int, int], ...]:
+def supervised_stamp(workdirs: Iterable[Path] | Path | None) -> tuple[tuple[str, int, int], ...]:
     """(search, mtime ns, size) of every supervised search state file in the work
-    directory: a cheap fingerprint that changes when any search (this app's or another
+    directories: a cheap fingerprint that changes when any search (this app's or another
     instance's) writes its state. A few ``stat`` calls; run it off the UI thread."""
-    if workdir is None:
+    if workdirs is None:
         return ()
     out = []
-    try:
-        with os.scandir(Path(workdir) / SUPERVISED_DIR) as it:
-            names = [e.name for e in it if e.is_dir()]
-    except OSError:
-        return ()
-    for name in sorted(names):
+    for workdir in [workdirs] if isinstance(workdirs, Path) else list(workdirs):
         try:
-            st = os.stat(Path(workdir) / SUPERVISED_DIR / name / "search-state.json")
+            with os.scandir(Path(workdir) / SUPERVISED_DIR) as it:
+                names = [e.name for e in it if e.is_dir()]
         except OSError:
             continue
-        out.append((name, st.st_mtime_ns, st.st_size))
+        for name in sorted(names):
+            try:
+                st = os.stat(Path(workdir) / SUPERVISED_DIR / name / "search-state.json")
+            except OSError:
+                continue
+            out.append((os.path.join(str(workdir), name), st.st_mtime_ns, st.st_size))
     return tuple(out)
 
 
-def activity(rows: Iterable[CaseRow], workdir: Path | None, *, now: float | None = None) -> dict[str, Activity]:
+def activity(rows: Iterable[CaseRow], workdirs: Iterable[Path] | Path | None, *, now: float | None = None,
+             opened: str | os.PathLike[str] | None = None) -> dict[str, Activity]:
     """The :class:`Activity` of each row (file reads: run it in a worker thread)."""
     now = time.time() if now is None else now
+    dirs = [] if workdirs is None else ([workdirs] if isinstance(workdirs, Path) else list(workdirs))
     out: dict[str, Activity] = {}
     for row in rows:
-        supervised, smtime = supervised_status(workdir, row.key)
+        path = getattr(row.ref, "path", None)
+        supervised, smtime = supervised_status(dirs, path, row.record, opened=opened) if dirs else ("", 0.0)
         stale = 0.0
         if row.status == "searching" and row.mtime and now - row.mtime > STALE_AFTER:
             stale = now - row.mtime

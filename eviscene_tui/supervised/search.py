@@ -50,6 +50,9 @@ from eviscene_tui.journal import (
     JournalError,
     JournalReadOnly,
     case_key,
+    record_key,
+    register_workdir,
+    supervised_home,
     evidence_for,
     supervised_journal_for_root,
     supervised_root_path,
@@ -194,7 +197,12 @@ class SupervisedSearch:
             hint_model=options.hint_model,
         )
         budgets = budgets or budgets_from_settings(options.settings.supervised)
-        return cls.start(inputs, options.workdir, settings=settings, budgets=budgets, site_note=site_note)
+        # the case's search wherever this app started it (journal.records), else a new one
+        # keyed by the case's record key in the work directory
+        workdir, root = supervised_home(case.root, options.workdir, options.record_workdirs(case.root), opened=options.root)
+        search = cls.start(inputs, workdir, settings=settings, budgets=budgets, site_note=site_note, root=root)
+        register_workdir(workdir, record_key(case.root), case.root)  # found again from any folder
+        return search
 
     def close(self) -> None:
         self.journal.close()

@@ -138,7 +138,20 @@ def _len(value: Any) -> int | None:
     return len(value) if isinstance(value, (list, tuple)) else None
 
 
-def enumerate_captures(case: CaptureCase | None, *, workdir: str | os.PathLike[str] | None = None) -> list[CaptureRef]:
+WorkDirs = str | os.PathLike[str] | Sequence[str | os.PathLike[str]]
+
+
+def _workdirs(workdir: WorkDirs | None) -> list[Path]:
+    """One work directory, or the several that hold a case's records (the first: where the
+    app writes; journal.records.read_workdirs)."""
+    if workdir is None:
+        return []
+    if isinstance(workdir, (str, os.PathLike)):
+        return [Path(workdir)]
+    return [Path(w) for w in workdir]
+
+
+def enumerate_captures(case: CaptureCase | None, *, workdir: WorkDirs | None = None) -> list[CaptureRef]:
     refs: list[CaptureRef] = []
     for i, raw in enumerate(_steps(case)):
         cap = _raw_capture(raw)
@@ -160,14 +173,15 @@ def enumerate_captures(case: CaptureCase | None, *, workdir: str | os.PathLike[s
                 key = f"attempt:{rnd}:{field}" if k == 0 else f"attempt:{rnd}.{k}:{field}"
                 hint_no = "" if len(atts) == 1 else f" attempt {k}"
                 refs.append(CaptureRef(key, f"round {rnd}{hint_no}: {FIELD_LABELS[field]}", "attempt", size))
-    if workdir is not None:
-        root = case.root if case is not None else None
-        case_id = case.case_id if case is not None else None
+    root = case.root if case is not None else None
+    case_id = case.case_id if case is not None else None
+    for n, wd in enumerate(_workdirs(workdir)):
         refs.extend(recorded_captures(
-            workdir,
+            wd,
             case_root=str(root) if root is not None else None,
             case_id=case_id,
             case_key=Path(root).name if root is not None else None,
+            absolute=n > 0,  # records found in another work directory are named by their path
         ))
     return refs
 
@@ -219,8 +233,11 @@ def recorded_captures(
     case_root: str | None = None,
     case_id: str | None = None,
     case_key: str | None = None,
+    absolute: bool = False,
 ) -> list[CaptureRef]:
     """Continuations the app recorded in its work directory (never the evidence root).
+    ``absolute``: name them ``recorded:<absolute path>`` (a work directory other than the
+    app's own), else ``recorded:<path in the work directory>``.
 
     With ``case_root``, only the records of that case (:func:`record_is_of_case`);
     without, every record.
@@ -248,7 +265,7 @@ def recorded_captures(
             if case_root is not None and not record_is_of_case(doc, case_root=case_root, case_id=case_id, case_key=case_key):
                 continue
             seen += 1
-            rel = path.relative_to(root).as_posix()
+            rel = str(path.resolve()) if absolute else path.relative_to(root).as_posix()
             status = doc.get("status") if isinstance(doc, Mapping) else None
             n = (len(prompt) if prompt else 0) + (len(completion) if completion else 0)
             refs.append(CaptureRef(f"recorded:{rel}", f"recorded continuation {rel} ({status or '?'})", "recorded", n))
@@ -292,7 +309,7 @@ def _source_step_capture(case: CaptureCase | None, att: Any) -> tuple[int | None
     return idx, _raw_capture(steps[idx])
 
 
-def load_capture(case: CaptureCase | None, key: str, *, workdir: str | os.PathLike[str] | None = None) -> CaptureData:
+def load_capture(case: CaptureCase | None, key: str, *, workdir: WorkDirs | None = None) -> CaptureData:
     """Load one capture by key. Raises :class:`CaptureError` with a clear message."""
     if key.startswith("step:"):
         return _load_step(case, key)
@@ -322,14 +339,15 @@ def _load_step(case: CaptureCase | None, key: str) -> CaptureData:
     return from_policy_capture(cap, key=key, label=f"source step {idx} ({stage or '?'}) policy_token_capture", usage=usage)
 
 
-def _load_recorded(case: CaptureCase | None, key: str, workdir: str | os.PathLike[str] | None) -> CaptureData:
-    """``recorded:<path>``: a continuation the app recorded in its work directory."""
-    if workdir is None:
+def _load_recorded(case: CaptureCase | None, key: str, workdir: WorkDirs | None) -> CaptureData:
+    """``recorded:<path>``: a continuation the app recorded in a work directory (an
+    absolute path: in one of the work directories given, else relative to the first)."""
+    roots = [w.resolve() for w in _workdirs(workdir)]
+    if not roots:
         raise CaptureError("no work directory to read recorded continuations from")
     rel = key.split(":", 1)[1]
-    root = Path(workdir).resolve()
-    path = (root / rel).resolve()
-    if root not in path.parents:
+    path = (roots[0] / rel).resolve()
+    if not any(root in path.parents for root in roots):
         raise CaptureError(f"recorded capture {rel!r} is outside the work directory")
     try:
         doc = orjson.loads(path.read_bytes())

@@ -51,7 +51,6 @@ from eviscene_tui.ui.actions import BY_ID, applied_keymap, bindings, effective_k
 from eviscene_tui.ui.themes import DARK, DEFAULT_THEME, LIGHT, app_themes, theme_css_paths
 from eviscene_tui.artifacts.layout import CaseRef, discover_cases
 from eviscene_tui.artifacts.problems import Problem
-from eviscene_tui.journal.review import review_state
 from eviscene_tui.policy.client import PolicyClient
 from eviscene_tui.policy.config import policy_config
 from eviscene_tui.policy.status_line import ProfileError, status_summary, target_from_options
@@ -60,13 +59,15 @@ from eviscene_tui.ui.screens.case import CaseScreen
 from eviscene_tui.ui.screens.gate import GateScreen
 from eviscene_tui.ui.screens.help import HelpScreen, section_for
 from eviscene_tui.ui.screens.runs import RunsScreen
+from eviscene_tui.ui.triage_ops import TriageOps
+from eviscene_tui.state.triage import TriageMarks
 
 APP_CSS = Path(__file__).with_name("app.tcss")
 #: the OS-level name of the native thread watchfiles runs inotify (or its polling) on
 WATCHER_THREAD = "notify-rs"
 
 
-class EvisceneApp(App[int]):
+class EvisceneApp(TriageOps, App[int]):
     TITLE = "eviscene-tui"
     CSS_PATH = [APP_CSS, *theme_css_paths()]
     ENABLE_COMMAND_PALETTE = True
@@ -103,7 +104,8 @@ class EvisceneApp(App[int]):
         self.watch_polling = False  # the watcher polls (--poll, or inotify failed): see OpenCasePoller
         self.open_cases: frozenset[str] = frozenset()  # roots of the cases open on screen (read by the refresher)
         self._case_screens: dict[str, int] = {}  # case root -> its case screens in the stack
-        self.labels: dict[str, tuple[str, ...]] = {}  # case key -> operator triage labels (review journal)
+        self.triage = TriageMarks()  # the listed cases' current triage labels (state.triage.load_triage)
+        self.reveal_privileged = False  # v on a case screen: for every case until hidden again (this session)
         self.deferred_collections = 0  # full garbage collections run in the operator's pauses (tests, bench)
 
     # -- lifecycle -----------------------------------------------------------------------
@@ -125,9 +127,9 @@ class EvisceneApp(App[int]):
         for problem in self.settings.problems:
             self.notify(safe_text(problem, limit=300), title="config", severity="warning", markup=False, timeout=10)
 
+        self.restore_view()
         self.push_screen(RunsScreen())
         self.start_scan()
-        self.load_labels()
         self.refresher()
         if self.watch_enabled:
             self.watch_root()
@@ -210,29 +212,14 @@ class EvisceneApp(App[int]):
             M.ScanFinished(done, time.perf_counter() - started, [f"{p.code}: {p.path}: {p.message}" for p in problems])
         )
 
-    # -- triage labels (review journal in the work directory, never in the root) ---------------
-    @work(thread=True, exclusive=True, group="labels", exit_on_error=False)
-    def load_labels(self) -> None:
-        try:
-            state = review_state(self.options.workdir)
-            labels = {case: tuple(sorted(v)) for case, v in state.triage_by_case().items() if v}
-        except Exception as exc:  # noqa: BLE001 - labels are optional
-            self.post_message(M.LabelsLoaded({}, f"{type(exc).__name__}: {exc}"))
-            return
-        self.post_message(M.LabelsLoaded(labels, None))
-
-    @on(M.LabelsLoaded)
-    def _on_labels(self, message: M.LabelsLoaded) -> None:
-        if message.error:
-            self.notify("Triage labels unavailable: " + safe_text(message.error, single_line=True, limit=200), severity="warning", markup=False)
-            return
-        self.labels = dict(message.labels)
-        self.store.set_labels(self.labels)
-
     @on(M.SummariesBatch)
     def _on_batch(self, message: M.SummariesBatch) -> None:
-        if self.labels:
-            message.rows = [replace(r, labels=self.labels[r.key]) if r.key in self.labels else r for r in message.rows]
+        if self.triage.by_record:
+            marked = []
+            for r in message.rows:
+                t = self.triage.for_key(r.record)
+                marked.append(replace(r, label=t.label, note=t.note.strip().split("\n", 1)[0]) if t is not None else r)
+            message.rows = marked
         if not message.initial:
             # a re-read row keeps the supervised-search mark until the next activity pass
             carried = []
@@ -267,6 +254,7 @@ class EvisceneApp(App[int]):
         for problem in message.problems[:5]:
             self.notify(safe_text(problem, limit=300), title="discovery", severity="warning", markup=False)
         self.start_integrity_pass()
+        self.load_labels()
         self.check_activity()
 
     # -- supervised searches of the cases and stale searches -------------------------------------
@@ -276,7 +264,7 @@ class EvisceneApp(App[int]):
     def check_activity(self) -> None:
         """Which cases have a supervised search in the work directory, and which searches
         say ``searching`` but have gone quiet (read in a thread, applied by the handler)."""
-        marks = activity(self.store.rows(), self.options.workdir)
+        marks = activity(self.store.rows(), self.read_workdirs(), opened=self.options.root)
         self.post_message(M.ActivityChecked(marks))
 
     @on(M.ActivityChecked)
@@ -290,7 +278,7 @@ class EvisceneApp(App[int]):
 
     @work(thread=True, exclusive=True, group="supervised-poll", exit_on_error=False)
     def poll_supervised(self) -> None:
-        self.post_message(M.SupervisedStamp(supervised_stamp(self.options.workdir)))
+        self.post_message(M.SupervisedStamp(supervised_stamp(self.read_workdirs())))
 
     @on(M.SupervisedChanged)
     def _on_supervised_changed(self, _message: M.SupervisedChanged) -> None:

@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from eviscene_tui.artifacts.trace import SourceTrace
     from eviscene_tui.state.case_view import CaseView, Line
     from eviscene_tui.state.trace_search import SearchHit
+    from eviscene_tui.state.triage import TriageMarks
     import subprocess
 
     from eviscene_tui.gate.decide import DecideResult
@@ -206,16 +207,27 @@ class StepDetailReady(Message):
 
 
 class LabelsLoaded(Message):
-    def __init__(self, labels: dict[str, tuple[str, ...]], error: str | None) -> None:
+    """The current triage label of every listed case (``state.triage.load_triage``)."""
+
+    def __init__(self, marks: TriageMarks | None, error: str | None, asked: int = 0) -> None:
         super().__init__()
-        self.labels = labels
+        self.marks = marks
         self.error = error
+        self.asked = asked  # which read (the app keeps only the newest asked for)
 
 
 class LabelWritten(Message):
-    def __init__(self, label: str, error: str | None) -> None:
+    """A triage change reached the review journal (fsynced), or ``error`` says why not.
+    ``what``: "label", "clear" or "undo"; ``keys``: the runs rows it was for."""
+
+    def __init__(self, what: str, label: str | None, keys: list[str], *, journal: str = "", error: str | None = None,
+                 events: list[dict[str, Any]] | None = None) -> None:
         super().__init__()
+        self.events = events or []  # the events written (a label / clear applies at once, before the journals are read again)
+        self.what = what
         self.label = label
+        self.keys = keys
+        self.journal = journal
         self.error = error
 
 

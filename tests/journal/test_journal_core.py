@@ -48,7 +48,7 @@ def test_event_validation(tmp_path):
     with pytest.raises(EventError):
         j.append("reject_hint", target={"case": "c"})  # needs a reason
     with pytest.raises(EventError):
-        j.append("triage_label", target={"case": "c"}, data={"label": "whatever"})
+        j.append("triage_label", target={"case": "c"}, data={"label": "Not A Label!"})
     with pytest.raises(EventError):
         j.append("comment", target={"nope": 1})
     assert not j.path.exists() or j.path.read_bytes() == b""
@@ -73,15 +73,15 @@ def test_fold_supersede_undo_and_triage(tmp_path):
     assert u["data"]["undoes"] == r["id"] and u["target"] == r["target"]
     with pytest.raises(JournalError, match="an undo cannot be undone"):
         j.undo(u["id"])
-    # triage labels, filterable per case
+    # triage: one current label per case; an earlier version's "note" label is a note
     l1 = j.append("triage_label", target={"case": "c2"}, data={"label": "unrecoverable"}, reason="no site")
     j.append("triage_label", target={"case": "c3"}, data={"label": "data_problem"})
     j.append("triage_label", target={"case": "c2"}, data={"label": "note"}, reason="x")
     s = fold(j.events)
-    assert s.triage_labels("c2") == {"unrecoverable", "note"}
+    assert s.triage_labels("c2") == {"unrecoverable"} and s.triage("c2").note == "x"
     assert s.cases_with_label("data_problem") == ["c3"]
     j.undo(l1["id"])
-    assert fold(j.events).triage_labels("c2") == {"note"}
+    assert fold(j.events).triage_labels("c2") == set() and fold(j.events).triage("c2").note == "x"
     # attempts
     j.append("reject_attempt", target={"case": "c1", "round": 0, "attempt_id": "A"}, reason="wrong")
     assert fold(j.events).attempt_verdict("c1", 0, "A") == "rejected"

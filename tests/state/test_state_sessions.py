@@ -137,14 +137,18 @@ def test_stream_session_prefills_the_hint_once_and_tracks_the_stream():
 
 
 def test_the_runs_rows_read_a_stop_as_stopped_by_operator(tmp_path):
+    from eviscene_tui.journal.records import RecordKey
     from eviscene_tui.state.scan import supervised_status
 
     s = _search(tmp_path)
-    assert supervised_status(tmp_path / "w", "case")[0] == "searching"
+    case = tmp_path / "out" / "repairs" / "0123456789abcdef"
+    # the search was started (as by an earlier version) under the name of its label
+    rk = RecordKey(s.root.name, "location", "test")
+    assert supervised_status([tmp_path / "w"], case, rk)[0] == "searching"
     s.stop()
-    assert supervised_status(tmp_path / "w", "case")[0] == "stopped by operator"
+    assert supervised_status([tmp_path / "w"], case, rk)[0] == "stopped by operator"
     s.resume()
-    assert supervised_status(tmp_path / "w", "case")[0] == "searching"
+    assert supervised_status([tmp_path / "w"], case, rk)[0] == "searching"
     s.close()
 
 

@@ -85,7 +85,10 @@ async def test_quote_jumps_to_its_step(tmp_path_factory) -> None:
         await pilot.press("2")
         await pilot.pause()
         assert screen.query_one(TabbedContent).active == "localization"
-        assert screen.query_one("#quotes", OptionList).has_focus
+        # the tab's scroll view has the keys (down / PgDn scroll it); the quotes are one Tab on
+        assert screen.query_one("#localization-scroll").has_focus
+        await pilot.press("tab")
+        await wait_for(pilot, lambda: screen.query_one("#quotes", OptionList).has_focus)
         await pilot.press("home", "enter")
         await pilot.pause()
         assert screen.query_one(TabbedContent).active == "trace"
@@ -183,8 +186,8 @@ async def test_a_late_focus_on_the_trace_does_not_switch_a_no_site_case_back(tmp
     async with app.run_test(size=(100, 50)) as pilot:
         screen = await open_case(pilot, app, "search-no-recoverable-site")
         tabs = screen.query_one(TabbedContent)
-        await wait_until(lambda: tabs.active == "localization" and bool(screen.query("#quotes")), pilot=pilot)
-        quotes = screen.query_one("#quotes", OptionList)
+        await wait_until(lambda: tabs.active == "localization" and bool(screen.query("#localization-scroll")), pilot=pilot)
+        quotes = screen.query_one("#localization-scroll")  # the tab's scroll view takes the keys
         await wait_until(lambda: app.focused is quotes, pilot=pilot, what="focus in the localization tab")
         seen: list[object] = []
 
@@ -201,6 +204,7 @@ async def test_a_late_focus_on_the_trace_does_not_switch_a_no_site_case_back(tmp
 async def test_triage_label_is_recorded_outside_the_root_and_filterable(tmp_path_factory, tmp_path) -> None:
     import argparse
 
+    from eviscene_tui.journal.records import record_key
     from eviscene_tui.journal.review import review_state
     from eviscene_tui.options import AppOptions
     from eviscene_tui.settings import Settings
@@ -220,15 +224,18 @@ async def test_triage_label_is_recorded_outside_the_root_and_filterable(tmp_path
         await open_case(pilot, app, "search-no-recoverable-site")
         await pilot.press("l")
         assert await wait_for(pilot, lambda: isinstance(app.screen, TriageLabelScreen))
-        await pilot.press("down", "enter")  # unrecoverable
-        await pilot.press(*"no site at all", "enter")
-        assert await wait_for(pilot, lambda: app.labels.get("search-no-recoverable-site") == ("unrecoverable",), 10)
+        await pilot.press("tab", *"no site at all", "shift+tab", "5")  # a note, then unrecoverable
+        assert await wait_for(pilot, lambda: app.store.get("search-no-recoverable-site").label == "unrecoverable", 10)
+        # the only case of the queue: it stays open (there is no next case)
+        assert await wait_for(pilot, lambda: not isinstance(app.screen, TriageLabelScreen))
         await pilot.press("escape")
         assert await wait_for(pilot, lambda: isinstance(app.screen, RunsScreen))
         await pilot.press("L")
         await pilot.pause()
         assert [r.key for r in app.screen.query_one(RunsTable).rows] == ["search-no-recoverable-site"]
-    assert review_state(work).triage_by_case() == {"search-no-recoverable-site": {"unrecoverable"}}
+    key = record_key(root / "search-no-recoverable-site").key
+    assert review_state(work).triage_by_case() == {key: {"unrecoverable"}}
+    assert review_state(work).triage(key).note == "no site at all"
     assert not any(p.name.endswith(".jsonl") and "journal" in str(p) for p in root.rglob("*"))
 
 

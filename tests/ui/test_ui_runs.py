@@ -10,7 +10,8 @@ from eviscene_tui.ui.widgets.runs_table import RunsTable
 async def test_runs_screen_lists_every_case_with_columns(tmp_path_factory) -> None:
     root = sample_root(tmp_path_factory)
     app = make_app(root)
-    async with app.run_test(size=(160, 40)) as pilot:
+    # 180 columns: every column whole, the triage label and "why no site" included
+    async with app.run_test(size=(180, 40)) as pilot:
         await wait_scan(pilot, app)
         keys = {r.key for r in app.store.rows()}
         assert "feedback-converged-3-rounds" in keys
@@ -19,7 +20,7 @@ async def test_runs_screen_lists_every_case_with_columns(tmp_path_factory) -> No
         row = app.store.get("feedback-converged-3-rounds")
         assert (row.status, row.rounds, row.accepted) == ("converged", 3, 1)
         text = screen_text(app)
-        for title in ("case", "status", "rnd", "att", "acc", "pnd", "localization", "category", "prb", "changed"):
+        for title in ("case", "status", "rnd", "att", "acc", "pnd", "localization", "category", "why no site", "label", "prb", "changed"):
             assert title in text
         assert "converged" in text
 

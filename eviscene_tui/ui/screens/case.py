@@ -33,6 +33,7 @@ from eviscene_tui.state.case_view import (
     Seg,
     build_case_view,
     build_compare,
+    claims_lines,
     failure_index_for,
     marked_rounds,
     pick_teacher_step,
@@ -55,12 +56,14 @@ from eviscene_tui.artifacts.report import checked_case
 from eviscene_tui.artifacts.summary import CaseSummary
 from eviscene_tui.artifacts.problems import Problem
 from eviscene_tui.artifacts.trace import SourceTrace, load_trace
-from eviscene_tui.journal.review import add_triage_label, open_review_journal
+from eviscene_tui.journal.fold import Triage
+from eviscene_tui.state.claims import Claim, ClaimResult, check_claims
+from eviscene_tui.state.rows import CaseRow
 from eviscene_tui.state.trace_search import SearchCorpus, SearchHit, TraceSearch
 from eviscene_tui.state.transient import TRANSIENT_CODES
 from eviscene_tui.ui.screens.confirm import ConfirmScreen
 from eviscene_tui.ui.screens.goto import GotoStepScreen
-from eviscene_tui.ui.screens.label import TriageLabelScreen
+from eviscene_tui.ui.screens.label import TriageLabelScreen, TriagePick
 from eviscene_tui.ui.screens.step_detail import StepDetailScreen
 from eviscene_tui.ui.screens.stream import StreamScreen
 from eviscene_tui.ui.screens.supervised import SupervisedScreen
@@ -105,6 +108,13 @@ class IntegrityReady(M.Message):
         self.provenance = provenance
 
 
+class ClaimsChecked(M.Message):
+    def __init__(self, claims: list[Claim], results: list[ClaimResult]) -> None:
+        super().__init__()
+        self.claims = claims
+        self.results = results
+
+
 class CompareReady(M.Message):
     def __init__(self, request: int, compare: CompareView) -> None:
         super().__init__()
@@ -141,24 +151,30 @@ class CaseScreen(Screen):
         """``ref``: the case's runs row handle (its ``CaseRef``, or the summary it was built
         from), or the case folder itself."""
         super().__init__()
+        self.options = options
+        self.revealed = False
+        self._unsubscribe: Callable[[], None] | None = None
+        self._gc_holds = 0  # holds this screen took on the garbage collector (see _hold_gc)
+        self._request = 0
+        self._tokens_request = 0  # the last k's capture being prepared (see _open_tokens)
+        self._init_case(ref, key)
+
+    def _init_case(self, ref: CaseRef | CaseSummary | Path, key: str | None) -> None:
+        """What the screen holds of the case it shows (a new case of the queue starts here)."""
         self.ref = ref
         self.case_path = ref if isinstance(ref, Path) else ref.path
-        self.options = options
         self.key = key or self.case_path.name
+        self._case_request = self._request + 1  # messages of an earlier case's work are older than this
         self.bundle: CaseBundle | None = None
         self.view: CaseView | None = None
         self.trace: SourceTrace | None = None
         self.trace_rows: TraceRows | None = None
-        self.revealed = False
         self.integrity: list[tuple[str, str, str]] | None = None
         self.provenance: list[InputProvenance] | None = None  # inputs with their sha256 verified (integrity worker)
         self.compare: CompareView | None = None
         self._integrity_in_case: list[tuple[str, str, str]] = []
         self.marks: list[ProblemMark] = []  # one per problem in check order
         self._problem_cursor = -1
-        self._unsubscribe: Callable[[], None] | None = None
-        self._gc_holds = 0  # holds this screen took on the garbage collector (see _hold_gc)
-        self._request = 0
         self._trace_request = -1  # the load that published the trace rows shown
         self._trace_failed = False
         self._reload_timer: Timer | None = None
@@ -175,9 +191,8 @@ class CaseScreen(Screen):
         self._integrity_painted: tuple[Any, ...] | None = None  # what the Integrity tab last showed
         self._compare_painted: tuple[Any, ...] | None = None  # (comparison, revealed) last painted
         self._reload_started = -RELOAD_GAP  # monotonic time the last load started
-        self._tokens_request = 0  # the last k's capture being prepared (see _open_tokens)
         self._quotes_painted: list[Any] | None = None
-        self._panels_mounted = False
+        self._panels_mounted = getattr(self, "_panels_mounted", False)  # the tab bodies stay mounted for the next case
         self.opened_at = time.perf_counter()
         self._trace_search: TraceSearch | None = None  # built on the first "/"
         self._corpus = SearchCorpus()  # an indexed trace's searchable text, built by the background fill
@@ -185,6 +200,8 @@ class CaseScreen(Screen):
         self._search_status: str | None = None
         self.failure_shown_at: float | None = None
         self._when_loaded: Callable[[], object] | None = None  # an action asked for before the case's files were read
+        self._claims_checked: list[Claim] | None = None  # the claims a check was started for
+        self._claim_results: list[ClaimResult] | None = None  # their steps in the trace (None: not searched yet)
 
     # -- compose -----------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
@@ -205,6 +222,7 @@ class CaseScreen(Screen):
         yield KeyFooter()
 
     def on_mount(self) -> None:
+        self.revealed = bool(getattr(self.app, "reveal_privileged", False))
         store = getattr(self.app, "store", None)
         if store is not None:
             self._unsubscribe = store.subscribe(self._store_changed)
@@ -246,6 +264,17 @@ class CaseScreen(Screen):
         is what the operator waits for; a big trace is only indexed), then build the
         panels and the side-by-side comparison, then fill the rest of the trace rows."""
 
+        take = getattr(self.app, "take_prefetched", None)
+        early = take(self.case_path) if take is not None and known_trace is None and request == self._case_request else None
+        if early is not None:
+            # the next case of the queue, read while the operator looked at the one before:
+            # its panels at once, then its trace rows
+            self.post_message(M.CaseLoaded(request, early.bundle, early.view))
+            fill = self._trace_window(request, early.bundle)
+            if fill is not None:
+                self._compare_now(request, early.bundle, fill[0], early.view.failure_index)
+                self._background_fill(request, early.bundle, *fill)
+            return
         try:
             bundle = load_case(self.case_path, path_map=self.options.path_map)
         except Exception as exc:  # noqa: BLE001 - shown, never crashes the app
@@ -424,6 +453,8 @@ class CaseScreen(Screen):
         self._paint_case()
         self.updated_at = time.perf_counter()
         self._load_settled()
+        if first:
+            self._prefetch_next()
         if first and self.view.no_site:
             # a no-recoverable-site case opens on its explanation (why no site was found)
             self.call_after_refresh(self.action_tab, "localization")
@@ -438,6 +469,7 @@ class CaseScreen(Screen):
             self._paint_trace_status()
         if not first or self.trace is not None or self._trace_failed:
             self._check_integrity(message.request)
+        self._start_claims_check()
 
     def _compare_now(self, request: int, bundle: CaseBundle, trace: SourceTrace, failure_index: int | None) -> None:
         try:
@@ -461,11 +493,40 @@ class CaseScreen(Screen):
         self._hold_gc()
         self._paint_trace_status()
         self.call_after_refresh(self._mount_panels)
+        self._start_claims_check()
         if self.view is not None:
             # the panels arrived first: the full integrity check (hashes) can start now
             self._check_integrity(self._request)
             if self.view.no_site and self.view.closest_step is not None:
                 tv.goto(self.view.closest_step)
+
+    def _start_claims_check(self) -> None:
+        """Once both the case view and the trace are here: search the trace for what the
+        localizer's explanation quotes and names (once per set of claims)."""
+        if self.view is None or self.trace is None or not self.view.claims:
+            return
+        if self._claims_checked == self.view.claims:
+            return
+        self._claims_checked = list(self.view.claims)
+        self._claim_results = None
+        self._check_claims(self.trace, list(self.view.claims))
+
+    @work(thread=True, exclusive=True, group="case-claims", exit_on_error=False)
+    def _check_claims(self, trace: SourceTrace, claims: list[Claim]) -> None:
+        worker = get_current_worker()
+        try:
+            with pace.background():  # nobody waits on this line: keys go first
+                results = check_claims(claims, TraceSearch(trace, self._corpus if trace.lazy else None), cancelled=lambda: worker.is_cancelled)
+        except Exception:  # noqa: BLE001 - the claims line then says nothing was checked
+            results = []
+        if results is not None:
+            self.post_message(ClaimsChecked(claims, results))
+
+    @on(ClaimsChecked)
+    def _on_claims(self, message: ClaimsChecked) -> None:
+        if self.view is not None and message.claims == self.view.claims:
+            self._claim_results = message.results
+            self._paint_docs()
 
     @on(M.TraceLoading)
     def _on_trace_loading(self, message: M.TraceLoading) -> None:
@@ -530,6 +591,8 @@ class CaseScreen(Screen):
 
     @on(CompareReady)
     def _on_compare(self, message: CompareReady) -> None:
+        if message.request < self._case_request:
+            return  # the case shown before this one (the queue moved on)
         self.compare = message.compare
         self._paint_compare()
 
@@ -592,6 +655,8 @@ class CaseScreen(Screen):
 
     @on(IntegrityReady)
     def _on_integrity(self, message: IntegrityReady) -> None:
+        if message.request < self._case_request:
+            return  # the case shown before this one (the queue moved on)
         self._integrity_running = False
         # the newest check that finished (a later one follows if files changed meanwhile)
         self.integrity = message.problems
@@ -698,6 +763,8 @@ class CaseScreen(Screen):
         if row is None:
             return []
         notes = []
+        if row.label:
+            notes.append((1, f"label: {row.label}", "l relabels, u undoes"))
         if row.supervised:
             notes.append((1, f"supervised search: {row.supervised}", "g reopens it"))
         if row.gate:
@@ -841,13 +908,18 @@ class CaseScreen(Screen):
         if self.view is None or not self._lazy_ready():
             return
         rounds = marked_rounds(self.view, self.marks) if self.marks else self.view.rounds
+        localization = self.view.localization
+        at = self.view.claims_at
+        if self.view.claims and at is not None:
+            # the localizer's quotes and named events, as the trace search found them
+            localization = localization[:at] + claims_lines(self._claim_results, self.view.claims) + localization[at:]
         # the documents are rebuilt (and their tabs laid out again) only when their lines
         # changed: a driver's burst reloads the case many times with the same rounds
-        painted = (self.view.localization, rounds, self.revealed)
+        painted = (localization, rounds, self.revealed)
         if painted == self._docs_painted:
             return
         self._docs_painted = painted
-        self.query_one("#loc-doc", Static).update(doc_content(self.view.localization, self.revealed))
+        self.query_one("#loc-doc", Static).update(doc_content(localization, self.revealed))
         self.query_one("#rounds-doc", Static).update(doc_content(rounds, self.revealed))
 
     def _paint_privilege_bar(self) -> None:
@@ -984,9 +1056,9 @@ class CaseScreen(Screen):
         elif not self._lazy_ready():
             self._mount_panels()
             return
-        elif name == "localization":
-            self.query_one("#quotes", OptionList).focus()
         else:
+            # the tab's scroll view takes the keys: down / PgDn scroll it at once (the
+            # Localization tab's quotes list is one Tab further)
             self.query_one(f"#{name}-scroll", VerticalScroll).focus()
 
     def _trace_goto(self, index: int) -> None:
@@ -1145,6 +1217,8 @@ class CaseScreen(Screen):
 
     def action_toggle_reveal(self) -> None:
         self.revealed = not self.revealed
+        if hasattr(self.app, "reveal_privileged"):
+            self.app.reveal_privileged = self.revealed  # every case opened next shows it too (this session)
         self._paint_privilege_bar()
         self._paint_docs()
         self._paint_compare()
@@ -1168,39 +1242,118 @@ class CaseScreen(Screen):
     def _step_highlighted(self, event: TraceView.StepHighlighted) -> None:
         self._paint_trace_status()
 
-    # -- triage labels --------------------------------------------------------------------------
+    # -- triage: the label, the queue ------------------------------------------------------------
+    def _triage_row(self) -> CaseRow | None:
+        """This case as the runs store lists it (its record key), else as the case view
+        read it (a case opened from elsewhere than the runs table)."""
+        store = getattr(self.app, "store", None)
+        row = store.get(self.key) if store is not None else None
+        if row is not None and row.record is not None:
+            return row
+        if self.view is None or self.view.record is None:
+            return None
+        return CaseRow(key=self.key, case_id=self.view.case_id, candidate_id=self.view.candidate_id, ref=self.ref
+                       if not isinstance(self.ref, Path) else CaseRef(path=self.ref, layout=Layout.UNKNOWN), record=self.view.record)
+
+    def _current_triage(self) -> Triage | None:
+        row = self._triage_row()
+        marks = getattr(self.app, "triage", None)
+        return marks.for_key(row.record) if marks is not None and row is not None else None
+
     def action_triage_label(self) -> None:
-        current = tuple(getattr(self.app, "labels", {}).get(self.key, ()))
-
-        def done(result: tuple[str, str] | None) -> None:
-            if result is not None:
-                self._write_label(*result)
-
-        self.app.push_screen(TriageLabelScreen(safe_text(self.key, single_line=True, limit=60), current), done)
-
-    @work(thread=True, exclusive=True, group="case-label", exit_on_error=False)
-    def _write_label(self, label: str, reason: str) -> None:
-        try:
-            evidence = [p for p in (os.path.join(self.key, "manifest.json"),) if os.path.isfile(os.path.join(self.options.key_root, p))]
-            journal = open_review_journal(self.options.workdir, operator=self.options.operator)
-            try:
-                add_triage_label(journal, self.key, label, reason, root=self.options.key_root, evidence=evidence)
-            finally:
-                journal.close()
-        except Exception as exc:  # noqa: BLE001 - shown, never crashes
-            self.post_message(M.LabelWritten(label, f"{type(exc).__name__}: {exc}"))
+        row = self._triage_row()
+        if row is None:
+            self._need_bundle("label picker", self.action_triage_label)
             return
-        self.post_message(M.LabelWritten(label, None))
+        current = self._current_triage()
+        labels = self.options.settings.triage.labels
 
-    @on(M.LabelWritten)
-    def _on_label_written(self, message: M.LabelWritten) -> None:
-        if message.error:
-            self.notify("Label not recorded: " + safe_text(message.error, single_line=True, limit=300), severity="error", markup=False)
+        def done(pick: TriagePick | None) -> None:
+            if pick is None:
+                return
+            self.app.record_triage([row], pick.label, pick.note)  # type: ignore[attr-defined]  # the EvisceneApp's
+            if self.options.settings.triage.advance_after_label:
+                self.action_queue(1, after_label=True)
+
+        self.app.push_screen(TriageLabelScreen(safe_text(self.key, single_line=True, limit=60), labels,
+                                               current.label if current else "", current.note if current else ""), done)
+
+    def action_clear_label(self) -> None:
+        row = self._triage_row()
+        current = self._current_triage()
+        if row is None or current is None or not current.label:
+            self.notify("This case has no label to clear", markup=False)
             return
-        self.notify(f"Triage label saved: {message.label}", markup=False)
-        reload = getattr(self.app, "load_labels", None)
-        if reload is not None:
-            reload()
+        self.app.record_triage([row], None, current.note)  # type: ignore[attr-defined]  # the EvisceneApp's
+
+    def action_undo_label(self) -> None:
+        row = self._triage_row()
+        undo = getattr(self.app, "undo_triage", None)
+        if row is None or undo is None or not undo(row):
+            self.notify("No triage change of this case to undo", markup=False)
+
+    def action_queue(self, step: int, *, after_label: bool = False) -> None:
+        """Open the next (``step`` 1) or previous (-1) case of the runs table's current
+        queue (its filter, search, sort and grouping) in place of this one."""
+        store = getattr(self.app, "store", None)
+        row = store.neighbour(self.key, step) if store is not None else None
+        if row is None:
+            where = "last" if step > 0 else "first"
+            self.notify(f"This is the {where} case of the queue" + (" (label saved)" if after_label else ""), markup=False, timeout=2)
+            return
+        self.show_case(row.ref if row.ref is not None else self.case_path, row.key)
+
+    #: the worker groups that read or search the case shown (cancelled when another is shown)
+    CASE_WORKERS = ("case-load", "trace-fill", "trace-demand", "case-integrity", "case-detail", "trace-search", "case-claims", "tokens-prepare")
+
+    def show_case(self, ref: CaseRef | CaseSummary | Path, key: str) -> None:
+        """Show another case in this screen (the next case of the queue): its widgets stay,
+        so the case is painted as soon as it is read (a new screen is composed, styled and
+        laid out first)."""
+        self.app.post_message(M.CaseShown(str(self.case_path), False))
+        for group in self.CASE_WORKERS:
+            self.workers.cancel_group(self, group)
+        for timer in (self._reload_timer, self._integrity_timer, self._search_timer):
+            if timer is not None:
+                timer.stop()
+        while self._gc_holds:
+            gc_hold.release()
+            self._gc_holds -= 1
+        self.query("#case-gate").remove()
+        self._init_case(ref, key)
+        self._reset_widgets()
+        self._mount_gate_card()
+        self.app.post_message(M.CaseShown(str(self.case_path), True))
+        self.load()
+
+    def _reset_widgets(self) -> None:
+        """Every panel back to "loading" for the case now shown."""
+        self.query_one("#case-title", Static).update(Content(f"loading {safe_text(self.key, single_line=True, limit=80)}\u2026"), layout=False)
+        tv = self.query_one(TraceView)
+        tv.display = True
+        tv.set_marks(())
+        tv.set_trace(TraceRows(step_count=0, rows=[]))
+        self.query_one("#trace-missing", Static).add_class("-hidden")
+        self.query_one("#trace-search", SearchBox).add_class("-hidden")
+        self.query_one("#trace-status", Static).update(Content("reading the source trace\u2026"), layout=False)
+        self.query_one(TabbedContent).get_tab("integrity").label = Content("5 Integrity \u2026")
+        if self.query("#loc-doc"):
+            loading = Content("loading\u2026")
+            for doc in ("#loc-doc", "#rounds-doc", "#compare-left", "#compare-right", "#integrity-doc"):
+                self.query_one(doc, Static).update(loading)
+            self.query_one("#quotes", OptionList).clear_options()
+        self.action_tab("trace")
+
+    def _prefetch_next(self) -> None:
+        """Read the next case of the queue in the background (``]`` or a label pick opens it)."""
+        store = getattr(self.app, "store", None)
+        prefetch = getattr(self.app, "prefetch_case", None)
+        row = store.neighbour(self.key, 1) if store is not None else None
+        if row is not None and prefetch is not None and row.ref is not None:
+            prefetch(row.ref.path, row.key)
+
+    def palette_commands(self) -> list[tuple[str, str, Callable[[], object]]]:
+        return [("case: clear triage label", "Remove the case's label (journaled; u undoes it)", self.action_clear_label)]
 
     def _need_bundle(self, what: str = "", then: Callable[[], object] | None = None) -> bool:
         """True when the case's files are read. Otherwise say what is still being read

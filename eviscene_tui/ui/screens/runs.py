@@ -18,8 +18,10 @@ from textual.widgets.option_list import Option
 
 from eviscene_tui.ui.actions import BY_ID, applied_keymap, bindings, effective_keys
 from eviscene_tui.safe_text import safe_text
-from eviscene_tui.state.rows import COLUMNS
-from eviscene_tui.state.runs import FILTERS, RunsStore
+from eviscene_tui.state.rows import COLUMNS, shorten_middle
+from eviscene_tui.storage import workdir_beside
+from eviscene_tui.state.runs import FILTERS, GROUPS, RunsStore
+from eviscene_tui.ui.screens.label import TriageLabelScreen, TriagePick
 from eviscene_tui.ui.widgets.runs_table import RunsTable
 from eviscene_tui.ui.widgets.key_footer import KeyFooter
 from eviscene_tui.gate.inproc import SESSION_FILE, sidecar_for
@@ -41,9 +43,8 @@ FILTER_SHORT: dict[str, str] = {
     "pending": "pending",
     "problems": "problems",
     "labelled": "labelled",
+    "awaiting": "awaiting",
 }
-
-# the "awaiting" (operator gate) filter is on "w" and in the palette, not in the bar
 GATE_REFRESH_INTERVAL = 1.0  # gate markers follow the sidecars' heartbeats (state.gate.gate_marker)
 
 if TYPE_CHECKING:
@@ -110,6 +111,41 @@ class SortChooser(ModalScreen[str | None]):
         self.dismiss(None)
 
 
+class GroupChooser(ModalScreen[str | None]):
+    """Pick what to group the runs table by (Enter); "not grouped" first."""
+
+    BINDINGS = bindings("group")
+    DEFAULT_CSS = """
+    GroupChooser { align: center middle; }
+    GroupChooser #group-box { width: 60; height: auto; max-height: 90%; border: round $accent; background: $surface; padding: 0 1; }
+    GroupChooser OptionList { height: auto; max-height: 12; }
+    """
+
+    def __init__(self, current: str) -> None:
+        super().__init__()
+        self.current = current
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="group-box"):
+            yield Static(Content("Group the runs by (Enter picks)"))
+            options = [Option(Content("not grouped"), id="none")]
+            options += [Option(Content(title), id=name) for name, title in GROUPS.items()]
+            yield OptionList(*options, id="group-options")
+
+    def on_mount(self) -> None:
+        options = self.query_one(OptionList)
+        names = ["", *GROUPS]
+        options.highlighted = names.index(self.current) if self.current in names else 0
+        options.focus()
+
+    @on(OptionList.OptionSelected)
+    def _picked(self, event: OptionList.OptionSelected) -> None:
+        self.dismiss("" if event.option_id == "none" else event.option_id)
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)
+
+
 class RunsScreen(Screen):
     """Home screen. Filters are one key each; ``/`` searches case ids and hint texts."""
 
@@ -140,13 +176,31 @@ class RunsScreen(Screen):
         return self.eviscene.store
 
     def on_mount(self) -> None:
-        root = safe_text(str(self.eviscene.options.root), single_line=True, limit=120)
-        self.query_one("#runs-title", Static).update(Content.from_markup("eviscene-tui  [dim]$root[/]", root=root))
+        self._paint_title()
         self._unsubscribe = self.store.subscribe(self._store_changed)
         self.watch(self.app, "policy_status", self._policy_status_changed)
         self._repaint()
         self.query_one(RunsTable).focus()
         self.set_interval(GATE_REFRESH_INTERVAL, self._refresh_gates)
+
+    def _paint_title(self) -> None:
+        """The opened folder and where the app writes, before it writes anything (labels,
+        searches, stream records): the two paths cut in the middle to fit the width."""
+        options = self.eviscene.options
+        root = safe_text(str(options.root), single_line=True, limit=400)
+        beside = options.workdir == workdir_beside(options.root)
+        work = safe_text(options.workdir.name if beside else str(options.workdir), single_line=True, limit=400)
+        why = "beside it" if beside else safe_text(options.workdir_source, single_line=True, limit=60)
+        fixed = cell_len("eviscene-tui    \u00b7 writes to  ()") + cell_len(why)
+        room = max(16, (self.size.width or 120) - fixed)
+        root_room = max(8, min(cell_len(root), room // 2 if cell_len(root) + cell_len(work) > room else room))
+        root = shorten_middle(root, root_room)
+        work = shorten_middle(work, max(8, room - cell_len(root)))
+        self.query_one("#runs-title", Static).update(Content.from_markup(
+            "eviscene-tui  [dim]$root  \u00b7 writes to[/] $work [dim]($why)[/]", root=root, work=work, why=why))
+
+    def on_resize(self) -> None:
+        self._paint_title()
 
     def on_screen_resume(self) -> None:
         # back from a case / supervised screen: re-read the supervised searches' files now
@@ -186,7 +240,8 @@ class RunsScreen(Screen):
         self._refresh_pending = False
         store = self.store
         table = self.query_one(RunsTable)
-        table.set_rows(store.visible(), sort_key=store.sort_key, sort_reverse=store.sort_reverse)
+        table.set_rows(store.visible(), sort_key=store.sort_key, sort_reverse=store.sort_reverse, groups=store.groups(),
+                       selected=store.selected)
         if self._cursor_to_first:
             self._cursor_to_first = False
             table.cursor = 0
@@ -203,6 +258,9 @@ class RunsScreen(Screen):
             if name == self.store.filter_name:
                 label = label.stylize("reverse")
             parts.append(label)
+        toggle = ",".join(effective_keys(BY_ID["runs.unlabelled"], keymap))
+        unlabelled = Content.from_markup("[b]$k[/b] unlabelled only", k=toggle)
+        parts.append(unlabelled.stylize("reverse") if self.store.unlabelled_only else unlabelled)
         self.query_one("#filter-bar", Static).update(Content(" ").join(parts))
 
     def _paint_status(self) -> None:
@@ -237,6 +295,9 @@ class RunsScreen(Screen):
 
     def action_clear_search(self) -> None:
         box = self.query_one("#search", Input)
+        if not box.value and self.store.selected:
+            self.store.clear_selection()  # Esc with no search: the selection goes first
+            return
         if box.value:
             box.value = ""
         box.remove_class("visible")
@@ -259,10 +320,17 @@ class RunsScreen(Screen):
 
     def action_filter(self, name: str) -> None:
         self.store.set_filter(name)
+        self.eviscene.save_view()
         self.notify(f"Filter: {FILTERS[name].title}", timeout=1.5, markup=False)
+
+    def action_toggle_unlabelled(self) -> None:
+        self.store.set_unlabelled_only(not self.store.unlabelled_only)
+        self.eviscene.save_view()
+        self.notify("Only the unlabelled cases" if self.store.unlabelled_only else "Labelled cases shown again", timeout=1.5, markup=False)
 
     def action_sort_next(self) -> None:
         key = self.store.cycle_sort(1)
+        self.eviscene.save_view()
         self.notify(f"Sort by {key}", timeout=1.5, markup=False)
 
     def action_sort_choose(self) -> None:
@@ -271,12 +339,56 @@ class RunsScreen(Screen):
         def done(key: str | None) -> None:
             if key is not None:
                 store.set_sort(key)  # the current column again: reversed
+                self.eviscene.save_view()
                 self.notify(f"Sort by {key}{' (reversed)' if store.sort_reverse else ''}", timeout=1.5, markup=False)
 
         self.app.push_screen(SortChooser(store.sort_key, store.sort_reverse), done)
 
     def action_sort_reverse(self) -> None:
         self.store.set_sort(self.store.sort_key, reverse=not self.store.sort_reverse)
+        self.eviscene.save_view()
+
+    def action_group_choose(self) -> None:
+        store = self.store
+
+        def done(name: str | None) -> None:
+            if name is not None:
+                self.group_by(name)
+
+        self.app.push_screen(GroupChooser(store.group_by), done)
+
+    def group_by(self, name: str) -> None:
+        self.store.set_group(name)
+        self.eviscene.save_view()
+        self.notify(f"Grouped by {GROUPS[name]}" if name else "Not grouped", timeout=1.5, markup=False)
+
+    # -- triage: selection and labelling ------------------------------------------------------
+    @on(RunsTable.Marked)
+    def _marked(self, event: RunsTable.Marked) -> None:
+        self.store.toggle_selected(event.row.key)
+
+    def action_label_rows(self) -> None:
+        """Label the selected cases (space), else the highlighted one, in one pick."""
+        rows = self.store.selected_rows()
+        if not rows:
+            current = self.query_one(RunsTable).current_row
+            rows = [current] if current is not None else []
+        if not rows:
+            self.notify("No case to label", severity="warning", markup=False)
+            return
+        first = self.eviscene.triage.for_key(rows[0].record)
+        same = len(rows) == 1 and first is not None
+        title = safe_text(rows[0].key, single_line=True, limit=60)
+
+        def done(pick: TriagePick | None) -> None:
+            if pick is None:
+                return
+            self.eviscene.record_triage(rows, pick.label, pick.note)
+            self.store.clear_selection()
+
+        self.app.push_screen(TriageLabelScreen(title, self.eviscene.options.settings.triage.labels,
+                                               first.label if same and first else "", first.note if same and first else "",
+                                               count=len(rows)), done)
 
     def action_rescan(self) -> None:
         self.eviscene.start_scan()
@@ -313,7 +425,8 @@ class RunsScreen(Screen):
                 if str(path) in outer:
                     # a gated root outside the opened folder is not watched: re-read its row
                     # whenever its gate moves, so its status follows the driver too
-                    changed.append(build_row(row.ref, key_root, None))
+                    # read fully (as check does): its problem count is final, not "…" until ctrl+r
+                    changed.append(build_row(row.ref, key_root, None, full=True, path_map=self.eviscene.options.path_map))
                 else:
                     changed.append(replace(row, gate=marker))
         # a gated search the app was told about whose driver wrote its root after the scan
@@ -335,4 +448,8 @@ class RunsScreen(Screen):
     # -- palette ---------------------------------------------------------------------------
     def palette_commands(self) -> list[tuple[str, str, Callable[[], object]]]:
         """Sort by each column (the registry's commands, with their keys, come from the app)."""
-        return [(f"runs: sort by {column.title}", column.help, partial(self.sort_by, column.key)) for column in COLUMNS]
+        sorts = [(f"runs: sort by {column.title}", column.help, partial(self.sort_by, column.key)) for column in COLUMNS]
+        groups = [(f"runs: group by {title}", f"order the cases by {title}, a header line per group", partial(self.group_by, name))
+                  for name, title in GROUPS.items()]
+        return [*sorts, *groups, ("runs: do not group", "one list again", partial(self.group_by, "")),
+                ("runs: clear selection", "unselect every selected case", self.store.clear_selection)]

@@ -23,6 +23,8 @@ student-vs-teacher diff when the failure step's capture holds the student prompt
 
 from __future__ import annotations
 
+import asyncio
+
 from typing import Any
 
 from textual import on, work
@@ -52,6 +54,7 @@ from eviscene_tui.ui.messages import LiveCaptureReady, RequestReady, StatusPolle
 from eviscene_tui.ui.widgets.key_footer import KeyFooter
 from eviscene_tui.policy.capture import live_capture, LiveSnapshot
 from eviscene_tui.policy.casefile import case_ref, rebuild_for_case, round_hint
+from eviscene_tui.journal.records import note_records_in
 from eviscene_tui.policy.session import record_failure, run_continuation
 from eviscene_tui.tokens.sources import source_step_prompt_ids
 from eviscene_tui.ui.screens.tokens import TokenScreen
@@ -322,6 +325,9 @@ class StreamScreen(Screen):
         # only the feed (a plain buffer) is touched here; the view paints it on its timer
 
         assert self.target is not None and self.config is not None
+        if work_dir is not None and case_ref.get("case_root"):
+            # the record is found again from any folder (journal.records), a --workdir elsewhere too
+            await asyncio.to_thread(note_records_in, work_dir.path, case_ref["case_root"])
         async with PolicyClient(self.target, self.config) as client:
             outcome = await run_continuation(client, request, work=work_dir, case_ref=case_ref, on_event=feed.push, accumulator=feed.acc)
         self.post_message(StreamEnded(outcome.status, feed.acc))

@@ -269,7 +269,7 @@ class TokenScreen(Screen[None]):
     @work(thread=True, exclusive=True, group="tokens-list", exit_on_error=False, description="token inspector: _list_captures")
     def _list_captures(self) -> None:
         try:
-            refs = enumerate_captures(self.case, workdir=self.options.workdir)
+            refs = enumerate_captures(self.case, workdir=self.options.record_workdirs(self.case.root if self.case is not None else None))
             self.post_message(CapturesListed(refs))
         except Exception as exc:  # noqa: BLE001 - shown as the list's error
             self.post_message(CapturesListed([], f"cannot list captures: {type(exc).__name__}: {exc}"))
@@ -1143,7 +1143,7 @@ def prepare_capture(case: CaptureCase | None, key: str, options: AppOptions, dec
     one (file stats only), and the vision ids are guessed from the ids' framing (kept if the
     decoder's pad ids agree)."""
     try:
-        data = load_capture(case, key, workdir=options.workdir)
+        data = load_capture(case, key, workdir=options.record_workdirs(case.root if case is not None else None))
     except CaptureError as exc:
         return CaptureFailed(key, str(exc))
     except Exception as exc:  # noqa: BLE001 - shown as the capture's error

@@ -21,7 +21,7 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
 from eviscene_tui.ui.actions import bindings
-from eviscene_tui.state.rows import COLUMNS, CaseRow, Column, cell_text, column_widths, shorten_middle
+from eviscene_tui.state.rows import COLUMNS, CaseRow, Column, cell_text, column_widths, empty_columns, shorten_middle, shorten_start
 
 SEP = " "
 
@@ -82,6 +82,13 @@ class RunsTable(ScrollView, can_focus=True):
             super().__init__()
             self.row = row
 
+    class Marked(Message):
+        """Space on a row: select or unselect it."""
+
+        def __init__(self, row: CaseRow) -> None:
+            super().__init__()
+            self.row = row
+
     class ColumnsChanged(Message):
         """The set of shown columns changed (a resize or new rows): notes about hidden
         columns are redrawn."""
@@ -94,13 +101,21 @@ class RunsTable(ScrollView, can_focus=True):
         self._cache: LRUCache[tuple, Strip] = LRUCache(2048)
         self._layout: list[tuple[Column, int]] = []
         self.first_row_painted_at: float | None = None  # perf_counter of the first painted case row (benchmarks)
+        self.selected: frozenset[str] = frozenset()  # row keys selected with space
+        self.groups: list[tuple[int, str, int, int]] = []  # (first row, title, rows, labelled) per group
+        self._lines: list[int] = []  # display line -> row index (>= 0) or group header -(n + 1)
+        self._line_of: list[int] = []  # row index -> display line
 
     # -- data --------------------------------------------------------------------------
-    def set_rows(self, rows: list[CaseRow], *, sort_key: str = "key", sort_reverse: bool = False) -> None:
+    def set_rows(self, rows: list[CaseRow], *, sort_key: str = "key", sort_reverse: bool = False,
+                 groups: list[tuple[int, str, int, int]] | None = None, selected: frozenset[str] | set[str] = frozenset()) -> None:
         current = self.current_row
         self.rows = rows
         self.sort_key = sort_key
         self.sort_reverse = sort_reverse
+        self.groups = list(groups or [])
+        self.selected = frozenset(selected)
+        self._number_lines()
         self._cache.clear()
         self._layout_columns()
         if current is not None:
@@ -125,6 +140,18 @@ class RunsTable(ScrollView, can_focus=True):
                 return True
         return False
 
+    def _number_lines(self) -> None:
+        """The display lines: a header line before each group's first row, then rows."""
+        starts = {start: n for n, (start, _t, _c, _l) in enumerate(self.groups)}
+        lines: list[int] = []
+        line_of: list[int] = []
+        for i in range(len(self.rows)):
+            if i in starts:
+                lines.append(-(starts[i] + 1))
+            line_of.append(len(lines))
+            lines.append(i)
+        self._lines, self._line_of = lines, line_of
+
     # -- layout ------------------------------------------------------------------------
     def _layout_columns(self) -> None:
         width = max(self.scrollable_content_region.width, 20) if self.is_mounted else 100
@@ -133,7 +160,7 @@ class RunsTable(ScrollView, can_focus=True):
         if self.is_mounted and [c.key for c, _w in self._layout] != before:
             self.post_message(self.ColumnsChanged())
         total = sum(w for _c, w in self._layout) + len(SEP) * (len(self._layout) - 1)
-        self.virtual_size = Size(total, len(self.rows) + 1)
+        self.virtual_size = Size(total, len(self._lines) + 1)
 
     @property
     def shown_columns(self) -> list[tuple[Column, int]]:
@@ -144,7 +171,7 @@ class RunsTable(ScrollView, can_focus=True):
 
     @property
     def hidden_columns(self) -> list[Column]:
-        shown = {c.key for c, _w in self.shown_columns}
+        shown = {c.key for c, _w in self.shown_columns} | empty_columns(self.rows)
         return [c for c in COLUMNS if c.key not in shown]
 
     def on_resize(self, event: events.Resize) -> None:
@@ -176,8 +203,12 @@ class RunsTable(ScrollView, can_focus=True):
         writing = self.get_component_rich_style("runs-table--writing")
         segments: list[Segment] = []
         for i, (column, width) in enumerate(self._layout):
-            if column.key in ("key", "case_id"):
-                text = fit(shorten_middle(cell_text(row, column), width), width)
+            if column.key == "key":
+                mark = "\u25cf " if row.key in self.selected else ""
+                text = fit(mark + shorten_middle(cell_text(row, column), width - len(mark)), width)
+            elif column.key in ("case_id", "candidate_id"):
+                # ids share their start (case-rally-...): their end tells them apart
+                text = fit(shorten_start(cell_text(row, column), width), width)
             else:
                 text = fit(cell_text(row, column), width, column.align)
             style: Style = base
@@ -200,18 +231,27 @@ class RunsTable(ScrollView, can_focus=True):
         width = self.scrollable_content_region.width
         if not self._layout:
             self._layout_columns()
+        group = -1
         if y == 0:
             key: tuple = ("header", self.sort_key, self.sort_reverse, scroll_x, width)
             index = -1
         else:
-            index = scroll_y + y - 1
-            if index >= len(self.rows):
+            line = scroll_y + y - 1
+            if line >= len(self._lines):
                 return Strip.blank(width, self.rich_style)
-            key = (index, index == self.cursor, scroll_x, width)
+            index = self._lines[line]
+            if index < 0:
+                group, index = -index - 1, -1
+                key = ("group", group, scroll_x, width)
+            else:
+                key = (index, index == self.cursor, scroll_x, width)
         cached = self._cache.get(key)
         if cached is not None:
             return cached
-        strip = self._header_strip() if index < 0 else self._row_strip(index, index == self.cursor)
+        if group >= 0:
+            strip = self._group_strip(group)
+        else:
+            strip = self._header_strip() if index < 0 else self._row_strip(index, index == self.cursor)
         if index >= 0 and self.first_row_painted_at is None:
             self.first_row_painted_at = time.perf_counter()
         total = self.virtual_size.width
@@ -219,6 +259,12 @@ class RunsTable(ScrollView, can_focus=True):
         del total
         self._cache[key] = strip
         return strip
+
+    def _group_strip(self, group: int) -> Strip:
+        _start, title, count, labelled = self.groups[group]
+        style = self.get_component_rich_style("runs-table--header")
+        text = f"\u25be {title} \u00b7 {count} case{'s' if count != 1 else ''} \u00b7 {labelled} labelled"
+        return Strip([Segment(fit(text, max(self.virtual_size.width, 1)), style)])
 
     # -- cursor ------------------------------------------------------------------------
     def watch_cursor(self, old: int, new: int) -> None:
@@ -230,10 +276,13 @@ class RunsTable(ScrollView, can_focus=True):
     def _scroll_cursor_into_view(self) -> None:
         height = max(1, self.scrollable_content_region.height - 1)
         top = self.scroll_offset.y
-        if self.cursor < top:
-            self.scroll_to(y=self.cursor, animate=False, force=True)
-        elif self.cursor >= top + height:
-            self.scroll_to(y=self.cursor - height + 1, animate=False, force=True)
+        line = self._line_of[self.cursor] if 0 <= self.cursor < len(self._line_of) else self.cursor
+        if self.cursor < len(self._line_of) and line > 0 and self._lines[line - 1] < 0:
+            line -= 1  # the group's header line comes into view with its first row
+        if line < top:
+            self.scroll_to(y=line, animate=False, force=True)
+        elif self._line_of and self._line_of[self.cursor] >= top + height:
+            self.scroll_to(y=self._line_of[self.cursor] - height + 1, animate=False, force=True)
 
     def action_cursor(self, delta: int) -> None:
         if self.rows:
@@ -252,6 +301,12 @@ class RunsTable(ScrollView, can_focus=True):
         if row is not None:
             self.post_message(self.Selected(row))
 
+    def action_mark(self) -> None:
+        row = self.current_row
+        if row is not None:
+            self.post_message(self.Marked(row))
+            self.action_cursor(1)
+
     class HeaderClicked(Message):
         def __init__(self, column_key: str) -> None:
             super().__init__()
@@ -266,7 +321,8 @@ class RunsTable(ScrollView, can_focus=True):
                     break
                 x -= width + len(SEP)
             return
-        index = self.scroll_offset.y + event.y - 1
+        line = self.scroll_offset.y + event.y - 1
+        index = self._lines[line] if 0 <= line < len(self._lines) else -1
         if 0 <= index < len(self.rows):
             if index == self.cursor and event.chain >= 2:
                 self.action_select()
