@@ -5,6 +5,7 @@
     eviscene-tui check PATH [--json]
     eviscene-tui stream CASE_PATH [...]
     eviscene-tui decisions PATH [--workdir DIR] [--json | --csv] [--events]
+    eviscene-tui labels PATH [--workdir DIR] [--csv | --json]
     eviscene-tui fake-vllm [--port N] [...]
     eviscene-tui demo [PATH]
     eviscene-tui gate [--python PY] [--gate-dir DIR] [--no-hint-gate] -- DRIVER.py ARGS...
@@ -32,6 +33,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "check": ("eviscene_tui.commands.check", "headless triage and integrity report for every case under PATH"),
     "stream": ("eviscene_tui.commands.stream", "stream a hinted teacher continuation for a case without the UI"),
     "decisions": ("eviscene_tui.commands.decisions", "export the operator decision journal (folded or raw chain)"),
+    "labels": ("eviscene_tui.commands.labels", "export one row per case with its current triage label (CSV / JSON for a dataset)"),
     "fake-vllm": ("eviscene_tui.commands.fake_vllm", "run the bundled vLLM-compatible fake server"),
     "demo": ("eviscene_tui.commands.demo", "start the fake vLLM server and open the app on sample runs"),
     "gate": ("eviscene_tui.commands.gate", "run the EviScene driver with the operator gate in its feedback search"),
