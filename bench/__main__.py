@@ -12,7 +12,7 @@ import sys
 import time
 import traceback
 
-AREAS = ["artifacts", "ui", "open", "policy", "tokens", "gate"]
+AREAS = ["artifacts", "ui", "open", "policy", "tokens", "gate", "triage"]
 
 
 def main(argv: list[str]) -> int:
