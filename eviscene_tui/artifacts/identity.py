@@ -17,6 +17,7 @@ Never raises; no Textual import.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from dataclasses import dataclass
@@ -25,7 +26,6 @@ from typing import Any
 
 import orjson
 
-from eviscene_tui.artifacts.jsonio import canonical_sha256
 from eviscene_tui.artifacts.layout import Layout
 from eviscene_tui.artifacts.paths import PathMap, PathResolver
 
@@ -46,7 +46,7 @@ class CaseIdentity:
     """The identity a case's driver bound, and where it was read."""
 
     source: str  # file name, relative to the case root
-    sha256: str  # the driver's canonical sha256 (psd-run-format §6) of the identity
+    sha256: str  # :func:`identity_sha256` of the identity
     value: dict[str, Any]
 
     def _field(self, name: str) -> Any:
@@ -107,13 +107,17 @@ def _identity_of(path: Path) -> Any:
             size = os.fstat(fh.fileno()).st_size
     except OSError:
         return None
+    if size <= len(head):
+        try:  # the whole file was read: one C parse (a torn file falls through to the head scan)
+            doc = orjson.loads(head)
+            return doc.get("identity") if isinstance(doc, dict) else None
+        except orjson.JSONDecodeError:
+            pass
     value = _head_identity(head)
-    if isinstance(value, dict):
+    if isinstance(value, dict) or size <= len(head) or size > MAX_WHOLE:
         return value
-    if size > MAX_WHOLE:
-        return None
     try:
-        doc = orjson.loads(head if size <= len(head) else path.read_bytes())
+        doc = orjson.loads(path.read_bytes())
     except (OSError, orjson.JSONDecodeError):
         return None
     return doc.get("identity") if isinstance(doc, dict) else None
@@ -127,11 +131,18 @@ def read_identity(root: str | os.PathLike[str], layout: str | None = None) -> Ca
         value = _identity_of(Path(root) / name)
         if isinstance(value, dict) and value:
             try:
-                digest = canonical_sha256(value)
-            except (TypeError, ValueError):
+                digest = identity_sha256(value)
+            except (TypeError, orjson.JSONEncodeError):
                 continue
             return CaseIdentity(name, digest, value)
     return None
+
+
+def identity_sha256(value: Any) -> str:
+    """sha256 of the identity as compact JSON with sorted keys (orjson's encoding: the
+    same bytes as the driver's canonical JSON for every identity without floats, and a
+    fixed encoding for the few floats an identity holds)."""
+    return hashlib.sha256(orjson.dumps(value, option=orjson.OPT_SORT_KEYS)).hexdigest()
 
 
 def _wrapper_copy(root: Path) -> Path | None:

@@ -61,14 +61,14 @@ def label_rows(path: Path, workdir: Path | None = None, *, config: str | None = 
     root = path.resolve()
     rows = [(ref, build_row(ref, root, None, path_map=path_map)) for ref in discover_cases(root)]
     write, _why = choose_workdir(root, workdir, settings.paths.workdir)
-    listed = [ListedCase(row.key, os.fspath(ref.path), row.record) for ref, row in rows if row.record is not None]
+    listed = [ListedCase(row.key, os.fspath(ref.path), layout=str(ref.layout)) for ref, row in rows]
     marks = load_triage(listed, opened=root, workdir=write)
     if notes is not None:
         notes.extend(settings.problems)
         notes.append("labels read from: " + (", ".join(str(j) for j in marks.journals) or "no review journal"))
     out = []
     for ref, row in sorted(rows, key=lambda item: item[1].key):
-        t = marks.for_key(row.record)
+        t = marks.for_key(marks.records.get(row.key))
         case_id = row.case_id if row.case_id and row.case_id != (ref.key or "") else ""
         out.append({
             "case": os.path.relpath(ref.path, root).replace(os.sep, "/"),

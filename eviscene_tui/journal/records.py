@@ -2,13 +2,13 @@
 and the registry that remembers where each case was written.
 
 **The record key** (one per case, the same whichever folder was opened and wherever the
-tree was moved): ``id-`` + the first 20 hex of the driver's canonical sha256 of the
-identity the case's driver bound and checks on every ``--resume``
+tree was moved): ``id-`` + the first 20 hex of the sha256 of the identity the case's
+driver bound and checks on every ``--resume``, as compact sorted-key JSON
 (``artifacts.identity.read_identity``: ``search-state.json`` of a feedback search,
 ``run-inputs.json`` of a single run, ``slate-state.json`` of a slate root; it holds the
 recorded ``output_dir`` and every input ``{path, sha256}``). A case that records no
 readable identity (a crash before its first write, a damaged envelope) is keyed by where
-it is: ``at-`` + the sha256 of its resolved absolute path; its records then do not follow
+it is: ``at-`` + the sha256 of its absolute path; its records then do not follow
 it when it is moved, and the case screen says so. Every case also answers to its
 location key (an alias), so a label taken before the identity could be read is kept.
 
@@ -78,8 +78,8 @@ class RecordKey:
 
 
 def location_key(case_root: str | os.PathLike[str]) -> str:
-    """``at-<hex>``: the key of a case by where it is now."""
-    path = os.path.realpath(os.fspath(case_root))
+    """``at-<hex>``: the key of a case by where it is now (its absolute path)."""
+    path = os.path.abspath(os.fspath(case_root))
     return LOCATION_PREFIX + hashlib.sha256(path.encode("utf-8", "surrogateescape")).hexdigest()[:KEY_HEX]
 
 
@@ -89,7 +89,7 @@ def record_key(case_root: str | os.PathLike[str], layout: str | None = None, *, 
     at = location_key(case_root)
     if found is not None:
         return RecordKey(IDENTITY_PREFIX + found.sha256[:KEY_HEX], "identity", f"{found.source} identity", (at,))
-    return RecordKey(at, "location", os.path.realpath(os.fspath(case_root)))
+    return RecordKey(at, "location", os.path.abspath(os.fspath(case_root)))
 
 
 def is_record_key(value: object) -> bool:

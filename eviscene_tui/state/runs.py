@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 from dataclasses import dataclass, replace
 
 from eviscene_tui.journal.fold import Triage
+from eviscene_tui.journal.records import RecordKey
 from eviscene_tui.safe_text import safe_text
 from eviscene_tui.state.rows import (
 
@@ -178,6 +179,14 @@ class RunsStore:
             self._order = [k for k in self._order if k in self._rows]
             self._changed("rows", rows_changed=True)
         return removed
+
+    def set_records(self, records: Mapping[str, RecordKey]) -> None:
+        """Give the rows their record keys (read with the labels, after the scan); not
+        shown, so nothing is repainted."""
+        for key, rk in records.items():
+            row = self._rows.get(key)
+            if row is not None:
+                row.record = rk
 
     def set_triage(self, current: Mapping[str, Triage]) -> None:
         """Apply the current triage labels (record key -> :class:`Triage`, merged over the

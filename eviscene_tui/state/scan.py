@@ -23,7 +23,7 @@ from eviscene_tui.artifacts.problems import Problem
 from eviscene_tui.artifacts.report import checked_case
 from eviscene_tui.artifacts.summary import summarize_case
 from eviscene_tui.journal.paths import SUPERVISED_DIR
-from eviscene_tui.journal.records import RecordKey, find_supervised_root, record_key
+from eviscene_tui.journal.records import RecordKey, find_supervised_root
 from eviscene_tui.state.gate import gate_marker
 from eviscene_tui.state.rows import CaseRow, last_round_status, problem_pairs, row_from_summary, row_key
 from eviscene_tui.state.transient import TransientProblems
@@ -71,7 +71,7 @@ def build_row(ref: CaseRef, root: Path, transient: TransientProblems | None, *, 
             transient.seed_old(row_key(summary), problem_pairs(summary.problems if problems is None else problems))
     row = row_from_summary(summary, transient=transient, last_round=last, ref=ref, problems=problems)
     row.gate = gate_marker(summary.path)
-    row.record = record_key(summary.path, str(ref.layout))
+    # the record key (journal.records) is read with the labels, after the scan (state.triage)
     if row.in_no_site_queue:
         # why the localizer found no site, and the category it proposed (a no-site row's
         # ledgers name none): what the triage queue sorts and groups by

@@ -143,6 +143,7 @@ class TriageMarks:
     by_record: dict[str, Triage] = field(default_factory=dict)  # record key -> current triage
     workdirs: tuple[Path, ...] = ()
     journals: tuple[Path, ...] = ()
+    records: dict[str, RecordKey] = field(default_factory=dict)  # the listed cases' record keys, by their ident
 
     def for_key(self, record: RecordKey | None) -> Triage | None:
         if record is None:
@@ -152,11 +153,15 @@ class TriageMarks:
 
 @dataclass(frozen=True, slots=True)
 class ListedCase:
-    """What :func:`load_triage` needs of a listed case."""
+    """What :func:`load_triage` needs of a listed case (its record key is read when not given)."""
 
     ident: str
     path: str
-    record: RecordKey
+    record: RecordKey | None = None
+    layout: str | None = None
+
+    def key(self) -> RecordKey:
+        return self.record if self.record is not None else record_key(self.path, self.layout)
 
 
 def load_triage(cases: Iterable[ListedCase], *, opened: str | os.PathLike[str], workdir: str | os.PathLike[str]) -> TriageMarks:
@@ -164,12 +169,12 @@ def load_triage(cases: Iterable[ListedCase], *, opened: str | os.PathLike[str], 
     that may hold its records (the work directory of the opened path, the cases' and
     their ancestors' ``*.eviscene-tui``, the registry's), merged in time order, with an
     earlier version's path keys mapped to the cases (``journal.records.RecordIndex``)."""
-    listed = [CaseRecords(c.ident, os.path.abspath(c.path), c.record) for c in cases]
+    listed = [CaseRecords(c.ident, os.path.abspath(c.path), c.key()) for c in cases]
     keys = [k for c in listed for k in c.key.keys]
     workdirs = read_workdirs([c.path for c in listed], workdir, keys, opened=opened)
     journals = review_journals(workdirs)
     index = RecordIndex(listed, opened=opened)
-    return TriageMarks(merged_triage(journals, index), tuple(workdirs), tuple(journals))
+    return TriageMarks(merged_triage(journals, index), tuple(workdirs), tuple(journals), {c.ident: c.key for c in listed})
 
 
 @dataclass(frozen=True)

@@ -217,14 +217,19 @@ class EvisceneApp(TriageOps, App[int]):
         if self.triage.by_record:
             marked = []
             for r in message.rows:
+                if r.record is None:
+                    r.record = self.triage.records.get(r.key)
                 t = self.triage.for_key(r.record)
                 marked.append(replace(r, label=t.label, note=t.note.strip().split("\n", 1)[0]) if t is not None else r)
             message.rows = marked
         if not message.initial:
-            # a re-read row keeps the supervised-search mark until the next activity pass
+            # a re-read row keeps the supervised-search mark until the next activity pass,
+            # and its record key (read with the labels)
             carried = []
             for row in message.rows:
                 old = self.store.get(row.key)
+                if old is not None and old.record is not None and row.record is None:
+                    row.record = old.record
                 carried.append(replace(row, supervised=old.supervised) if old is not None and old.supervised and not row.supervised else row)
             message.rows = carried
         for row in message.rows:

@@ -19,16 +19,16 @@ from typing import TYPE_CHECKING, Any
 import orjson
 from textual import work
 
+from eviscene_tui import pace
 from eviscene_tui.journal.fold import fold
-from eviscene_tui.journal.records import register_workdir
 from eviscene_tui.journal.paths import review_journal_path
+from eviscene_tui.journal.records import record_key, register_workdir
 from eviscene_tui.journal.review import add_triage_label, clear_triage_label, merged_events, open_review_journal
 from eviscene_tui.safe_text import safe_text
+from eviscene_tui.state.prefetch import Prefetched, prefetch
 from eviscene_tui.state.rows import CaseRow
 from eviscene_tui.state.triage import ListedCase, TriageMarks, load_triage
 from eviscene_tui.storage import WorkDir
-from eviscene_tui import pace
-from eviscene_tui.state.prefetch import Prefetched, prefetch
 from eviscene_tui.ui import messages as M
 
 if TYPE_CHECKING:
@@ -45,14 +45,18 @@ def _listed(rows: list[CaseRow]) -> list[ListedCase]:
     out = []
     for row in rows:
         path = getattr(row.ref, "path", None)
-        if path is not None and row.record is not None:
-            out.append(ListedCase(row.key, os.fspath(path), row.record))
+        layout = getattr(row.ref, "layout", None)
+        if path is not None:
+            out.append(ListedCase(row.key, os.fspath(path), row.record, str(layout) if layout is not None else None))
     return out
 
 
 def _case_fields(row: CaseRow) -> dict[str, Any]:
+    """What the journal event says about the case besides its record key (for people and exports)."""
     path = getattr(row.ref, "path", None)
-    return {"case_id": row.case_id or None, "candidate_id": row.candidate_id or None, "folder": os.fspath(path) if path else None}
+    wrapper_key = getattr(row.ref, "key", None)  # a row without a case id shows its wrapper key instead
+    case_id = row.case_id if row.case_id and row.case_id != wrapper_key else None
+    return {"case_id": case_id, "candidate_id": row.candidate_id or None, "folder": os.fspath(path) if path else None}
 
 
 class TriageOps:
@@ -90,6 +94,7 @@ class TriageOps:
                         severity="warning", markup=False)
             return
         self.triage = message.marks
+        self.store.set_records(message.marks.records)
         self.store.set_triage(message.marks.by_record)
         self.labels_loads += 1
         self.check_activity()  # type: ignore[attr-defined]  # the app's: the searches in the work directories just found
@@ -102,7 +107,7 @@ class TriageOps:
     # -- writing --------------------------------------------------------------------------------
     def record_triage(self, rows: list[CaseRow], label: str | None, note: str) -> None:
         """Set (``label``) or clear (None) the label of ``rows``, each with ``note``."""
-        self._write_triage([r for r in rows if r.record is not None], label, note)
+        self._write_triage(list(rows), label, note)
 
     @work(thread=True, group="label-write", exit_on_error=False)
     def _write_triage(self, rows: list[CaseRow], label: str | None, note: str) -> None:
@@ -123,15 +128,19 @@ class TriageOps:
         journal = open_review_journal(work_dir.path, operator=self.options.operator)
         try:
             for row in rows:
-                assert row.record is not None
+                folder = getattr(row.ref, "path", None)
+                if folder is None:
+                    continue
+                if row.record is None:  # labelled before the labels (and record keys) were read
+                    layout = getattr(row.ref, "layout", None)
+                    row.record = record_key(folder, str(layout) if layout is not None else None)
                 if label is None:
                     events.append(clear_triage_label(journal, row.record.key, note, **_case_fields(row)))
                 else:
-                    folder = getattr(row.ref, "path", None)
                     # what the label was given on: the case's manifest (decisions marks it stale when it changes)
                     events.append(add_triage_label(journal, row.record.key, label, note, labels=labels, root=folder,
-                                                   evidence=["manifest.json"] if folder is not None else (), **_case_fields(row)))
-                register_workdir(work_dir.path, row.record, getattr(row.ref, "path", "") or "")
+                                                   evidence=["manifest.json"], **_case_fields(row)))
+                register_workdir(work_dir.path, row.record, folder)
         finally:
             journal.close()
         return events
@@ -195,13 +204,11 @@ class TriageOps:
         self.load_labels()
 
     # -- the next case of the queue, read ahead -------------------------------------------------
-    _prefetched: dict[str, Prefetched]
+    _prefetched: dict[str, Prefetched] = {}  # replaced (never mutated in place) by the read-ahead worker
 
     def prefetch_case(self, path: Path, key: str) -> None:
         """Read the case at ``path`` (its files, source trace and case view) in the
         background, for the case screen that opens it next (``take_prefetched``)."""
-        if not hasattr(self, "_prefetched"):
-            self._prefetched = {}
         if os.path.abspath(path) not in self._prefetched:
             self._prefetch(Path(path), key)
 
@@ -214,7 +221,10 @@ class TriageOps:
 
     def take_prefetched(self, path: Path) -> Prefetched | None:
         """The case read ahead for ``path`` when its files did not change since (any thread)."""
-        ready = getattr(self, "_prefetched", {}).pop(os.path.abspath(path), None)
+        current = self._prefetched
+        ready = current.get(os.path.abspath(path))
+        if ready is not None:
+            self._prefetched = {k: v for k, v in current.items() if v is not ready}  # used once
         return ready if ready is not None and ready.still_current() else None
 
     # -- the view settings that last ------------------------------------------------------------

@@ -1248,6 +1248,8 @@ class CaseScreen(Screen):
         read it (a case opened from elsewhere than the runs table)."""
         store = getattr(self.app, "store", None)
         row = store.get(self.key) if store is not None else None
+        if row is not None and row.record is None and self.view is not None:
+            row.record = self.view.record  # read with the case (the labels have not been read yet)
         if row is not None and row.record is not None:
             return row
         if self.view is None or self.view.record is None:
