@@ -108,6 +108,7 @@ class RunsStore:
         self._rows: dict[str, CaseRow] = {}
         self._order: list[str] = []  # discovery order (stable tie-break)
         self._visible: list[CaseRow] | None = None
+        self._progress: tuple[int, int] | None = None  # queue_progress, until the next change
         self.filter_name = "all"
         self.search = ""
         self.sort_key = "key"
@@ -138,6 +139,7 @@ class RunsStore:
 
     def _changed(self, reason: str, *, rows_changed: bool = False) -> None:
         self._visible = None
+        self._progress = None
         if rows_changed:
             self._last_search_result = None
         for callback in list(self._subscribers):
@@ -333,9 +335,11 @@ class RunsStore:
         return out
 
     def queue_progress(self) -> tuple[int, int]:
-        """(labelled, total) over the current queue (filter and search)."""
-        rows = self._queue_rows()
-        return sum(1 for r in rows if r.label), len(rows)
+        """(labelled, total) over the current queue (filter and search), kept until a change."""
+        if self._progress is None:
+            rows = self._queue_rows()
+            self._progress = (sum(1 for r in rows if r.label), len(rows))
+        return self._progress
 
     def neighbour(self, key: str, step: int) -> CaseRow | None:
         """The case ``step`` (+1 / -1) after ``key`` in the current queue's order; a case

@@ -118,6 +118,7 @@ async def test_two_keys_label_a_case_and_open_the_next_of_the_queue(tmp_path):
         await wait_for(pilot, lambda: isinstance(app.screen, CaseScreen) and app.screen is first and app.screen.key == keys[1])
         await wait_for(pilot, lambda: app.store.get(keys[0]).label == "needs_relocalization")
         await wait_for(pilot, lambda: app.screen.view is not None and app.screen.trace_rows is not None and app.screen.integrity is not None)
+        await wait_for(pilot, lambda: "queue: 1 of 6 labelled" in screen_text(app))  # the header says the queue's progress
         # everything on it is the new case's (nothing of the case before leaks in)
         assert app.screen.view.key == keys[1] and app.screen.bundle.root.name == Path(keys[1]).name
         assert app.screen.trace.path is not None and keys[1] in str(app.screen.trace.path)
@@ -342,3 +343,21 @@ async def test_the_localization_tab_scrolls_at_once_and_the_why_is_reachable_at_
         await wait_for(pilot, lambda: scroll.scroll_y > 0)  # PgDn scrolls at once, no focus to move first
         await pilot.press("down")
         await wait_for(pilot, lambda: "not found in the trace" in screen_text(app))
+
+
+async def test_the_integrity_tab_says_what_the_records_are_keyed_by(tmp_path_factory, tmp_path):
+    tree = _tree(tmp_path_factory, tmp_path)
+    case = tree / "single-generating"
+    (case / "run-inputs.json").unlink()  # a run that recorded no identity (a crash before its first write)
+    app = _app(tree)
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = await open_case(pilot, app, "single-generating")
+        await pilot.press("5")
+        await wait_for(pilot, lambda: "do not follow it when it is moved" in str(screen.query_one("#integrity-doc").content))
+        assert "new records go to" in str(screen.query_one("#integrity-doc").content)
+        await pilot.press("escape")
+        screen = await open_case(pilot, app, NO_SITE)
+        await pilot.press("5")
+        doc = screen.query_one("#integrity-doc")
+        await wait_for(pilot, lambda: "search-state.json identity" in str(doc.content))
+        assert "the same from any folder and after a move" in str(doc.content)

@@ -730,8 +730,19 @@ class CaseScreen(Screen):
             if hint:
                 parts.append((6, f" ({hint})", "$accent"))
         parts.append((3, sep + view.title, ""))
+        progress = self._queue_progress()
+        if progress:
+            parts.append((3, sep + progress, "dim"))
         parts.append((4, sep + view.layout, "dim"))
         return parts
+
+    def _queue_progress(self) -> str:
+        """``queue: 13 of 32 labelled`` (the runs table's current queue), or ""."""
+        store = getattr(self.app, "store", None)
+        if store is None:
+            return ""
+        labelled, total = store.queue_progress()
+        return f"queue: {labelled} of {total} labelled" if total > 1 else ""
 
     def _paint_title(self) -> None:
         """The case header: the problem badge first, then the case's status, the app's
@@ -995,7 +1006,7 @@ class CaseScreen(Screen):
         transient = getattr(self.app, "transient", None)
         writing = transient is not None and self.key in transient.pending_cases()
         provenance = self.provenance or (self.view.provenance if self.view else [])
-        painted = (self.integrity is None, tuple(rows), writing, tuple(provenance))
+        painted = (self.integrity is None, tuple(rows), writing, tuple(provenance), self.view.record if self.view else None)
         if painted == self._integrity_painted:
             return  # the same problems and inputs (a reload or check during a driver's burst)
         self._integrity_painted = painted
@@ -1008,7 +1019,20 @@ class CaseScreen(Screen):
         # where each input was found (rule, inside/outside the root, sha256), after the problems
         lines.append(L(Seg("")))
         lines.extend(provenance_lines(provenance))
+        lines.extend(self._records_lines())
         self.query_one("#integrity-doc", Static).update(doc_content(lines))
+
+    def _records_lines(self) -> list[tuple[Seg, ...]]:
+        """What this case's records (labels, searches, stream records) are keyed by, and
+        where new ones are written (a case keyed by its location says it does not follow a move)."""
+        record = self.view.record if self.view is not None else None
+        if record is None:
+            return []
+        return [
+            L(Seg("Records of this case (labels, supervised search, stream records)", "title")),
+            L(Seg("  "), S(record.describe(), "dim" if record.follows_moves else "warn", limit=400)),
+            L(Seg("  new records go to "), S(str(self.options.workdir), "accent", limit=400), S(f" ({self.options.workdir_source})", "dim")),
+        ]
 
     # -- live updates (called by the app) ----------------------------------------------------
     def case_files_changed(self, paths: set[str]) -> None:
