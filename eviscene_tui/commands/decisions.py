@@ -49,7 +49,8 @@ EVENT_FIELDS = ("journal", "seq", "id", "ts", "operator", "action", "target", "r
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("path", help="journal file, supervised root, work directory, or opened run root")
-    parser.add_argument("--workdir", help="the work directory the app was run with (its --workdir); default: <root>.eviscene-tui")
+    parser.add_argument("--workdir", help="the work directory the app was run with (its --workdir); default: <PATH>.eviscene-tui; "
+                        "the cases' and their ancestors' *.eviscene-tui and the registry's work directories are read too")
     fmt = parser.add_mutually_exclusive_group()
     fmt.add_argument("--json", action="store_true", help="JSON output")
     fmt.add_argument("--csv", action="store_true", help="CSV output")
