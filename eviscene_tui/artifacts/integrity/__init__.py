@@ -1,7 +1,13 @@
 """Full integrity check of one case (psd-run-format §6).
 
 ``check_case(ref) -> list[Problem]`` recomputes every hash the driver binds and
-reports, with exactly the eleven problem codes:
+reports, with the problem codes of ``artifacts.problems``:
+
+- files that are never opened: a FIFO, device, socket or directory where a file belongs
+  (``not_regular_file``), a file bigger than any real file of its kind
+  (``file_too_large``, the one table ``artifacts.fileio.LIMITS``), a symlink leading out
+  of the case (``path_outside_root``); each is reported once, by the walk, and no
+  checker reads it;
 
 - bound envelopes (run-inputs, hint-proposals, proposer-response,
   continuations/hint-NN plain and gzip, search-state, requests/round-NN):
