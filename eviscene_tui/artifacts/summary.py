@@ -100,6 +100,8 @@ def _stat_entries(path: Path) -> list[tuple[str, bool, int, int]]:
 
 # file bytes handed to summarize_case(cache=...), for the duration of that call (per thread / task)
 _CACHE: ContextVar[dict[str, bytes] | None] = ContextVar("eviscene_summary_cache", default=None)
+# the folder the files read for that call must stay in (the case root, or its wrapper's)
+_INSIDE: ContextVar[list[str] | None] = ContextVar("eviscene_summary_inside", default=None)
 
 
 def _read_small(path: str, limit: int = MAX_SUMMARY_FILE) -> tuple[bytes | None, Problem | None]:
@@ -120,7 +122,7 @@ def _read_small(path: str, limit: int = MAX_SUMMARY_FILE) -> tuple[bytes | None,
     if st.st_size > limit:
         return None, None
     try:
-        return read_regular(path, limit=limit), None
+        return read_regular(path, limit=limit, inside=_INSIDE.get()), None
     except ReadRefused as exc:
         return None, exc.problem()
     except OSError as exc:
@@ -298,6 +300,7 @@ def summarize_case(
         key=ref.key,
     )
     token = _CACHE.set(cache)
+    inside = _INSIDE.set([_abs(ref.wrapper if ref.wrapper is not None else path)])
     try:
         if fingerprint:
             summary.fingerprint = summary_fingerprint(ref)
@@ -316,6 +319,7 @@ def summarize_case(
         )
     finally:
         _CACHE.reset(token)
+        _INSIDE.reset(inside)
     return summary
 
 

@@ -219,3 +219,32 @@ def test_a_small_gzip_ledger_cannot_expand_without_bound(tmp_path: Path) -> None
         gunzip_capped(data, "x.jsonl.gz", 1 << 20)
     assert gunzip_capped(data, "x.jsonl.gz", 16 << 20) == b"\n" * (8 << 20)
     assert gunzip_capped(gzip.compress(b"a") + gzip.compress(b"b"), "x.jsonl.gz") == b"ab"
+
+
+# ----------------------------------------------------------------------------- nothing outside through the root
+@pytest.mark.timeout(300)
+def test_a_symlink_out_of_the_root_is_reported_once_and_never_opened(case_root: Path, tmp_path: Path) -> None:
+    """Every kind of file the run wrote in turn replaced by a symlink to a copy of it
+    outside the root: it is ``path_outside_root`` (once: no ``missing_artifact``, no
+    hash mismatch naming the outside file's sha, no torn line parsed from it), and no
+    reader opens the outside file."""
+    outside_dir = tmp_path / "elsewhere"
+    outside_dir.mkdir()
+    for target in one_file_per_kind(case_root):
+        outside = outside_dir / target.name
+        outside.write_bytes(b"root:x:0:0:root:/root:/bin/bash\n" if target.suffix == ".jsonl" else target.read_bytes())
+        saved = target.read_bytes()
+        target.unlink()
+        target.symlink_to(outside)
+        try:
+            with opened() as paths:
+                problems = read_everything(case_root)
+            rel = target.relative_to(case_root)
+            assert str(outside) not in real_opens(paths), f"the outside file behind {rel} was opened"
+            about = {(p.code, p.path) for p in problems if Path(p.path) == target or str(outside) in p.message}
+            assert about == {(ProblemCode.PATH_OUTSIDE_ROOT, str(target))}, f"{rel}: {about}"
+        finally:
+            target.unlink()
+            target.write_bytes(saved)
+            outside.unlink()
+
