@@ -25,17 +25,21 @@ Nothing outside the root is ever written, locked or watched for writes: reading 
 
 Where a recorded path is looked for, in order (each rule has a name the app shows):
 
+- ``moved tree`` (the tree itself): the tree was written somewhere else (another
+  machine, an rsync copy). The location it was written at is inferred from what the
+  driver recorded about itself (the run-inputs / search ``output_dir``, search-state
+  ``rounds[].directory``, manifest ``rounds``): each recorded directory is paired with
+  the local directory it names, and a recorded path under a recorded directory is looked
+  for under the local one - and only there: that is a file the run wrote (even when it
+  is bound as an input, like ``round-inputs/…``), so a copy that lost it never reads the
+  original's at its recorded place, and no path map moves it;
 - ``path map``: an explicit ``OLD=NEW`` prefix mapping (``--path-map``, or the config
   file's ``[paths] map``), for inputs copied somewhere else;
-- ``moved tree``: the tree was written somewhere else (another machine, an rsync
-  copy). The location it was written at is inferred from what the driver recorded about
-  itself (the run-inputs / search ``output_dir``, search-state ``rounds[].directory``,
-  manifest ``rounds``): each recorded directory is paired with the local directory it
-  names, and a recorded path under a recorded directory is looked for under the local
-  one. The common tail of a pair also gives a prefix rebase for files that sat BESIDE
-  the root: ``/data/exp/psd-fb-x`` written, ``/home/me/copy/psd-fb-x`` found -> every
-  ``/data/exp/…`` is looked for under ``/home/me/copy/…``;
 - ``as recorded``: the absolute path itself (same machine, tree not moved);
+- ``moved tree`` (beside it): the common tail of a recorded/local pair above gives a
+  prefix rebase for files that sat BESIDE the root: ``/data/exp/psd-fb-x`` written,
+  ``/home/me/copy/psd-fb-x`` found -> every ``/data/exp/…`` is looked for under
+  ``/home/me/copy/…``;
 - ``driver working directory``: older runs record some paths (runtime archives, the
   manifest ``trace``) relative to the driver's working directory, usually an ancestor
   of the run root: relative paths are tried against the root and each of its ancestors
@@ -385,20 +389,30 @@ class PathResolver:
             return True
         return _inside(real, self._allowed_real)
 
+    def _in_tree(self, rec: str) -> tuple[str, str, str] | None:
+        """(local path, rule, detail) of an absolute recorded path under a directory the
+        driver wrote this tree at (its ``output_dir``, a round ``directory``), else None."""
+        for r in self._written:
+            rest = _under(rec, r.old)
+            if rest is not None:
+                detail = "" if r.old == r.new else f"{r.old} \u2192 {r.new}"
+                return (_norm(os.path.join(r.new, rest)) if rest else r.new, RULE_MOVED if detail else RULE_RECORDED, detail)
+        return None
+
     def _mapped(self, rec: str) -> list[tuple[str, str, str]]:
-        """(candidate, rule, detail) for an absolute recorded path: path map, moved
-        tree (recorded directories), as recorded, moved tree (prefix rebases)."""
+        """(candidate, rule, detail) for an absolute recorded path. A path under where the
+        tree was written names a file the run wrote (``round-inputs/…``): it is looked for
+        in the opened tree only, never at its recorded place (a moved copy that lost it
+        must not read the original's). Any other path: path map, as recorded, moved tree
+        (prefix rebases)."""
+        in_tree = self._in_tree(rec)
+        if in_tree is not None:
+            return [in_tree]
         out: list[tuple[str, str, str]] = []
         for old, new in self.path_map.entries:
             rest = _under(rec, old)
             if rest is not None:
                 out.append((_norm(os.path.join(new, rest)) if rest else new, RULE_PATH_MAP, f"{old} \u2192 {new}"))
-        for r in self._written:
-            rest = _under(rec, r.old)
-            if rest is not None:
-                detail = "" if r.old == r.new else f"{r.old} \u2192 {r.new}"
-                out.append((_norm(os.path.join(r.new, rest)) if rest else r.new, RULE_MOVED if detail else RULE_RECORDED, detail))
-                break
         out.append((_norm(rec), RULE_RECORDED, ""))
         for r in self._prefixes:
             rest = _under(rec, r.old)
@@ -430,11 +444,9 @@ class PathResolver:
                 rest = _under(rec, old)
                 if rest is not None:
                     return self._classify(text, _norm(os.path.join(new, rest)), RULE_PATH_MAP, f"{old} \u2192 {new}")
-            for r in self._written:
-                rest = _under(rec, r.old)
-                if rest is not None:
-                    detail = "" if r.old == r.new else f"{r.old} \u2192 {r.new}"
-                    return self._classify(text, _norm(os.path.join(r.new, rest)), RULE_MOVED if detail else RULE_RECORDED, detail)
+            in_tree = self._in_tree(rec)
+            if in_tree is not None:
+                return self._classify(text, *in_tree)
             local = _norm(rec)
             if _inside(local, self._allowed_lex):  # the same machine: a path naming the case itself
                 return self._classify(text, local, RULE_RECORDED, "")

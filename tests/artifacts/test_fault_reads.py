@@ -248,3 +248,40 @@ def test_a_symlink_out_of_the_root_is_reported_once_and_never_opened(case_root: 
             target.write_bytes(saved)
             outside.unlink()
 
+
+def _original_and_copy(tmp_path: Path) -> tuple[Path, Path]:
+    """A search written on this machine at ``orig/search-a`` (so its recorded absolute
+    paths exist here) and an rsync copy of it, with the inputs beside, at ``copy/``."""
+    import shutil
+
+    import test_integrity_fixtures as fx
+
+    orig = tmp_path / "orig" / "search-a"
+    fx.build_search(orig, str(orig))
+    copy = tmp_path / "copy" / "search-a"
+    shutil.copytree(orig.parent, copy.parent, symlinks=True)
+    return orig, copy
+
+
+def test_a_moved_copy_never_reads_the_original_for_a_file_the_run_wrote(tmp_path: Path) -> None:
+    """``round-inputs/round-00/media.json`` deleted from the copy: it is missing there,
+    and the original's, still at the recorded absolute path, is not read instead."""
+    from eviscene_tui.artifacts.integrity import check_case
+    from eviscene_tui.artifacts.layout import CaseRef, Layout
+
+    orig, copy = _original_and_copy(tmp_path)
+    (copy / "round-inputs" / "round-00" / "media.json").unlink()
+    with opened() as paths:
+        problems = check_case(CaseRef(copy, Layout.FEEDBACK_SEARCH))
+        case = load_case(copy)
+        case.all_problems()
+        rows = case.input_provenance(verify=True)
+    original = str(orig / "round-inputs" / "round-00" / "media.json")
+    assert original not in real_opens(paths)
+    missing = [p for p in problems if p.code == ProblemCode.MISSING_ARTIFACT]
+    assert any(p.path == str(copy / "round-inputs" / "round-00" / "media.json") for p in missing), missing
+    assert all(r.found != original for r in rows)
+    # the driver's own inputs are still read wherever they are found (here: as recorded)
+    trace = next(r for r in rows if r.key == "trace")
+    assert trace.found is not None and trace.sha_status == "verified"
+
