@@ -440,13 +440,15 @@ class PathResolver:
             return Found(str(recorded)[:200] if isinstance(recorded, str) else repr(recorded)[:200], INVALID)
         if text.startswith("/"):
             rec = posixpath.normpath(text)
+            # where the tree was written comes first: a broad path map (OLD covering the
+            # root itself, meant for the inputs beside it) must not move the run's own files
+            in_tree = self._in_tree(rec)
+            if in_tree is not None:
+                return self._classify(text, *in_tree)
             for old, new in self.path_map.entries:
                 rest = _under(rec, old)
                 if rest is not None:
                     return self._classify(text, _norm(os.path.join(new, rest)), RULE_PATH_MAP, f"{old} \u2192 {new}")
-            in_tree = self._in_tree(rec)
-            if in_tree is not None:
-                return self._classify(text, *in_tree)
             local = _norm(rec)
             if _inside(local, self._allowed_lex):  # the same machine: a path naming the case itself
                 return self._classify(text, local, RULE_RECORDED, "")

@@ -285,3 +285,24 @@ def test_a_moved_copy_never_reads_the_original_for_a_file_the_run_wrote(tmp_path
     trace = next(r for r in rows if r.key == "trace")
     assert trace.found is not None and trace.sha_status == "verified"
 
+
+def test_a_path_map_covering_the_root_does_not_move_the_runs_own_files(tmp_path: Path) -> None:
+    """``--path-map OLD=NEW`` with OLD above the case root (meant for the inputs beside
+    it) leaves the case's own ``rounds/…`` files where the tree is: no false
+    ``path_outside_root``, and the inputs are found through the map."""
+    import shutil
+
+    from eviscene_tui.artifacts.integrity import check_case
+    from eviscene_tui.artifacts.layout import CaseRef, Layout
+    from eviscene_tui.artifacts.paths import PathMap
+
+    orig, copy = _original_and_copy(tmp_path)
+    inputs_elsewhere = tmp_path / "archive"
+    shutil.move(str(copy.parent / "inputs"), str(inputs_elsewhere / "inputs"))
+    shutil.rmtree(orig.parent)
+    path_map = PathMap.parse([f"{orig.parent}={inputs_elsewhere}"])
+    problems = check_case(CaseRef(copy, Layout.FEEDBACK_SEARCH), path_map=path_map)
+    assert problems == [], [(p.code, p.path, p.message) for p in problems]
+    rows = load_case(copy, path_map=path_map).input_provenance(verify=True)
+    trace = next(r for r in rows if r.key == "trace")
+    assert trace.found is not None and trace.found.startswith(str(inputs_elsewhere)) and trace.rule == "path map"
