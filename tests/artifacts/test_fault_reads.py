@@ -306,3 +306,18 @@ def test_a_path_map_covering_the_root_does_not_move_the_runs_own_files(tmp_path:
     rows = load_case(copy, path_map=path_map).input_provenance(verify=True)
     trace = next(r for r in rows if r.key == "trace")
     assert trace.found is not None and trace.found.startswith(str(inputs_elsewhere)) and trace.rule == "path map"
+
+
+def test_a_media_symlink_out_of_the_root_is_one_problem(case_root: Path, tmp_path: Path) -> None:
+    """The image a record binds, replaced by a symlink out of the root: one fault, one
+    problem (``path_outside_root``), not also a ``missing_artifact`` for the same image."""
+    from eviscene_tui.artifacts.integrity import check_case
+    from eviscene_tui.artifacts.layout import CaseRef, Layout
+
+    image = next((case_root / "rounds" / "round-00" / "media").glob("*.image"))
+    outside = tmp_path / "image.png"
+    outside.write_bytes(image.read_bytes())
+    image.unlink()
+    image.symlink_to(outside)
+    problems = check_case(CaseRef(case_root, Layout.FEEDBACK_SEARCH))
+    assert [(p.code, p.path) for p in problems] == [(ProblemCode.PATH_OUTSIDE_ROOT, str(image))]
