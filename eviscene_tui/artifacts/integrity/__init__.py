@@ -38,7 +38,9 @@ them for a search root and for a run directory): ``tree`` (the walk), ``files`` 
 schemas, hashes), ``references`` (recorded ``{path, sha256}`` references), ``inputs``
 (bound inputs), ``rounds`` (manifests, search state, rounds), ``records`` (ledgers),
 ``captures`` (token captures), ``continuations``, ``media_binding``, ``proposals``,
-``judge``, ``remaining`` (the generic pass).
+``judge``, ``runtime`` (what the run's runtime archives and the source rollout's reference
+is there: blobs, request manifests, events logs; the source store checked in full),
+``remaining`` (the generic pass).
 
 Reading only: nothing is written, locked or opened for writing (the driver's lock
 file is never opened either). ``check_case`` never raises.

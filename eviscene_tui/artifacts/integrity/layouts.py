@@ -15,6 +15,7 @@ from eviscene_tui.artifacts.integrity.reading import HINT_FILE_RE, as_dict, base
 from eviscene_tui.artifacts.integrity.records import Records
 from eviscene_tui.artifacts.integrity.remaining import RemainingFiles
 from eviscene_tui.artifacts.integrity.rounds import Rounds
+from eviscene_tui.artifacts.integrity.runtime import RuntimeStores
 from eviscene_tui.artifacts.jsonio import canonical_sha256
 from eviscene_tui.artifacts.layout import RUN_SCHEMA, SEARCH_SCHEMA, Layout
 from eviscene_tui.artifacts.problems import ProblemCode
@@ -32,6 +33,7 @@ class CaseCheck:
         self.continuations = Continuations(ctx, self.captures)
         self.proposals = Proposals(ctx)
         self.judge = Judge(ctx)
+        self.runtime = RuntimeStores(ctx)
 
     def run(self) -> None:
         ctx = self.ctx
@@ -98,8 +100,11 @@ class CaseCheck:
         kind = site_kind(candidates)
         for path, bound in self.ctx.files.bound_files(join(run, "continuations"), HINT_FILE_RE):
             self.continuations.check(path, bound, run_sha, kind)
+            self.runtime.continuation_steps(path, as_dict(bound.payload), run)
         for i, row in enumerate(attempts):
             self.records.run_attempt(row, i, attempts_path, run)
         self.ctx.files.ledger(join(run, "repair_attempts.pre-finalize.jsonl"))
-        self.captures.source_step(identity, candidates, attempts)
+        trace_local, trace = self.captures.source_step(identity, candidates, attempts)
+        self.runtime.source(trace_local, trace, candidates)
+        self.runtime.run_stores(run)
         self.judge.run(run, attempts)
