@@ -38,7 +38,11 @@ them for a search root and for a run directory): ``tree`` (the walk), ``files`` 
 schemas, hashes), ``references`` (recorded ``{path, sha256}`` references), ``inputs``
 (bound inputs), ``rounds`` (manifests, search state, rounds), ``records`` (ledgers),
 ``captures`` (token captures), ``continuations``, ``media_binding``, ``proposals``,
-``judge``, ``runtime`` (what the run's runtime archives and the source rollout's reference
+``judge``, ``bindings`` (what the driver compares on resume that no hash covers: a round's
+run identity against the search inputs, the proposals' identity against the run config, the
+verification bundle and source trace a finalization binds; ``rounds`` also compares each
+``requests/round-NN.json`` with the feedback the search history gives that round,
+``artifacts.feedback``), ``runtime`` (what the run's runtime archives and the source rollout's reference
 is there: blobs, request manifests, events logs; the source store checked in full),
 ``remaining`` (the generic pass).
 

@@ -4,6 +4,7 @@ directory. Slate roots are recognised only; every case ends with the generic pas
 
 from __future__ import annotations
 
+from eviscene_tui.artifacts.integrity.bindings import Bindings
 from eviscene_tui.artifacts.integrity.captures import Captures, site_kind
 from eviscene_tui.artifacts.integrity.context import CaseContext
 from eviscene_tui.artifacts.integrity.continuations import Continuations
@@ -34,6 +35,8 @@ class CaseCheck:
         self.proposals = Proposals(ctx)
         self.judge = Judge(ctx)
         self.runtime = RuntimeStores(ctx)
+        self.bindings = Bindings(ctx)
+        self._search_identity: dict[str, object] = {}
 
     def run(self) -> None:
         ctx = self.ctx
@@ -68,12 +71,14 @@ class CaseCheck:
         state_path = join(root, "search-state.json")
         manifest = self.rounds.manifest(join(root, "manifest.json"), "search manifest", SEARCH_SCHEMA, required="search manifest.json")
         identity, payload = self.rounds.search_state(state_path)
+        self._search_identity = identity
+        self.bindings.search_budgets(manifest, identity)
         inputs = as_dict(identity.get("inputs"))
         self.rounds.note_search_written(inputs, manifest, payload)
         self.inputs.search(inputs, state_path)
         self.rounds.listed_round_dirs(manifest)
         self.rounds.snapshots(payload, state_path)
-        self.rounds.requests(identity)
+        self.rounds.requests(identity, payload)
         self.rounds.round_inputs()
         self.records.search_attempts(join(root, "repair_attempts.jsonl"))
         self.records.candidates(join(root, "repair_candidates.jsonl"), captures=False)
@@ -85,9 +90,13 @@ class CaseCheck:
         if is_round and self.rounds.empty_round(run):
             return
         label = f"round {base(run)}" if is_round else "run"
-        self.rounds.manifest(join(run, "manifest.json"), f"{label} manifest", RUN_SCHEMA, required=f"{label} manifest.json")
+        manifest = self.rounds.manifest(join(run, "manifest.json"), f"{label} manifest", RUN_SCHEMA, required=f"{label} manifest.json")
         config = self.rounds.run_config(run, label)
         identity = as_dict(config)
+        if is_round:
+            self.bindings.round_config(identity, run, self._search_identity)
+        self.bindings.proposals(run, config)
+        self.bindings.finalization(run, manifest, identity)
         self.rounds.note_run_written(identity, run, is_round=is_round)
         attempts_path = join(run, "repair_attempts.jsonl")
         attempts = self.ctx.files.ledger(attempts_path)
