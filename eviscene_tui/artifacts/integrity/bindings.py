@@ -2,8 +2,9 @@
 §6): an envelope's ``identity`` must be what the run's inputs make it, and the
 finalization block binds the verification bundle it was made from.
 
-- a round's ``run-inputs.json`` identity is the search's inputs (``search-state.json``)
-  with the round's own values: ``output_dir`` its round directory, ``search_mode``
+- a round's ``run-inputs.json`` identity holds the search's inputs (``search-state.json``)
+  with the round's own values (a key only one of them has is not compared: another
+  writer, such as the app's own supervised search, records more): ``output_dir`` its round directory, ``search_mode``
   ``single``, ``hint_count`` 1, ``public_context`` / ``search_media`` its
   ``round-inputs/round-NN/`` files (``semantic_verification`` is the round's localization
   input and may differ; ``output_dir`` is recorded as the driver was given it, so it is
@@ -51,9 +52,7 @@ class Bindings:
         for key in sorted(inputs):
             if key in NOT_IN_RUN_CONFIG or key in ROUND_OWN or key in indexed:
                 continue
-            if key not in config:
-                self._identity(path, f"identity lacks the search input {key}")
-            elif first_difference(config[key], inputs[key]) is not None:
+            if key in config and first_difference(config[key], inputs[key]) is not None:
                 self._identity(path, f"identity {key} {_text(config[key])} differs from the search's input ({_text(inputs[key])})")
         search_out = inputs.get("output_dir")
         own: dict[str, object] = {"search_mode": "single", "hint_count": 1}
