@@ -21,8 +21,6 @@ import sys
 from pathlib import Path
 from typing import Any, TextIO
 
-import orjson
-
 from eviscene_tui.artifacts.case import CaseBundle, load_case
 from eviscene_tui.cli import UsageError, add_path_map_argument, path_map_from_args
 from eviscene_tui.policy.accumulate import StreamAccumulator
@@ -33,7 +31,7 @@ from eviscene_tui.policy.events import Attested, Delta, StreamError, ToolCallDel
 from eviscene_tui.policy.profile import NO_POLICY, PolicyTarget, ProfileError, resolve_policy_target
 from eviscene_tui.policy.request import TeacherRequest, RequestUnavailable, chat_body, redact_images
 from eviscene_tui.policy.session import record_failure, run_continuation
-from eviscene_tui.safe_text import safe_text
+from eviscene_tui.safe_text import safe_text, terminal_json
 from eviscene_tui.settings import HINT_PLACEMENTS, Settings, load_settings
 from eviscene_tui.storage import EvidenceWriteRefused, WorkDir, default_workdir
 
@@ -65,7 +63,7 @@ class _Out:
         self._kind: str | None = None
 
     def json(self, obj: dict[str, Any]) -> None:
-        self.out.write(orjson.dumps(obj, option=orjson.OPT_NON_STR_KEYS).decode() + "\n")
+        self.out.write(terminal_json(obj).decode() + "\n")
         self.out.flush()
 
     def note(self, text: str) -> None:

@@ -77,6 +77,22 @@ def test_stream_json_end_to_end(tmp_path, case):
     assert _tree_hash(case) == before  # evidence untouched
 
 
+def test_stream_json_escapes_what_a_terminal_would_act_on(tmp_path, case):
+    """The server's text (C1 controls, line separators, bidi overrides) reaches stdout
+    as ``\\u`` escapes inside valid JSON lines that parse to the exact text."""
+    hostile = "ok \x9b[2J \x85 \u2028 \u202eevil\u202c 漢字"
+    with FakeVLLMServer(scenario={"tokens_per_second": None, "content": hostile, "reasoning": "", "tool_calls": []}) as srv:
+        prof = tmp_path / "profile.json"
+        prof.write_bytes(orjson.dumps(srv.profile_dict()))
+        res = _run([str(case), "--policy-profile", str(prof), "--workdir", str(tmp_path / "wd"), "--json", "--hint", "h\u202e"])
+    assert res.returncode == 0, res.stderr
+    for ch in ("\x9b", "\x85", "\u2028", "\u202e", "\u202c"):
+        assert ch not in res.stdout, repr(ch)
+    lines = [orjson.loads(line) for line in res.stdout.splitlines()]
+    assert "".join(line.get("text") or "" for line in lines if line["type"] == "delta" and line.get("kind") == "content") == hostile
+    assert lines[0]["hint"] == "h\u202e"
+
+
 def test_stream_plain_and_exit_codes(tmp_path, case):
     with FakeVLLMServer(scenario={"tokens_per_second": None, "wrong_root": "/elsewhere"}) as srv:
         prof = tmp_path / "profile.json"
