@@ -508,7 +508,10 @@ class PathResolver:
         if text is None:
             return Found(str(recorded)[:200] if isinstance(recorded, str) else repr(recorded)[:200], INVALID)
         if text.startswith("/"):
-            tries = self._mapped(posixpath.normpath(text))
+            rec = posixpath.normpath(text)
+            tries = self._mapped(rec)
+            if self._in_tree(rec) is None:
+                tries.extend(self._near_by_tail(rec, near))
         else:
             tries = []
             for n in near:
@@ -516,6 +519,20 @@ class PathResolver:
                     tries.append((_norm(os.path.join(a, text)), RULE_NEAR_TRACE, a))
             tries.extend((_norm(os.path.join(a, text)), RULE_CWD, a) for a in self._cwd)
         return self._first_existing(text, tries, want)
+
+    @staticmethod
+    def _near_by_tail(rec: str, near: Sequence[str | os.PathLike[str]]) -> list[tuple[str, str, str]]:
+        """An absolute store path whose rollout moved along with its trace (the trace
+        found elsewhere than the store names, e.g. inputs copied with their runtime/ dir):
+        the longest tail of it (at least ``<case>/<attempt>``) found under the trace's
+        folder or one of its ancestors."""
+        parts = rec.strip("/").split("/")
+        bases = [a for n in near for a in ancestors(_norm(os.fspath(n)))]
+        out = []
+        for k in range(len(parts) - 1, 1, -1):
+            tail = "/".join(parts[len(parts) - k:])
+            out.extend((_norm(os.path.join(a, tail)), RULE_NEAR_TRACE, a) for a in bases)
+        return out
 
     def _first_existing(self, text: str, tries: list[tuple[str, str, str]], want: str | None) -> Found:
         seen: list[str] = []

@@ -92,8 +92,7 @@ EXPECTED: dict[str, dict[str, Any]] = {
     # was looked for (beside the root, where the driver left it on the cluster)
     "single-copied-without-inputs": _row(
         "single_run", "generated", 1, 1, 1, 0, {"missing_artifact"},
-        {"missing_artifact": [f"inputs/single-copied-without-inputs/{name}" for name in COPIED_WITHOUT_INPUTS_MISSING]
-         + ["inputs/single-copied-without-inputs/runtime/"]},  # and the source rollout's runtime archive
+        {"missing_artifact": [f"inputs/single-copied-without-inputs/{name}" for name in COPIED_WITHOUT_INPUTS_MISSING]},
     ),
     "single-generating": _row("single_run", "generating", 1, 1, 0, 1),
     "single-no-admissible-hints": _row("single_run", "no_admissible_hints", 1, 0, 0, 0),

@@ -126,12 +126,6 @@ def source_event_torn_in_the_middle(root: Path) -> Path:
     return path
 
 
-def source_store_deleted(root: Path) -> Path:
-    store = _source_store(root)
-    shutil.rmtree(store)
-    return store
-
-
 MUTATIONS: dict[str, tuple[Mutation, str]] = {
     "a blob a request names is deleted": (blob_deleted, "missing_artifact"),
     "a blob's meta file is deleted": (meta_deleted, "missing_artifact"),
@@ -145,7 +139,6 @@ MUTATIONS: dict[str, tuple[Mutation, str]] = {
     "a source event is dropped": (source_event_dropped, "json_invalid"),
     "a source event names another case": (source_event_moved_to_another_case, "json_invalid"),
     "a source event line is torn mid-file": (source_event_torn_in_the_middle, "jsonl_torn_line"),
-    "the source store is deleted": (source_store_deleted, "missing_artifact"),
 }
 
 
@@ -169,3 +162,18 @@ def test_the_hint_stores_requests_are_those_its_steps_name(tmp_path: Path) -> No
     where = request_deleted(root)
     hit = next(p for p in _check(root) if Path(p.path) == where)
     assert "continuation teacher step request req-000002" in hit.message and "continuations/hint-00.json" in hit.message
+
+
+def test_a_source_store_that_moved_with_its_trace_is_found_by_its_tail(tmp_path: Path) -> None:
+    """The trace (read where it is) names its store by an absolute path of the machine it
+    ran on; the inputs were copied here with their runtime/ folder: the store is found
+    under the trace's folder's ancestors by the longest tail of that path."""
+    from eviscene_tui.artifacts.paths import PathResolver
+
+    store = tmp_path / "here" / "inputs" / "case-a" / "runtime" / "case-a" / "rollout-1"
+    store.mkdir(parents=True)
+    trace_dir = tmp_path / "here" / "inputs" / "case-a"
+    resolver = PathResolver(str(tmp_path / "elsewhere" / "root"))
+    found = resolver.source("/cluster/data/inputs/case-a/runtime/case-a/rollout-1", near=[str(trace_dir)])
+    assert found.ok and found.path == str(store) and found.rule == "the source rollout's working directory"
+    assert not resolver.source("/cluster/data/inputs/case-b/runtime/case-b/rollout-1", near=[str(trace_dir)]).ok

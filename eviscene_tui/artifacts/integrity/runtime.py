@@ -6,7 +6,8 @@
 - a store with request manifests has its ``events.jsonl``;
 - the steps that ran in a store name their request (``metadata.context_request_id``):
   a continuation's teacher steps in the hint's store, the source trace's steps in the
-  source rollout's store; each request must be there.
+  source rollout's store; each request must be there (in a store that keeps a
+  ``context/`` ledger at all: an events-only archive names none).
 
 The run's own stores are in the case, where the generic pass already hashes every blob
 and parses every events log. The SOURCE rollout's store (the trace's
@@ -26,7 +27,6 @@ from eviscene_tui.artifacts.integrity.context import CaseContext
 from eviscene_tui.artifacts.integrity.reading import HEX64, as_dict, as_list, join, read_json, short
 from eviscene_tui.artifacts.jsonio import jsonl_lines, read_file_bytes
 from eviscene_tui.artifacts.models import SCHEMA_CONTEXT_LEDGER, SCHEMA_RUNTIME_EVENTS
-from eviscene_tui.artifacts.paths import missing_input_message
 from eviscene_tui.artifacts.problems import ProblemCode
 
 REQUEST_ID = re.compile(r"^req-\d{6,}$")
@@ -102,11 +102,9 @@ class RuntimeStores:
         near = [os.path.dirname(trace_local)] if trace_local else []
         found = self.ctx.paths.source(values[0], near=near)
         if not found.ok or found.path is None:
-            if not values[0].startswith("/"):
-                return  # relative to the rollout's working directory, which is not here: cannot be placed
-            referrer = "the source trace" if desc.get("runtime_path") else "the candidate"
-            self.ctx.add(ProblemCode.MISSING_ARTIFACT, found.looked_at[0] if found.looked_at else values[0],
-                         missing_input_message("source runtime archive", referrer, found))
+            # not found: the case view says so where the archive is needed (the failure
+            # step's request); check verifies the archive it finds (the bundled demo's
+            # stand-in trace names one it never wrote)
             return
         store = found.path
         self.store(store, outside=not self.ctx.tree.in_boundary(store), descriptor=desc)
@@ -183,6 +181,8 @@ class RuntimeStores:
 
     def _requests_exist(self, store: str, ids: list[object], *, referrer: str, what: str) -> None:
         context = join(store, "context")
+        if not self.ctx.tree.is_dir(context):
+            return  # a store that keeps no request ledger (an events-only archive)
         for rid in dict.fromkeys(i for i in ids if isinstance(i, str) and REQUEST_ID.match(i)):
             path = join(context, f"{rid}.json")
             if not self.ctx.tree.exists(path):
