@@ -48,8 +48,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--workdir", help="where records go (default: the work directory of the tree holding the case, <tree>.eviscene-tui)")
     parser.add_argument("--config", help="config file ([policy] table: timeouts, temperature, logprobs, hint_placement, api_key)")
     parser.add_argument("--hint-placement", choices=HINT_PLACEMENTS, help="override the configured hint placement (as_run: as the run's own hinted requests show; the default)")
-    parser.add_argument("--read-timeout", type=float, help="seconds to wait for the first token (prefill)")
-    parser.add_argument("--stall-timeout", type=float, help="seconds of silence tolerated once tokens flow")
+    parser.add_argument("--read-timeout", type=float, help="seconds to wait for the first complete event (queueing + prefill)")
+    parser.add_argument("--stall-timeout", type=float, help="seconds without a complete event tolerated once tokens flow (a trickle of bytes is not progress)")
+    parser.add_argument("--stream-deadline", type=float, help="seconds the whole stream may take (default: read timeout + max_tokens at [policy] min_token_rate)")
     parser.add_argument("--max-tokens", type=int, help="max_tokens for the continuation")
     parser.add_argument("--json", action="store_true", help="one JSON object per line per event")
     add_path_map_argument(parser)
@@ -164,7 +165,7 @@ def _config_from(args: argparse.Namespace, settings: Settings) -> PolicyConfig:
     try:
         return policy_config(
             settings.policy, hint_placement=args.hint_placement, read_timeout=args.read_timeout,
-            stall_timeout=args.stall_timeout, max_tokens=args.max_tokens,
+            stall_timeout=args.stall_timeout, max_tokens=args.max_tokens, stream_deadline=args.stream_deadline,
         )
     except (TypeError, ValueError) as exc:
         raise UsageError(f"bad policy configuration: {exc}") from None

@@ -32,19 +32,41 @@ from eviscene_tui.policy.events import (
 
 DONE = object()  # sentinel payload for ``data: [DONE]``
 
+#: the most one SSE event (its unfinished line plus its data lines so far) may hold: a
+#: vLLM chunk is a few KB, the first one (every prompt token id) up to a few MB
+MAX_EVENT_BYTES = 16 << 20
+
+
+class SSEOverflow(ValueError):
+    """An event grew past the decoder's limit without ending (an endless line)."""
+
 
 class SSEDecoder:
-    """Incremental SSE decoder: ``feed(bytes)`` yields each event's data string."""
+    """Incremental SSE decoder: ``feed(bytes)`` yields each event's data string.
 
-    __slots__ = ("_buf", "_data", "_pending_cr")
+    An event that grows past ``max_event_bytes`` without its blank line raises
+    :class:`SSEOverflow` (a server sending one endless line would otherwise hold all of
+    it in memory)."""
 
-    def __init__(self) -> None:
+    __slots__ = ("_buf", "_data", "_pending_cr", "_held", "max_event_bytes")
+
+    def __init__(self, max_event_bytes: int = MAX_EVENT_BYTES) -> None:
         self._buf = b""
         self._data: list[bytes] = []
         self._pending_cr = False
+        self._held = 0  # bytes of the event being collected (its data lines)
+        self.max_event_bytes = max_event_bytes
 
     def feed(self, chunk: bytes) -> list[bytes | object]:
         """Feed transport bytes; returns the data of every event completed by them."""
+        out = self._feed(chunk)
+        if len(self._buf) + self._held > self.max_event_bytes:
+            size = len(self._buf) + self._held
+            self._buf, self._data, self._held = b"", [], 0
+            raise SSEOverflow(f"an SSE event grew past {self.max_event_bytes >> 20} MiB ({size} bytes) without ending")
+        return out
+
+    def _feed(self, chunk: bytes) -> list[bytes | object]:
         if not chunk:
             return []
         # fast path: the transport delivered exactly one whole ``data: …\n\n`` event (vLLM's usual write)
@@ -120,6 +142,7 @@ class SSEDecoder:
                 return None
             data = self._data[0] if len(self._data) == 1 else b"\n".join(self._data)
             self._data = []
+            self._held = 0
             if data.strip() == b"[DONE]":
                 return DONE
             return data
@@ -130,6 +153,7 @@ class SSEDecoder:
             if value[:1] == b" ":
                 value = value[1:]
             self._data.append(value)
+            self._held += len(value)
             return None
         # event:, id:, retry: and unknown fields are ignored (SSE spec)
         return None
