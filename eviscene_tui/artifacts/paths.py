@@ -528,7 +528,7 @@ class PathResolver:
         folder or one of its ancestors."""
         parts = rec.strip("/").split("/")
         bases = [a for n in near for a in ancestors(_norm(os.fspath(n)))]
-        out = []
+        out: list[tuple[str, str, str]] = []
         for k in range(len(parts) - 1, 1, -1):
             tail = "/".join(parts[len(parts) - k:])
             out.extend((_norm(os.path.join(a, tail)), RULE_NEAR_TRACE, a) for a in bases)

@@ -19,7 +19,7 @@ import time
 from contextlib import aclosing
 from dataclasses import dataclass, field
 from pathlib import Path
-from collections.abc import AsyncGenerator, AsyncIterable
+from collections.abc import AsyncGenerator, AsyncIterable, Callable
 from typing import Any, Literal
 
 import httpcore
@@ -150,17 +150,18 @@ class StreamProgress:
 
     __slots__ = ("config", "started", "last_event", "deadline", "budget", "_clock")
 
-    def __init__(self, config: PolicyConfig, body: dict[str, Any], context_length: int | None, clock: Any = time.monotonic) -> None:
+    def __init__(self, config: PolicyConfig, body: dict[str, Any], context_length: int | None,
+                 clock: Callable[[], float] = time.monotonic) -> None:
         self.config = config
         self._clock = clock
-        self.started = clock()
+        self.started: float = clock()
         self.last_event: float | None = None
         asked = body.get("max_tokens")
         self.budget = asked if isinstance(asked, int) and asked > 0 else (context_length or DEFAULT_TOKEN_BUDGET)
         total = config.stream_deadline
         if total is None:
             total = config.read_timeout + self.budget / config.min_token_rate
-        self.deadline = self.started + total
+        self.deadline: float = self.started + total
 
     def event(self) -> None:
         self.last_event = self._clock()
