@@ -236,7 +236,8 @@ def _final(o: _Out, outcome: Any) -> None:
     if o.json_mode:
         o.json({
             "type": "record", "status": outcome.status, "path": str(outcome.path) if outcome.path else None,
-            "save_error": outcome.save_error, "accounting": acc.accounting(), "timings": acc.timings(),
+            "save_error": outcome.save_error, "accounting": acc.accounting(), "served_model": acc.served_model(),
+            "non_integer_token_ids": acc.token_id_faults(), "timings": acc.timings(),
             "finish_reason": acc.finish_reason, "error": acc.error.to_json() if acc.error else None,
         })
         return
@@ -250,6 +251,9 @@ def _final(o: _Out, outcome: Any) -> None:
     o.note(f"status: {outcome.status}; finish_reason: {shown(acc.finish_reason)}; tokens: {acc.token_count}; "
            f"ttft: {shown(t['ttft_s'], ' s')}; tokens/s: {shown(t['tokens_per_s'])}; wall: {shown(t['wall_s'], ' s')}")
     o.note(f"accounting: {acc.accounting()['note']}")
+    o.note(f"served model: {acc.served_model()['note']}")
+    if acc.bad_token_ids:
+        o.note(f"token ids: {acc.token_id_faults()['note']}")
     if outcome.save_error:
         o.note(outcome.save_error)
     else:

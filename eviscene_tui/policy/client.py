@@ -36,7 +36,7 @@ from eviscene_tui.policy.events import (
 )
 from eviscene_tui.policy.config import PolicyConfig
 from eviscene_tui.policy.profile import PolicyTarget, server_root
-from eviscene_tui.policy.sse import SSEDecoder, SSEOverflow, decode_batch, error_message_of
+from eviscene_tui.policy.sse import ChunkWatch, SSEDecoder, SSEOverflow, decode_batch, error_message_of
 
 
 DIRECT_READ_BYTES = 64 << 10
@@ -383,6 +383,7 @@ class PolicyClient:
         ``TimeoutError`` for the caller) when the next complete event is due
         (:class:`StreamProgress`)."""
         decoder = SSEDecoder(self.config.max_event_bytes)
+        watch = ChunkWatch()
         loop = asyncio.get_running_loop()
         reader = _ChunkReader(_body_chunks(resp))
         task = asyncio.create_task(reader.run())
@@ -395,7 +396,7 @@ class PolicyClient:
                     await reader.wait()
                 finished = reader.finished  # before take(): nothing arrives after it
                 got = reader.take()
-                events, ended, complete = _decode(decoder, got[0] if len(got) == 1 else b"".join(got)) if got else ([], False, False)
+                events, ended, complete = _decode(decoder, got[0] if len(got) == 1 else b"".join(got), watch) if got else ([], False, False)
                 if complete:
                     progress.event()
                     due = loop.time() + progress.remaining()
@@ -423,12 +424,13 @@ class PolicyClient:
         waits at most until the next complete event is due (:class:`StreamProgress`)."""
         chunked = ChunkedDecoder()
         decoder = SSEDecoder(self.config.max_event_bytes)
+        watch = ChunkWatch()
         data = tap.claim()
         try:
             while True:
                 payload = chunked.feed(data)
                 if payload:
-                    events, ended, complete = _decode(decoder, payload)
+                    events, ended, complete = _decode(decoder, payload, watch)
                     if complete:
                         progress.event()
                     if events:
@@ -563,7 +565,7 @@ class PolicyClient:
             await asyncio.sleep(every)
 
 
-def _decode(decoder: SSEDecoder, data: bytes | None) -> tuple[list[PolicyEvent], bool, bool]:
+def _decode(decoder: SSEDecoder, data: bytes | None, watch: ChunkWatch | None = None) -> tuple[list[PolicyEvent], bool, bool]:
     """The events in ``data`` (``None``: the body ended), whether the stream ended with
     them (``[DONE]`` or an error event), and whether any SSE event completed (progress).
     An event past the decoder's size limit ends the stream with a ``malformed`` error."""
@@ -573,7 +575,7 @@ def _decode(decoder: SSEDecoder, data: bytes | None) -> tuple[list[PolicyEvent],
         return [StreamError("malformed", f"{exc}: the server sent an endless line; stopped")], True, False
     if not datas:
         return [], False, False
-    events, ended = decode_batch(datas)
+    events, ended = decode_batch(datas, watch)
     return events, ended, True
 
 

@@ -18,11 +18,13 @@ from typing import Any, Literal
 import orjson
 
 from eviscene_tui.policy.events import (
+    BadTokenIds,
     Delta,
     Done,
     Finished,
     PolicyEvent,
     PromptTokens,
+    ServedModel,
     StreamError,
     TokenLogprob,
     ToolCallDelta,
@@ -165,6 +167,16 @@ def _int_list(value: Any) -> tuple[int, ...]:
     return tuple(v for v in value if isinstance(v, int) and not isinstance(v, bool))
 
 
+def _bad_ids(value: Any, where: str) -> BadTokenIds | None:
+    """The values of a token-id list that are not integers (counted, never used)."""
+    if not isinstance(value, list):
+        return None
+    bad = [v for v in value if not isinstance(v, int) or isinstance(v, bool)]
+    if not bad:
+        return None
+    return BadTokenIds(len(bad), tuple(_json_text(v)[:40] for v in bad[:5]), where)
+
+
 def _token_id_from(token: Any) -> int | None:
     if isinstance(token, str) and token.startswith("token_id:"):
         try:
@@ -244,6 +256,9 @@ def chunk_events(obj: Any, *, fast: bool = True) -> list[PolicyEvent]:
     prompt_ids = obj.get("prompt_token_ids")
     if isinstance(prompt_ids, list):
         events.append(PromptTokens(_int_list(prompt_ids)))
+        bad = _bad_ids(prompt_ids, "prompt_token_ids")
+        if bad is not None:
+            events.append(bad)
     choices = obj.get("choices")
     if choices is not None and not isinstance(choices, list):
         return [StreamError("malformed", "chunk 'choices' is not a list")]
@@ -256,7 +271,11 @@ def chunk_events(obj: Any, *, fast: bool = True) -> list[PolicyEvent]:
         if not isinstance(delta, dict):
             events.append(StreamError("malformed", "chunk 'delta' is not an object"))
             continue
-        ids = _int_list(choice.get("token_ids"))
+        raw_ids = choice.get("token_ids")
+        ids = _int_list(raw_ids)
+        bad = _bad_ids(raw_ids, "token_ids")
+        if bad is not None:
+            events.append(bad)
         lps = parse_logprobs(choice.get("logprobs"))
         carried = False
         reasoning = delta.get("reasoning")
@@ -369,7 +388,23 @@ def _fast_text(obj: Any) -> tuple[Literal["reasoning", "content"], str, list[int
     return None
 
 
-def decode_batch(datas: list[bytes | object]) -> tuple[list[PolicyEvent], bool]:
+class ChunkWatch:
+    """What one stream's chunks say about the stream itself: the model name the server
+    answers with (a :class:`ServedModel` event when it is first seen or changes)."""
+
+    __slots__ = ("model",)
+
+    def __init__(self) -> None:
+        self.model: str | None = None
+
+    def see(self, obj: Any, events: list[PolicyEvent]) -> None:
+        model = obj.get("model") if type(obj) is dict else None
+        if model != self.model and isinstance(model, str):
+            self.model = model
+            events.append(ServedModel(model))
+
+
+def decode_batch(datas: list[bytes | object], watch: ChunkWatch | None = None) -> tuple[list[PolicyEvent], bool]:
     """Events for the data of several SSE events (one network read's worth).
 
     Consecutive plain text chunks of the same kind (no logprobs, tool calls, finish,
@@ -395,6 +430,12 @@ def decode_batch(datas: list[bytes | object]) -> tuple[list[PolicyEvent], bool]:
             fast = None
         else:
             fast = _fast_text(obj)
+            named = obj.get("model") if watch is not None and type(obj) is dict else None
+            if watch is not None and isinstance(named, str) and named != watch.model:
+                if kind is not None:  # the name goes before the text that follows it
+                    events.append(Delta(kind, "".join(texts), tuple(ids)))
+                    kind = None
+                watch.see(obj, events)
         if fast is not None:
             k, text, tids = fast
             if k != kind:

@@ -1,7 +1,8 @@
 """Hostile streaming servers on a real loopback socket (a plain asyncio HTTP/1.1
 responder, not the fake vLLM): one that trickles the bytes of an event that never
 ends, one that sends well-formed token events forever at a slow pace, one that sends
-one endless SSE line. Each answers ``POST /v1/chat/completions`` with a chunked
+one endless SSE line, one that answers as another model (or with token ids that are
+not integers). Each answers ``POST /v1/chat/completions`` with a chunked
 ``text/event-stream`` and anything else with 404.
 """
 
@@ -16,10 +17,28 @@ import orjson
 Writer = Callable[[bytes], Awaitable[None]]
 
 
-def token_event(i: int) -> bytes:
-    chunk = {"id": "chatcmpl-x", "object": "chat.completion.chunk", "model": "m",
-             "choices": [{"index": 0, "delta": {"content": f"t{i} "}, "token_ids": [1000 + i], "finish_reason": None}]}
+def token_event(i: int, *, model: str = "m", ids: list[object] | None = None, finish: str | None = None) -> bytes:
+    chunk = {"id": "chatcmpl-x", "object": "chat.completion.chunk", "model": model,
+             "choices": [{"index": 0, "delta": {"content": f"t{i} "}, "token_ids": [1000 + i] if ids is None else ids,
+                          "finish_reason": finish}]}
     return b"data: " + orjson.dumps(chunk) + b"\n\n"
+
+
+def answering_as(model: str, *, bad_ids: bool = False) -> "Behaviour":
+    """A complete, well-formed stream whose chunks name ``model``; with ``bad_ids`` one
+    chunk's token ids hold values that are not integers."""
+
+    async def behaviour(write: Writer) -> None:
+        await write(token_event(0, model=model))
+        await write(token_event(1, model=model, ids=[1001, "1002", 3.5, None, True] if bad_ids else None))
+        await write(token_event(2, model=model, finish="stop"))
+        usage = {"id": "chatcmpl-x", "object": "chat.completion.chunk", "model": model, "choices": [],
+                 "usage": {"prompt_tokens": 5, "completion_tokens": 3, "total_tokens": 8}}
+        await write(b"data: " + orjson.dumps(usage) + b"\n\n")
+        await write(b"data: [DONE]\n\n")
+        await write(b"")  # the last chunk of the chunked body
+
+    return behaviour
 
 
 async def trickle(write: Writer, *, events_first: int = 3, pace: float = 0.02) -> None:
@@ -73,6 +92,7 @@ async def _serve(behaviour: Behaviour, reader: asyncio.StreamReader, writer: asy
             await writer.drain()
 
         await behaviour(write)
+        await reader.read()  # until the client closes: the body ended with its last chunk
     except (ConnectionError, asyncio.IncompleteReadError):
         pass  # the client went away: what these servers are for
     finally:

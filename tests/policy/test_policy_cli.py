@@ -62,6 +62,7 @@ def test_stream_json_end_to_end(tmp_path, case):
     assert any(line["type"] == "delta" and line["token_ids"] for line in lines)
     rec_line = lines[-1]
     assert rec_line["status"] == "complete" and rec_line["accounting"]["match"] is True
+    assert rec_line["served_model"]["match"] is True and rec_line["non_integer_token_ids"]["count"] == 0
     rec = orjson.loads(Path(rec_line["path"]).read_bytes())
     assert rec["status"] == "complete" and rec["request"]["hint"] == "Compare dates first."
     assert rec["request"]["origin"]["source"] == "archive"

@@ -7,7 +7,7 @@ from __future__ import annotations
 import orjson
 import pytest
 
-from slow_servers import endless_line, serving, slow_events, trickle
+from slow_servers import answering_as, endless_line, serving, slow_events, trickle
 
 from eviscene_tui.fake_vllm.testing import simple_request
 from eviscene_tui.policy.client import PolicyClient
@@ -87,3 +87,23 @@ def test_the_deadline_rule_and_its_settings() -> None:
     assert StreamProgress(PolicyConfig(), {}, 8192).budget == 8192  # the profile's context length
     cfg = policy_config(PolicySettings(min_token_rate=1.5, stream_deadline=900, max_event_bytes=4 << 20))
     assert (cfg.min_token_rate, cfg.stream_deadline, cfg.max_event_bytes) == (1.5, 900, 4 << 20)
+
+
+async def test_the_served_model_name_is_recorded_and_a_mismatch_flagged(tmp_path) -> None:
+    async with serving(answering_as("m")) as url:
+        _out, rec = await _continue(url, PolicyConfig(), tmp_path / "same")
+    assert rec["status"] == "complete" and rec["served_model"]["match"] is True and rec["served_model"]["served"] == "m"
+    async with serving(answering_as("somebody-else-7b")) as url:
+        out, rec = await _continue(url, PolicyConfig(), tmp_path / "other")
+    assert rec["served_model"] == {"asked": "m", "served": "somebody-else-7b", "all_served": ["somebody-else-7b"], "match": False,
+                                   "note": "MISMATCH: asked for 'm', the server answered as 'somebody-else-7b'"}
+    assert out.accumulator.content_text() == "t0 t1 t2 "  # the text is kept, in order, around the name
+
+
+async def test_token_ids_that_are_not_integers_are_counted_and_reported(tmp_path) -> None:
+    async with serving(answering_as("m", bad_ids=True)) as url:
+        out, rec = await _continue(url, PolicyConfig(), tmp_path)
+    assert out.accumulator.completion_token_ids == [1000, 1001, 1002]
+    faults = rec["non_integer_token_ids"]
+    assert faults["count"] == 4 and faults["sample"] == ['"1002"', "3.5", "null", "true"]
+    assert "4 token id value(s) were not integers" in faults["note"]
