@@ -1,6 +1,7 @@
 """``eviscene-tui check PATH [--json]``: headless triage and integrity report.
 
-Exit 0 when no problems, 1 when any, 2 for a missing PATH or bad usage.
+Exit 0 when no problems, 1 when any, 2 for a missing PATH or bad usage, 3 when PATH
+holds no case at all (a mistyped or empty folder must not pass a CI step).
 """
 
 from __future__ import annotations
@@ -45,7 +46,17 @@ def run(args: argparse.Namespace) -> int:
     else:
         sys.stdout.write(render_text(report))
         sys.stdout.flush()
+    if not report["cases"]:
+        sys.stderr.write(
+            f"eviscene-tui check: no case found under {safe_text(given, single_line=True)}: no search root, run "
+            "directory or multi-case wrapper (search-state.json, run-inputs.json, manifest.json, rounds/) in it\n"
+        )
+        return NO_CASE
     return 1 if report["summary"]["problems"] else 0
+
+
+#: the exit status of a check that found no case under PATH
+NO_CASE = 3
 
 
 def _cell(value: Any, limit: int | None = None) -> str:

@@ -72,6 +72,18 @@ def test_missing_path_exits_2(tmp_path: Path, capsys) -> None:
     assert err.strip().count("\n") == 0 and "does not exist" in err
 
 
+def test_a_folder_without_cases_has_its_own_exit_status(tmp_path: Path, capsys) -> None:
+    """A mistyped or empty folder must not pass a CI step as clean: exit 3 and a message,
+    in both output modes (the JSON report is still printed)."""
+    (tmp_path / "notes").mkdir()
+    (tmp_path / "notes" / "readme.txt").write_text("no runs here")
+    code, out, err = run_check(capsys, str(tmp_path))
+    assert code == 3 and "0 case(s)" in out
+    assert "no case found under" in err and err.count("\n") == 1
+    code, out, err = run_check(capsys, str(tmp_path), "--json")
+    assert code == 3 and orjson.loads(out)["cases"] == [] and "no case found" in err
+
+
 def test_file_path_exits_2(tmp_path: Path, capsys) -> None:
     (tmp_path / "f").write_text("x")
     code, _, err = run_check(capsys, str(tmp_path / "f"))
