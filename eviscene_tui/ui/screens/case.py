@@ -864,7 +864,9 @@ class CaseScreen(Screen):
         if data is None:
             return
         tv = self.query_one(TraceView)
-        parts = [f"step {tv.cursor + 1} of {data.step_count}" if data.step_count else "no steps"]
+        # numbered as the rows are (the step's index in state.all_steps, from 0), so the
+        # cursor, its row and "failure at N" name the same step
+        parts = [f"step {tv.cursor} (of 0\u2013{data.step_count - 1})" if data.step_count else "no steps"]
         if data.failure_index is not None:
             parts.append(f"failure at {data.failure_index}")
         elif self.view is not None and self.view.no_site:
