@@ -189,6 +189,33 @@ async def test_raw_fallback_and_bad_source(tmp_path: Path):
         assert "raw ids" in _text(app, "#tokens-header")
 
 
+async def test_flowing_raw_ids_are_set_apart_and_never_split(tmp_path: Path):
+    """No tokenizer: the flowing view shows ``#8678 #198 …`` (it ran ids together as
+    ``#8678#198#39459`` and cut one across two lines)."""
+    import re
+
+    case = synthetic_case(tmp_path / "run")
+    app = ScreenHarness(lambda: TokenScreen(case, _options(tmp_path), source="attempt:0:student_prompt_ids", decoder=RawDecoder()))
+    async with app.run_test(size=(90, 30)) as pilot:
+        await _settle(app, pilot)
+        view = app.screen.query_one("#token-view", TokenView)
+        view.mode = "flow"
+        await _settle(app, pilot)
+        lines = [view.render_line(y).text.split("\u2502 ", 1)[-1].rstrip() for y in range(view.scrollable_content_region.height)]
+        text_lines = [t for t in lines if t]
+        assert text_lines
+        shown: list[int] = []
+        for t in text_lines:
+            bare = re.sub(r"\[[^\]]*\]|<\|[a-z_]+\|>", " ", t)  # image-run and special-token chips
+            assert not re.search(r"\d#", bare), t  # ids never run together
+            assert not re.match(r"\s*\d", bare), t  # no line starts with the rest of an id
+            shown += [int(n) for n in re.findall(r"#(\d+)", bare)]
+        runs = view.cells.runs
+        ids = [tid for k, tid in enumerate(view.data.ids)
+               if view.token_label(tid) is None and not any(r.start <= k < r.start + r.length for r in runs)]
+        assert shown == ids[: len(shown)] and len(shown) > 20  # every id whole, in order
+
+
 async def test_decoder_resolved_from_tokenizer_option(tmp_path: Path):
     tok = tmp_path / "tok"
     tok.mkdir()

@@ -277,7 +277,15 @@ class TokenView(ScrollView, can_focus=True):
         return len(f"{n:,}") + 4  # "P " + number + " │"
 
     def _text_width(self) -> int:
-        width = max(1, self.scrollable_content_region.width or self.size.width or 80)
+        """The flowing text's width: the view's, less the gutter and the vertical scrollbar.
+        The bar's columns are kept whether it shows yet or not: laid out before it appeared
+        (the text is not long yet), lines were two columns too wide and their ends (the
+        last id on a line) hidden under it."""
+        if self.size.width:
+            bar = self.styles.scrollbar_size_vertical if self.styles.overflow_y in ("auto", "scroll") else 0
+            width = max(1, self.size.width - bar)
+        else:
+            width = max(1, self.scrollable_content_region.width or 80)
         return max(8, width - self.gutter_width - 1)
 
     def _relayout(self) -> None:
@@ -410,6 +418,8 @@ class TokenView(ScrollView, can_focus=True):
         name = self.token_label(tid)
         if name is not None:
             return name, "special"
+        if self.decoder.source == "raw":
+            return f"#{tid}", "id"  # no tokenizer: one chip per id, never split, set apart
         piece = self.decoder.piece(tid)
         if piece is None:
             if tid not in self._requested:
@@ -703,9 +713,12 @@ class TokenView(ScrollView, can_focus=True):
         last_cell = -1
         style = base
         for frag in frags:
+            if frag.kind == "sep":
+                segments.append(Segment(frag.text, base))
+                continue
             if frag.cell != last_cell:
                 offset, _length, run = cells.cell(frag.cell)
-                kind = frag.kind if frag.kind not in (None, "nl") else None
+                kind = frag.kind if frag.kind not in (None, "nl", "id") else None
                 style = self._cell_style(frag.cell, offset, run, kind, base, cursor=frag.cell == self.cursor)
                 last_cell = frag.cell
             if frag.kind == "nl":
