@@ -216,6 +216,52 @@ async def test_flowing_raw_ids_are_set_apart_and_never_split(tmp_path: Path):
         assert shown == ids[: len(shown)] and len(shown) > 20  # every id whole, in order
 
 
+async def test_the_token_view_flags_a_media_binding_drift(tmp_path: Path):
+    """An image whose bytes no longer match the record (found by the case's integrity
+    check and by the capture's own verification): its image-pad chip says so in the
+    flowing view, and the Checks panel lists what the integrity check found beyond that."""
+    from eviscene_tui.artifacts.case import load_case
+    from eviscene_tui.artifacts.report import checked_case
+    from eviscene_tui.artifacts.layout import discover
+    from eviscene_tui.samples import copy_case
+
+    repo = Path(__file__).resolve().parents[2] / "sample_runs"
+    root = copy_case(repo, "damaged", tmp_path / "copy")
+    (ref,), _ = discover(root)
+    _summary, problems = checked_case(ref, root.parent)
+    integrity = [(str(p.code), p.path, p.message) for p in problems]
+    ledger = str(root / "rounds" / "round-01" / "repair_attempts.jsonl")
+    integrity.append(("media_mismatch", ledger, "attempt row 1: teacher prompt has 2 image-pad run(s) of id 248056 but psd_media lists 1 image(s)"))
+    case = load_case(root)
+    app = ScreenHarness(lambda: TokenScreen(case, _options(tmp_path), source="attempt:1:teacher_prompt_ids", decoder=RawDecoder(),
+                                            integrity=integrity))
+    async with app.run_test(size=(140, 40)) as pilot:
+        await _settle(app, pilot)
+        view = app.screen.query_one("#token-view", TokenView)
+        view.mode = "flow"
+        await _settle(app, pilot)
+        rows = [view.render_line(y).text for y in range(view.scrollable_content_region.height)]
+        assert any("image #1 \u2717 bytes differ from the record" in r for r in rows), rows
+        checks = _text(app, "#panel-checks")
+        assert "found by the integrity check" in checks and "2 image-pad run(s)" in checks
+
+
+def test_media_drift_keeps_what_the_capture_did_not_find_itself(tmp_path: Path):
+    from eviscene_tui.tokens.capture import CaptureData
+    from eviscene_tui.ui.screens.tokens import media_drift
+
+    run = tmp_path / "rounds" / "round-00"
+    data = CaptureData(key="attempt:0.1:teacher_prompt_ids", label="x", kind="prompt", ids=[1], run_dir=str(run))
+    ledger = str(run / "repair_attempts.jsonl")
+    integrity = [
+        ("media_mismatch", ledger, "attempt row 2: student prompt has 0 image-pad run(s)"),
+        ("media_mismatch", ledger, "attempt row 1: another attempt's pad runs"),
+        ("path_outside_root", str(run / "media" / "a.image"), "symlink points outside the case root"),
+        ("json_invalid", str(run / "manifest.json"), "not about media"),
+    ]
+    assert [p[2] for p in media_drift(data, integrity)] == ["attempt row 2: student prompt has 0 image-pad run(s)", "symlink points outside the case root"]
+
+
 async def test_decoder_resolved_from_tokenizer_option(tmp_path: Path):
     tok = tmp_path / "tok"
     tok.mkdir()

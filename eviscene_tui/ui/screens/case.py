@@ -1274,7 +1274,7 @@ class CaseScreen(Screen):
         if not self._need_bundle("token inspector", lambda: self._open_tokens(source)):
             return
         if source is None or self.bundle is None:
-            self.app.push_screen(TokenScreen(self.bundle, self.options, source=source))
+            self.app.push_screen(TokenScreen(self.bundle, self.options, source=source, integrity=self._integrity_for_tokens()))
             return
         # the capture is read and laid out first, and the token screen pushed with it: beside
         # this idle screen the worker runs at full speed (pushed first, it ran at half speed
@@ -1294,7 +1294,14 @@ class CaseScreen(Screen):
         # a later k asked again, or the operator went elsewhere meanwhile: nothing to open
         if message.request != self._tokens_request or self.app.screen is not self:
             return
-        self.app.push_screen(TokenScreen(self.bundle, self.options, source=message.source, prepared=message.answer))
+        self.app.push_screen(TokenScreen(self.bundle, self.options, source=message.source, prepared=message.answer,
+                                         integrity=self._integrity_for_tokens()))
+
+    def _integrity_for_tokens(self) -> list[tuple[str, str, str]]:
+        """The integrity check's problems (code, absolute path, message), for the token
+        screen to flag what it found about a capture's media binding."""
+        base = Path(self.case_path)
+        return [(code, os.path.normpath(str(base / rel)), message) for code, rel, message in (self._integrity_in_case or [])]
 
 
 def _relpath(path: str, base: Path) -> str:

@@ -63,6 +63,10 @@ def display_piece(piece: str) -> str:
     return piece.translate(_VISIBLE_WS)
 
 
+#: what an image's check status means, in a chip
+IMAGE_FAULTS = {"sha_mismatch": "bytes differ from the record", "missing": "image file missing", "unreadable": "image unreadable"}
+
+
 def run_label(run: PadRun, pad_name: str | None) -> str:
     name = pad_name or ("<|image_pad|>" if run.kind == "image" else "<|video_pad|>")
     return f"{name} ×{run.length} · {run.kind} #{run.number}"
@@ -395,11 +399,27 @@ class TokenView(ScrollView, can_focus=True):
     def _pad_name(self, run: PadRun) -> str | None:
         return self.token_label(run.pad_id)
 
+    def _image_flag(self, run: PadRun) -> str:
+        """`` ✗ …`` after an image run whose bound image failed its check (the capture's own
+        media verification, or what the integrity check found about it), else ""."""
+        data = self.data
+        if data is None or run.kind != "image":
+            return ""
+        report = data.media_report
+        images = report.images if report is not None else []
+        if 0 < run.number <= len(images):
+            img = images[run.number - 1]
+            if img.status != "ok":
+                return " \u2717 " + IMAGE_FAULTS.get(img.status, img.status)
+        if data.media_drift:
+            return " \u2717 media binding drift (see Checks)"
+        return ""
+
     def _cell_text(self, cell: int) -> tuple[str, str | None, int, int, PadRun | None]:
         """(display text, kind-style, offset, length, run)."""
         offset, length, run = self.cells.cell(cell)  # type: ignore[union-attr]  # cells are drawn only once data is set
         if run is not None:
-            return run_label(run, self._pad_name(run)), "image", offset, length, run
+            return run_label(run, self._pad_name(run)) + self._image_flag(run), "image", offset, length, run
         tid = self.data.ids[offset]  # type: ignore[union-attr]  # cells are drawn only once data is set
         name = self.token_label(tid)
         if name is not None:
@@ -413,7 +433,7 @@ class TokenView(ScrollView, can_focus=True):
         """What ``cell`` shows in flowing mode: its decoded text, or a chip."""
         offset, length, run = self.cells.cell(cell)  # type: ignore[union-attr]  # cells are drawn only once data is set
         if run is not None:
-            return f"[{run_label(run, self._pad_name(run))}]", "image"
+            return f"[{run_label(run, self._pad_name(run))}{self._image_flag(run)}]", "image"
         tid = self.data.ids[offset]  # type: ignore[union-attr]  # cells are drawn only once data is set
         name = self.token_label(tid)
         if name is not None:
