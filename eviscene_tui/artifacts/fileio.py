@@ -164,10 +164,11 @@ def not_regular(path: str, mode: int) -> ReadRefused:
 
 def too_large(path: str, size: int, limit: int) -> ReadRefused:
     kind = kind_of(path)
-    return ReadRefused(
-        path, ProblemCode.FILE_TOO_LARGE,
-        f"{_size_text(size)}, more than any real file of its kind holds ({kind}: at most {_size_text(limit)}); not read",
-    )
+    if LIMITS.get(kind) == limit:
+        why = f"more than any real file of its kind holds ({kind}: at most {_size_text(limit)})"
+    else:
+        why = f"more than is read of such a file (at most {_size_text(limit)})"
+    return ReadRefused(path, ProblemCode.FILE_TOO_LARGE, f"{_size_text(size)}, {why}; not read")
 
 
 def _within(real: str, dirs: Sequence[str]) -> bool:
@@ -227,6 +228,35 @@ def outside_refusal(path: str, inside: Sequence[str]) -> ReadRefused | None:
     return ReadRefused(path, ProblemCode.PATH_OUTSIDE_ROOT, f"a symlink leads outside the case root{link}; not read")
 
 
+_OPEN_FLAGS = os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | getattr(os, "O_CLOEXEC", 0)
+
+
+def _open_fd(p: str, cap: int, inside: Sequence[str] | None) -> tuple[int, os.stat_result]:
+    """The checked, open descriptor of ``p`` and its ``fstat`` (see the module doc)."""
+    if inside is not None:
+        refused = outside_refusal(p, inside)
+        if refused is not None:
+            raise refused
+    before = os.stat(p)
+    if not stat.S_ISREG(before.st_mode):
+        raise not_regular(p, before.st_mode)
+    if cap and before.st_size > cap:
+        raise too_large(p, before.st_size, cap)
+    fd = os.open(p, _OPEN_FLAGS)  # a FIFO swapped in after the stat cannot block this
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise not_regular(p, st.st_mode)
+        if (st.st_dev, st.st_ino) != (before.st_dev, before.st_ino):
+            raise ReadRefused(p, ProblemCode.NOT_REGULAR_FILE, "the file was replaced while it was opened; not read")
+        if cap and st.st_size > cap:
+            raise too_large(p, st.st_size, cap)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd, st
+
+
 def open_regular(
     path: str | os.PathLike[str],
     *,
@@ -240,25 +270,8 @@ def open_regular(
     symlink below them that leads out is refused before anything is opened. Raises
     :class:`ReadRefused`, or the ``OSError`` of a missing or unreadable file."""
     p = os.fspath(path)
-    if inside is not None:
-        refused = outside_refusal(p, inside)
-        if refused is not None:
-            raise refused
-    before = os.stat(p)
-    if not stat.S_ISREG(before.st_mode):
-        raise not_regular(p, before.st_mode)
-    cap = limit_for(p) if limit is None else limit
-    if cap and before.st_size > cap:
-        raise too_large(p, before.st_size, cap)
-    fd = os.open(p, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | getattr(os, "O_CLOEXEC", 0))
+    fd, _st = _open_fd(p, limit_for(p) if limit is None else limit, inside)
     try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise not_regular(p, st.st_mode)
-        if (st.st_dev, st.st_ino) != (before.st_dev, before.st_ino):
-            raise ReadRefused(p, ProblemCode.NOT_REGULAR_FILE, "the file was replaced while it was opened; not read")
-        if cap and st.st_size > cap:
-            raise too_large(p, st.st_size, cap)
         return os.fdopen(fd, "rb")
     except BaseException:
         os.close(fd)
@@ -271,12 +284,31 @@ def read_regular(
     limit: int | None = None,
     inside: Sequence[str] | None = None,
 ) -> bytes:
-    """A regular file's bytes, read once into one buffer (never a second copy); a file
-    that grew past its limit while read is refused."""
+    """A regular file's bytes, read once into one buffer of the file's size (never a
+    second copy, never a buffer of the limit's size); a file that grew past its limit
+    while read is refused."""
     p = os.fspath(path)
     cap = limit_for(p) if limit is None else limit
-    with open_regular(p, limit=cap, inside=inside) as fh:
-        data = fh.read(cap + 1) if cap else fh.read()
+    fd, st = _open_fd(p, cap, inside)
+    try:
+        want = st.st_size + 1  # one byte more tells a file that grew since the fstat
+        parts: list[bytes] = []
+        total = 0
+        while total < want:  # one read, unless the file passes what one read returns (2 GiB)
+            more = os.read(fd, want - total)
+            if not more:
+                break
+            parts.append(more)
+            total += len(more)
+        while total >= want and (not cap or total <= cap):  # it grew: on to its end or just past the limit
+            more = os.read(fd, (cap + 1 - total) if cap else 1 << 20)
+            if not more:
+                break
+            parts.append(more)
+            total += len(more)
+        data = parts[0] if len(parts) == 1 else b"".join(parts)
+    finally:
+        os.close(fd)
     if cap and len(data) > cap:
         raise too_large(p, len(data), cap)
     return data
