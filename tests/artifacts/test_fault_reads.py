@@ -321,3 +321,28 @@ def test_a_media_symlink_out_of_the_root_is_one_problem(case_root: Path, tmp_pat
     image.symlink_to(outside)
     problems = check_case(CaseRef(case_root, Layout.FEEDBACK_SEARCH))
     assert [(p.code, p.path) for p in problems] == [(ProblemCode.PATH_OUTSIDE_ROOT, str(image))]
+
+
+def test_a_wrapper_case_input_symlinked_out_is_refused_once(tmp_path: Path) -> None:
+    """The multi-case wrapper's ``case-inputs/<key>/`` is not walked with the case: a
+    symlink there that leaves the wrapper is still never opened, and said once."""
+    import shutil
+
+    from eviscene_tui.artifacts.report import build_check_report
+    from fault_trees import SAMPLES
+
+    dest = tmp_path / "sample_runs"
+    shutil.copytree(SAMPLES / "multi-case", dest / "multi-case", symlinks=True)
+    for inputs in (SAMPLES / "inputs").glob("multi-case-*"):
+        shutil.copytree(inputs, dest / "inputs" / inputs.name, symlinks=True)
+    target = next((dest / "multi-case" / "case-inputs").glob("*/candidate.json"))
+    outside = tmp_path / "elsewhere.json"
+    outside.write_bytes(target.read_bytes())
+    target.unlink()
+    target.symlink_to(outside)
+    with opened() as paths:
+        report = build_check_report(dest / "multi-case", "multi-case", workers=1)
+    assert str(outside) not in real_opens(paths)
+    about = [p for c in report["cases"] for p in c["problems"] if p["path"].endswith(str(target.relative_to(dest / "multi-case")))]
+    about += [p for p in report["problems"] if p["path"].endswith(str(target.relative_to(dest / "multi-case")))]
+    assert {p["code"] for p in about} == {"path_outside_root"}, about

@@ -96,13 +96,21 @@ class CaseTree:
         resolver and ``fileio`` to judge."""
         if path in self.refused:
             return False
-        if not self.has_symlinks or not self.in_boundary(path):
+        walked = self.in_case(path)
+        if walked and not self.has_symlinks:
+            return True
+        if not walked and not (self.wrapper is not None and inside(path, [self.wrapper])):
             return True
         try:
             real = os.path.realpath(path)
         except (OSError, ValueError):
-            return False
-        return inside(real, self.allowed_real)
+            real = ""
+        if real and inside(real, self.allowed_real):
+            return True
+        if not walked:  # the wrapper's own files are not walked: the refusal is said here, once
+            self.refused.add(path)
+            self.findings.add(ProblemCode.PATH_OUTSIDE_ROOT, path, "symlink points outside the case root; not read")
+        return False
 
     def in_boundary(self, path: str) -> bool:
         """Lexically inside the case root or its wrapper root."""
