@@ -55,14 +55,14 @@ raise SystemExit(main(sys.argv[1:]))
 """
 
 
-def test_the_process_ends_after_q_while_a_worker_is_stuck(tmp_path_factory, tmp_path: Path) -> None:
+def test_the_process_ends_after_q_while_a_worker_is_stuck(tmp_path_factory, tmp_path: Path, monkeypatch) -> None:
     """The real app in a terminal: once its integrity pass is stuck, q ends the process
     (it used to wait at exit for the stuck thread, forever)."""
     root = tmp_path / "runs"
     copy_case(tmp_path_factory, CASE, root)
     launcher = tmp_path / "launch_stuck.py"
     launcher.write_text(LAUNCHER)
-    os.environ.setdefault("EVISCENE_TUI_NO_GRAPHICS", "1")
+    monkeypatch.setenv("EVISCENE_TUI_NO_GRAPHICS", "1")
     out, status = run_in_pty([str(launcher), str(root)], [(b"checking integrity", b"q")], timeout=90)
     assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, (status, out[-400:])
 
