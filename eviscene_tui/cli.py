@@ -110,7 +110,20 @@ def _build_app_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     add_app_arguments(parser)
+    parser.add_argument("--version", action="version", version=f"eviscene-tui {package_version()}")
     return parser
+
+
+def package_version() -> str:
+    """The installed distribution's version (the package's own when not installed)."""
+    from importlib.metadata import PackageNotFoundError, version  # lazy: only --version asks
+
+    try:
+        return version("eviscene-tui")
+    except PackageNotFoundError:
+        from eviscene_tui import __version__  # lazy: the source tree's version when run uninstalled
+
+        return __version__
 
 
 def _quiet_broken_pipe() -> int:
@@ -160,6 +173,9 @@ def main(argv: list[str] | None = None) -> int:
     path = resolve_open_path(args.path)
     if not path.exists():
         print(f"eviscene-tui: error: {path} does not exist", file=sys.stderr)
+        return 2
+    if not path.is_dir():
+        print(f"eviscene-tui: error: {path} is not a directory (open the folder that holds the run, or use `eviscene-tui check`)", file=sys.stderr)
         return 2
     refusal = terminal_refusal()
     if refusal is not None:

@@ -15,7 +15,11 @@ Rules (see shared/reference/textual-practice.md §D):
 
 from __future__ import annotations
 
+import re
 from functools import lru_cache
+from typing import Any
+
+import orjson
 
 _BIDI = frozenset(
     [0x061C, 0x200E, 0x200F, 0x202A, 0x202B, 0x202C, 0x202D, 0x202E, 0x2066, 0x2067, 0x2068, 0x2069]
@@ -76,3 +80,42 @@ def safe_text(value: object, *, single_line: bool = False, limit: int | None = N
 def safe_bytes(data: bytes) -> str:
     """Decode bytes (e.g. a byte-level token piece) with replacement, then sanitise."""
     return safe_text(data.decode("utf-8", errors="replace"))
+
+
+# --------------------------------------------------------------------------- JSON for a terminal
+_NON_ASCII = re.compile(r"[^\x00-\x7f]")
+
+
+@lru_cache(maxsize=4096)
+def _json_escape(ch: str) -> str:
+    """``ch`` itself when a terminal shows it as itself, else its JSON ``\\u`` escape
+    (a surrogate pair above U+FFFF): the same JSON value, never a control."""
+    if _is_safe(ch):
+        return ch
+    code = ord(ch)
+    if code <= 0xFFFF:
+        return f"\\u{code:04x}"
+    code -= 0x10000
+    return f"\\u{0xD800 + (code >> 10):04x}\\u{0xDC00 + (code & 0x3FF):04x}"
+
+
+def terminal_json(value: Any, *, indent: bool = False, sort_keys: bool = False) -> bytes:
+    """``value`` as JSON that is safe to print to a terminal and still lossless.
+
+    orjson escapes the C0 controls but writes every other character raw; a string from a
+    run file, a server or a tokenizer can hold C1 controls (U+0080..U+009F, some of which
+    terminals act on), line and paragraph separators (U+2028, U+2029, U+0085) and bidi
+    overrides that reorder what is shown. Every character :func:`safe_text` would not
+    show as itself is written as a ``\\uXXXX`` escape instead: in JSON these can only
+    occur inside strings, so the document stays valid and parses to the same value.
+    The one JSON writer of every command's ``--json`` output."""
+    option = orjson.OPT_NON_STR_KEYS
+    if indent:
+        option |= orjson.OPT_INDENT_2
+    if sort_keys:
+        option |= orjson.OPT_SORT_KEYS
+    data = orjson.dumps(value, option=option)
+    if data.isascii():
+        return data
+    text = data.decode("utf-8")
+    return _NON_ASCII.sub(lambda m: _json_escape(m.group()), text).encode("utf-8")

@@ -69,7 +69,10 @@ class PolicySettings(_Table):
 
     connect_timeout: float = Field(5.0, gt=0)
     read_timeout: float = Field(600.0, gt=0)  # covers queueing + prefill (first token)
-    stall_timeout: float = Field(120.0, gt=0)  # max silence between chunks once tokens flow
+    stall_timeout: float = Field(120.0, gt=0)  # max time between complete SSE events once tokens flow
+    min_token_rate: float = Field(2.0, gt=0)  # the stream deadline's floor: read_timeout + max_tokens / this
+    stream_deadline: float | None = Field(None, gt=0)  # an explicit overall deadline (seconds) instead
+    max_event_bytes: int = Field(16 << 20, ge=64 << 10)  # one SSE event larger than this ends the stream
     temperature: float = Field(0.7, ge=0)
     max_tokens: int | None = Field(None, gt=0)
     logprobs: bool = False

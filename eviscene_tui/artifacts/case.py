@@ -88,7 +88,7 @@ from eviscene_tui.artifacts.runtime_archive import (
     request_from_policy_input,
 )
 from eviscene_tui.artifacts.trace import SourceTrace, load_trace
-from eviscene_tui.artifacts.jsonio import parse_jsonl_bytes, read_bound, read_json, read_jsonl, sha256_file
+from eviscene_tui.artifacts.jsonio import parse_jsonl_bytes, read_bound, read_file_bytes, read_json, read_jsonl, sha256_file
 
 T = TypeVar("T")
 
@@ -238,13 +238,12 @@ class _Loader:
 def _read_jsonl_tail(path: Path) -> tuple[list[Any], list[Problem], bool]:
     """Like ``read_jsonl`` but also says whether only the last line is torn."""
     p = str(path)
-    try:
-        raw = path.read_bytes()
-    except OSError as exc:
-        return [], [Problem(code=ProblemCode.MISSING_ARTIFACT, path=p, message=f"cannot read: {exc.strerror}")], False
     if p.endswith(".gz"):
         rows, problems = read_jsonl(path)
         return rows, problems, False
+    raw, problems = read_file_bytes(p)
+    if raw is None:
+        return [], problems, False
     return parse_jsonl_bytes(raw, p)
 
 

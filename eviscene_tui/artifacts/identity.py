@@ -26,6 +26,7 @@ from typing import Any
 
 import orjson
 
+from eviscene_tui.artifacts.fileio import open_regular, read_regular
 from eviscene_tui.artifacts.layout import Layout
 from eviscene_tui.artifacts.paths import PathMap, PathResolver
 
@@ -101,8 +102,10 @@ def _skip_ws(text: str, at: int) -> int:
 
 
 def _identity_of(path: Path) -> Any:
+    """The identity of the envelope at ``path`` (a file the run wrote: opened through
+    ``artifacts.fileio``, inside the case root, never a FIFO or a link out of it)."""
     try:
-        with open(path, "rb") as fh:
+        with open_regular(path, inside=[os.path.normpath(os.path.abspath(path.parent))]) as fh:
             head = fh.read(HEAD_BYTES)
             size = os.fstat(fh.fileno()).st_size
     except OSError:
@@ -117,7 +120,7 @@ def _identity_of(path: Path) -> Any:
     if isinstance(value, dict) or size <= len(head) or size > MAX_WHOLE:
         return value
     try:
-        doc = orjson.loads(path.read_bytes())
+        doc = orjson.loads(read_regular(path, inside=[os.path.normpath(os.path.abspath(path.parent))]))
     except (OSError, orjson.JSONDecodeError):
         return None
     return doc.get("identity") if isinstance(doc, dict) else None
@@ -153,17 +156,17 @@ def _wrapper_copy(root: Path) -> Path | None:
     return copy if copy.is_file() else None
 
 
-def _read_candidate(path: str, binding: dict[str, Any]) -> dict[str, Any] | None:
+def _read_candidate(path: str, binding: dict[str, Any], inside: list[str] | None = None) -> dict[str, Any] | None:
+    """The candidate object at ``path`` (an input: read wherever it is, through
+    ``artifacts.fileio``; an indexed candidate is one row of a candidates file)."""
     offset, length = binding.get("offset"), binding.get("length")
     try:
-        with open(path, "rb") as fh:
-            if isinstance(offset, int) and isinstance(length, int) and 0 <= offset and 0 < length <= MAX_CANDIDATE:
-                fh.seek(offset)  # an indexed candidate: one row of a candidates file
+        if isinstance(offset, int) and isinstance(length, int) and 0 <= offset and 0 < length <= MAX_CANDIDATE:
+            with open_regular(path, limit=0, inside=inside) as fh:
+                fh.seek(offset)
                 data = fh.read(length)
-            else:
-                data = fh.read(MAX_CANDIDATE + 1)
-                if len(data) > MAX_CANDIDATE:
-                    return None
+        else:
+            data = read_regular(path, limit=MAX_CANDIDATE, inside=inside)
         value = orjson.loads(data)
     except (OSError, orjson.JSONDecodeError):
         return None
@@ -182,7 +185,7 @@ def bound_candidate(
     case = Path(root)
     copy = _wrapper_copy(case)
     if copy is not None:
-        found = _read_candidate(str(copy), {})
+        found = _read_candidate(str(copy), {}, [os.path.normpath(os.path.abspath(case.parent.parent))])
         if found is not None:
             return found
     binding = identity.binding("candidate") if identity is not None else None

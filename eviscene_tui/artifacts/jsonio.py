@@ -23,6 +23,7 @@ from typing import Any
 import orjson
 
 from eviscene_tui import pace
+from eviscene_tui.artifacts.fileio import LIMITS, ReadRefused, gunzip_capped, open_regular, read_regular
 from eviscene_tui.artifacts.problems import Problem, ProblemCode
 
 BOUND_GZIP_SCHEMA = "ifv-psd-bound-gzip-v1"
@@ -98,12 +99,14 @@ SHA_MEMO_SETTLED = 2.0
 _sha_memo: dict[tuple[int, int, int, int, int], str] = {}
 
 
-def sha256_file(path: str | os.PathLike[str]) -> str:
+def sha256_file(path: str | os.PathLike[str], *, limit: int | None = None) -> str:
     """sha256 of a file's bytes. A big input (a source trace of hundreds of MB) checked
     again and again while a driver writes its case is hashed once: the digest is kept
     under the file's (device, inode, size, mtime, ctime) - any write, and any reset of
-    the mtime, changes the ctime - when the file had settled before it was read."""
-    with open(path, "rb") as fh:
+    the mtime, changes the ctime - when the file had settled before it was read.
+    Only a regular file within its kind's size limit is read (``fileio.open_regular``:
+    ``ReadRefused`` otherwise)."""
+    with open_regular(path, limit=limit) as fh:
         st = os.fstat(fh.fileno())
         key = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
         if st.st_size >= SHA_MEMO_MIN and key in _sha_memo:
@@ -127,24 +130,36 @@ def hint_sha256(text: str) -> str:
 
 
 # --------------------------------------------------------------------------- parsing
+def _last_byte(data: bytes) -> int | None:
+    """The last byte of ``data`` that is not JSON whitespace (no copy of ``data``)."""
+    for i in range(len(data) - 1, -1, -1):
+        b = data[i]
+        if b not in b" \t\r\n":
+            return b
+    return None
+
+
 def parse_json_bytes(data: bytes, path: str) -> tuple[Any | None, list[Problem]]:
     try:
         return orjson.loads(data), []
     except orjson.JSONDecodeError as exc:
-        kind = "truncated" if data.strip() and not data.rstrip().endswith((b"}", b"]")) else "invalid"
+        last = _last_byte(data)
+        kind = "truncated" if last is not None and last not in b"}]" else "invalid"
         return None, [Problem(code=ProblemCode.JSON_INVALID, path=path, message=f"{kind} JSON: {exc}")]
 
 
-def read_file_bytes(path: str) -> tuple[bytes | None, list[Problem]]:
-    """A file's bytes, or the problem: missing -> ``missing_artifact``, a directory ->
-    ``json_invalid``, unreadable -> ``missing_artifact`` with the reason."""
+def read_file_bytes(
+    path: str, *, limit: int | None = None, inside: list[str] | None = None
+) -> tuple[bytes | None, list[Problem]]:
+    """A file's bytes, or the problem: missing -> ``missing_artifact``; not a regular
+    file -> ``not_regular_file``; bigger than its kind's limit -> ``file_too_large``
+    (``fileio``: neither is ever read); unreadable -> ``missing_artifact`` with the reason."""
     try:
-        with open(path, "rb") as fh:
-            return fh.read(), []
+        return read_regular(path, limit=limit, inside=inside), []
+    except ReadRefused as exc:
+        return None, [exc.problem()]
     except FileNotFoundError:
         return None, [Problem(code=ProblemCode.MISSING_ARTIFACT, path=path, message="file not found")]
-    except IsADirectoryError:
-        return None, [Problem(code=ProblemCode.JSON_INVALID, path=path, message="expected a file, found a directory")]
     except OSError as exc:
         return None, [Problem(code=ProblemCode.MISSING_ARTIFACT, path=path, message=f"cannot read: {exc.strerror or exc}")]
 
@@ -201,12 +216,9 @@ def jsonl_lines(data: bytes) -> Iterator[tuple[int, Any, orjson.JSONDecodeError 
 def read_jsonl(path: str | os.PathLike[str]) -> tuple[list[Any], list[Problem]]:
     """Read ``.jsonl`` or ``.jsonl.gz``."""
     p = str(path)
-    try:
-        raw = Path(p).read_bytes()
-    except FileNotFoundError:
-        return [], [Problem(code=ProblemCode.MISSING_ARTIFACT, path=p, message="file not found")]
-    except OSError as exc:
-        return [], [Problem(code=ProblemCode.MISSING_ARTIFACT, path=p, message=f"cannot read: {exc.strerror}")]
+    raw, problems = read_file_bytes(p)
+    if raw is None:
+        return [], problems
     return jsonl_file_rows(raw, p)
 
 
@@ -214,7 +226,9 @@ def jsonl_file_rows(raw: bytes, path: str) -> tuple[list[Any], list[Problem]]:
     """The rows of a ``.jsonl`` file's bytes, gunzipped first when ``path`` ends in ``.gz``."""
     if path.endswith(".gz"):
         try:
-            raw = gzip.decompress(raw)
+            raw = gunzip_capped(raw, path, LIMITS["ledger"])
+        except ReadRefused as exc:
+            return [], [exc.problem()]
         except (OSError, EOFError, zlib.error) as exc:
             return [], [Problem(code=ProblemCode.JSON_INVALID, path=path, message=f"bad gzip: {exc}")]
     rows, problems, _ = parse_jsonl_bytes(raw, path)
@@ -358,21 +372,19 @@ def _read_gzip_archive(pointer_path: Path, doc: dict[str, Any], problems: list[P
         problems.append(Problem(code=ProblemCode.PATH_OUTSIDE_ROOT, path=str(archive), message="gzip archive is a symlink"))
         return None
     try:
-        size = archive.stat().st_size
+        with open_regular(archive, limit=MAX_ARCHIVE_BYTES) as fh, gzip.GzipFile(fileobj=fh, mode="rb") as gz:
+            data = gz.read(MAX_ARCHIVE_BYTES + 1)
+    except ReadRefused as exc:
+        problems.append(exc.problem())
+        return None
     except FileNotFoundError:
         problems.append(Problem(code=ProblemCode.MISSING_ARTIFACT, path=str(archive), message="gzip archive named by the pointer is missing"))
         return None
-    if size > MAX_ARCHIVE_BYTES:
-        problems.append(Problem(code=ProblemCode.JSON_INVALID, path=str(archive), message="gzip archive larger than 1 GiB"))
-        return None
-    try:
-        with gzip.open(archive, "rb") as gz:
-            data = gz.read(MAX_ARCHIVE_BYTES + 1)
     except (OSError, EOFError, zlib.error) as exc:
         problems.append(Problem(code=ProblemCode.JSON_INVALID, path=str(archive), message=f"bad gzip archive: {exc}"))
         return None
     if len(data) > MAX_ARCHIVE_BYTES:
-        problems.append(Problem(code=ProblemCode.JSON_INVALID, path=str(archive), message="uncompressed archive larger than 1 GiB"))
+        problems.append(Problem(code=ProblemCode.FILE_TOO_LARGE, path=str(archive), message="uncompressed archive larger than 1 GiB; not read"))
         return None
     expected_size = doc.get("uncompressed_bytes")
     if isinstance(expected_size, int) and expected_size != len(data):

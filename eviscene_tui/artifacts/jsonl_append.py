@@ -41,6 +41,7 @@ from typing import Any, BinaryIO
 import orjson
 
 from eviscene_tui import pace
+from eviscene_tui.artifacts.fileio import open_regular
 from eviscene_tui.artifacts.jsonio import torn_line_problem
 from eviscene_tui.artifacts.problems import Problem
 
@@ -115,8 +116,9 @@ def scan_jsonl_appended(path: str, pick: RowPick) -> LogScan:
     """Check the JSONL file at ``path`` (as ``parse_jsonl_bytes`` of its bytes would),
     parsing only what was appended since the last check of this path with the same
     ``pick`` when the earlier bytes are unchanged. Raises ``OSError`` as ``open`` does
-    (a missing or unreadable file)."""
-    with open(path, "rb") as fh:
+    (a missing or unreadable file), ``fileio.ReadRefused`` for a file that is not a
+    regular file or beyond its kind's limit."""
+    with open_regular(path) as fh:
         st = os.fstat(fh.fileno())
         seen = _memo.get(path)
         resumed = _resume(fh, st, seen, pick) if seen is not None else None

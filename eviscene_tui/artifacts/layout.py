@@ -24,7 +24,6 @@ No Textual import here (architecture rule).
 from __future__ import annotations
 
 import os
-import stat
 from collections.abc import Iterator
 from dataclasses import dataclass
 from enum import StrEnum
@@ -33,6 +32,7 @@ from typing import Any
 
 import orjson
 
+from eviscene_tui.artifacts.fileio import read_regular
 from eviscene_tui.artifacts.problems import Problem, ProblemCode
 
 SEARCH_SCHEMA = "ifv-psd-feedback-search-v1"
@@ -120,11 +120,8 @@ def _probe_manifest(path: Path) -> dict[str, Any] | None:
     """Read a small manifest.json. None when missing, too big or not a regular file;
     ``_UNREADABLE`` when it is there but does not parse as a JSON object."""
     try:
-        st = path.stat()
-        if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_MANIFEST_PROBE:
-            return None
-        data = path.read_bytes()
-    except OSError:
+        data = read_regular(path, limit=MAX_MANIFEST_PROBE)
+    except OSError:  # missing, unreadable, not a regular file or too big: not probed
         return None
     try:
         value = orjson.loads(data)

@@ -20,12 +20,14 @@ from __future__ import annotations
 import math
 import os
 import re
+import stat
 from collections.abc import Iterable, Sequence
 from pathlib import Path, PurePosixPath, PureWindowsPath
 from typing import Any, Literal, TypeGuard
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from eviscene_tui.artifacts.fileio import ReadRefused, not_regular, open_regular
 from eviscene_tui.artifacts.jsonio import sha256_file
 from eviscene_tui.artifacts.problems import Problem, ProblemCode
 
@@ -415,7 +417,7 @@ def _dimensions(path: Path) -> tuple[int | None, int | None, str | None]:
     except ImportError:  # unknown size: the caller shows "?"
         return None, None, None
     try:
-        with Image.open(path) as im:
+        with open_regular(path) as fh, Image.open(fh) as im:
             return int(im.width), int(im.height), str(im.format or "") or None
     except (OSError, ValueError, Image.DecompressionBombError):  # unknown size: the caller shows "?"
         return None, None, None
@@ -425,21 +427,36 @@ def _short(sha: str | None) -> str:
     return (sha or "?")[:12]
 
 
-def _find_image(root: Path, img: MediaImage) -> Path | None:
-    """The first candidate file of ``img`` that exists inside the run directory."""
+def _find_image(root: Path, img: MediaImage) -> tuple[Path | None, Problem | None]:
+    """The first candidate file of ``img`` that exists inside the run directory, or the
+    refusal of the first that exists but may not be read (a symlink leading out of the
+    run directory, a FIFO, a device): such a file is never opened."""
     for cand in _candidates(root, img):
         try:
-            if cand.is_file() and _within(cand, root):
-                return cand
+            if not os.path.lexists(cand):
+                continue
+            if not _within(cand, root):
+                return None, Problem(code=ProblemCode.PATH_OUTSIDE_ROOT, path=str(cand),
+                                     message="media file: a symlink leads outside the run directory; not read")
+            st = cand.stat()
         except (OSError, ValueError):
             continue
-    return None
+        if not stat.S_ISREG(st.st_mode):
+            return None, not_regular(str(cand), st.st_mode).problem()
+        return cand, None
+    return None, None
 
 
 def _check_image(media: PsdMedia, i: int, img: MediaImage, root: Path, read_dimensions: bool) -> tuple[ImageCheck, Problem | None]:
     """One image on disk: found, readable, its bytes hashing to the declared sha256."""
     expected = media.expected_run_length(i)
-    found = _find_image(root, img)
+    found, refused = _find_image(root, img)
+    if refused is not None:
+        check = ImageCheck(
+            index=i, sha256=img.sha256, declared_path=img.path, resolved_path=None, status="unreadable",
+            grid_thw=img.grid_thw, expected_run_length=expected, message=f"image #{i + 1}: {refused.message}",
+        )
+        return check, refused
     if found is None:
         where = f"media/{img.sha256}.image" if img.sha256 else "media/"
         declared = f" (declared {img.path})" if img.path else ""
@@ -453,12 +470,14 @@ def _check_image(media: PsdMedia, i: int, img: MediaImage, root: Path, read_dime
         actual = sha256_file(found)
         size = found.stat().st_size
     except OSError as exc:
-        msg = f"image #{i + 1} at {found} cannot be read: {exc.strerror or exc}"
+        why = exc.message if isinstance(exc, ReadRefused) else f"cannot be read: {exc.strerror or exc}"
+        msg = f"image #{i + 1} at {found}: {why}"
         check = ImageCheck(
             index=i, sha256=img.sha256, declared_path=img.path, resolved_path=str(found), status="unreadable",
             grid_thw=img.grid_thw, expected_run_length=expected, message=msg,
         )
-        return check, Problem(code=ProblemCode.MISSING_ARTIFACT, path=str(found), message=msg)
+        code = exc.code if isinstance(exc, ReadRefused) else ProblemCode.MISSING_ARTIFACT
+        return check, Problem(code=code, path=str(found), message=msg)
     width, height, fmt = _dimensions(found) if read_dimensions else (None, None, None)
     estimated = estimate_pad_count(width, height, media.processor_config, media.effective_merge_size) if width and height else None
     problem = None

@@ -25,17 +25,21 @@ Nothing outside the root is ever written, locked or watched for writes: reading 
 
 Where a recorded path is looked for, in order (each rule has a name the app shows):
 
+- ``moved tree`` (the tree itself): the tree was written somewhere else (another
+  machine, an rsync copy). The location it was written at is inferred from what the
+  driver recorded about itself (the run-inputs / search ``output_dir``, search-state
+  ``rounds[].directory``, manifest ``rounds``): each recorded directory is paired with
+  the local directory it names, and a recorded path under a recorded directory is looked
+  for under the local one - and only there: that is a file the run wrote (even when it
+  is bound as an input, like ``round-inputs/…``), so a copy that lost it never reads the
+  original's at its recorded place, and no path map moves it;
 - ``path map``: an explicit ``OLD=NEW`` prefix mapping (``--path-map``, or the config
   file's ``[paths] map``), for inputs copied somewhere else;
-- ``moved tree``: the tree was written somewhere else (another machine, an rsync
-  copy). The location it was written at is inferred from what the driver recorded about
-  itself (the run-inputs / search ``output_dir``, search-state ``rounds[].directory``,
-  manifest ``rounds``): each recorded directory is paired with the local directory it
-  names, and a recorded path under a recorded directory is looked for under the local
-  one. The common tail of a pair also gives a prefix rebase for files that sat BESIDE
-  the root: ``/data/exp/psd-fb-x`` written, ``/home/me/copy/psd-fb-x`` found -> every
-  ``/data/exp/…`` is looked for under ``/home/me/copy/…``;
 - ``as recorded``: the absolute path itself (same machine, tree not moved);
+- ``moved tree`` (beside it): the common tail of a recorded/local pair above gives a
+  prefix rebase for files that sat BESIDE the root: ``/data/exp/psd-fb-x`` written,
+  ``/home/me/copy/psd-fb-x`` found -> every ``/data/exp/…`` is looked for under
+  ``/home/me/copy/…``;
 - ``driver working directory``: older runs record some paths (runtime archives, the
   manifest ``trace``) relative to the driver's working directory, usually an ancestor
   of the run root: relative paths are tried against the root and each of its ancestors
@@ -385,20 +389,30 @@ class PathResolver:
             return True
         return _inside(real, self._allowed_real)
 
+    def _in_tree(self, rec: str) -> tuple[str, str, str] | None:
+        """(local path, rule, detail) of an absolute recorded path under a directory the
+        driver wrote this tree at (its ``output_dir``, a round ``directory``), else None."""
+        for r in self._written:
+            rest = _under(rec, r.old)
+            if rest is not None:
+                detail = "" if r.old == r.new else f"{r.old} \u2192 {r.new}"
+                return (_norm(os.path.join(r.new, rest)) if rest else r.new, RULE_MOVED if detail else RULE_RECORDED, detail)
+        return None
+
     def _mapped(self, rec: str) -> list[tuple[str, str, str]]:
-        """(candidate, rule, detail) for an absolute recorded path: path map, moved
-        tree (recorded directories), as recorded, moved tree (prefix rebases)."""
+        """(candidate, rule, detail) for an absolute recorded path. A path under where the
+        tree was written names a file the run wrote (``round-inputs/…``): it is looked for
+        in the opened tree only, never at its recorded place (a moved copy that lost it
+        must not read the original's). Any other path: path map, as recorded, moved tree
+        (prefix rebases)."""
+        in_tree = self._in_tree(rec)
+        if in_tree is not None:
+            return [in_tree]
         out: list[tuple[str, str, str]] = []
         for old, new in self.path_map.entries:
             rest = _under(rec, old)
             if rest is not None:
                 out.append((_norm(os.path.join(new, rest)) if rest else new, RULE_PATH_MAP, f"{old} \u2192 {new}"))
-        for r in self._written:
-            rest = _under(rec, r.old)
-            if rest is not None:
-                detail = "" if r.old == r.new else f"{r.old} \u2192 {r.new}"
-                out.append((_norm(os.path.join(r.new, rest)) if rest else r.new, RULE_MOVED if detail else RULE_RECORDED, detail))
-                break
         out.append((_norm(rec), RULE_RECORDED, ""))
         for r in self._prefixes:
             rest = _under(rec, r.old)
@@ -426,15 +440,15 @@ class PathResolver:
             return Found(str(recorded)[:200] if isinstance(recorded, str) else repr(recorded)[:200], INVALID)
         if text.startswith("/"):
             rec = posixpath.normpath(text)
+            # where the tree was written comes first: a broad path map (OLD covering the
+            # root itself, meant for the inputs beside it) must not move the run's own files
+            in_tree = self._in_tree(rec)
+            if in_tree is not None:
+                return self._classify(text, *in_tree)
             for old, new in self.path_map.entries:
                 rest = _under(rec, old)
                 if rest is not None:
                     return self._classify(text, _norm(os.path.join(new, rest)), RULE_PATH_MAP, f"{old} \u2192 {new}")
-            for r in self._written:
-                rest = _under(rec, r.old)
-                if rest is not None:
-                    detail = "" if r.old == r.new else f"{r.old} \u2192 {r.new}"
-                    return self._classify(text, _norm(os.path.join(r.new, rest)), RULE_MOVED if detail else RULE_RECORDED, detail)
             local = _norm(rec)
             if _inside(local, self._allowed_lex):  # the same machine: a path naming the case itself
                 return self._classify(text, local, RULE_RECORDED, "")
@@ -494,7 +508,10 @@ class PathResolver:
         if text is None:
             return Found(str(recorded)[:200] if isinstance(recorded, str) else repr(recorded)[:200], INVALID)
         if text.startswith("/"):
-            tries = self._mapped(posixpath.normpath(text))
+            rec = posixpath.normpath(text)
+            tries = self._mapped(rec)
+            if self._in_tree(rec) is None:
+                tries.extend(self._near_by_tail(rec, near))
         else:
             tries = []
             for n in near:
@@ -502,6 +519,20 @@ class PathResolver:
                     tries.append((_norm(os.path.join(a, text)), RULE_NEAR_TRACE, a))
             tries.extend((_norm(os.path.join(a, text)), RULE_CWD, a) for a in self._cwd)
         return self._first_existing(text, tries, want)
+
+    @staticmethod
+    def _near_by_tail(rec: str, near: Sequence[str | os.PathLike[str]]) -> list[tuple[str, str, str]]:
+        """An absolute store path whose rollout moved along with its trace (the trace
+        found elsewhere than the store names, e.g. inputs copied with their runtime/ dir):
+        the longest tail of it (at least ``<case>/<attempt>``) found under the trace's
+        folder or one of its ancestors."""
+        parts = rec.strip("/").split("/")
+        bases = [a for n in near for a in ancestors(_norm(os.fspath(n)))]
+        out: list[tuple[str, str, str]] = []
+        for k in range(len(parts) - 1, 1, -1):
+            tail = "/".join(parts[len(parts) - k:])
+            out.extend((_norm(os.path.join(a, tail)), RULE_NEAR_TRACE, a) for a in bases)
+        return out
 
     def _first_existing(self, text: str, tries: list[tuple[str, str, str]], want: str | None) -> Found:
         seen: list[str] = []

@@ -20,6 +20,8 @@ class ProblemCode(StrEnum):
     MEDIA_MISMATCH = "media_mismatch"
     SCHEMA_UNKNOWN = "schema_unknown"
     UNSUPPORTED_LAYOUT = "unsupported_layout"
+    NOT_REGULAR_FILE = "not_regular_file"  # a FIFO, device, socket or directory where a file belongs: never opened
+    FILE_TOO_LARGE = "file_too_large"  # bigger than any real file of its kind (artifacts.fileio.LIMITS): never read
 
 
 class Problem(BaseModel):

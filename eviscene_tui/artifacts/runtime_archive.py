@@ -41,6 +41,7 @@ from typing import Any
 
 import orjson
 
+from eviscene_tui.artifacts.fileio import LIMITS, ReadRefused, not_regular, read_regular
 from eviscene_tui.artifacts.jsonio import jsonl_lines, read_json
 from eviscene_tui.artifacts.models import (
     ArtifactRef,
@@ -55,15 +56,16 @@ from eviscene_tui.artifacts.problems import Problem, ProblemCode
 _SHA_RE = re.compile(r"^[0-9a-f]{64}$")
 _REQUEST_ID_RE = re.compile(r"^[A-Za-z0-9_.-]{1,128}$")
 IMAGE_REF_TYPES = frozenset({"image_ref", "image_reference", "archived_image"})
-MAX_BLOB_BYTES = 1 << 30
+MAX_BLOB_BYTES = LIMITS["blob"]
 
 
 # --------------------------------------------------------------------------- path safety
 def check_regular_file(path: str | os.PathLike[str], *, root: str | os.PathLike[str] | None = None) -> Problem | None:
     """None when ``path`` may be read: it is a regular file (after following symlinks) and,
     when ``root`` is given, a symlink in it does not lead outside ``root``. Otherwise a
-    Problem (``path_outside_root`` / ``json_invalid``). A missing file gives None (callers
-    report missing files themselves). Protects readers from FIFOs, devices and escapes."""
+    Problem (``path_outside_root`` / ``not_regular_file``). A missing file gives None
+    (callers report missing files themselves). The reader then opens it through
+    ``fileio`` (non-blocking, checked again on the open descriptor)."""
     p = Path(path)
     try:
         st = p.stat()
@@ -80,8 +82,7 @@ def check_regular_file(path: str | os.PathLike[str], *, root: str | os.PathLike[
         if not _is_within(resolved, base):
             return Problem(code=ProblemCode.PATH_OUTSIDE_ROOT, path=str(p), message="symlink leads outside the case root; not read")
     if not stat.S_ISREG(st.st_mode):
-        kind = "a directory" if stat.S_ISDIR(st.st_mode) else "not a regular file"
-        return Problem(code=ProblemCode.JSON_INVALID, path=str(p), message=f"expected a file, found {kind}")
+        return not_regular(str(p), st.st_mode).problem()
     return None
 
 
@@ -286,7 +287,10 @@ class RuntimeStore:
             self._events = ([], [bad])
             return self._events
         try:
-            data = path.read_bytes()
+            data = read_regular(path)
+        except ReadRefused as exc:
+            self._events = ([], [exc.problem()])
+            return self._events
         except FileNotFoundError:
             self._events = ([], [])
             return self._events
@@ -414,9 +418,9 @@ class RuntimeStore:
         if bad is not None:
             return None, [bad]
         try:
-            if path.stat().st_size > MAX_BLOB_BYTES:
-                return None, [Problem(code=ProblemCode.JSON_INVALID, path=str(path), message="blob larger than 1 GiB")]
-            data = path.read_bytes()
+            data = read_regular(path, limit=MAX_BLOB_BYTES)
+        except ReadRefused as exc:
+            return None, [exc.problem()]
         except OSError as exc:
             return None, [Problem(code=ProblemCode.MISSING_ARTIFACT, path=str(path), message=f"cannot read: {exc.strerror}")]
         problems: list[Problem] = []

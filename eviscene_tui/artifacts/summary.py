@@ -21,7 +21,6 @@ No Textual import here (architecture rule).
 
 from __future__ import annotations
 
-import gzip
 import os
 import re
 import stat
@@ -31,6 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from eviscene_tui.artifacts.fileio import ReadRefused, gunzip_capped, not_regular, read_regular
 from eviscene_tui.artifacts.identity import bound_candidate, candidate_ids, read_identity
 from eviscene_tui.artifacts.jsonio import parse_json_bytes, parse_jsonl_bytes, read_json
 from eviscene_tui.artifacts.layout import CaseRef, Layout
@@ -102,6 +102,8 @@ def _stat_entries(path: Path) -> list[tuple[str, bool, int, int]]:
 
 # file bytes handed to summarize_case(cache=...), for the duration of that call (per thread / task)
 _CACHE: ContextVar[dict[str, bytes] | None] = ContextVar("eviscene_summary_cache", default=None)
+# the folder the files read for that call must stay in (the case root, or its wrapper's)
+_INSIDE: ContextVar[list[str] | None] = ContextVar("eviscene_summary_inside", default=None)
 
 
 def _read_small(path: str, limit: int = MAX_SUMMARY_FILE) -> tuple[bytes | None, Problem | None]:
@@ -118,12 +120,13 @@ def _read_small(path: str, limit: int = MAX_SUMMARY_FILE) -> tuple[bytes | None,
     except OSError as exc:
         return None, Problem(code=ProblemCode.MISSING_ARTIFACT, path=path, message=f"cannot read: {exc.strerror or exc}")
     if not stat.S_ISREG(st.st_mode):
-        return None, Problem(code=ProblemCode.JSON_INVALID, path=path, message="expected a regular file")
+        return None, not_regular(path, st.st_mode).problem()
     if st.st_size > limit:
         return None, None
     try:
-        with open(path, "rb") as fh:
-            return fh.read(), None
+        return read_regular(path, limit=limit, inside=_INSIDE.get()), None
+    except ReadRefused as exc:
+        return None, exc.problem()
     except OSError as exc:
         return None, Problem(code=ProblemCode.MISSING_ARTIFACT, path=path, message=f"cannot read: {exc.strerror or exc}")
 
@@ -169,7 +172,9 @@ def read_ledger(path: Path | str, stem: str) -> tuple[list[dict[str, Any]], list
             continue
         if name.endswith(".gz"):
             try:
-                data = gzip.decompress(data)
+                data = gunzip_capped(data, fpath, MAX_SUMMARY_FILE)
+            except ReadRefused:
+                continue  # as a plain ledger over the limit: not read for a summary
             except (OSError, EOFError, zlib.error) as exc:
                 return [], [Problem(code=ProblemCode.JSON_INVALID, path=fpath, message=f"bad gzip: {exc}")], fpath
         rows, problems, _ = parse_jsonl_bytes(data, fpath)
@@ -298,6 +303,7 @@ def summarize_case(
         key=ref.key,
     )
     token = _CACHE.set(cache)
+    inside = _INSIDE.set([_abs(ref.wrapper if ref.wrapper is not None else path)])
     try:
         if fingerprint:
             summary.fingerprint = summary_fingerprint(ref)
@@ -318,6 +324,7 @@ def summarize_case(
         )
     finally:
         _CACHE.reset(token)
+        _INSIDE.reset(inside)
     return summary
 
 

@@ -43,6 +43,7 @@ from typing import Any, BinaryIO
 import orjson
 
 from eviscene_tui.artifacts.chunked_trace import _sentinel, parse_trace_chunked
+from eviscene_tui.artifacts.fileio import LIMITS, ReadRefused, not_regular, open_regular, read_regular, too_large
 from eviscene_tui.artifacts.jsonio import canonical_json_bytes, canonical_sha256, sha256_file
 from eviscene_tui.artifacts.step_index import StepIndex, index_steps, read_range
 from eviscene_tui.artifacts.models import (
@@ -56,7 +57,7 @@ from eviscene_tui.artifacts.problems import Problem, ProblemCode
 
 PREVIEW_CHARS = 160
 _STEP_CACHE_SIZE = 512
-MAX_GZIP_TRACE_BYTES = 1 << 31
+MAX_GZIP_TRACE_BYTES = LIMITS["trace"]
 CHUNKED_MIN_BYTES = 16 << 20  # plain traces this big are parsed in chunks of steps
 CHUNKED_MIN_GZ_BYTES = 2 << 20  # and gzip traces this big (compressed)
 LAZY_MIN_BYTES = 16 << 20  # plain traces this big are indexed, their steps parsed on demand
@@ -88,8 +89,9 @@ class LazySteps(Sequence[Any]):
             return self._spool.fileno()
         with self._lock:
             if self._fd is None:
-                self._fd = os.open(self.path, os.O_RDONLY)
-                if os.fstat(self._fd).st_size != self.step_index.size:
+                self._fd = os.open(self.path, os.O_RDONLY | os.O_NONBLOCK)  # a FIFO swapped in cannot block
+                st = os.fstat(self._fd)
+                if not stat.S_ISREG(st.st_mode) or st.st_size != self.step_index.size:
                     os.close(self._fd)
                     self._fd = None
                     raise OSError("the trace file changed since it was indexed")
@@ -738,7 +740,7 @@ def _parse_in_chunks(path: Path, *, gz: bool) -> tuple[dict[str, Any], int] | No
     its (uncompressed) size, or ``None`` for anything unusual - a bad gzip stream, invalid
     JSON, an odd shape - which the whole-file path then parses and reports precisely."""
     try:
-        with open(path, "rb") as fh:
+        with open_regular(path) as fh:
             if (fh.read(2) == b"\x1f\x8b") != gz:
                 return None
             fh.seek(0)
@@ -760,7 +762,7 @@ def _index_trace(path: Path, *, gz: bool, spool_dir: Path | None) -> SourceTrace
     started = time.perf_counter()
     spool: BinaryIO | None = None
     try:
-        with open(path, "rb") as fh:
+        with open_regular(path) as fh:
             if (fh.read(2) == b"\x1f\x8b") != gz:
                 return None
             fh.seek(0)
@@ -808,10 +810,10 @@ def load_trace(
         return None, [Problem(code=ProblemCode.MISSING_ARTIFACT, path=where, message="trace file not found")]
     except OSError as exc:
         return None, [Problem(code=ProblemCode.MISSING_ARTIFACT, path=where, message=f"trace: cannot open: {exc.strerror}")]
-    if stat.S_ISDIR(st.st_mode):
-        return None, [Problem(code=ProblemCode.JSON_INVALID, path=where, message="trace: expected a file, found a directory")]
     if not stat.S_ISREG(st.st_mode):
-        return None, [Problem(code=ProblemCode.JSON_INVALID, path=where, message="trace: not a regular file")]
+        return None, [not_regular(where, st.st_mode).problem()]
+    if st.st_size > LIMITS["trace"]:
+        return None, [too_large(where, st.st_size, LIMITS["trace"]).problem()]
     gz = where.endswith(".gz")
     if lazy or (lazy is None and st.st_size >= (LAZY_MIN_GZ_BYTES if gz else LAZY_MIN_BYTES)):
         indexed = _index_trace(p, gz=gz, spool_dir=Path(spool_dir) if spool_dir is not None else None)
@@ -822,11 +824,11 @@ def load_trace(
         if parsed is not None:
             return _trace_from_document(parsed[0], p, parsed[1])
     try:
-        data = p.read_bytes()
+        data = read_regular(p, limit=LIMITS["trace"])
+    except ReadRefused as exc:
+        return None, [exc.problem()]
     except FileNotFoundError:
         return None, [Problem(code=ProblemCode.MISSING_ARTIFACT, path=where, message="trace file not found")]
-    except IsADirectoryError:
-        return None, [Problem(code=ProblemCode.JSON_INVALID, path=where, message="trace: expected a file, found a directory")]
     except OSError as exc:
         return None, [Problem(code=ProblemCode.MISSING_ARTIFACT, path=where, message=f"trace: cannot read: {exc.strerror}")]
     if where.endswith(".gz") or data[:2] == b"\x1f\x8b":
@@ -836,7 +838,7 @@ def load_trace(
         except (OSError, EOFError, zlib.error) as exc:
             return None, [Problem(code=ProblemCode.JSON_INVALID, path=where, message=f"trace: bad gzip: {exc}")]
         if len(data) > MAX_GZIP_TRACE_BYTES:
-            return None, [Problem(code=ProblemCode.JSON_INVALID, path=where, message="trace: uncompressed size over 2 GiB")]
+            return None, [Problem(code=ProblemCode.FILE_TOO_LARGE, path=where, message="trace: uncompressed size over 2 GiB; not read")]
     return load_trace_bytes(data, p)
 
 

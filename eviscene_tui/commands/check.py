@@ -1,6 +1,7 @@
 """``eviscene-tui check PATH [--json]``: headless triage and integrity report.
 
-Exit 0 when no problems, 1 when any, 2 for a missing PATH or bad usage.
+Exit 0 when no problems, 1 when any, 2 for a missing PATH or bad usage, 3 when PATH
+holds no case at all (a mistyped or empty folder must not pass a CI step).
 """
 
 from __future__ import annotations
@@ -10,10 +11,8 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import orjson
-
 from eviscene_tui.cli import UsageError, add_path_map_argument, path_map_from_args
-from eviscene_tui.safe_text import safe_text
+from eviscene_tui.safe_text import safe_text, terminal_json
 
 if TYPE_CHECKING:
     from eviscene_tui.artifacts.report import CheckReport
@@ -42,29 +41,22 @@ def run(args: argparse.Namespace) -> int:
         sys.stderr.write(f"eviscene-tui check: warning: {problem}\n")
     report = build_check_report(root, given, path_map=path_map_from_args(args, settings))
     if args.json:
-        sys.stdout.buffer.write(escape_bidi(orjson.dumps(report, option=orjson.OPT_INDENT_2)) + b"\n")
+        sys.stdout.buffer.write(terminal_json(report, indent=True) + b"\n")
         sys.stdout.flush()
     else:
         sys.stdout.write(render_text(report))
         sys.stdout.flush()
+    if not report["cases"]:
+        sys.stderr.write(
+            f"eviscene-tui check: no case found under {safe_text(given, single_line=True)}: no search root, run "
+            "directory or multi-case wrapper (search-state.json, run-inputs.json, manifest.json, rounds/) in it\n"
+        )
+        return NO_CASE
     return 1 if report["summary"]["problems"] else 0
 
 
-_BIDI = (0x061C, 0x200E, 0x200F, 0x202A, 0x202B, 0x202C, 0x202D, 0x202E, 0x2066, 0x2067, 0x2068, 0x2069)
-
-
-def escape_bidi(data: bytes) -> bytes:
-    """JSON text with bidi controls written as ``\\uXXXX`` escapes (same JSON value).
-
-    orjson keeps non-ASCII raw; a bidi override from run data would reorder what a
-    terminal shows. In JSON these characters can only occur inside strings, so the
-    escape is always valid. C0 controls are already escaped by orjson.
-    """
-    for code in _BIDI:
-        raw = chr(code).encode("utf-8")
-        if raw in data:
-            data = data.replace(raw, f"\\u{code:04x}".encode())
-    return data
+#: the exit status of a check that found no case under PATH
+NO_CASE = 3
 
 
 def _cell(value: Any, limit: int | None = None) -> str:

@@ -21,8 +21,6 @@ import sys
 from pathlib import Path
 from typing import Any, TextIO
 
-import orjson
-
 from eviscene_tui.artifacts.case import CaseBundle, load_case
 from eviscene_tui.cli import UsageError, add_path_map_argument, path_map_from_args
 from eviscene_tui.policy.accumulate import StreamAccumulator
@@ -33,7 +31,7 @@ from eviscene_tui.policy.events import Attested, Delta, StreamError, ToolCallDel
 from eviscene_tui.policy.profile import NO_POLICY, PolicyTarget, ProfileError, resolve_policy_target
 from eviscene_tui.policy.request import TeacherRequest, RequestUnavailable, chat_body, redact_images
 from eviscene_tui.policy.session import record_failure, run_continuation
-from eviscene_tui.safe_text import safe_text
+from eviscene_tui.safe_text import safe_text, terminal_json
 from eviscene_tui.settings import HINT_PLACEMENTS, Settings, load_settings
 from eviscene_tui.journal.records import record_key, register_workdir
 from eviscene_tui.storage import WORKDIR_RULE, EvidenceWriteRefused, WorkDir, choose_workdir
@@ -51,8 +49,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--workdir", help=f"where records go; {WORKDIR_RULE}")
     parser.add_argument("--config", help="config file ([policy] table: timeouts, temperature, logprobs, hint_placement, api_key)")
     parser.add_argument("--hint-placement", choices=HINT_PLACEMENTS, help="override the configured hint placement (as_run: as the run's own hinted requests show; the default)")
-    parser.add_argument("--read-timeout", type=float, help="seconds to wait for the first token (prefill)")
-    parser.add_argument("--stall-timeout", type=float, help="seconds of silence tolerated once tokens flow")
+    parser.add_argument("--read-timeout", type=float, help="seconds to wait for the first complete event (queueing + prefill)")
+    parser.add_argument("--stall-timeout", type=float, help="seconds without a complete event tolerated once tokens flow (a trickle of bytes is not progress)")
+    parser.add_argument("--stream-deadline", type=float, help="seconds the whole stream may take (default: read timeout + max_tokens at [policy] min_token_rate)")
     parser.add_argument("--max-tokens", type=int, help="max_tokens for the continuation")
     parser.add_argument("--json", action="store_true", help="one JSON object per line per event")
     add_path_map_argument(parser)
@@ -66,7 +65,7 @@ class _Out:
         self._kind: str | None = None
 
     def json(self, obj: dict[str, Any]) -> None:
-        self.out.write(orjson.dumps(obj, option=orjson.OPT_NON_STR_KEYS).decode() + "\n")
+        self.out.write(terminal_json(obj).decode() + "\n")
         self.out.flush()
 
     def note(self, text: str) -> None:
@@ -169,7 +168,7 @@ def _config_from(args: argparse.Namespace, settings: Settings) -> PolicyConfig:
     try:
         return policy_config(
             settings.policy, hint_placement=args.hint_placement, read_timeout=args.read_timeout,
-            stall_timeout=args.stall_timeout, max_tokens=args.max_tokens,
+            stall_timeout=args.stall_timeout, max_tokens=args.max_tokens, stream_deadline=args.stream_deadline,
         )
     except (TypeError, ValueError) as exc:
         raise UsageError(f"bad policy configuration: {exc}") from None
@@ -243,7 +242,8 @@ def _final(o: _Out, outcome: Any) -> None:
     if o.json_mode:
         o.json({
             "type": "record", "status": outcome.status, "path": str(outcome.path) if outcome.path else None,
-            "save_error": outcome.save_error, "accounting": acc.accounting(), "timings": acc.timings(),
+            "save_error": outcome.save_error, "accounting": acc.accounting(), "served_model": acc.served_model(),
+            "non_integer_token_ids": acc.token_id_faults(), "timings": acc.timings(),
             "finish_reason": acc.finish_reason, "error": acc.error.to_json() if acc.error else None,
         })
         return
@@ -257,6 +257,9 @@ def _final(o: _Out, outcome: Any) -> None:
     o.note(f"status: {outcome.status}; finish_reason: {shown(acc.finish_reason)}; tokens: {acc.token_count}; "
            f"ttft: {shown(t['ttft_s'], ' s')}; tokens/s: {shown(t['tokens_per_s'])}; wall: {shown(t['wall_s'], ' s')}")
     o.note(f"accounting: {acc.accounting()['note']}")
+    o.note(f"served model: {acc.served_model()['note']}")
+    if acc.bad_token_ids:
+        o.note(f"token ids: {acc.token_id_faults()['note']}")
     if outcome.save_error:
         o.note(outcome.save_error)
     else:

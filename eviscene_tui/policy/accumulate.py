@@ -12,11 +12,13 @@ from typing import Any
 from eviscene_tui.policy.events import (
     Attestation,
     Attested,
+    BadTokenIds,
     Delta,
     Done,
     Finished,
     PolicyEvent,
     PromptTokens,
+    ServedModel,
     Started,
     StreamError,
     TokenLogprob,
@@ -59,6 +61,9 @@ class StreamAccumulator:
     t_end: float | None = None
     record_path: Any = None  # set by the session once the record is saved
     save_error: str | None = None
+    served_models: list[str] = field(default_factory=list)  # the names the server answered with, in order
+    bad_token_ids: int = 0  # token-id values that were not integers (never used as ids)
+    bad_token_samples: list[str] = field(default_factory=list)
 
     def add(self, ev: PolicyEvent) -> None:
         if type(ev) is Delta:  # the per-token hot path
@@ -93,6 +98,14 @@ class StreamAccumulator:
             return
         if isinstance(ev, (Usage, Attested, Started)):
             self._add_info(ev)
+            return
+        if isinstance(ev, ServedModel):
+            if ev.name not in self.served_models:
+                self.served_models.append(ev.name)
+            return
+        if isinstance(ev, BadTokenIds):
+            self.bad_token_ids += ev.count
+            self.bad_token_samples.extend(ev.sample[: max(0, 5 - len(self.bad_token_samples))])
 
     def _add_end(self, ev: Done | StreamError) -> None:
         """The stream ended: ``[DONE]``, or the first error (a later one does not replace it)."""
@@ -172,6 +185,26 @@ class StreamAccumulator:
             "prompt_match": prompt_match,
             "note": note,
         }
+
+    def served_model(self) -> dict[str, Any]:
+        """The model name(s) the server answered with against the one asked for (the
+        attested profile's alias, or ``--policy-model``): a mismatch is flagged, not hidden."""
+        asked = self.model or (self.attestation.model_id if self.attestation else None)
+        served = self.served_models
+        if not served:
+            match, note = None, "the server named no model in its chunks"
+        elif served == [asked]:
+            match, note = True, f"ok: the server answered as {asked!r}"
+        else:
+            match = False
+            note = f"MISMATCH: asked for {asked!r}, the server answered as {', '.join(repr(m) for m in served)}"
+        return {"asked": asked, "served": served[0] if served else None, "all_served": list(served), "match": match, "note": note}
+
+    def token_id_faults(self) -> dict[str, Any]:
+        """Token-id values that were not integers: counted and shown, never used."""
+        n = self.bad_token_ids
+        note = "ok: every token id is an integer" if not n else f"{n} token id value(s) were not integers and were not used (e.g. {', '.join(self.bad_token_samples)})"
+        return {"count": n, "sample": list(self.bad_token_samples), "note": note}
 
     def timings(self) -> dict[str, Any]:
         end = self.t_end or time.monotonic()

@@ -9,6 +9,7 @@ rebuilt from the archive nor from ``metadata.policy_input``.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from eviscene_tui.artifacts.case import CaseBundle, RoundBundle
@@ -58,6 +59,14 @@ def case_ref(case: CaseBundle, round_index: int | None = None) -> dict[str, Any]
     }
 
 
+def _shown(case: CaseBundle, path: Path) -> str:
+    """``path`` relative to the case root when it lies inside it, else as it is."""
+    try:
+        return path.relative_to(case.root).as_posix()
+    except ValueError:
+        return str(path)
+
+
 def observed_hint_template(case: CaseBundle, round_index: int | None = None, *, notes: list[str] | None = None) -> HintTemplate | None:
     """How this run's driver put a hint into a teacher request: learned from a hint try
     whose teacher request is archived (the hint's runtime store), compared with the
@@ -101,7 +110,8 @@ def _template_from_try(
     source, _ = case.source_step_request(index)
     if source is None:
         return None
-    where = f"round {rnd.index}, hint {n:02d}, {runtime_path}/context/{first.context_request_id}.json"
+    # where the request was read (a moved copy reads its own tree, not the recorded path)
+    where = f"round {rnd.index}, hint {n:02d}, {_shown(case, store.path / 'context' / f'{first.context_request_id}.json')}"
     template = infer_hint_template(archived_messages(source, image_refs=True), archived_messages(hinted, image_refs=True), hint, evidence=where)
     if template is None and notes is not None:
         notes.append(f"hint placement: the hinted request of {where} differs from the failure step's request by more than one insertion of its hint")

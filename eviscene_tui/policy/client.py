@@ -1,8 +1,9 @@
 """The policy client: attestation, replica choice, streaming, server status.
 
 - one ``httpx.AsyncClient(trust_env=False)`` per client, short connect timeout,
-  a read timeout that covers queueing + prefill, and a *stall* timeout between
-  chunks once tokens flow;
+  a read timeout that covers queueing + prefill, a *stall* timeout between complete
+  SSE events once tokens flow (a byte is not progress), an overall deadline from the
+  token budget, and a cap on one event's size (:class:`StreamProgress`, ``SSEDecoder``);
 - the API key is sent as a bearer header and scrubbed from every message this
   module produces;
 - cancel = leave the ``async with`` / cancel the task: the response is closed,
@@ -18,7 +19,7 @@ import time
 from contextlib import aclosing
 from dataclasses import dataclass, field
 from pathlib import Path
-from collections.abc import AsyncGenerator, AsyncIterable
+from collections.abc import AsyncGenerator, AsyncIterable, Callable
 from typing import Any, Literal
 
 import httpcore
@@ -35,7 +36,7 @@ from eviscene_tui.policy.events import (
 )
 from eviscene_tui.policy.config import PolicyConfig
 from eviscene_tui.policy.profile import PolicyTarget, server_root
-from eviscene_tui.policy.sse import SSEDecoder, decode_batch, error_message_of
+from eviscene_tui.policy.sse import ChunkWatch, SSEDecoder, SSEOverflow, decode_batch, error_message_of
 
 
 DIRECT_READ_BYTES = 64 << 10
@@ -129,6 +130,67 @@ class ServerStatus:
     kv_cache: float | None = None
     error: str | None = None
     at: float = field(default_factory=time.time)
+
+
+#: the token budget a stream's deadline assumes when its request names no max_tokens and
+#: the serving profile no context length
+DEFAULT_TOKEN_BUDGET = 32768
+
+
+class StreamProgress:
+    """When a stream must have made progress, and why it failed when it did not.
+
+    Progress is a complete SSE event, not a byte: a server that trickles the bytes of an
+    event that never ends is stalled. Before the first event the read timeout applies
+    (queueing and prefill), after it the stall timeout, counted from the last event. And
+    the whole stream has a deadline from its token budget: the read timeout as the
+    allowance for the first token, plus ``max_tokens`` (the request's, else the
+    profile's context length) at the configured floor rate (``min_token_rate``), unless
+    ``stream_deadline`` sets it."""
+
+    __slots__ = ("config", "started", "last_event", "deadline", "budget", "_clock")
+
+    def __init__(self, config: PolicyConfig, body: dict[str, Any], context_length: int | None,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.config = config
+        self._clock = clock
+        self.started: float = clock()
+        self.last_event: float | None = None
+        asked = body.get("max_tokens")
+        self.budget = asked if isinstance(asked, int) and asked > 0 else (context_length or DEFAULT_TOKEN_BUDGET)
+        total = config.stream_deadline
+        if total is None:
+            total = config.read_timeout + self.budget / config.min_token_rate
+        self.deadline: float = self.started + total
+
+    def event(self) -> None:
+        self.last_event = self._clock()
+
+    @property
+    def flowing(self) -> bool:
+        return self.last_event is not None
+
+    def _quiet_until(self) -> float:
+        c = self.config
+        return self.last_event + c.stall_timeout if self.last_event is not None else self.started + c.read_timeout
+
+    def due(self) -> float:
+        """When the next complete event must have arrived (the clock's time)."""
+        return min(self._quiet_until(), self.deadline)
+
+    def remaining(self) -> float:
+        return max(0.0, self.due() - self._clock())
+
+    def failure(self, url: str) -> StreamError:
+        """The error of a stream that missed :meth:`due`."""
+        c = self.config
+        if self.deadline <= self._quiet_until():
+            how = (f"stream_deadline = {c.stream_deadline:g} s" if c.stream_deadline is not None else
+                   f"{c.read_timeout:g} s for the first token + {self.budget} tokens at {c.min_token_rate:g} tokens/s")
+            return StreamError("timeout", f"the stream ran past its deadline of {self.deadline - self.started:.0f} s ({how}); stopped")
+        if self.last_event is not None:
+            return StreamError("timeout", f"stalled: no complete event for {c.stall_timeout:g} s after tokens started flowing (bytes may still trickle in)")
+        return StreamError("timeout", f"no complete event from {url} within the read timeout ({c.read_timeout:g} s)")
 
 
 _TLS_CONTEXT: ssl.SSLContext | None = None
@@ -286,6 +348,7 @@ class PolicyClient:
         url = f"{base_url}/chat/completions"
         payload = orjson.dumps(body)
         trace = DirectBodyTrace()
+        progress = StreamProgress(self.config, body, self.target.context_length)
         try:
             async with self._stream_http.stream(
                 "POST", url, content=payload, headers={"Content-Type": "application/json", "Accept": "text/event-stream"},
@@ -297,12 +360,12 @@ class PolicyClient:
                 tap = trace.claimable(resp)
                 if tap is not None:
                     self.direct_streams += 1
-                batches = self._direct_batches(tap, url) if tap is not None else self._httpx_batches(resp)
+                batches = self._direct_batches(tap, url, progress) if tap is not None else self._httpx_batches(resp, progress)
                 async with aclosing(batches) as events_of_reads:
                     async for events in events_of_reads:
                         yield events
         except TimeoutError:
-            yield [StreamError("timeout", f"stalled: no data for {self.config.stall_timeout:g} s after tokens started flowing")]
+            yield [progress.failure(url)]
         except asyncio.CancelledError:
             raise
         except Exception as exc:  # noqa: BLE001 - every stream failure reaches the caller as a StreamError
@@ -314,74 +377,77 @@ class PolicyClient:
         msg, typ, _ = _error_from_body(raw)
         return StreamError("http", self._scrub(f"HTTP {resp.status_code}: {msg}"), status=resp.status_code, error_type=typ)
 
-    async def _httpx_batches(self, resp: httpx.Response) -> AsyncGenerator[list[PolicyEvent], None]:
+    async def _httpx_batches(self, resp: httpx.Response, progress: StreamProgress) -> AsyncGenerator[list[PolicyEvent], None]:
         """The body read through httpx: a reader task pulls chunks while they arrive; each
-        wake-up decodes everything received so far. The stall deadline (a ``TimeoutError``
-        for the caller) moves forward at most every ``slack`` seconds."""
-        decoder = SSEDecoder()
+        wake-up decodes everything received so far. Each wait for the network ends (a
+        ``TimeoutError`` for the caller) when the next complete event is due
+        (:class:`StreamProgress`)."""
+        decoder = SSEDecoder(self.config.max_event_bytes)
+        watch = ChunkWatch()
         loop = asyncio.get_running_loop()
-        stall = self.config.stall_timeout
-        slack = min(1.0, stall / 4)
-        current = -1.0
         reader = _ChunkReader(_body_chunks(resp))
         task = asyncio.create_task(reader.run())
         try:
-            async with asyncio.timeout(None) as deadline:
-                while True:
+            due = loop.time() + progress.remaining()
+            while True:
+                # the deadline covers the wait only: a timeout that fired while the
+                # consumer holds a batch (outside this generator) would cancel it instead
+                async with asyncio.timeout_at(due):
                     await reader.wait()
-                    finished = reader.finished  # before take(): nothing arrives after it
-                    now = loop.time()
-                    if now + stall - current > slack:
-                        current = now + stall
-                        deadline.reschedule(current)
-                    got = reader.take()
-                    events, ended = _decode(decoder, got[0] if len(got) == 1 else b"".join(got)) if got else ([], False)
-                    if events:
-                        yield events
-                    if ended:
-                        return
-                    if finished:
-                        break
+                finished = reader.finished  # before take(): nothing arrives after it
+                got = reader.take()
+                events, ended, complete = _decode(decoder, got[0] if len(got) == 1 else b"".join(got), watch) if got else ([], False, False)
+                if complete:
+                    progress.event()
+                    due = loop.time() + progress.remaining()
+                if events:
+                    yield events
+                if ended:
+                    return
+                if finished:
+                    break
         finally:
             if not task.done():
                 task.cancel()
                 await asyncio.wait({task})
         if reader.error is not None:
             raise reader.error
-        events, ended = _decode(decoder, None)
+        events, ended, _ = _decode(decoder, None)
         if events:
             yield events
         if not ended:
             yield [StreamError("disconnect", "the stream ended without [DONE] (connection closed by the server)")]
 
-    async def _direct_batches(self, tap: BodyTap, url: str) -> AsyncGenerator[list[PolicyEvent], None]:
+    async def _direct_batches(self, tap: BodyTap, url: str, progress: StreamProgress) -> AsyncGenerator[list[PolicyEvent], None]:
         """The body read straight from the connection (``direct_body.py``): one batch of
-        events per network read. Same events and errors as the httpx path: the read
-        timeout until the first bytes, then the stall timeout."""
+        events per network read. Same events and errors as the httpx path: each read
+        waits at most until the next complete event is due (:class:`StreamProgress`)."""
         chunked = ChunkedDecoder()
-        decoder = SSEDecoder()
+        decoder = SSEDecoder(self.config.max_event_bytes)
+        watch = ChunkWatch()
         data = tap.claim()
-        flowing = False
         try:
             while True:
                 payload = chunked.feed(data)
                 if payload:
-                    flowing = True
-                    events, ended = _decode(decoder, payload)
+                    events, ended, complete = _decode(decoder, payload, watch)
+                    if complete:
+                        progress.event()
                     if events:
                         yield events
                     if ended:
                         return
                 if chunked.done:
                     break
-                data = await tap.read_body(DIRECT_READ_BYTES, self.config.stall_timeout if flowing else self.config.read_timeout)
+                wait = progress.remaining()
+                if wait <= 0:
+                    yield [progress.failure(url)]
+                    return
+                data = await tap.read_body(DIRECT_READ_BYTES, wait)
                 if not data:
                     break  # EOF before the last chunk: the server went away
         except httpcore.TimeoutException:
-            if flowing:
-                yield [StreamError("timeout", f"stalled: no data for {self.config.stall_timeout:g} s after tokens started flowing")]
-            else:
-                yield [StreamError("timeout", f"no data from {url} within the read timeout ({self.config.read_timeout:g} s)")]
+            yield [progress.failure(url)]
             return
         except httpcore.NetworkError as exc:
             yield [StreamError("disconnect", f"the server closed the connection mid-stream ({type(exc).__name__}: {self._scrub(str(exc) or 'read failed')})")]
@@ -389,7 +455,7 @@ class PolicyClient:
         except ChunkedError as exc:
             yield [StreamError("malformed", f"the response body is not valid chunked encoding: {exc}")]
             return
-        events, ended = _decode(decoder, None)
+        events, ended, _ = _decode(decoder, None)
         if events:
             yield events
         if ended:
@@ -499,11 +565,18 @@ class PolicyClient:
             await asyncio.sleep(every)
 
 
-def _decode(decoder: SSEDecoder, data: bytes | None) -> tuple[list[PolicyEvent], bool]:
-    """The events in ``data`` (``None``: the body ended), and whether the stream ended
-    with them (``[DONE]`` or an error event)."""
-    datas = decoder.feed(data) if data is not None else decoder.close()
-    return decode_batch(datas) if datas else ([], False)
+def _decode(decoder: SSEDecoder, data: bytes | None, watch: ChunkWatch | None = None) -> tuple[list[PolicyEvent], bool, bool]:
+    """The events in ``data`` (``None``: the body ended), whether the stream ended with
+    them (``[DONE]`` or an error event), and whether any SSE event completed (progress).
+    An event past the decoder's size limit ends the stream with a ``malformed`` error."""
+    try:
+        datas = decoder.feed(data) if data is not None else decoder.close()
+    except SSEOverflow as exc:
+        return [StreamError("malformed", f"{exc}: the server sent an endless line; stopped")], True, False
+    if not datas:
+        return [], False, False
+    events, ended = decode_batch(datas, watch)
+    return events, ended, True
 
 
 def _body_chunks(resp: httpx.Response) -> AsyncIterable[bytes]:

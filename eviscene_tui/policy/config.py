@@ -15,7 +15,10 @@ class PolicyConfig:
 
     connect_timeout: float = 5.0
     read_timeout: float = 600.0  # covers queueing + prefill (first token)
-    stall_timeout: float = 120.0  # max silence between chunks once tokens flow
+    stall_timeout: float = 120.0  # max time between complete SSE events once tokens flow
+    min_token_rate: float = 2.0  # the deadline's floor rate: read_timeout + max_tokens / this
+    stream_deadline: float | None = None  # an explicit overall deadline (seconds) instead
+    max_event_bytes: int = 16 << 20  # one SSE event (line) larger than this ends the stream
     temperature: float = 0.7
     max_tokens: int | None = None
     logprobs: bool = False

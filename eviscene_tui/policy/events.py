@@ -122,6 +122,24 @@ class Usage:
 
 
 @dataclass(frozen=True)
+class ServedModel:
+    """The model name the server answered with (a chunk's ``model``): sent once, and
+    again whenever a later chunk names another one."""
+
+    name: str
+
+
+@dataclass(frozen=True)
+class BadTokenIds:
+    """A chunk's token ids held values that are not integers (not used as ids):
+    how many, and a few of them as the server sent them."""
+
+    count: int
+    sample: tuple[str, ...] = ()
+    where: str = "token_ids"
+
+
+@dataclass(frozen=True)
 class Done:
     """``data: [DONE]`` arrived: the stream ended normally."""
 
@@ -137,7 +155,7 @@ class StreamError:
         return {"kind": self.kind, "message": self.message, "status": self.status, "error_type": self.error_type}
 
 
-PolicyEvent = Union[Started, Attested, PromptTokens, Delta, ToolCallDelta, Finished, Usage, Done, StreamError]
+PolicyEvent = Union[Started, Attested, PromptTokens, Delta, ToolCallDelta, Finished, Usage, ServedModel, BadTokenIds, Done, StreamError]
 
 
 def event_to_json(event: PolicyEvent) -> dict[str, Any]:
@@ -167,6 +185,10 @@ def event_to_json(event: PolicyEvent) -> dict[str, Any]:
             "completion_tokens": event.completion_tokens,
             "total_tokens": event.total_tokens,
         }
+    if isinstance(event, ServedModel):
+        return {"type": "served_model", "model": event.name}
+    if isinstance(event, BadTokenIds):
+        return {"type": "bad_token_ids", "count": event.count, "sample": list(event.sample), "where": event.where}
     if isinstance(event, Done):
         return {"type": "done"}
     if isinstance(event, StreamError):

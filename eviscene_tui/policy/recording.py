@@ -76,6 +76,8 @@ def build_record(
         "stop_reason": acc.stop_reason,
         "usage": acc.usage.raw if acc.usage else None,
         "accounting": acc.accounting(),
+        "served_model": acc.served_model(),
+        "non_integer_token_ids": acc.token_id_faults(),
         "timings": acc.timings(),
         "error": err,
     }

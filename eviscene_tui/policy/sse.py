@@ -18,11 +18,13 @@ from typing import Any, Literal
 import orjson
 
 from eviscene_tui.policy.events import (
+    BadTokenIds,
     Delta,
     Done,
     Finished,
     PolicyEvent,
     PromptTokens,
+    ServedModel,
     StreamError,
     TokenLogprob,
     ToolCallDelta,
@@ -32,19 +34,41 @@ from eviscene_tui.policy.events import (
 
 DONE = object()  # sentinel payload for ``data: [DONE]``
 
+#: the most one SSE event (its unfinished line plus its data lines so far) may hold: a
+#: vLLM chunk is a few KB, the first one (every prompt token id) up to a few MB
+MAX_EVENT_BYTES = 16 << 20
+
+
+class SSEOverflow(ValueError):
+    """An event grew past the decoder's limit without ending (an endless line)."""
+
 
 class SSEDecoder:
-    """Incremental SSE decoder: ``feed(bytes)`` yields each event's data string."""
+    """Incremental SSE decoder: ``feed(bytes)`` yields each event's data string.
 
-    __slots__ = ("_buf", "_data", "_pending_cr")
+    An event that grows past ``max_event_bytes`` without its blank line raises
+    :class:`SSEOverflow` (a server sending one endless line would otherwise hold all of
+    it in memory)."""
 
-    def __init__(self) -> None:
+    __slots__ = ("_buf", "_data", "_pending_cr", "_held", "max_event_bytes")
+
+    def __init__(self, max_event_bytes: int = MAX_EVENT_BYTES) -> None:
         self._buf = b""
         self._data: list[bytes] = []
         self._pending_cr = False
+        self._held = 0  # bytes of the event being collected (its data lines)
+        self.max_event_bytes = max_event_bytes
 
     def feed(self, chunk: bytes) -> list[bytes | object]:
         """Feed transport bytes; returns the data of every event completed by them."""
+        out = self._feed(chunk)
+        if len(self._buf) + self._held > self.max_event_bytes:
+            size = len(self._buf) + self._held
+            self._buf, self._data, self._held = b"", [], 0
+            raise SSEOverflow(f"an SSE event grew past {self.max_event_bytes >> 20} MiB ({size} bytes) without ending")
+        return out
+
+    def _feed(self, chunk: bytes) -> list[bytes | object]:
         if not chunk:
             return []
         # fast path: the transport delivered exactly one whole ``data: …\n\n`` event (vLLM's usual write)
@@ -120,6 +144,7 @@ class SSEDecoder:
                 return None
             data = self._data[0] if len(self._data) == 1 else b"\n".join(self._data)
             self._data = []
+            self._held = 0
             if data.strip() == b"[DONE]":
                 return DONE
             return data
@@ -130,6 +155,7 @@ class SSEDecoder:
             if value[:1] == b" ":
                 value = value[1:]
             self._data.append(value)
+            self._held += len(value)
             return None
         # event:, id:, retry: and unknown fields are ignored (SSE spec)
         return None
@@ -139,6 +165,16 @@ def _int_list(value: Any) -> tuple[int, ...]:
     if not isinstance(value, list):
         return ()
     return tuple(v for v in value if isinstance(v, int) and not isinstance(v, bool))
+
+
+def _bad_ids(value: Any, where: str) -> BadTokenIds | None:
+    """The values of a token-id list that are not integers (counted, never used)."""
+    if not isinstance(value, list):
+        return None
+    bad = [v for v in value if not isinstance(v, int) or isinstance(v, bool)]
+    if not bad:
+        return None
+    return BadTokenIds(len(bad), tuple(_json_text(v)[:40] for v in bad[:5]), where)
 
 
 def _token_id_from(token: Any) -> int | None:
@@ -220,6 +256,9 @@ def chunk_events(obj: Any, *, fast: bool = True) -> list[PolicyEvent]:
     prompt_ids = obj.get("prompt_token_ids")
     if isinstance(prompt_ids, list):
         events.append(PromptTokens(_int_list(prompt_ids)))
+        bad = _bad_ids(prompt_ids, "prompt_token_ids")
+        if bad is not None:
+            events.append(bad)
     choices = obj.get("choices")
     if choices is not None and not isinstance(choices, list):
         return [StreamError("malformed", "chunk 'choices' is not a list")]
@@ -232,7 +271,11 @@ def chunk_events(obj: Any, *, fast: bool = True) -> list[PolicyEvent]:
         if not isinstance(delta, dict):
             events.append(StreamError("malformed", "chunk 'delta' is not an object"))
             continue
-        ids = _int_list(choice.get("token_ids"))
+        raw_ids = choice.get("token_ids")
+        ids = _int_list(raw_ids)
+        bad = _bad_ids(raw_ids, "token_ids")
+        if bad is not None:
+            events.append(bad)
         lps = parse_logprobs(choice.get("logprobs"))
         carried = False
         reasoning = delta.get("reasoning")
@@ -345,7 +388,23 @@ def _fast_text(obj: Any) -> tuple[Literal["reasoning", "content"], str, list[int
     return None
 
 
-def decode_batch(datas: list[bytes | object]) -> tuple[list[PolicyEvent], bool]:
+class ChunkWatch:
+    """What one stream's chunks say about the stream itself: the model name the server
+    answers with (a :class:`ServedModel` event when it is first seen or changes)."""
+
+    __slots__ = ("model",)
+
+    def __init__(self) -> None:
+        self.model: str | None = None
+
+    def see(self, obj: Any, events: list[PolicyEvent]) -> None:
+        model = obj.get("model") if type(obj) is dict else None
+        if model != self.model and isinstance(model, str):
+            self.model = model
+            events.append(ServedModel(model))
+
+
+def decode_batch(datas: list[bytes | object], watch: ChunkWatch | None = None) -> tuple[list[PolicyEvent], bool]:
     """Events for the data of several SSE events (one network read's worth).
 
     Consecutive plain text chunks of the same kind (no logprobs, tool calls, finish,
@@ -371,6 +430,12 @@ def decode_batch(datas: list[bytes | object]) -> tuple[list[PolicyEvent], bool]:
             fast = None
         else:
             fast = _fast_text(obj)
+            named = obj.get("model") if watch is not None and type(obj) is dict else None
+            if watch is not None and isinstance(named, str) and named != watch.model:
+                if kind is not None:  # the name goes before the text that follows it
+                    events.append(Delta(kind, "".join(texts), tuple(ids)))
+                    kind = None
+                watch.see(obj, events)
         if fast is not None:
             k, text, tids = fast
             if k != kind:

@@ -72,7 +72,7 @@ def _round(
     case = sb.case
     _fb, public_rel, media_rel = sb.open_round(n)
     rb = RunBuilder(case, f"rounds/round-{n:02d}", hint_count=1, public_rel=public_rel, media_rel=media_rel,
-                    semantic_input_rel=semantic_input_rel)
+                    semantic_input_rel=semantic_input_rel, budgets=(sb.max_attempts, sb.max_proposals, sb.max_seconds))
     rb.begin(loc, copy_from=copy_from)
     rb.propose(hints, rejected)
     att = rb.generate(0, force_gzip=force_gzip, media_schema=media_schema)

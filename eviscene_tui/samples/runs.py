@@ -168,9 +168,13 @@ class RunBuilder:
         media_rel: str | None = None,
         semantic_input_rel: str | None = "inputs/semantic-verification.json",
         search_mode: str = "single",
+        budgets: tuple[int, int, int] = (6, 12, 1800),
     ) -> None:
         self.case = case
         self.run_rel = run_rel
+        # a search round's config carries the search's own budget arguments (the driver
+        # copies every argument into the child run)
+        self.budgets = budgets
         self.prefix = f"{run_rel}/" if run_rel else ""
         self.hint_count = hint_count
         self.public_rel = public_rel
@@ -205,9 +209,9 @@ class RunBuilder:
                 output_dir=c.abs(self.run_rel),
                 hint_count=self.hint_count,
                 search_mode=self.search_mode,
-                repair_attempts=6,
-                proposal_rounds=12,
-                search_seconds=1800,
+                repair_attempts=self.budgets[0],
+                proposal_rounds=self.budgets[1],
+                search_seconds=self.budgets[2],
             ),
             "continuation_policy_version": CONTINUATION_POLICY_VERSION,
         }

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 from rich.cells import cell_len
 
+from eviscene_tui.artifacts.fileio import read_regular
 from eviscene_tui.safe_text import safe_text
 
 if TYPE_CHECKING:
@@ -398,10 +399,7 @@ def last_round_status(case_path: Any) -> str | None:
         return None
     newest = max(names, key=lambda n: int(n.split("-", 1)[1]))
     try:
-        data = (rounds / newest / "manifest.json").read_bytes()
-        if len(data) > 1 << 20:
-            return None
-        value = orjson.loads(data)
+        value = orjson.loads(read_regular(rounds / newest / "manifest.json", limit=1 << 20))
     except (OSError, orjson.JSONDecodeError):
         return None
     status = value.get("status") if isinstance(value, dict) else None

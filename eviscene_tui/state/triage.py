@@ -22,6 +22,7 @@ from typing import Any
 
 import orjson
 
+from eviscene_tui.artifacts.fileio import read_regular
 from eviscene_tui.artifacts.models import SEMANTIC_CATEGORIES
 from eviscene_tui.artifacts.summary import round_dirs
 from eviscene_tui.journal.fold import Triage
@@ -108,15 +109,14 @@ def newest_localization(case_root: str | os.PathLike[str]) -> dict[str, Any] | N
     """The newest round's ``semantic-localization.json`` (a single run's own), as read;
     None when there is none or it cannot be read."""
     root = Path(case_root)
+    inside = [os.path.normpath(os.path.abspath(root))]
     for folder in [*reversed(round_dirs(root)), root]:
         path = folder / "semantic-localization.json"
         try:
-            if path.stat().st_size > MAX_LOCALIZATION_BYTES:
-                return None
-            value = orjson.loads(path.read_bytes())
+            value = orjson.loads(read_regular(path, limit=MAX_LOCALIZATION_BYTES, inside=inside))
         except FileNotFoundError:
             continue
-        except (OSError, orjson.JSONDecodeError):
+        except (OSError, orjson.JSONDecodeError):  # unreadable, a FIFO, too big, a link out of the root
             return None
         return value if isinstance(value, dict) else None
     return None

@@ -92,6 +92,9 @@ class CaptureData:
     media_problems: list[Problem] = field(default_factory=list)
     # information, not a problem: e.g. image-pad runs in a legacy record without psd_media
     media_note: str | None = None
+    # media-binding problems the case's integrity check found about this capture's run that
+    # its own verification did not (set by the token screen): (code, path, message)
+    media_drift: list[tuple[str, str, str]] = field(default_factory=list)
     run_dir: str | None = None
     # a span to highlight (e.g. the hint insertion in a teacher prompt), id offsets, end exclusive
     highlight: tuple[int, int] | None = None

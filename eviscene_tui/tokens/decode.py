@@ -31,6 +31,7 @@ import httpx
 import orjson
 from tokenizers import Tokenizer
 
+from eviscene_tui.artifacts.fileio import LIMITS, read_regular
 from eviscene_tui.safe_text import safe_text
 from eviscene_tui.tokens import vision
 from eviscene_tui.tokens.bytelevel import BYTE_DECODER
@@ -200,7 +201,7 @@ class LocalTokenizerDecoder(TokenDecoder):
         with _LOADED_LOCK:
             base = _LOADED.get(key)
         if base is None:
-            base = cls(p.read_bytes(), path=str(p))
+            base = cls(read_regular(p, limit=LIMITS["tokenizer"]), path=str(p))
             if base.vision is None:
                 got = vision.from_model_dir(p.parent)
                 if got:
@@ -430,7 +431,7 @@ def _engine_path_from_profile(profile: Any) -> str | None:
         return None
     if isinstance(profile, (str, os.PathLike)):
         try:
-            data = orjson.loads(Path(profile).read_bytes())
+            data = orjson.loads(read_regular(profile, limit=LIMITS["config"]))
         except (OSError, orjson.JSONDecodeError):
             return None
         profile = data
@@ -521,7 +522,7 @@ async def resolve_decoder(
             url = profile.get("base_url")
         elif isinstance(profile, (str, os.PathLike)):
             try:
-                doc = orjson.loads(Path(profile).read_bytes())
+                doc = orjson.loads(read_regular(profile, limit=LIMITS["config"]))
                 url = doc.get("base_url") if isinstance(doc, dict) else None
             except (OSError, orjson.JSONDecodeError):
                 url = None

@@ -30,13 +30,16 @@ CellText = Callable[[int], "tuple[str, str | None]"]
 
 NEWLINE_MARK = "↵"
 TAB_MARK = "→"
+#: chips shown as bare ids (no tokenizer, or a piece not fetched yet): a space separates each
+#: from what precedes it, so ``#8678 #198 #39459`` never runs together
+SEPARATED = frozenset({"id", "pending"})
 
 
 @dataclass(frozen=True, slots=True)
 class Frag:
     cell: int
     text: str
-    kind: str | None  # None: text, "nl": the mark of a newline, or a chip kind
+    kind: str | None  # None: text, "nl": the mark of a newline, "sep": the space before an id chip, or a chip kind
 
 
 def _carry_word(line: list[Frag]) -> list[Frag] | None:
@@ -310,13 +313,19 @@ class _LineFiller:
         self.col = sum(cell_len(f.text) for f in self.cur) if carried else 0
 
     def chip(self, c: int, text: str, kind: str) -> None:
-        """A labelled token (special, image run): on one line, cut with … when wider."""
+        """A labelled token (special, image run, a bare id): on one line, cut with … when
+        wider. A bare id is set off from what precedes it by a space (not at a line's start)."""
         w = cell_len(text)
-        if self.col and self.col + w > self.width:
+        sep = kind in SEPARATED and self.col > 0 and not (self.cur and self.cur[-1].text[-1:].isspace())
+        if self.col and self.col + w + sep > self.width:
             self._break()
+            sep = False
         if w > self.width:
             text = _split_cells(text, self.width - 1)[0] + "…"
             w = cell_len(text)
+        if sep:
+            self.cur.append(Frag(c, " ", "sep"))
+            self.col += 1
         self.cur.append(Frag(c, text, kind))
         self.col += w
 

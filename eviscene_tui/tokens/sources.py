@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import orjson
 
+from eviscene_tui.artifacts.fileio import ReadRefused, read_regular
 from eviscene_tui.artifacts.media import image_pad_runs, pad_id_for, parse_psd_media, verify_media
 from eviscene_tui.tokens.capture import (
     CaptureData,
@@ -254,10 +255,8 @@ def recorded_captures(
                 continue
             path = Path(dirpath) / name
             try:
-                if path.stat().st_size > MAX_RECORDED_BYTES:
-                    continue
-                doc = orjson.loads(path.read_bytes())
-            except (OSError, orjson.JSONDecodeError):
+                doc = orjson.loads(read_regular(path, limit=MAX_RECORDED_BYTES))
+            except (OSError, orjson.JSONDecodeError):  # not a record (too big, not a regular file, not JSON): skipped
                 continue
             prompt, completion = _recorded_ids(doc)
             if prompt is None and completion is None:
@@ -350,7 +349,9 @@ def _load_recorded(case: CaptureCase | None, key: str, workdir: WorkDirs | None)
     if not any(root in path.parents for root in roots):
         raise CaptureError(f"recorded capture {rel!r} is outside the work directory")
     try:
-        doc = orjson.loads(path.read_bytes())
+        doc = orjson.loads(read_regular(path, limit=MAX_RECORDED_BYTES))
+    except ReadRefused as exc:
+        raise CaptureError(f"cannot read {rel}: {exc.message}") from None
     except (OSError, orjson.JSONDecodeError) as exc:
         raise CaptureError(f"cannot read {rel}: {type(exc).__name__}") from None
     prompt, completion = _recorded_ids(doc)

@@ -18,6 +18,7 @@ from typing import Any
 
 import orjson
 
+from eviscene_tui.artifacts.fileio import read_regular
 from eviscene_tui.artifacts.media import VISION_FAMILIES, family_for_model_type, family_from_ids
 
 VISION_NAMES = {
@@ -166,7 +167,7 @@ def from_model_dir(path: str | os.PathLike[str]) -> VisionIds | None:
     p = Path(path)
     cfg = p / "config.json" if p.is_dir() else p.parent / "config.json"
     try:
-        data = orjson.loads(cfg.read_bytes())
+        data = orjson.loads(read_regular(cfg))
     except (OSError, orjson.JSONDecodeError):
         return None
     if not isinstance(data, dict):

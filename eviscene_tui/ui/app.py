@@ -48,6 +48,7 @@ from eviscene_tui import pace
 from eviscene_tui.ui import gc_hold
 from eviscene_tui.ui import messages as M
 from eviscene_tui.ui.actions import BY_ID, applied_keymap, bindings, effective_keys
+from eviscene_tui.ui.executor import DaemonThreadExecutor
 from eviscene_tui.ui.themes import DARK, DEFAULT_THEME, LIGHT, app_themes, theme_css_paths
 from eviscene_tui.artifacts.layout import CaseRef, discover_cases
 from eviscene_tui.artifacts.problems import Problem
@@ -109,6 +110,11 @@ class EvisceneApp(TriageOps, App[int]):
         self.deferred_collections = 0  # full garbage collections run in the operator's pauses (tests, bench)
 
     # -- lifecycle -----------------------------------------------------------------------
+    def on_load(self) -> None:
+        # every thread worker runs on a daemon thread that never holds the process open:
+        # q quits even while a worker is stuck in a read (ui/executor.py)
+        asyncio.get_running_loop().set_default_executor(DaemonThreadExecutor())
+
     def on_mount(self) -> None:
         for theme in app_themes():
             self.register_theme(theme)

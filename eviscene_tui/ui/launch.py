@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import multiprocessing
 import os
 import sys
 from pathlib import Path
@@ -35,4 +36,16 @@ def run_app(path: Path, args: object) -> int:
     app = build_app(path, args)
     _prepare_graphics()
     result = app.run()
+    _end_worker_processes()
     return int(result) if isinstance(result, int) else 0
+
+
+def _end_worker_processes() -> None:
+    """After the app has quit, end the processes its integrity pass spawned that are
+    still working (the interpreter would wait for them at exit): quitting always quits."""
+    for child in multiprocessing.active_children():
+        child.terminate()
+    for child in multiprocessing.active_children():
+        child.join(timeout=1.0)
+        if child.is_alive():
+            child.kill()

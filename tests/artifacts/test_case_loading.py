@@ -255,7 +255,7 @@ def test_fifos_devices_and_escaping_symlinks_are_not_read(tmp_path: Path) -> Non
     r = case.rounds[0]
     assert r.manifest is None and r.live_serving_check is None and r.finalization is None
     codes = {p.code for p in case.all_problems()}
-    assert ProblemCode.PATH_OUTSIDE_ROOT in codes and ProblemCode.JSON_INVALID in codes
+    assert ProblemCode.PATH_OUTSIDE_ROOT in codes and ProblemCode.NOT_REGULAR_FILE in codes
     from eviscene_tui.artifacts.runtime_archive import RuntimeStore
     from eviscene_tui.artifacts.trace import load_trace
 

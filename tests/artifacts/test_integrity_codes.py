@@ -48,6 +48,26 @@ def rewrite_jsonl(path: Path, edit) -> None:
     path.write_bytes(canonical_jsonl_bytes(rows))
 
 
+# ----------------------------------------------------------------------------- not_regular_file, file_too_large
+def test_fifo_in_place_of_a_manifest_is_not_regular_file(tmp_path: Path) -> None:
+    root, rdir = search(tmp_path)
+    (rdir / "manifest.json").unlink()
+    os.mkfifo(rdir / "manifest.json")
+    problems = check_search(root)
+    hit = only(problems, "not_regular_file")
+    assert hit[0].path.endswith("round-00/manifest.json") and "FIFO" in hit[0].message
+    # one fault, one problem: the snapshot hash and the required manifest say nothing more
+    assert [p for p in problems if p.path.endswith("round-00/manifest.json")] == hit
+
+
+def test_sparse_run_inputs_too_large_is_refused(tmp_path: Path) -> None:
+    root, rdir = search(tmp_path)
+    with open(rdir / "run-inputs.json", "r+b") as fh:
+        fh.truncate(2 << 30)
+    hit = only(check_search(root), "file_too_large")
+    assert hit[0].path.endswith("round-00/run-inputs.json") and "2.0 GiB" in hit[0].message
+
+
 # ----------------------------------------------------------------------------- json_invalid
 def test_truncated_round_manifest_is_json_invalid(tmp_path: Path) -> None:
     root, rdir = search(tmp_path)
@@ -419,6 +439,7 @@ def test_every_code_has_a_test_above(code: str) -> None:
         "file_hash_mismatch": "episode_is_file_hash", "missing_artifact": "missing_", "path_outside_root": "symlink_out",
         "leftover_tmp": "leftover_tmp", "token_capture_incomplete": "capture", "media_mismatch": "pad_runs",
         "schema_unknown": "unknown_manifest_schema", "unsupported_layout": "slate",
+        "not_regular_file": "fifo", "file_too_large": "too_large",
     }
     assert any(keywords[code] in n for n in names)
 

@@ -72,6 +72,18 @@ def test_missing_path_exits_2(tmp_path: Path, capsys) -> None:
     assert err.strip().count("\n") == 0 and "does not exist" in err
 
 
+def test_a_folder_without_cases_has_its_own_exit_status(tmp_path: Path, capsys) -> None:
+    """A mistyped or empty folder must not pass a CI step as clean: exit 3 and a message,
+    in both output modes (the JSON report is still printed)."""
+    (tmp_path / "notes").mkdir()
+    (tmp_path / "notes" / "readme.txt").write_text("no runs here")
+    code, out, err = run_check(capsys, str(tmp_path))
+    assert code == 3 and "0 case(s)" in out
+    assert "no case found under" in err and err.count("\n") == 1
+    code, out, err = run_check(capsys, str(tmp_path), "--json")
+    assert code == 3 and orjson.loads(out)["cases"] == [] and "no case found" in err
+
+
 def test_file_path_exits_2(tmp_path: Path, capsys) -> None:
     (tmp_path / "f").write_text("x")
     code, _, err = run_check(capsys, str(tmp_path / "f"))
@@ -123,6 +135,22 @@ def test_json_output_escapes_bidi_and_keeps_values(tmp_path: Path, capsys) -> No
     assert "\u202e" not in out and "\x1b" not in out and "\x07" not in out
     report = orjson.loads(out)
     assert report["cases"][0]["case_id"] == "case-\u202eevil\x1b]0;x\x07"
+
+
+HOSTILE_JSON = "c1\x85\x9b[31m nel\u2028ls\u2029ps \u202eRLO\u2066iso\u200fRLM soft\u00ad tag\U000e0041 é 漢字 😀"
+
+
+def test_json_output_escapes_every_character_the_text_mode_escapes(tmp_path: Path, capsys) -> None:
+    """C1 controls, line/paragraph separators, bidi controls and other invisible
+    characters are written as ``\\u`` escapes (the JSON stays valid and parses to the
+    same strings); printable non-ASCII text stays as it is."""
+    run = tmp_path / "r"
+    fx.build_run(run, "/remote/r", case_id=f"case-{HOSTILE_JSON}")
+    _code, out, _ = run_check(capsys, str(tmp_path), "--json")
+    for ch in ("\x85", "\x9b", "\u2028", "\u2029", "\u202e", "\u2066", "\u200f", "\u00ad", "\U000e0041"):
+        assert ch not in out, repr(ch)
+    assert "é 漢字 😀" in out
+    assert orjson.loads(out)["cases"][0]["case_id"] == f"case-{HOSTILE_JSON}"
 
 
 def test_path_map_flag_and_config_table_find_inputs_copied_elsewhere(tmp_path: Path, capsys) -> None:

@@ -69,7 +69,7 @@ def test_app_without_a_terminal_refuses(tmp_path):
     assert out.stdout == b"" and b"\x1b" not in out.stderr and b"Traceback" not in out.stderr
     # the headless commands are unaffected
     check = subprocess.run([sys.executable, "-m", "eviscene_tui", "check", str(tmp_path)], stdin=subprocess.DEVNULL, capture_output=True, timeout=60)
-    assert b"needs a terminal" not in check.stderr and check.returncode in (0, 1)
+    assert b"needs a terminal" not in check.stderr and check.returncode == 3  # an empty folder: no case found
 
 
 def test_demo_without_a_terminal_refuses_before_starting_anything(tmp_path):
@@ -83,3 +83,19 @@ def test_demo_without_a_terminal_refuses_before_starting_anything(tmp_path):
     assert out.returncode == 2, out.stderr
     assert b"needs a terminal" in out.stderr and b"Traceback" not in out.stderr
     assert b"fake vLLM" not in out.stderr and not work.exists()
+
+
+def test_app_opened_on_a_file_refuses_as_check_does(tmp_path, capsys):
+    """A file is not a tree to open (the app showed an empty table): usage error, exit 2,
+    before anything needs a terminal."""
+    (tmp_path / "manifest.json").write_text("{}")
+    assert main([str(tmp_path / "manifest.json")]) == 2
+    err = capsys.readouterr().err
+    assert "is not a directory" in err and err.count("\n") == 1
+
+
+def test_version():
+    from eviscene_tui import __version__
+
+    out = subprocess.run([sys.executable, "-m", "eviscene_tui", "--version"], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0 and out.stdout.strip() == f"eviscene-tui {__version__}"

@@ -140,3 +140,18 @@ def test_case_records_gathers_one_case_from_everywhere(tmp_path):
     assert got.record.key == rk.key and got.triage is not None and got.triage.label == "localizer_miss"
     assert got.supervised_root == sroot.resolve() or got.supervised_root == sroot
     assert (tmp_path / "runs.eviscene-tui").resolve() in got.workdirs
+
+
+def test_a_fifo_or_a_link_out_of_the_root_is_never_opened_for_the_key(tmp_path):
+    import os
+
+    case = _copy("search-no-recoverable-site", tmp_path / "runs")
+    state = case / "search-state.json"
+    outside = tmp_path / "elsewhere.json"
+    outside.write_bytes(state.read_bytes())
+    state.unlink()
+    os.mkfifo(state)  # an open() of it would never return
+    assert record_key(case).basis == "location"
+    state.unlink()
+    state.symlink_to(outside)  # what the run wrote must stay in its root
+    assert read_identity(case) is None

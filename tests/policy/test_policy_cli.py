@@ -62,6 +62,7 @@ def test_stream_json_end_to_end(tmp_path, case):
     assert any(line["type"] == "delta" and line["token_ids"] for line in lines)
     rec_line = lines[-1]
     assert rec_line["status"] == "complete" and rec_line["accounting"]["match"] is True
+    assert rec_line["served_model"]["match"] is True and rec_line["non_integer_token_ids"]["count"] == 0
     rec = orjson.loads(Path(rec_line["path"]).read_bytes())
     assert rec["status"] == "complete" and rec["request"]["hint"] == "Compare dates first."
     assert rec["request"]["origin"]["source"] == "archive"
@@ -75,6 +76,22 @@ def test_stream_json_end_to_end(tmp_path, case):
     assert key not in res.stdout and key not in res.stderr
     assert all(key.encode() not in p.read_bytes() for p in wd.rglob("*") if p.is_file())
     assert _tree_hash(case) == before  # evidence untouched
+
+
+def test_stream_json_escapes_what_a_terminal_would_act_on(tmp_path, case):
+    """The server's text (C1 controls, line separators, bidi overrides) reaches stdout
+    as ``\\u`` escapes inside valid JSON lines that parse to the exact text."""
+    hostile = "ok \x9b[2J \x85 \u2028 \u202eevil\u202c 漢字"
+    with FakeVLLMServer(scenario={"tokens_per_second": None, "content": hostile, "reasoning": "", "tool_calls": []}) as srv:
+        prof = tmp_path / "profile.json"
+        prof.write_bytes(orjson.dumps(srv.profile_dict()))
+        res = _run([str(case), "--policy-profile", str(prof), "--workdir", str(tmp_path / "wd"), "--json", "--hint", "h\u202e"])
+    assert res.returncode == 0, res.stderr
+    for ch in ("\x9b", "\x85", "\u2028", "\u202e", "\u202c"):
+        assert ch not in res.stdout, repr(ch)
+    lines = [orjson.loads(line) for line in res.stdout.splitlines()]
+    assert "".join(line.get("text") or "" for line in lines if line["type"] == "delta" and line.get("kind") == "content") == hostile
+    assert lines[0]["hint"] == "h\u202e"
 
 
 def test_stream_plain_and_exit_codes(tmp_path, case):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
@@ -179,3 +180,20 @@ def test_a_hinted_request_that_is_not_one_insertion_is_noted(tmp_path, monkeypat
     assert req.hint_location["placement"] == "user_suffix"
     notes = [p for p in req.problems if p.startswith("hint placement:")]
     assert len(notes) == len(seen) and "round 1, hint 00" in notes[0]
+
+
+def test_the_placement_names_the_request_where_it_was_read_in_a_moved_copy(tmp_path) -> None:
+    """A copy of a run (its files recorded at /data/eviscene/...): the hint placement line
+    names the archived request this copy read, inside it, not the recorded path."""
+    from eviscene_tui.artifacts.case import load_case
+    from eviscene_tui.policy.casefile import rebuild_for_case
+    from eviscene_tui.samples import copy_case
+
+    repo = Path(__file__).resolve().parents[2] / "sample_runs"
+    case_dir = copy_case(repo, "feedback-converged-3-rounds", tmp_path / "copy")
+    req = rebuild_for_case(load_case(case_dir), round_index=1, hint="Check the caption.")
+    rule = req.hint_rule()
+    assert "/data/eviscene" not in rule, rule
+    assert "round 1, hint 00, rounds/round-01/runtime/case-flood-valencia-0007/hint-00-" in rule and "/context/req-000001.json" in rule
+    store = next((case_dir / "rounds" / "round-01" / "runtime" / "case-flood-valencia-0007").glob("hint-00-*"))
+    assert (store / "context" / "req-000001.json").is_file()

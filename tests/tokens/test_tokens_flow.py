@@ -119,3 +119,24 @@ def test_wrap_lines_makes_a_line_range_exact_and_says_when_lines_moved() -> None
     again = {layout.lines.find(y) for y in range(100, 121)}
     assert layout.wrap_lines(100, 120) == (again != covering)  # exact already: nothing moves unless new segments came in view
     assert not layout.wrap_lines(0, -1)  # an empty range wraps nothing
+
+
+def test_bare_ids_are_set_apart_and_never_split():
+    """Without a tokenizer each id is a chip ``#N``: a space sets it apart from what comes
+    before it (not at a line's start), and no id is ever cut across two lines."""
+    import re
+
+    ids = [8678, 198, 39459, 7, 248046, 12, 100000] * 60
+    cells = CellLayout(ids, None)
+    for width in (8, 13, 21, 40):
+        layout = FlowLayout(cells, width, lambda c: (f"#{ids[c]}", "id"))
+        shown: list[int] = []
+        y = 0
+        while y < len(layout):  # walking the lines wraps each segment (the total may change on the way)
+            frags = layout.line(y)
+            y += 1
+            text = "".join(f.text for f in frags)
+            assert cell_len(text) <= width and not text.startswith(" ")
+            assert re.fullmatch(r"#\d+( #\d+)*", text), text  # whole ids, one space apart
+            shown += [int(t[1:]) for t in text.split(" ")]
+        assert shown == ids

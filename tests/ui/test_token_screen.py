@@ -189,6 +189,79 @@ async def test_raw_fallback_and_bad_source(tmp_path: Path):
         assert "raw ids" in _text(app, "#tokens-header")
 
 
+async def test_flowing_raw_ids_are_set_apart_and_never_split(tmp_path: Path):
+    """No tokenizer: the flowing view shows ``#8678 #198 …`` (it ran ids together as
+    ``#8678#198#39459`` and cut one across two lines)."""
+    import re
+
+    case = synthetic_case(tmp_path / "run")
+    app = ScreenHarness(lambda: TokenScreen(case, _options(tmp_path), source="attempt:0:student_prompt_ids", decoder=RawDecoder()))
+    async with app.run_test(size=(90, 30)) as pilot:
+        await _settle(app, pilot)
+        view = app.screen.query_one("#token-view", TokenView)
+        view.mode = "flow"
+        await _settle(app, pilot)
+        lines = [view.render_line(y).text.split("\u2502 ", 1)[-1].rstrip() for y in range(view.scrollable_content_region.height)]
+        text_lines = [t for t in lines if t]
+        assert text_lines
+        shown: list[int] = []
+        for t in text_lines:
+            bare = re.sub(r"\[[^\]]*\]|<\|[a-z_]+\|>", " ", t)  # image-run and special-token chips
+            assert not re.search(r"\d#", bare), t  # ids never run together
+            assert not re.match(r"\s*\d", bare), t  # no line starts with the rest of an id
+            shown += [int(n) for n in re.findall(r"#(\d+)", bare)]
+        runs = view.cells.runs
+        ids = [tid for k, tid in enumerate(view.data.ids)
+               if view.token_label(tid) is None and not any(r.start <= k < r.start + r.length for r in runs)]
+        assert shown == ids[: len(shown)] and len(shown) > 20  # every id whole, in order
+
+
+async def test_the_token_view_flags_a_media_binding_drift(tmp_path: Path):
+    """An image whose bytes no longer match the record (found by the case's integrity
+    check and by the capture's own verification): its image-pad chip says so in the
+    flowing view, and the Checks panel lists what the integrity check found beyond that."""
+    from eviscene_tui.artifacts.case import load_case
+    from eviscene_tui.artifacts.report import checked_case
+    from eviscene_tui.artifacts.layout import discover
+    from eviscene_tui.samples import copy_case
+
+    repo = Path(__file__).resolve().parents[2] / "sample_runs"
+    root = copy_case(repo, "damaged", tmp_path / "copy")
+    (ref,), _ = discover(root)
+    _summary, problems = checked_case(ref, root.parent)
+    integrity = [(str(p.code), p.path, p.message) for p in problems]
+    ledger = str(root / "rounds" / "round-01" / "repair_attempts.jsonl")
+    integrity.append(("media_mismatch", ledger, "attempt row 1: teacher prompt has 2 image-pad run(s) of id 248056 but psd_media lists 1 image(s)"))
+    case = load_case(root)
+    app = ScreenHarness(lambda: TokenScreen(case, _options(tmp_path), source="attempt:1:teacher_prompt_ids", decoder=RawDecoder(),
+                                            integrity=integrity))
+    async with app.run_test(size=(140, 40)) as pilot:
+        await _settle(app, pilot)
+        view = app.screen.query_one("#token-view", TokenView)
+        view.mode = "flow"
+        await _settle(app, pilot)
+        rows = [view.render_line(y).text for y in range(view.scrollable_content_region.height)]
+        assert any("image #1 \u2717 bytes differ from the record" in r for r in rows), rows
+        checks = _text(app, "#panel-checks")
+        assert "found by the integrity check" in checks and "2 image-pad run(s)" in checks
+
+
+def test_media_drift_keeps_what_the_capture_did_not_find_itself(tmp_path: Path):
+    from eviscene_tui.tokens.capture import CaptureData
+    from eviscene_tui.ui.screens.tokens import media_drift
+
+    run = tmp_path / "rounds" / "round-00"
+    data = CaptureData(key="attempt:0.1:teacher_prompt_ids", label="x", kind="prompt", ids=[1], run_dir=str(run))
+    ledger = str(run / "repair_attempts.jsonl")
+    integrity = [
+        ("media_mismatch", ledger, "attempt row 2: student prompt has 0 image-pad run(s)"),
+        ("media_mismatch", ledger, "attempt row 1: another attempt's pad runs"),
+        ("path_outside_root", str(run / "media" / "a.image"), "symlink points outside the case root"),
+        ("json_invalid", str(run / "manifest.json"), "not about media"),
+    ]
+    assert [p[2] for p in media_drift(data, integrity)] == ["attempt row 2: student prompt has 0 image-pad run(s)", "symlink points outside the case root"]
+
+
 async def test_decoder_resolved_from_tokenizer_option(tmp_path: Path):
     tok = tmp_path / "tok"
     tok.mkdir()

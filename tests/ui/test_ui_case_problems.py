@@ -81,7 +81,9 @@ async def test_stream_on_a_damaged_case_asks_first(tmp_path_factory) -> None:
         assert await wait_for(pilot, lambda: type(app.screen).__name__ == "StreamScreen", 10)
 
 
-async def test_trace_status_counts_steps_from_one_and_rows_wrap(tmp_path_factory) -> None:
+async def test_trace_status_numbers_steps_as_the_rows_do_and_rows_wrap(tmp_path_factory) -> None:
+    """The status line names the cursor's step by the number its row shows (the index in
+    state.all_steps, from 0), the same numbers "failure at N" uses."""
     from eviscene_tui.ui.widgets.trace_view import LINES_PER_STEP, TraceView
 
     app = make_app(sample_root(tmp_path_factory))
@@ -91,7 +93,13 @@ async def test_trace_status_counts_steps_from_one_and_rows_wrap(tmp_path_factory
         await pilot.press("home")
         await pilot.pause()
         count = screen.trace_rows.step_count
-        assert f"step 1 of {count} " in str(screen.query_one("#trace-status").content)
+        status = str(screen.query_one("#trace-status").content)
+        assert f"step 0 (of 0\u2013{count - 1})" in status, status
+        assert "\u25b6     0 " in "".join(seg.text for seg in tv.render_line(0))  # the cursor's row is labelled 0
+        failure = screen.trace_rows.failure_index
+        assert f"failure at {failure}" in status
+        tv.cursor = failure
+        assert await wait_for(pilot, lambda: f"step {failure} (of" in str(screen.query_one("#trace-status").content))
         assert tv.virtual_size.height == count * LINES_PER_STEP
         await pilot.press("w")
         await pilot.pause()

@@ -1,7 +1,13 @@
 """Full integrity check of one case (psd-run-format §6).
 
 ``check_case(ref) -> list[Problem]`` recomputes every hash the driver binds and
-reports, with exactly the eleven problem codes:
+reports, with the problem codes of ``artifacts.problems``:
+
+- files that are never opened: a FIFO, device, socket or directory where a file belongs
+  (``not_regular_file``), a file bigger than any real file of its kind
+  (``file_too_large``, the one table ``artifacts.fileio.LIMITS``), a symlink leading out
+  of the case (``path_outside_root``); each is reported once, by the walk, and no
+  checker reads it;
 
 - bound envelopes (run-inputs, hint-proposals, proposer-response,
   continuations/hint-NN plain and gzip, search-state, requests/round-NN):
@@ -32,7 +38,13 @@ them for a search root and for a run directory): ``tree`` (the walk), ``files`` 
 schemas, hashes), ``references`` (recorded ``{path, sha256}`` references), ``inputs``
 (bound inputs), ``rounds`` (manifests, search state, rounds), ``records`` (ledgers),
 ``captures`` (token captures), ``continuations``, ``media_binding``, ``proposals``,
-``judge``, ``remaining`` (the generic pass).
+``judge``, ``bindings`` (what the driver compares on resume that no hash covers: a round's
+run identity against the search inputs, the proposals' identity against the run config, the
+verification bundle and source trace a finalization binds; ``rounds`` also compares each
+``requests/round-NN.json`` with the feedback the search history gives that round,
+``artifacts.feedback``), ``runtime`` (what the run's runtime archives and the source rollout's reference
+is there: blobs, request manifests, events logs; the source store checked in full),
+``remaining`` (the generic pass).
 
 Reading only: nothing is written, locked or opened for writing (the driver's lock
 file is never opened either). ``check_case`` never raises.

@@ -109,17 +109,19 @@ class Captures:
             f"teacher action ({stage}/{action}) has no complete policy_token_capture: {capture_detail(captures[0])}",
         )
 
-    def source_step(self, identity: dict[str, object], candidates: list[dict[str, object]], attempts: list[dict[str, object]]) -> None:
-        """The source trace's failure step capture, when the trace is found and < 20 MB."""
+    def source_step(self, identity: dict[str, object], candidates: list[dict[str, object]], attempts: list[dict[str, object]]) -> tuple[str | None, object]:
+        """The source trace's failure step capture, when the trace is found and < 20 MB.
+        Returns (the trace's local path, its parsed document) for the other checks of the
+        source rollout (None for a trace not found or too big to parse here)."""
         local = self._small_source_trace(identity)
         if local is None:
-            return
-        index = _failure_index(candidates, attempts)
-        if index is None:
-            return
+            return None, None
         self.ctx.tree.handled.add(local)
         trace, problems = read_json(local, self.ctx.files.cache)
         self.ctx.findings.extend(problems)
+        index = _failure_index(candidates, attempts)
+        if index is None:
+            return local, trace
         steps = as_list(as_dict(as_dict(trace).get("state")).get("all_steps"))
         if not 0 <= index < len(steps):
             self.ctx.add(
@@ -127,9 +129,10 @@ class Captures:
                 local,
                 f"source trace has {len(steps)} steps; the failure site source_step_index {index} is not among them",
             )
-            return
+            return local, trace
         meta = as_dict(as_dict(steps[index]).get("metadata"))
         self.capture(meta.get("policy_token_capture"), local, f"source trace failure step {index} policy_token_capture")
+        return local, trace
 
     def _small_source_trace(self, identity: dict[str, object]) -> str | None:
         binding = as_dict(identity.get("trace"))

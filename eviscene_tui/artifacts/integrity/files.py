@@ -13,7 +13,6 @@ from collections.abc import Iterator
 
 from eviscene_tui.artifacts.integrity.reading import (
     KNOWN_FAMILIES,
-    MAX_LEDGER_BYTES,
     MEMO_MAX,
     base,
     join,
@@ -25,6 +24,7 @@ from eviscene_tui.artifacts.integrity.reading import (
     safe_read_bound,
     schema_family,
 )
+from eviscene_tui.artifacts.fileio import ReadRefused
 from eviscene_tui.artifacts.integrity.tree import CaseTree, Findings
 from eviscene_tui.artifacts.jsonio import (
     BOUND_GZIP_SCHEMA,
@@ -50,10 +50,20 @@ class CaseFiles:
         self.cache = cache
         self._sha_cache: dict[str, str | None] = {}
 
+    def readable(self, path: str) -> bool:
+        """False for a path that is never opened (``CaseTree.may_read``: the walk already
+        reported why); callers then say nothing more about it."""
+        return self.tree.may_read(path)
+
     def file_sha(self, path: str, *, memo: bool = True) -> str | None:
-        """sha256 of a file's bytes (once per check). ``memo``: keep small files' bytes
-        for a later parse; content-addressed blobs are hashed and never read again."""
+        """sha256 of a file's bytes (once per check); None when it cannot be read (a
+        refusal of ``fileio`` - not a regular file, too large - is reported here).
+        ``memo``: keep small files' bytes for a later parse; content-addressed blobs are
+        hashed and never read again."""
         if path not in self._sha_cache:
+            if not self.readable(path):
+                self._sha_cache[path] = None
+                return None
             try:
                 hit = self.cache.get(path)
                 if hit is None and memo:
@@ -61,6 +71,9 @@ class CaseFiles:
                     if size <= MEMO_MAX:
                         hit, _ = read_bytes(path, self.cache)
                 self._sha_cache[path] = sha256_bytes(hit) if hit is not None else sha256_file(path)
+            except ReadRefused as exc:
+                self.findings.extend([exc.problem()])
+                self._sha_cache[path] = None
             except OSError:
                 self._sha_cache[path] = None
         return self._sha_cache[path]
@@ -75,6 +88,8 @@ class CaseFiles:
             if required:
                 self.findings.add(ProblemCode.MISSING_ARTIFACT, path, f"{required} not found")
             return None
+        if not self.readable(path):
+            return None
         value, problems = read_json(path, self.cache)
         self.findings.extend(problems)
         if obj and not problems and not isinstance(value, dict):
@@ -88,6 +103,8 @@ class CaseFiles:
         if not self.tree.exists(path):
             if required:
                 self.findings.add(ProblemCode.MISSING_ARTIFACT, path, f"{required} not found")
+            return None
+        if not self.readable(path):
             return None
         bound = self._read_bound_fast(path)
         if bound.archive:
@@ -112,7 +129,10 @@ class CaseFiles:
         """The plain form read without pathlib; anything else goes to ``jsonio.read_bound``."""
         data, problems = read_bytes(path, self.cache)
         if data is None:
-            return safe_read_bound(path)
+            result = BoundRead()
+            result.form = "missing" if problems and problems[0].code == ProblemCode.MISSING_ARTIFACT else "invalid"
+            result.problems = problems
+            return result
         doc, problems = parse_json_bytes(data, path)
         if (
             problems
@@ -143,12 +163,7 @@ class CaseFiles:
     def ledger(self, path: str) -> list[dict[str, object]]:
         """The JSON-object rows of a JSONL ledger (torn lines and non-object rows reported)."""
         self.tree.handled.add(path)
-        if not self.tree.exists(path):
-            return []
-        try:
-            if os.stat(path).st_size > MAX_LEDGER_BYTES:
-                return []
-        except OSError:
+        if not self.tree.exists(path) or not self.readable(path):
             return []
         rows, problems = read_jsonl(path, self.cache)
         self.findings.extend(problems)

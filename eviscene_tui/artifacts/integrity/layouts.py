@@ -4,6 +4,7 @@ directory. Slate roots are recognised only; every case ends with the generic pas
 
 from __future__ import annotations
 
+from eviscene_tui.artifacts.integrity.bindings import Bindings
 from eviscene_tui.artifacts.integrity.captures import Captures, site_kind
 from eviscene_tui.artifacts.integrity.context import CaseContext
 from eviscene_tui.artifacts.integrity.continuations import Continuations
@@ -15,6 +16,7 @@ from eviscene_tui.artifacts.integrity.reading import HINT_FILE_RE, as_dict, base
 from eviscene_tui.artifacts.integrity.records import Records
 from eviscene_tui.artifacts.integrity.remaining import RemainingFiles
 from eviscene_tui.artifacts.integrity.rounds import Rounds
+from eviscene_tui.artifacts.integrity.runtime import RuntimeStores
 from eviscene_tui.artifacts.jsonio import canonical_sha256
 from eviscene_tui.artifacts.layout import RUN_SCHEMA, SEARCH_SCHEMA, Layout
 from eviscene_tui.artifacts.problems import ProblemCode
@@ -32,6 +34,9 @@ class CaseCheck:
         self.continuations = Continuations(ctx, self.captures)
         self.proposals = Proposals(ctx)
         self.judge = Judge(ctx)
+        self.runtime = RuntimeStores(ctx)
+        self.bindings = Bindings(ctx)
+        self._search_identity: dict[str, object] = {}
 
     def run(self) -> None:
         ctx = self.ctx
@@ -66,12 +71,14 @@ class CaseCheck:
         state_path = join(root, "search-state.json")
         manifest = self.rounds.manifest(join(root, "manifest.json"), "search manifest", SEARCH_SCHEMA, required="search manifest.json")
         identity, payload = self.rounds.search_state(state_path)
+        self._search_identity = identity
+        self.bindings.search_budgets(manifest, identity)
         inputs = as_dict(identity.get("inputs"))
         self.rounds.note_search_written(inputs, manifest, payload)
         self.inputs.search(inputs, state_path)
         self.rounds.listed_round_dirs(manifest)
         self.rounds.snapshots(payload, state_path)
-        self.rounds.requests(identity)
+        self.rounds.requests(identity, payload)
         self.rounds.round_inputs()
         self.records.search_attempts(join(root, "repair_attempts.jsonl"))
         self.records.candidates(join(root, "repair_candidates.jsonl"), captures=False)
@@ -83,9 +90,13 @@ class CaseCheck:
         if is_round and self.rounds.empty_round(run):
             return
         label = f"round {base(run)}" if is_round else "run"
-        self.rounds.manifest(join(run, "manifest.json"), f"{label} manifest", RUN_SCHEMA, required=f"{label} manifest.json")
+        manifest = self.rounds.manifest(join(run, "manifest.json"), f"{label} manifest", RUN_SCHEMA, required=f"{label} manifest.json")
         config = self.rounds.run_config(run, label)
         identity = as_dict(config)
+        if is_round:
+            self.bindings.round_config(identity, run, self._search_identity)
+        self.bindings.proposals(run, config)
+        self.bindings.finalization(run, manifest, identity)
         self.rounds.note_run_written(identity, run, is_round=is_round)
         attempts_path = join(run, "repair_attempts.jsonl")
         attempts = self.ctx.files.ledger(attempts_path)
@@ -98,8 +109,11 @@ class CaseCheck:
         kind = site_kind(candidates)
         for path, bound in self.ctx.files.bound_files(join(run, "continuations"), HINT_FILE_RE):
             self.continuations.check(path, bound, run_sha, kind)
+            self.runtime.continuation_steps(path, as_dict(bound.payload), run)
         for i, row in enumerate(attempts):
             self.records.run_attempt(row, i, attempts_path, run)
         self.ctx.files.ledger(join(run, "repair_attempts.pre-finalize.jsonl"))
-        self.captures.source_step(identity, candidates, attempts)
+        trace_local, trace = self.captures.source_step(identity, candidates, attempts)
+        self.runtime.source(trace_local, trace, candidates)
+        self.runtime.run_stores(run)
         self.judge.run(run, attempts)

@@ -65,6 +65,8 @@ class MediaBinding:
             pad_id=pad_id_for_ids(student, teacher), record_path=path, read_dimensions=False,
         )
         for p in report.problems:
+            if os.path.normpath(os.path.abspath(p.path)) in self.ctx.tree.refused:
+                continue  # a media file the walk refused (a symlink out, a FIFO): one fault, one problem
             message = p.message if p.path != path else f"{label}: {p.message}"
             self.ctx.add(p.code, p.path, message)
         for img in report.images:

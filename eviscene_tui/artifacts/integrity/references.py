@@ -14,6 +14,7 @@ Two kinds (the one path trust model of ``artifacts.paths``):
 
 from __future__ import annotations
 
+from eviscene_tui.artifacts.fileio import LIMITS, open_regular
 from eviscene_tui.artifacts.integrity.files import CaseFiles
 from eviscene_tui.artifacts.integrity.reading import parent, short
 from eviscene_tui.artifacts.integrity.tree import CaseTree, Findings
@@ -25,9 +26,12 @@ Slice = tuple[int, int]
 
 
 def slice_sha(path: str, offset: int, length: int) -> str | None:
-    """sha256 of ``length`` bytes at ``offset`` (an indexed input), None when unreadable."""
+    """sha256 of ``length`` bytes at ``offset`` (an indexed input), None when unreadable
+    (or not a regular file, or a slice longer than a ledger holds)."""
+    if length > LIMITS["ledger"]:
+        return None
     try:
-        with open(path, "rb") as fh:
+        with open_regular(path, limit=0) as fh:
             fh.seek(offset)
             return sha256_bytes(fh.read(length))
     except (OSError, ValueError, OverflowError):
@@ -74,6 +78,8 @@ class References:
         if outcome != "ok" or local is None:
             self._not_in_case(outcome, recorded, local, referrer, what)
             return None
+        if not self.files.readable(local):
+            return None  # refused by the walk (a symlink out, a FIFO): reported once, never opened
         if not self.tree.is_file(local):
             self._absent(local, referrer, what)
             return None
@@ -141,6 +147,10 @@ class References:
         found = self.paths.bound_input(recorded, bases=[parent(referrer)], want="file")
         sha = expected_sha.lower() if isinstance(expected_sha, str) and expected_sha else None
         local = found.path if found.ok else None
+        if local is not None and not self.files.readable(local):
+            return None  # an input inside the case the walk refused: reported once, never opened
+        if local is None and any(c in self.tree.refused for c in found.looked_at):
+            return None  # it is there but refused (a FIFO, a symlink out): reported once by the walk
         if found.outcome == "invalid":
             self.findings.add(ProblemCode.JSON_INVALID, referrer, f"{what}: path {recorded!r} is not a usable path")
             status = "missing"

@@ -7,8 +7,9 @@ from __future__ import annotations
 
 import os
 
+from eviscene_tui.artifacts.fileio import ReadRefused
 from eviscene_tui.artifacts.integrity.context import CaseContext
-from eviscene_tui.artifacts.integrity.reading import CONTEXT_RE, HEX64, MAX_LEDGER_BYTES, MAX_PARSE_BYTES, join, read_json, short
+from eviscene_tui.artifacts.integrity.reading import CONTEXT_RE, HEX64, MAX_PARSE_BYTES, join, read_json, short
 from eviscene_tui.artifacts.jsonl_append import scan_jsonl_appended
 from eviscene_tui.artifacts.models import SCHEMA_CONTEXT_LEDGER, SCHEMA_RUNTIME_EVENTS
 from eviscene_tui.artifacts.problems import ProblemCode
@@ -27,6 +28,8 @@ class RemainingFiles:
                 continue
             try:
                 self._file(f)
+            except ReadRefused as exc:
+                self.ctx.findings.extend([exc.problem()])
             except OSError as exc:
                 self.ctx.add(ProblemCode.MISSING_ARTIFACT, f, f"cannot read: {exc.strerror or exc}")
 
@@ -66,8 +69,6 @@ class RemainingFiles:
         self._content_addressed(p, name.split(".", 1)[0], ProblemCode.FILE_HASH_MISMATCH, "runtime archive artifact")
 
     def _events(self, p: str) -> None:
-        if os.stat(p).st_size > MAX_LEDGER_BYTES:
-            return
         # checked again on every check while a driver appends: only the new lines are read
         scan = scan_jsonl_appended(p, _other_schema)
         problems = scan.problems

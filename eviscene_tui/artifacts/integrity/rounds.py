@@ -8,6 +8,7 @@ import posixpath
 from eviscene_tui.artifacts.integrity.context import CaseContext
 from eviscene_tui.artifacts.integrity.files import Expected
 from eviscene_tui.artifacts.integrity.reading import REQUEST_RE, as_dict, as_list, base, join, short
+from eviscene_tui.artifacts.feedback import expected_feedback, first_difference
 from eviscene_tui.artifacts.jsonio import canonical_sha256
 from eviscene_tui.artifacts.layout import SEARCH_SCHEMA
 from eviscene_tui.artifacts.paths import run_dirs_from_media
@@ -92,10 +93,18 @@ class Rounds:
                         rel_base=None, referrer=state_path, what=f"search-state round {index} teacher episode",
                     )
 
-    def requests(self, identity: dict[str, object]) -> None:
-        """``requests/round-NN.json``: each bound to this search's identity."""
+    def requests(self, identity: dict[str, object], payload: dict[str, object]) -> None:
+        """``requests/round-NN.json``: each bound to this search's identity and to its
+        round, holding the feedback the search history gives that round (§4.1; the driver
+        compares them on resume, §4.4), and none missing for a round that ran."""
+        root = self.ctx.root
         search_sha = canonical_sha256(identity) if identity else None
-        for path, bound in self.ctx.files.bound_files(join(self.ctx.root, "requests"), REQUEST_RE):
+        rows = [r for r in as_list(payload.get("rounds")) if isinstance(r, dict)]
+        seen: set[int] = set()
+        for path, bound in self.ctx.files.bound_files(join(root, "requests"), REQUEST_RE):
+            m = REQUEST_RE.match(base(path))
+            index = int(m.group(1)) if m else -1
+            seen.add(index)
             rid = as_dict(bound.identity)
             if search_sha and isinstance(rid.get("search"), str) and rid.get("search") != search_sha:
                 self.ctx.add(
@@ -103,6 +112,38 @@ class Rounds:
                     path,
                     f"request identity.search {short(rid.get('search'))} differs from the search-state identity ({short(search_sha)})",
                 )
+            if "round" in rid and rid.get("round") != index:
+                self.ctx.add(ProblemCode.BOUND_HASH_MISMATCH, path,
+                             f"request identity.round {str(rid.get('round'))[:20]!r} is not this file's round {index}")
+            if rows and index <= len(rows) and not bound.problems:
+                self._feedback(path, index, bound.payload, rows)
+        for index in self._requests_due(rows, payload.get("status")):
+            path = join(root, "requests", f"round-{index:02d}.json")
+            if index not in seen and not self.ctx.tree.exists(path):
+                self.ctx.add(ProblemCode.MISSING_ARTIFACT, path,
+                             f"request of round {index} is missing: the driver writes it before the round runs and compares it on resume")
+
+    def _feedback(self, path: str, index: int, found: object, rows: list[dict[str, object]]) -> None:
+        want = expected_feedback(rows[:index])
+        where = first_difference(found, want)
+        if where is not None:
+            self.ctx.add(
+                ProblemCode.BOUND_HASH_MISMATCH, path,
+                f"request of round {index} is not the feedback search-state.json's history gives that round "
+                f"(first difference: {where}); the driver refuses to resume with it",
+            )
+
+    def _requests_due(self, rows: list[dict[str, object]], status: object) -> list[int]:
+        """The rounds whose request must exist: every round in the history, and, while
+        the search is running or paused, the next one once its round inputs or directory
+        were written (the request is written before either)."""
+        due = list(range(len(rows)))
+        nxt = f"round-{len(rows):02d}"
+        running = isinstance(status, str) and (status == "searching" or status.startswith("paused"))
+        written = self.ctx.tree.exists(join(self.ctx.root, "round-inputs", nxt)) or self.ctx.tree.exists(join(self.ctx.root, "rounds", nxt))
+        if running and written:
+            due.append(len(rows))
+        return due
 
     def round_inputs(self) -> None:
         """``round-inputs/round-NN/{public,media}.json``: they parse; media episodes are bound."""

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 
+from eviscene_tui.artifacts.fileio import not_regular
 from eviscene_tui.artifacts.integrity.reading import join
 from eviscene_tui.artifacts.problems import Problem, ProblemCode
 
@@ -46,6 +47,7 @@ class CaseTree:
 
     def __init__(self, root: str, wrapper: str | None, findings: Findings) -> None:
         self.root = root
+        self.wrapper = wrapper
         self.findings = findings
         self.allowed_real: list[str] = []
         for a in [root] + ([wrapper] if wrapper is not None else []):
@@ -59,6 +61,9 @@ class CaseTree:
         self.dir_dirs: dict[str, list[str]] = {}
         self.has_symlinks = False
         self.handled: set[str] = set()
+        # paths that are never opened: symlinks leading out of the case, FIFOs, devices,
+        # sockets (each reported once, by the walk)
+        self.refused: set[str] = set()
 
     def rel(self, path: str) -> str:
         """Case-relative text for messages."""
@@ -81,8 +86,35 @@ class CaseTree:
 
     def exists(self, path: str) -> bool:
         if self.in_case(path) and not self.has_symlinks:
-            return path in self.fileset or path in self.dir_files
+            return path in self.fileset or path in self.dir_files or path in self.refused
         return os.path.lexists(path)
+
+    def may_read(self, path: str) -> bool:
+        """False for a path that must never be opened: one the walk refused (a symlink out
+        of the case, a FIFO, a device, a socket), or one inside the case or its wrapper
+        whose symlinks lead out of them. Paths elsewhere (bound inputs) are for the
+        resolver and ``fileio`` to judge."""
+        if path in self.refused:
+            return False
+        walked = self.in_case(path)
+        if walked and not self.has_symlinks:
+            return True
+        if not walked and not (self.wrapper is not None and inside(path, [self.wrapper])):
+            return True
+        try:
+            real = os.path.realpath(path)
+        except (OSError, ValueError):
+            real = ""
+        if real and inside(real, self.allowed_real):
+            return True
+        if not walked:  # the wrapper's own files are not walked: the refusal is said here, once
+            self.refused.add(path)
+            self.findings.add(ProblemCode.PATH_OUTSIDE_ROOT, path, "symlink points outside the case root; not read")
+        return False
+
+    def in_boundary(self, path: str) -> bool:
+        """Lexically inside the case root or its wrapper root."""
+        return self.in_case(path) or (self.wrapper is not None and inside(path, [self.wrapper]))
 
     def lookup(self, path: str) -> str | None:
         """The walk's answer for a path inside the case (None outside it: stat it)."""
@@ -142,7 +174,14 @@ class CaseTree:
                 stack.append(p)
                 dirs.append(e.name)
                 return
+            regular = e.is_file(follow_symlinks=False)
+            mode = 0 if regular else e.stat(follow_symlinks=False).st_mode
         except OSError:
+            return
+        if not regular:
+            self.refused.add(p)
+            self.handled.add(p)
+            self.findings.add(ProblemCode.NOT_REGULAR_FILE, p, not_regular(p, mode).message)
             return
         if e.name.endswith(".tmp"):
             self.findings.add(
@@ -167,6 +206,7 @@ class CaseTree:
                 link = os.readlink(p)
             except OSError:
                 link = "?"
-            self.findings.add(ProblemCode.PATH_OUTSIDE_ROOT, p, f"symlink points outside the case root (-> {link})")
+            self.refused.add(p)
+            self.findings.add(ProblemCode.PATH_OUTSIDE_ROOT, p, f"symlink points outside the case root (-> {link}); not read")
         elif not os.path.exists(p):
             self.findings.add(ProblemCode.MISSING_ARTIFACT, p, "dangling symlink")

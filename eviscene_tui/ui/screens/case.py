@@ -947,7 +947,9 @@ class CaseScreen(Screen):
         if data is None:
             return
         tv = self.query_one(TraceView)
-        parts = [f"step {tv.cursor + 1} of {data.step_count}" if data.step_count else "no steps"]
+        # numbered as the rows are (the step's index in state.all_steps, from 0), so the
+        # cursor, its row and "failure at N" name the same step
+        parts = [f"step {tv.cursor} (of 0\u2013{data.step_count - 1})" if data.step_count else "no steps"]
         if data.failure_index is not None:
             parts.append(f"failure at {data.failure_index}")
         elif self.view is not None and self.view.no_site:
@@ -1451,7 +1453,7 @@ class CaseScreen(Screen):
         if not self._need_bundle("token inspector", lambda: self._open_tokens(source)):
             return
         if source is None or self.bundle is None:
-            self.app.push_screen(TokenScreen(self.bundle, self.options, source=source))
+            self.app.push_screen(TokenScreen(self.bundle, self.options, source=source, integrity=self._integrity_for_tokens()))
             return
         # the capture is read and laid out first, and the token screen pushed with it: beside
         # this idle screen the worker runs at full speed (pushed first, it ran at half speed
@@ -1471,7 +1473,14 @@ class CaseScreen(Screen):
         # a later k asked again, or the operator went elsewhere meanwhile: nothing to open
         if message.request != self._tokens_request or self.app.screen is not self:
             return
-        self.app.push_screen(TokenScreen(self.bundle, self.options, source=message.source, prepared=message.answer))
+        self.app.push_screen(TokenScreen(self.bundle, self.options, source=message.source, prepared=message.answer,
+                                         integrity=self._integrity_for_tokens()))
+
+    def _integrity_for_tokens(self) -> list[tuple[str, str, str]]:
+        """The integrity check's problems (code, absolute path, message), for the token
+        screen to flag what it found about a capture's media binding."""
+        base = Path(self.case_path)
+        return [(code, os.path.normpath(str(base / rel)), message) for code, rel, message in (self._integrity_in_case or [])]
 
 
 def _relpath(path: str, base: Path) -> str:

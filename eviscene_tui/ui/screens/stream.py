@@ -384,7 +384,15 @@ class StreamScreen(Screen):
         else:
             first = f"{status.upper()}: finish {acc.finish_reason or '—'}, {acc.token_count} tokens, ttft {t['ttft_s']} s, {t['tokens_per_s']} tok/s"
             severity = "success" if status == "complete" else "warning"
-        self._message(f"{first}\naccounting: {acct['note']}\nrecord: {where}", severity)
+        served = acc.served_model()
+        lines = [first, f"accounting: {acct['note']}"]
+        if served["match"] is False:
+            lines.append(f"served model: {served['note']}")
+            severity = "error" if severity == "error" else "warning"
+        if acc.bad_token_ids:
+            lines.append(f"token ids: {acc.token_id_faults()['note']}")
+        lines.append(f"record: {where}")
+        self._message(safe_text("\n".join(str(x) for x in lines)), severity)
 
     # ------------------------------------------------------------------ token inspector
     def action_inspect_tokens(self) -> None:

@@ -17,7 +17,9 @@ post the typed messages below; handlers only update widgets.
 from __future__ import annotations
 
 import asyncio
+import os
 import re
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, cast
 
@@ -167,6 +169,7 @@ class TokenScreen(Screen[None]):
         decoder: TokenDecoder | None = None,
         capture: CaptureData | None = None,
         prepared: CaptureLoaded | CaptureFailed | None = None,
+        integrity: Sequence[tuple[str, str, str]] | None = None,
         name: str | None = None,
         id: str | None = None,
         classes: str | None = None,
@@ -174,6 +177,9 @@ class TokenScreen(Screen[None]):
         super().__init__(name=name, id=id, classes=classes)
         self.case = case
         self.options = options
+        # the case's integrity problems (code, absolute path, message), when its check ran:
+        # a media-binding drift it found is flagged on the capture of that run
+        self.integrity = list(integrity or ())
         self.source = source
         self._injected_decoder = decoder
         self.decoder: TokenDecoder | None = decoder
@@ -444,6 +450,7 @@ class TokenScreen(Screen[None]):
 
     def on_capture_loaded(self, message: CaptureLoaded) -> None:
         self.data = message.data
+        message.data.media_drift = media_drift(message.data, self.integrity)
         self._freeze_big_capture(message.data)
         self._status(f"{message.data.label}: {len(message.data.ids):,} ids")
         if self.decoder is None and message.decoder is not None:
@@ -903,6 +910,9 @@ class TokenScreen(Screen[None]):
         for check in data.checks:
             mark, colour = LEVEL_MARK[check.level]
             rows.append(_c((mark + " ", colour + " bold"), (safe_text(check.message, single_line=True), colour if check.level == "fail" else "")))
+        mark, colour = LEVEL_MARK["fail"]
+        for code, _path, message in data.media_drift:
+            rows.append(_c((mark + " ", colour + " bold"), (safe_text(f"media binding ({code}, found by the integrity check): {message}", single_line=True, limit=300), colour)))
         for note in data.notes:
             rows.append(Content.styled(safe_text(note, single_line=True), "$foreground-muted"))
         view = self.query_one("#token-view", TokenView)
@@ -1134,6 +1144,34 @@ def _answer_again(answer: CaptureLoaded | CaptureFailed) -> CaptureLoaded | Capt
     if isinstance(answer, CaptureLoaded):
         return CaptureLoaded(answer.data, answer.layout, answer.decoder)
     return CaptureFailed(answer.key, answer.message)
+
+
+#: problems of a run's media binding: the image files it names and the image-pad runs
+MEDIA_CODES = frozenset({"media_mismatch", "missing_artifact", "path_outside_root", "not_regular_file", "file_too_large"})
+
+
+def media_drift(data: CaptureData, integrity: Sequence[tuple[str, str, str]]) -> list[tuple[str, str, str]]:
+    """The media-binding problems the case's integrity check found in ``data``'s run
+    directory (its ``media/`` files, its attempt ledger's image-pad runs) that the capture's
+    own media verification did not find itself."""
+    if not data.run_dir or not integrity:
+        return []
+    run = os.path.normpath(data.run_dir)
+    media_dir = os.path.join(run, "media") + os.sep
+    ledger = os.path.join(run, "repair_attempts.jsonl")
+    m = re.match(r"^attempt:\d+(?:\.(\d+))?:", data.key)
+    row = f"attempt row {int(m.group(1) or 0) + 1}:" if m else None
+    own = {(p.code.value, os.path.normpath(p.path)) for p in data.media_problems}
+    if data.media_report is not None:
+        own |= {(p.code.value, os.path.normpath(p.path)) for p in data.media_report.problems}
+    out = []
+    for code, path, message in integrity:
+        where = os.path.normpath(path)
+        about_media = where.startswith(media_dir) or (
+            where == ledger and code == "media_mismatch" and row is not None and message.startswith(row))
+        if about_media and code in MEDIA_CODES and (code, where) not in own:
+            out.append((code, path, message))
+    return out
 
 
 def prepare_capture(case: CaptureCase | None, key: str, options: AppOptions, decoder: TokenDecoder | None = None) -> CaptureLoaded | CaptureFailed:

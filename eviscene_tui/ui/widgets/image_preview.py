@@ -28,6 +28,7 @@ from textual.strip import Strip
 from textual.widget import Widget
 from textual.widgets import Static
 
+from eviscene_tui.artifacts.fileio import open_regular
 from eviscene_tui.safe_text import safe_text
 
 PREVIEW_MAX_PIXELS = 256  # longest side of the thumbnail handed to the widget
@@ -71,7 +72,7 @@ def load_preview_image(path: str | Path) -> tuple[Any | None, dict[str, Any]]:
     try:
         from PIL import Image  # lazy: the preview's decoder (Pillow) loads with the first image, in a worker thread, not at app start
 
-        with Image.open(path) as im:
+        with open_regular(path) as fh, Image.open(fh) as im:  # a regular file only: never a FIFO or device
             info["width"], info["height"], info["format"] = im.width, im.height, im.format
             im.draft("RGB", (PREVIEW_MAX_PIXELS, PREVIEW_MAX_PIXELS))
             thumb = im.convert("RGB")

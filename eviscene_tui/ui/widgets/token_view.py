@@ -63,6 +63,10 @@ def display_piece(piece: str) -> str:
     return piece.translate(_VISIBLE_WS)
 
 
+#: what an image's check status means, in a chip
+IMAGE_FAULTS = {"sha_mismatch": "bytes differ from the record", "missing": "image file missing", "unreadable": "image unreadable"}
+
+
 def run_label(run: PadRun, pad_name: str | None) -> str:
     name = pad_name or ("<|image_pad|>" if run.kind == "image" else "<|video_pad|>")
     return f"{name} ×{run.length} · {run.kind} #{run.number}"
@@ -277,7 +281,15 @@ class TokenView(ScrollView, can_focus=True):
         return len(f"{n:,}") + 4  # "P " + number + " │"
 
     def _text_width(self) -> int:
-        width = max(1, self.scrollable_content_region.width or self.size.width or 80)
+        """The flowing text's width: the view's, less the gutter and the vertical scrollbar.
+        The bar's columns are kept whether it shows yet or not: laid out before it appeared
+        (the text is not long yet), lines were two columns too wide and their ends (the
+        last id on a line) hidden under it."""
+        if self.size.width:
+            bar = self.styles.scrollbar_size_vertical if self.styles.overflow_y in ("auto", "scroll") else 0
+            width = max(1, self.size.width - bar)
+        else:
+            width = max(1, self.scrollable_content_region.width or 80)
         return max(8, width - self.gutter_width - 1)
 
     def _relayout(self) -> None:
@@ -387,11 +399,27 @@ class TokenView(ScrollView, can_focus=True):
     def _pad_name(self, run: PadRun) -> str | None:
         return self.token_label(run.pad_id)
 
+    def _image_flag(self, run: PadRun) -> str:
+        """`` ✗ …`` after an image run whose bound image failed its check (the capture's own
+        media verification, or what the integrity check found about it), else ""."""
+        data = self.data
+        if data is None or run.kind != "image":
+            return ""
+        report = data.media_report
+        images = report.images if report is not None else []
+        if 0 < run.number <= len(images):
+            img = images[run.number - 1]
+            if img.status != "ok":
+                return " \u2717 " + IMAGE_FAULTS.get(img.status, img.status)
+        if data.media_drift:
+            return " \u2717 media binding drift (see Checks)"
+        return ""
+
     def _cell_text(self, cell: int) -> tuple[str, str | None, int, int, PadRun | None]:
         """(display text, kind-style, offset, length, run)."""
         offset, length, run = self.cells.cell(cell)  # type: ignore[union-attr]  # cells are drawn only once data is set
         if run is not None:
-            return run_label(run, self._pad_name(run)), "image", offset, length, run
+            return run_label(run, self._pad_name(run)) + self._image_flag(run), "image", offset, length, run
         tid = self.data.ids[offset]  # type: ignore[union-attr]  # cells are drawn only once data is set
         name = self.token_label(tid)
         if name is not None:
@@ -405,11 +433,13 @@ class TokenView(ScrollView, can_focus=True):
         """What ``cell`` shows in flowing mode: its decoded text, or a chip."""
         offset, length, run = self.cells.cell(cell)  # type: ignore[union-attr]  # cells are drawn only once data is set
         if run is not None:
-            return f"[{run_label(run, self._pad_name(run))}]", "image"
+            return f"[{run_label(run, self._pad_name(run))}{self._image_flag(run)}]", "image"
         tid = self.data.ids[offset]  # type: ignore[union-attr]  # cells are drawn only once data is set
         name = self.token_label(tid)
         if name is not None:
             return name, "special"
+        if self.decoder.source == "raw":
+            return f"#{tid}", "id"  # no tokenizer: one chip per id, never split, set apart
         piece = self.decoder.piece(tid)
         if piece is None:
             if tid not in self._requested:
@@ -703,9 +733,12 @@ class TokenView(ScrollView, can_focus=True):
         last_cell = -1
         style = base
         for frag in frags:
+            if frag.kind == "sep":
+                segments.append(Segment(frag.text, base))
+                continue
             if frag.cell != last_cell:
                 offset, _length, run = cells.cell(frag.cell)
-                kind = frag.kind if frag.kind not in (None, "nl") else None
+                kind = frag.kind if frag.kind not in (None, "nl", "id") else None
                 style = self._cell_style(frag.cell, offset, run, kind, base, cursor=frag.cell == self.cursor)
                 last_cell = frag.cell
             if frag.kind == "nl":
