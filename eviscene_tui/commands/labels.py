@@ -16,7 +16,8 @@ so ``pandas.read_csv`` / ``pandas.read_json`` load it as it is):
 
 The labels are read as the app reads them: every work directory that may hold the
 cases' records (``journal.records.read_workdirs``), merged in time order. The journal
-export with every event is ``eviscene-tui decisions``. Exit 1 when PATH holds no case.
+export with every event is ``eviscene-tui decisions``. Exit 3 when PATH holds no case
+(as ``check``), 2 for bad usage.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ import orjson
 from eviscene_tui.cli import UsageError, add_path_map_argument, path_map_from_args
 from eviscene_tui.safe_text import safe_text
 
+NO_CASE = 3  # as `check`: a mistyped or empty folder is not an empty export
 COLUMNS = ("case", "case_id", "candidate_id", "status", "category", "no_site_reasons", "label", "note", "operator", "labelled_at")
 
 
@@ -110,7 +112,7 @@ def run(args: argparse.Namespace) -> int:
         _print_table(rows)
     if not rows:
         sys.stderr.write(f"eviscene-tui labels: no PSD cases found under {safe_text(args.path, single_line=True)}\n")
-        return 1
+        return NO_CASE
     return 0
 
 
