@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from multiprocessing import resource_tracker
 from pathlib import Path
 
+from eviscene_tui import switches
 from eviscene_tui.artifacts.integrity import safe_read_bound
 from eviscene_tui.artifacts.layout import CaseRef, discover_cases
 from eviscene_tui.artifacts.paths import PathMap
@@ -132,6 +133,15 @@ def _start_resource_tracker() -> None:
         sys.stderr = current
 
 
+def _lower_priority(nice: int) -> None:
+    """A pool process's start: run ``nice`` steps below the app (refused: as it is)."""
+    if nice > 0:
+        try:
+            os.nice(nice)
+        except OSError:
+            pass
+
+
 def integrity_pass(
     items: list[tuple[str, CaseRef]],
     base: str,
@@ -139,24 +149,28 @@ def integrity_pass(
     cancelled: Callable[[], bool] = lambda: False,
     workers: int | None = None,
     path_map: PathMap | None = None,
+    nice: int = 0,
 ) -> Iterator[list[CheckResult]]:
     """Run the full integrity check over ``items``, yielding results in small batches
     as they complete. Large folders use a process pool (the check hashes files and
-    parses ledgers: CPU-bound work the UI thread must not share a GIL with)."""
+    parses ledgers: CPU-bound work the UI thread must not share a GIL with), whose
+    processes run ``nice`` steps below this one (the app's: work nobody waits for gives
+    the cores to the operator's)."""
     n_workers = workers if workers is not None else (os.cpu_count() or 1)
     if n_workers <= 1 or len(items) < PARALLEL_MIN_CASES:
         for start in range(0, len(items), THREAD_CHUNK):
             if cancelled():
                 return
             yield check_refs(items[start : start + THREAD_CHUNK], base, path_map)
-            time.sleep(0.002)  # hand the GIL to the UI thread between batches
+            if switches.on("scan_sleeps"):
+                time.sleep(0.002)  # hand the GIL to the UI thread between batches
         return
     # the app runs threads: forking it is unsafe, so the workers are spawned
     context = multiprocessing.get_context("spawn")
     chunks = [items[i : i + POOL_CHUNK] for i in range(0, len(items), POOL_CHUNK)]
     try:
         _start_resource_tracker()
-        pool = ProcessPoolExecutor(max_workers=n_workers, mp_context=context)
+        pool = ProcessPoolExecutor(max_workers=n_workers, mp_context=context, initializer=_lower_priority, initargs=(nice,))
         pending = {pool.submit(check_refs, chunk, base, path_map): chunk for chunk in chunks}
     except (OSError, RuntimeError, ValueError):  # no semaphores, no process: check in this thread
         yield from integrity_pass(items, base, cancelled=cancelled, workers=1, path_map=path_map)
@@ -242,6 +256,29 @@ def extra_rows(root: Path, extra: Iterable[Path], known: set[str], base: Path | 
             if os.path.abspath(ref.path) not in known:
                 out.append(build_row(ref, base if base is not None else root, None))
     return out
+
+
+@dataclass(frozen=True, slots=True)
+class ScannedTree:
+    """A folder scanned and fully checked before the app opened it: the rows its scan
+    worker would post, the results its integrity pass would post, and the discovery
+    problems. An app given one starts from these instead of scanning (the test suite
+    scans the sample tree once and starts every screen test on it)."""
+
+    rows: tuple[CaseRow, ...]
+    checks: tuple[CheckResult, ...]
+    problems: tuple[str, ...] = ()
+
+
+def scan_tree(root: Path, *, base: Path | None = None, extra: Iterable[Path] = (), path_map: PathMap | None = None) -> ScannedTree:
+    """Scan and check every case under ``root`` in this thread, as the app's scan worker
+    and integrity pass do (row keys relative to ``base``, default ``root``)."""
+    problems: list[Problem] = []
+    rows = list(scan_rows(root, LockedTransient(), problems=problems, base=base, extra=extra))
+    items = [(row.key, row.ref) for row in rows if isinstance(row.ref, CaseRef)]
+    key_base = os.path.abspath(base if base is not None else root)
+    checks = [result for batch in integrity_pass(items, key_base, workers=1, path_map=path_map) for result in batch]
+    return ScannedTree(tuple(rows), tuple(checks), tuple(f"{p.code}: {p.path}: {p.message}" for p in problems))
 
 
 def batched(rows: Iterable[CaseRow], *, first: int = 20, size: int = 500, interval: float = 0.2) -> Iterator[list[CaseRow]]:

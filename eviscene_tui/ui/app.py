@@ -37,6 +37,7 @@ from eviscene_tui.state.scan import (
     KeyThrottle,
     LockedTransient,
     OpenCasePoller,
+    ScannedTree,
     activity,
     batched,
     build_row,
@@ -44,7 +45,7 @@ from eviscene_tui.state.scan import (
     scan_rows,
     supervised_stamp,
 )
-from eviscene_tui import pace
+from eviscene_tui import pace, switches
 from eviscene_tui.ui import gc_hold
 from eviscene_tui.ui import messages as M
 from eviscene_tui.ui.actions import BY_ID, applied_keymap, bindings, effective_keys
@@ -83,9 +84,13 @@ class EvisceneApp(App[int]):
         *,
         watch: bool = True,
         transient_grace: float = 2.0,
+        scanned: ScannedTree | None = None,
     ) -> None:
+        """``scanned``: the opened folder already scanned and checked (``state.scan.scan_tree``);
+        the app then starts with its rows instead of scanning (a rescan scans)."""
         super().__init__()
         self.options = options
+        self._scanned = scanned
         self.store = RunsStore()
         self.transient = LockedTransient(grace=transient_grace)
         self.case_index = CaseIndex()
@@ -126,7 +131,10 @@ class EvisceneApp(App[int]):
             self.notify(safe_text(problem, limit=300), title="config", severity="warning", markup=False, timeout=10)
 
         self.push_screen(RunsScreen())
-        self.start_scan()
+        if self._scanned is not None:
+            self._adopt_scan(self._scanned)
+        else:
+            self.start_scan()
         self.load_labels()
         self.refresher()
         if self.watch_enabled:
@@ -188,6 +196,25 @@ class EvisceneApp(App[int]):
         self.store.set_progress(0, None, True)
         self.scan()
 
+    def _adopt_scan(self, tree: ScannedTree) -> None:
+        """Start from a folder scanned and checked before the app opened: its rows and
+        check results go through the same handlers as the scan worker's and the integrity
+        pass's messages."""
+        self._scan_id += 1
+        self._scan_started = time.perf_counter()
+        rows = [replace(row) for row in tree.rows]  # the store's own rows (a tree's are shared)
+        self.store.set_progress(0, None, True)
+        self._on_batch(M.SummariesBatch(rows, done=len(rows), total=None, initial=True))
+        self.scan_seconds = 0.0
+        self.store.set_progress(len(rows), len(rows), False)
+        for problem in tree.problems[:5]:
+            self.notify(safe_text(problem, limit=300), title="discovery", severity="warning", markup=False)
+        checks = list(tree.checks)
+        self.store.set_check_progress(0, len(checks), True)
+        self._on_integrity_checked(M.IntegrityChecked(self._scan_id, checks, done=len(checks), total=len(checks)))
+        self._on_integrity_finished(M.IntegrityFinished(self._scan_id, len(checks), 0.0))
+        self.check_activity()
+
     @work(thread=True, exclusive=True, group="scan", exit_on_error=False)
     def scan(self) -> None:
         worker = get_current_worker()
@@ -205,7 +232,8 @@ class EvisceneApp(App[int]):
             self.post_message(M.SummariesBatch(batch, done=done, total=None, initial=True))
             # hand the GIL to the UI thread: a long pause after the first batch so the
             # first rows paint at once, a short one per batch to keep keys responsive
-            time.sleep(0.15 if first else 0.005)
+            if switches.on("scan_sleeps"):
+                time.sleep(0.15 if first else 0.005)
         self.post_message(
             M.ScanFinished(done, time.perf_counter() - started, [f"{p.code}: {p.path}: {p.message}" for p in problems])
         )
@@ -325,7 +353,8 @@ class EvisceneApp(App[int]):
         pending: list[CheckResult] = []
         last_post = time.monotonic()
         try:
-            for results in integrity_pass(items, base, cancelled=lambda: worker.is_cancelled, path_map=self.options.path_map):
+            for results in integrity_pass(items, base, cancelled=lambda: worker.is_cancelled, path_map=self.options.path_map,
+                                          nice=pace.BACKGROUND_NICE):
                 pending.extend(results)
                 if time.monotonic() - last_post >= 0.2:
                     done += len(pending)
