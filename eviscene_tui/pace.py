@@ -156,9 +156,6 @@ def yield_to_input(max_wait: float = MAX_WAIT) -> float:
     return slept + held
 
 
-#: how much lower than the app the processes of its background work run (the integrity
-#: pass over a large folder): the scheduler then gives the operator's work the cores first
-BACKGROUND_NICE = 10
 #: how much lower than the app's own threads a watcher's native thread runs (nice +10: under
 #: contention the scheduler gives the UI thread ~9 of every 10 slices)
 NATIVE_NICE = 10

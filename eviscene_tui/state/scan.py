@@ -133,15 +133,6 @@ def _start_resource_tracker() -> None:
         sys.stderr = current
 
 
-def _lower_priority(nice: int) -> None:
-    """A pool process's start: run ``nice`` steps below the app (refused: as it is)."""
-    if nice > 0:
-        try:
-            os.nice(nice)
-        except OSError:
-            pass
-
-
 def integrity_pass(
     items: list[tuple[str, CaseRef]],
     base: str,
@@ -149,13 +140,10 @@ def integrity_pass(
     cancelled: Callable[[], bool] = lambda: False,
     workers: int | None = None,
     path_map: PathMap | None = None,
-    nice: int = 0,
 ) -> Iterator[list[CheckResult]]:
     """Run the full integrity check over ``items``, yielding results in small batches
     as they complete. Large folders use a process pool (the check hashes files and
-    parses ledgers: CPU-bound work the UI thread must not share a GIL with), whose
-    processes run ``nice`` steps below this one (the app's: work nobody waits for gives
-    the cores to the operator's)."""
+    parses ledgers: CPU-bound work the UI thread must not share a GIL with)."""
     n_workers = workers if workers is not None else (os.cpu_count() or 1)
     if n_workers <= 1 or len(items) < PARALLEL_MIN_CASES:
         for start in range(0, len(items), THREAD_CHUNK):
@@ -170,7 +158,7 @@ def integrity_pass(
     chunks = [items[i : i + POOL_CHUNK] for i in range(0, len(items), POOL_CHUNK)]
     try:
         _start_resource_tracker()
-        pool = ProcessPoolExecutor(max_workers=n_workers, mp_context=context, initializer=_lower_priority, initargs=(nice,))
+        pool = ProcessPoolExecutor(max_workers=n_workers, mp_context=context)
         pending = {pool.submit(check_refs, chunk, base, path_map): chunk for chunk in chunks}
     except (OSError, RuntimeError, ValueError):  # no semaphores, no process: check in this thread
         yield from integrity_pass(items, base, cancelled=cancelled, workers=1, path_map=path_map)

@@ -353,8 +353,7 @@ class EvisceneApp(App[int]):
         pending: list[CheckResult] = []
         last_post = time.monotonic()
         try:
-            for results in integrity_pass(items, base, cancelled=lambda: worker.is_cancelled, path_map=self.options.path_map,
-                                          nice=pace.BACKGROUND_NICE):
+            for results in integrity_pass(items, base, cancelled=lambda: worker.is_cancelled, path_map=self.options.path_map):
                 pending.extend(results)
                 if time.monotonic() - last_post >= 0.2:
                     done += len(pending)
