@@ -334,13 +334,14 @@ def _child(code: str, *args: str, timeout: int = 1800, off: str = "") -> dict:
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-def _data() -> tuple[dict, Path]:
-    """The realistic case (trace outside the root), generated once; a small staging case."""
+def _realistic(text_heavy: bool = False) -> dict:
+    """The realistic case (trace outside the root), generated once; ``text_heavy``: the
+    trace of mostly page text (``bench.realistic_trace``)."""
     from bench.realistic_trace import write_case
 
     from eviscene_tui.artifacts.case import load_case
 
-    base = BENCH_DIR / "realistic-v1"
+    base = BENCH_DIR / ("realistic-text-v1" if text_heavy else "realistic-v1")
     info_path = base / ".info.json"
     if info_path.exists():
         info = json.loads(info_path.read_text())
@@ -349,12 +350,17 @@ def _data() -> tuple[dict, Path]:
     if not info_path.exists():
         if base.exists():
             shutil.rmtree(base)
-        info = write_case(base)
+        info = write_case(base, text_heavy=text_heavy)
         if load_case(info["case_dir"]).source_trace_path is None:
             shutil.rmtree(base)
-            info = {**write_case(base, inside=True), "inside": True}
+            info = {**write_case(base, inside=True, text_heavy=text_heavy), "inside": True}
         info_path.write_text(json.dumps(info))
-    info = json.loads(info_path.read_text())
+    return json.loads(info_path.read_text())
+
+
+def _data() -> tuple[dict, Path]:
+    """The realistic case, generated once; a small staging case."""
+    info = _realistic()
     staging = BENCH_DIR / "staging-case"
     if not staging.exists():
         from eviscene_tui.samples import generate
@@ -433,6 +439,10 @@ def run() -> list[tuple[str, str]]:
     label = f"{size / 1e6:.0f} MB trace, {info['steps']} steps, " + (
         "outside the case root" if outside else "INSIDE the case root (this build does not read inputs outside it)")
     rows.extend(_open_rows(root, key, info, label))
+    text = _realistic(text_heavy=True)
+    rows.extend((label.replace("open:", "open (text-heavy):", 1), figure) for label, figure in _open_rows(
+        Path(text["root"]), Path(text["case_dir"]).name, text,
+        f"{int(text['bytes']) / 1e6:.0f} MB text-heavy trace, {text['steps']} steps, outside the case root"))
     for mode in ("inotify", "poll"):
         res = _child(_NEW_CASE, str(root), str(staging), mode)
         if "error" in res:
