@@ -10,9 +10,10 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
+from itertools import islice
 from multiprocessing import resource_tracker
 from pathlib import Path
 
@@ -181,6 +182,75 @@ def integrity_pass(
         pool.shutdown(wait=False, cancel_futures=True)
     if left:
         yield from integrity_pass([item for chunk in left for item in chunk], base, cancelled=cancelled, workers=1, path_map=path_map)
+
+
+def checked_rows(items: list[CaseRef], base: str, path_map: PathMap | None = None) -> list[tuple[CaseRow, CheckResult]]:
+    """The row of each case with its full integrity problems (one read of its files for
+    both). A module-level function so a process pool can run it."""
+    out: list[tuple[CaseRow, CheckResult]] = []
+    for ref in items:
+        started = time.time()
+        summary, problems = checked_case(ref, base, fingerprint=True, path_map=path_map)
+        last = last_round_status(summary.path) if summary.status == "no_further_grounded_hint" else None
+        row = row_from_summary(summary, last_round=last, ref=ref, problems=problems)
+        row.gate = gate_marker(summary.path)
+        out.append((row, CheckResult(row.key, tuple(problem_pairs(problems)), started, os.getpid())))
+    return out
+
+
+def scan_large(
+    refs: Iterator[CaseRef],
+    base: str,
+    *,
+    cancelled: Callable[[], bool] = lambda: False,
+    workers: int | None = None,
+    path_map: PathMap | None = None,
+) -> Iterator[list[tuple[CaseRow, CheckResult]]]:
+    """The cases of a large folder read and fully checked in a process pool as discovery
+    finds them (``refs`` is consumed as the pool takes work): rows with their final problem
+    counts, in batches as they complete. Without a pool (no semaphores, no process): here."""
+    n_workers = workers if workers is not None else (os.cpu_count() or 1)
+    context = multiprocessing.get_context("spawn")  # the app runs threads: forking it is unsafe
+    try:
+        _start_resource_tracker()
+        pool = ProcessPoolExecutor(max_workers=n_workers, mp_context=context)
+    except (OSError, RuntimeError, ValueError):
+        for chunk in iter(lambda: list(islice(refs, THREAD_CHUNK)), []):
+            if cancelled():
+                return
+            yield checked_rows(chunk, base, path_map)
+        return
+    pending: dict[Future[list[tuple[CaseRow, CheckResult]]], list[CaseRef]] = {}
+    left: list[CaseRef] = []
+    more = True
+    try:
+        while more or pending:
+            while more and len(pending) < 2 * n_workers:  # discovery stays a few chunks ahead
+                chunk = list(islice(refs, POOL_CHUNK))
+                if not chunk:
+                    more = False
+                    break
+                try:
+                    pending[pool.submit(checked_rows, chunk, base, path_map)] = chunk
+                except (BrokenProcessPool, RuntimeError):  # the pool broke: the rest is read here
+                    left.extend(chunk)
+                    left.extend(refs)
+                    more = False
+            if cancelled():
+                return
+            done, _ = wait(pending, timeout=0.25, return_when=FIRST_COMPLETED)
+            for future in done:
+                chunk = pending.pop(future)
+                try:
+                    yield future.result()
+                except BrokenProcessPool:  # a worker died (killed, out of memory): finish here
+                    left.extend(chunk)
+    finally:
+        pool.shutdown(wait=False, cancel_futures=True)
+    for start in range(0, len(left), THREAD_CHUNK):
+        if cancelled():
+            return
+        yield checked_rows(left[start : start + THREAD_CHUNK], base, path_map)
 
 
 def outside(root: Path, extra: Iterable[Path]) -> list[Path]:
