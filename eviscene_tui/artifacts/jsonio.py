@@ -43,7 +43,10 @@ def canonical_json_bytes(value: Any, *, floats_likely: bool = False) -> bytes:
     rewrite of floats was measured slower than the stdlib.)
     """
     if not floats_likely and _orjson_safe(value):
-        return orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
+        try:
+            return orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
+        except orjson.JSONEncodeError:
+            pass  # e.g. a lone surrogate: the stdlib says what is wrong, as it always did
     return json.dumps(value, ensure_ascii=False, sort_keys=True, separators=(",", ":")).encode("utf-8")
 
 
