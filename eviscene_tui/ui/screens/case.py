@@ -83,6 +83,8 @@ RELOAD_GAP = 0.5
 #: changing (each check hashes every bound input, the source trace included: back to back
 #: during a driver's burst they would keep a core busy and make the keys wait)
 INTEGRITY_GAP = 2.0
+#: the shortest timer the screen sets (see _reload_wait)
+MIN_TIMER = 0.001
 #: the longest the case's background work waits for a capture (k) or a step's detail to be painted
 FOREGROUND_LIMIT = 2.0
 
@@ -958,8 +960,9 @@ class CaseScreen(Screen):
 
     def _reload_wait(self, least: float) -> float:
         """Seconds until the next reload may start: at least ``least``, and RELOAD_GAP
-        after the start of the previous one."""
-        return max(least, self._reload_started + RELOAD_GAP - time.monotonic())
+        after the start of the previous one; never 0 (a zero-interval Textual timer that
+        wakes late, as on a loaded machine, divides by its interval)."""
+        return max(least, self._reload_started + RELOAD_GAP - time.monotonic(), MIN_TIMER)
 
     def _reload_now(self) -> None:
         self._reload_timer = None
