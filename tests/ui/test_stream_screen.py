@@ -115,10 +115,11 @@ async def test_faults_are_shown_and_recorded_and_the_screen_keeps_working(tmp_pa
 async def test_connection_refused_in_the_screen(tmp_path):
     import socket
 
+    # bound and never listening: connections are refused, and no other test (another
+    # pytest-xdist worker) can take the port meanwhile
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))
     port = sock.getsockname()[1]
-    sock.close()
     root = tmp_path / "runs"
     root.mkdir()
     opts = AppOptions(root=root, workdir=tmp_path / "wd", policy_url=f"http://127.0.0.1:{port}/v1", policy_model="m")
@@ -131,6 +132,7 @@ async def test_connection_refused_in_the_screen(tmp_path):
         await pilot.pause()
         assert "Cannot reach the policy server" in str(screen.query_one("#stream-message").render())
         assert "UNATTESTED" in str(screen.query_one("#stream-stats").render())
+    sock.close()
     rec = orjson.loads(list_records(opts.work())[0].read_bytes())
     assert rec["status"] == "failed" and rec["attestation_mode"] == "unattested"
 
