@@ -22,10 +22,13 @@ $(TEST_STAMP): pyproject.toml | $(PY)
 demo: $(RUN_STAMP)
 	$(VENV)/bin/eviscene-tui demo sample_runs
 
+# the suite runs on every core (pytest-xdist); the package is byte-compiled first, since the
+# suite starts it in many processes (workers, the CLI, the pty and gate tests)
 test: $(TEST_STAMP)
 	$(VENV)/bin/ruff check eviscene_tui tests bench
 	$(VENV)/bin/mypy
-	$(PY) -m pytest -q -p no:cacheprovider
+	$(PY) -m compileall -q eviscene_tui
+	$(PY) -m pytest -q -p no:cacheprovider -n auto --dist worksteal
 
 bench: $(TEST_STAMP)
 	$(PY) -m bench

@@ -2,7 +2,9 @@
 
 Each ``bench/bench_<area>.py`` exposes ``run() -> list[tuple[str, str]]``.
 Figures are printed, never asserted: goals are stated in the labels.
-Usage: ``python -m bench [area ...]`` (default: every area).
+Usage: ``python -m bench [--quiet-machine] [area ...]`` (default: every area). Every figure
+is measured with a second process busy on one core (``bench/load.py``); ``--quiet-machine``
+leaves it out.
 """
 
 from __future__ import annotations
@@ -12,12 +14,21 @@ import sys
 import time
 import traceback
 
+from bench.load import load_average, one_core_busy
+
 AREAS = ["artifacts", "ui", "open", "policy", "tokens", "gate", "triage"]
 
 
 def main(argv: list[str]) -> int:
-    areas = argv or AREAS
-    print(f"eviscene-tui benchmarks ({time.strftime('%Y-%m-%d %H:%M:%S')}; figures, not pass/fail)")
+    quiet = "--quiet-machine" in argv
+    areas = [a for a in argv if a != "--quiet-machine"] or AREAS
+    print(f"eviscene-tui benchmarks ({time.strftime('%Y-%m-%d %H:%M:%S')}; figures, not pass/fail; load average {load_average()}"
+          + ("; a quiet machine)" if quiet else "; a second process busy on one core throughout)"))
+    with one_core_busy(not quiet):
+        return _run(areas)
+
+
+def _run(areas: list[str]) -> int:
     failed = 0
     for area in areas:
         print(f"\n== {area} ==")
@@ -36,7 +47,7 @@ def main(argv: list[str]) -> int:
         width = max((len(label) for label, _ in rows), default=0)
         for label, figure in rows:
             print(f"  {label.ljust(width)}  {figure}")
-        print(f"  ({time.perf_counter() - started:.1f} s for this area)")
+        print(f"  ({time.perf_counter() - started:.1f} s for this area; load average {load_average()})")
     return 1 if failed else 0
 
 

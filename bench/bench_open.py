@@ -96,13 +96,18 @@ async def until(pred, timeout=120.0, step=0.002):
         await asyncio.sleep(step)
     return pred()
 
-async def open_case(app, pilot, key):
+async def open_case(app, pilot, key, moment="idle"):
+    # idle: Enter once the runs screen's scan and integrity pass are done; busy: as soon as the
+    # case's row is painted, while they run (the pass hashes the case's bound inputs)
     from eviscene_tui.ui.screens.case import CaseScreen
     from eviscene_tui.ui.widgets.runs_table import RunsTable
     from eviscene_tui.ui.widgets.trace_view import TraceView
-    await until(lambda: app.scan_seconds is not None)
-    await pilot.pause()
-    assert app.screen.query_one(RunsTable).select_key(key)
+    if moment == "busy":
+        await until(lambda: app.screen.query(RunsTable) and app.screen.query_one(RunsTable).select_key(key))
+    else:
+        await until(lambda: app.scan_seconds is not None and app.check_seconds is not None)
+        await pilot.pause(0.5)
+        assert app.screen.query_one(RunsTable).select_key(key)
     await pilot.pause()
     start = time.perf_counter()
     await pilot.press("enter")
@@ -126,24 +131,36 @@ print(json.dumps({"seconds": time.perf_counter() - t, "rss_kb": peak_rss_kb()}))
 """
 
 _OPEN = _PRELUDE + r"""
-root, key, mode = Path(sys.argv[1]), sys.argv[2], sys.argv[3]
+root, key, mode, moment = Path(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[5]
 if mode == "whole":
     from eviscene_tui.artifacts import trace as trace_module
     trace_module.LAZY_MIN_BYTES = trace_module.LAZY_MIN_GZ_BYTES = 1 << 62
+    if moment == "plain":  # the whole-file path without its chunked parse (artifacts/chunked_trace.py)
+        trace_module.CHUNKED_MIN_BYTES = trace_module.CHUNKED_MIN_GZ_BYTES = 1 << 62
+        moment = "idle"
 
 async def main():
     from eviscene_tui.ui.widgets.trace_view import TraceView
     out = {}
     app = make_app(root)
     async with app.run_test(size=(120, 40)) as pilot:
-        screen, tv, shown = await open_case(app, pilot, key)
+        screen, tv, shown = await open_case(app, pilot, key, moment)
         out["shown"] = shown
         out["rss_shown_kb"] = peak_rss_kb()
         out["ok"] = screen.trace_rows is not None and tv.cursor == screen.trace_rows.failure_index
         data = screen.trace_rows
         last = data.step_count - 1
         out["filled_at_paint"] = data.filled()
-        # End: the last step painted
+
+        async def settle():
+            # idle: every row filled, the integrity check answered, the comparison shown
+            if moment == "idle":
+                await until(lambda: data.filled() == data.step_count and screen.integrity is not None
+                            and not screen._integrity_running and screen.compare is not None, timeout=600, step=0.05)
+                await pilot.pause(0.3)
+
+        # End: the last step painted (busy: straight after the failure step was painted)
+        await settle()
         t = time.perf_counter()
         send_key(app, "end")
         await until(lambda: tv.row_painted is not None and tv.row_painted[0] == last and tv.row_painted[1] > t)
@@ -154,18 +171,15 @@ async def main():
         for far in (3, 8, 14):
             tv.goto(far)
             await asyncio.sleep(0.05)
+            await settle()
             t = time.perf_counter()
             send_key(app, "enter")
             await until(lambda: detail_painted_after(t) is not None, step=0.001)
             out["detail_ms"].append((await frame_end(detail_painted_after(t)) - t) * 1000)
             send_key(app, "escape")
             await until(lambda: app.screen is screen)
-        t = time.perf_counter()
-        await until(lambda: data.filled() == data.step_count, timeout=600, step=0.05)
-        out["fill_s"] = time.perf_counter() - screen.opened_at
-        await pilot.pause(0.3)
-        out["rss_filled_kb"] = peak_rss_kb()
         # search: "/" and the phrase, until the status line answers (includes the 0.12 s typing pause)
+        await settle()
         send_key(app, "slash")
         await until(lambda: screen.query_one("#trace-search").has_focus)
         for ch in sys.argv[4]:
@@ -174,6 +188,11 @@ async def main():
         t = time.perf_counter()
         await until(lambda: (screen._search_status or "").startswith("no step contains"), timeout=120)
         out["search_keys_s"] = time.perf_counter() - t
+        send_key(app, "escape")
+        await until(lambda: data.filled() == data.step_count, timeout=600, step=0.05)
+        out["fill_s"] = time.perf_counter() - screen.opened_at
+        await pilot.pause(0.3)
+        out["rss_filled_kb"] = peak_rss_kb()
         from eviscene_tui.state.trace_search import TraceSearch
         t = time.perf_counter()
         TraceSearch(screen.trace, screen._corpus if screen.trace.lazy else None).matches(sys.argv[4] + " again")
@@ -245,6 +264,18 @@ async def main():
         await until(app.watch_ready.is_set)
         await until(lambda: screen.view is not None)
         await pilot.pause(1.0)
+
+        async def key_down():
+            target = tv.cursor + 1 if tv.cursor + 1 < screen.trace_rows.step_count else 0
+            t = time.perf_counter()
+            send_key(app, "down" if target else "home")
+            await until(lambda: tv.row_painted is not None and tv.cursor == target and tv.row_painted[1] > t, timeout=10, step=0.001)
+            return (await frame_end(tv.row_painted[1]) - t) * 1000
+
+        idle_keys = []  # the same key before the driver writes
+        for _ in range(8):
+            idle_keys.append(await key_down())
+            await asyncio.sleep(0.25)
         log_path = Path(sys.argv[6])
         writer = subprocess.Popen([sys.executable, "-c", sys.argv[5], str(root / key), str(seconds), str(log_path)])
         seen = []  # (status number shown, monotonic when first seen)
@@ -260,11 +291,7 @@ async def main():
                     shown = n
                     seen.append((n, time.monotonic()))
             if time.monotonic() - last_key > 0.25:
-                target = tv.cursor + 1 if tv.cursor + 1 < screen.trace_rows.step_count else 0
-                t = time.perf_counter()
-                send_key(app, "down" if target else "home")
-                await until(lambda: tv.row_painted is not None and tv.cursor == target and tv.row_painted[1] > t, timeout=10, step=0.001)
-                keys.append((await frame_end(tv.row_painted[1]) - t) * 1000)
+                keys.append(await key_down())
                 last_key = time.monotonic()
             await asyncio.sleep(0.005)
         writer.wait()
@@ -289,7 +316,7 @@ async def main():
             if shown_at is not None:
                 waits.append(shown_at - at)
         print(json.dumps({"writes": len(log), "updates": len(seen), "lag_max": max(lags) if lags else None,
-                          "lag_median": statistics.median(lags) if lags else None, "keys_ms": keys,
+                          "lag_median": statistics.median(lags) if lags else None, "keys_ms": keys, "idle_keys_ms": idle_keys,
                           "wait_median": statistics.median(waits) if waits else None, "wait_max": max(waits) if waits else None,
                           "first_write": log[0][1] if log else None, "first_seen": seen[0][1] if seen else None}))
 import statistics
@@ -297,20 +324,24 @@ asyncio.run(main())
 """
 
 
-def _child(code: str, *args: str, timeout: int = 1800) -> dict:
-    out = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, timeout=timeout)
+def _child(code: str, *args: str, timeout: int = 1800, off: str = "") -> dict:
+    """Run a benchmark child; ``off``: the parts of the performance layer it runs without
+    (``eviscene_tui/switches.py``)."""
+    env = {**os.environ, "EVISCENE_TUI_OFF": off}
+    out = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, timeout=timeout, env=env)
     if out.returncode != 0:
         return {"error": ((out.stderr or out.stdout).strip().splitlines() or ["failed"])[-1]}
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-def _data() -> tuple[dict, Path]:
-    """The realistic case (trace outside the root), generated once; a small staging case."""
+def _realistic(text_heavy: bool = False) -> dict:
+    """The realistic case (trace outside the root), generated once; ``text_heavy``: the
+    trace of mostly page text (``bench.realistic_trace``)."""
     from bench.realistic_trace import write_case
 
     from eviscene_tui.artifacts.case import load_case
 
-    base = BENCH_DIR / "realistic-v1"
+    base = BENCH_DIR / ("realistic-text-v1" if text_heavy else "realistic-v1")
     info_path = base / ".info.json"
     if info_path.exists():
         info = json.loads(info_path.read_text())
@@ -319,12 +350,17 @@ def _data() -> tuple[dict, Path]:
     if not info_path.exists():
         if base.exists():
             shutil.rmtree(base)
-        info = write_case(base)
+        info = write_case(base, text_heavy=text_heavy)
         if load_case(info["case_dir"]).source_trace_path is None:
             shutil.rmtree(base)
-            info = {**write_case(base, inside=True), "inside": True}
+            info = {**write_case(base, inside=True, text_heavy=text_heavy), "inside": True}
         info_path.write_text(json.dumps(info))
-    info = json.loads(info_path.read_text())
+    return json.loads(info_path.read_text())
+
+
+def _data() -> tuple[dict, Path]:
+    """The realistic case, generated once; a small staging case."""
+    info = _realistic()
     staging = BENCH_DIR / "staging-case"
     if not staging.exists():
         from eviscene_tui.samples import generate
@@ -348,6 +384,51 @@ def _fmt_detail(values: list[float]) -> str:
     return f"median {statistics.median(values):.0f} ms, max {max(values):.0f} ms ({len(values)} far steps)"
 
 
+def _open_rows(root: Path, key: str, info: dict, label: str) -> list[tuple[str, str]]:
+    """The open figures of one trace: the indexed open idle and busy side by side, the
+    whole-file path (what it was before the index), with and without its chunked parse."""
+    rows: list[tuple[str, str]] = []
+    size = int(info["bytes"])
+    bare = _child(_BARE, info["path"])
+    idle = _child(_OPEN, str(root), key, "indexed", QUERY, "idle")
+    busy = _child(_OPEN, str(root), key, "indexed", QUERY, "busy")
+    whole = _child(_OPEN, str(root), key, "whole", QUERY, "idle")
+    plain = _child(_OPEN, str(root), key, "whole", QUERY, "plain")
+    for name, res in (("bare orjson", bare), ("indexed open, idle", idle), ("indexed open, busy", busy), ("whole-file open", whole),
+                      ("whole-file open without the chunked parse", plain)):
+        if "error" in res:
+            rows.append((f"open: {name}", "failed: " + str(res["error"])))
+    if any("error" in res for res in (bare, idle, busy)):
+        return rows
+    b = bare["seconds"]
+    w = f"; whole-file path (before) {whole['shown']:.2f} s = {whole['shown'] / b:.2f}x" if "error" not in whole else ""
+    rows.append((f"open: Enter -> failure step painted, {label}, idle | busy (goal <= 0.2x read+orjson.loads)",
+                 f"idle {idle['shown']:.2f} s = {idle['shown'] / b:.2f}x | busy {busy['shown']:.2f} s = {busy['shown'] / b:.2f}x"
+                 f" of read+orjson.loads {b:.2f} s{w}" + ("" if idle["ok"] and busy["ok"] else " (cursor NOT on the failure step)")))
+    rss, rss_f = idle["rss_shown_kb"] * 1024, idle["rss_filled_kb"] * 1024
+    rows.append(("open: peak RSS (goal <= 1.2x the file)",
+                 f"at the paint {rss / 1e6:.0f} MB = {rss / size:.2f}x; every row filled {rss_f / 1e6:.0f} MB = {rss_f / size:.2f}x"
+                 f" (bare orjson.loads {bare['rss_kb'] * 1024 / size:.2f}x)"))
+    if "error" not in whole and "error" not in plain:
+        on, off = whole["rss_filled_kb"] * 1024, plain["rss_filled_kb"] * 1024
+        rows.append(("switch chunked_trace: whole-file path peak RSS, chunked parse on | off (plain orjson.loads)",
+                     f"on {on / size:.2f}x | off {off / size:.2f}x the file ({(off - on) / off * 100:+.0f} % by the chunked parse);"
+                     f" paint on {whole['shown']:.2f} s | off {plain['shown']:.2f} s"))
+    rows.append(("open: rows parsed before the paint / background fill of every row",
+                 f"{idle['filled_at_paint']} of {idle['steps']} / {idle['fill_s']:.1f} s after Enter"))
+    wend = f" (whole-file path {whole['end_ms']:.0f} ms)" if "error" not in whole else ""
+    rows.append(("open: End -> last step painted, idle | busy (right after the paint, during the fill; goal < 100 ms)",
+                 f"idle {idle['end_ms']:.0f} ms | busy {busy['end_ms']:.0f} ms{wend}"))
+    rows.append(("open: Enter on a far step -> step detail shown, idle | busy (goal < 100 ms)",
+                 f"idle {_fmt_detail(idle['detail_ms'])} | busy {_fmt_detail(busy['detail_ms'])}"))
+    ws = f" (whole-file path {whole['search_keys_s']:.2f} s)" if "error" not in whole else ""
+    rows.append(("search: '/' + phrase -> status answered, all steps, idle | busy (incl. 0.12 s typing pause)",
+                 f"idle {idle['search_keys_s']:.2f} s | busy {busy['search_keys_s']:.2f} s{ws}"))
+    wscan = f" vs whole-file path {whole['search_scan_s'] * 1000:.0f} ms" if "error" not in whole else ""
+    rows.append(("search: one scan of every step (TraceSearch.matches)", f"{idle['search_scan_s'] * 1000:.0f} ms{wscan}"))
+    return rows
+
+
 def run() -> list[tuple[str, str]]:
     rows: list[tuple[str, str]] = []
     info, staging = _data()
@@ -357,34 +438,11 @@ def run() -> list[tuple[str, str]]:
     outside = not Path(info["path"]).resolve().is_relative_to(Path(info["case_dir"]).resolve())
     label = f"{size / 1e6:.0f} MB trace, {info['steps']} steps, " + (
         "outside the case root" if outside else "INSIDE the case root (this build does not read inputs outside it)")
-    bare = _child(_BARE, info["path"])
-    lazy = _child(_OPEN, str(root), key, "indexed", QUERY)
-    whole = _child(_OPEN, str(root), key, "whole", QUERY)
-    for name, res in (("bare orjson", bare), ("indexed open", lazy), ("whole-file open", whole)):
-        if "error" in res:
-            rows.append((f"open: {name}", "failed: " + str(res["error"])))
-    if "error" not in bare and "error" not in lazy:
-        b = bare["seconds"]
-        w = f"; whole-file path (before) {whole['shown']:.2f} s = {whole['shown'] / b:.2f}x" if "error" not in whole else ""
-        rows.append((f"open: Enter -> failure step painted, {label} (goal <= 0.5x read+orjson.loads)",
-                     f"{lazy['shown']:.2f} s vs read+orjson.loads {b:.2f} s = {lazy['shown'] / b:.2f}x{w}"
-                     + ("" if lazy["ok"] else " (cursor NOT on the failure step)")))
-        rss, rss_f = lazy["rss_shown_kb"] * 1024, lazy["rss_filled_kb"] * 1024
-        wr = f"; whole-file path {whole['rss_filled_kb'] * 1024 / size:.2f}x" if "error" not in whole else ""
-        rows.append(("open: peak RSS (goal <= 1.2x the file)",
-                     f"at the paint {rss / 1e6:.0f} MB = {rss / size:.2f}x; every row filled {rss_f / 1e6:.0f} MB = {rss_f / size:.2f}x"
-                     f" (bare orjson.loads {bare['rss_kb'] * 1024 / size:.2f}x{wr})"))
-        rows.append(("open: rows parsed before the paint / background fill of every row",
-                     f"{lazy['filled_at_paint']} of {lazy['steps']} / {lazy['fill_s']:.1f} s after Enter"))
-        wend = f" (whole-file path {whole['end_ms']:.0f} ms)" if "error" not in whole else ""
-        wdet = f" (whole-file path {_fmt_detail(whole['detail_ms'])})" if "error" not in whole else ""
-        rows.append(("open: End -> last step painted, during the fill (goal < 100 ms)", f"{lazy['end_ms']:.0f} ms{wend}"))
-        rows.append(("open: Enter on a far step -> step detail shown, during the fill (goal < 100 ms)", f"{_fmt_detail(lazy['detail_ms'])}{wdet}"))
-        if "error" not in whole:
-            rows.append(("search: '/' + phrase -> status answered, all steps (goal <= whole-file path; incl. 0.12 s typing pause)",
-                         f"{lazy['search_keys_s']:.2f} s vs whole-file path {whole['search_keys_s']:.2f} s"))
-            rows.append(("search: one scan of every step (TraceSearch.matches)",
-                          f"{lazy['search_scan_s'] * 1000:.0f} ms vs whole-file path {whole['search_scan_s'] * 1000:.0f} ms"))
+    rows.extend(_open_rows(root, key, info, label))
+    text = _realistic(text_heavy=True)
+    rows.extend((label.replace("open:", "open (text-heavy):", 1), figure) for label, figure in _open_rows(
+        Path(text["root"]), Path(text["case_dir"]).name, text,
+        f"{int(text['bytes']) / 1e6:.0f} MB text-heavy trace, {text['steps']} steps, outside the case root"))
     for mode in ("inotify", "poll"):
         res = _child(_NEW_CASE, str(root), str(staging), mode)
         if "error" in res:
@@ -401,23 +459,32 @@ def run() -> list[tuple[str, str]]:
     doc["status"] = "no_admissible_hints"  # as generated (an interrupted run may have left a burst status)
     saved = json.dumps(doc, indent=2).encode()
     manifest.write_bytes(saved)
-    for mode in ("inotify", "poll"):
-        res = _child(_BURST, str(root), key, mode, "4", _WRITER, str(BENCH_DIR / "writer-log.json"))
+    keys_by_switch: dict[str, list[float]] = {}
+    for mode, off in (("inotify", ""), ("poll", ""), ("inotify", "native_nice")):
+        res = _child(_BURST, str(root), key, mode, "4", _WRITER, str(BENCH_DIR / "writer-log.json"), off=off)
+        if off:
+            keys_by_switch[off] = res.get("keys_ms", [])
+        elif mode == "inotify":
+            keys_by_switch[""] = res.get("keys_ms", [])
         if "error" in res:
-            rows.append((f"live: burst into the open case ({mode})", "failed: " + str(res["error"])))
-            continue
-        first = (res["first_seen"] - res["first_write"]) if res["first_seen"] and res["first_write"] else None
-        rows.append((f"live: driver writing the open case at full speed ({mode}): status shown vs written (goal < 1 s)",
-                     (f"first change shown after {first:.2f} s; " if first is not None else "")
-                     + (f"each write shown after {res['wait_median']:.2f} s (median), {res['wait_max']:.2f} s (max); "
-                        if res.get("wait_max") is not None else "never updated; ")
-                     + f"{res['updates']} view updates for {res['writes']} writes"))
-        rows.append((f"live: key (down) -> row painted during that burst ({mode}, goal < 100 ms)", _fmt_ms(res["keys_ms"])))
+            rows.append((f"live: burst into the open case ({mode}{', ' + off + ' off' if off else ''})", "failed: " + str(res["error"])))
+        elif not off:
+            first = (res["first_seen"] - res["first_write"]) if res["first_seen"] and res["first_write"] else None
+            rows.append((f"live: driver writing the open case at full speed ({mode}): status shown vs written (goal < 1 s)",
+                         (f"first change shown after {first:.2f} s; " if first is not None else "")
+                         + (f"each write shown after {res['wait_median']:.2f} s (median), {res['wait_max']:.2f} s (max); "
+                            if res.get("wait_max") is not None else "never updated; ")
+                         + f"{res['updates']} view updates for {res['writes']} writes"))
+            rows.append((f"live: key (down) -> row painted, idle (before the burst) | busy (during it) ({mode}, goal < 100 ms)",
+                         f"idle {_fmt_ms(res['idle_keys_ms'])} | busy {_fmt_ms(res['keys_ms'])}"))
         # put the case back as it was (the writer rewrote its manifest, grew its events)
         manifest.write_bytes(saved)
         runtime = Path(info["case_dir"]) / "runtime"
         if runtime.exists():
             shutil.rmtree(runtime)
+    if keys_by_switch.get("") and keys_by_switch.get("native_nice"):
+        rows.append(("switch native_nice: key (down) -> row painted during the burst (inotify), watcher thread lowered on | off",
+                     f"on {_fmt_ms(keys_by_switch[''])} | off {_fmt_ms(keys_by_switch['native_nice'])}"))
     return rows
 
 

@@ -22,8 +22,11 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import json
 import os
 import statistics
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -31,6 +34,9 @@ from bench.frames import FrameClock, frame_clock
 
 BENCH_DIR = Path(os.environ.get("EVISCENE_BENCH_DIR", "/tmp/eviscene-bench"))
 N_IDS = int(os.environ.get("EVISCENE_BENCH_TOKEN_IDS", "1000000"))
+#: seconds after the case painted its failure step at which k is pressed for the busy figure
+BUSY_MOMENTS = (0.0, 0.5, 2.0)
+PAGES = 8  # page-down keys per figure
 
 
 def _case() -> tuple[Path, int]:
@@ -89,22 +95,26 @@ def _row_key(table, case: Path) -> str | None:
     return None
 
 
-async def _measure(case: Path, failure: int) -> dict[str, object]:
+async def _measure(case: Path, failure: int, reduced: bool = False) -> dict[str, object]:
     with frame_clock() as frames:
-        return await _measure_frames(case, failure, frames)
+        return await _measure_frames(case, failure, frames, reduced)
 
 
-async def _measure_frames(case: Path, failure: int, frames: FrameClock) -> dict[str, object]:
+async def _measure_frames(case: Path, failure: int, frames: FrameClock, reduced: bool) -> dict[str, object]:
+    """Every token figure; ``reduced``: only the idle k and page scrolls (a run with a part of
+    the performance layer switched off, see ``eviscene_tui/switches.py``)."""
     import argparse
 
     from eviscene_tui.options import AppOptions
     from eviscene_tui.settings import Settings
     from eviscene_tui.ui.app import EvisceneApp
     from eviscene_tui.ui.screens.case import CaseScreen
+    from eviscene_tui.ui.screens.runs import RunsScreen
     from eviscene_tui.ui.screens.tokens import TokenScreen
     from eviscene_tui.ui.widgets.runs_table import RunsTable
     from eviscene_tui.ui.widgets.token_view import TokenView
     from eviscene_tui.ui.widgets.trace_view import TraceView
+    from eviscene_tui import switches
     from eviscene_tui.ui import gc_hold
 
     painted: list[tuple[float, int, str]] = []  # (time, scroll y, mode) of each token-view line paint
@@ -147,6 +157,29 @@ async def _measure_frames(case: Path, failure: int, frames: FrameClock) -> dict[
         frame = frame_painted(t0, y=y)
         return float("nan") if frame is None else frame[1] - c0
 
+    app: EvisceneApp | None = None
+
+    async def pages(view: TokenView, n: int, name: str) -> None:
+        """``n`` page-down keys, each timed to the frame that painted the new page."""
+        assert app is not None
+        got, cpus = [], []
+        before = view.scroll_offset.y
+        app.simulate_key("pagedown")  # the first one may move the cursor to the bottom row only
+        await until(lambda: view.scroll_offset.y != before or view.cursor_offset > 0, 10)
+        await asyncio.sleep(0.03)
+        for _ in range(n):
+            before = view.scroll_offset.y
+            painted.clear()
+            t0, c0 = time.perf_counter(), time.process_time()
+            app.simulate_key("pagedown")
+            await until(lambda before=before, t0=t0: view.scroll_offset.y != before and painted_after(t0, y=view.scroll_offset.y) is not None, 10)
+            y = view.scroll_offset.y
+            got.append(painted_after(t0, y=y) or 0.0)
+            cpus.append(cpu_after(t0, c0, y=y))
+            await asyncio.sleep(0.03)  # a key repeat's pace: the next key comes before the view is idle
+        out[name] = got
+        out[name + "_cpu"] = cpus
+
     out: dict[str, object] = {}
     args = argparse.Namespace(theme=None, poll=False, operator="bench", workdir=None, config=None)
     app = EvisceneApp(AppOptions.from_args(case.parent, args, settings=Settings()), watch=False)
@@ -159,53 +192,79 @@ async def _measure_frames(case: Path, failure: int, frames: FrameClock) -> dict[
             # directory itself): find the row by the case's path, once the table shows it
             await until(lambda: _row_key(table, case) is not None, 30)
             key = _row_key(table, case)
-            if key is None or not table.select_key(key):
-                raise RuntimeError("the benchmark case is not in the runs table")
-            await pilot.pause()
-            await pilot.press("enter")
-            await until(lambda: isinstance(app.screen, CaseScreen) and app.screen.trace_rows is not None)
-            case_screen = app.screen
-            await pilot.pause()
-            tv = case_screen.query_one(TraceView)
-            out["cursor_on_failure"] = tv.cursor == failure
-            samples: list[float] = []
-            cpus: list[float] = []
-            for attempt in range(3):
+
+            async def open_case() -> tuple[CaseScreen, float]:
+                """Enter on the case's row: the case screen and the end of the frame that painted its failure step."""
+                if key is None or not table.select_key(key):
+                    raise RuntimeError("the benchmark case is not in the runs table")
+                await pilot.pause()
+                await pilot.press("enter")
+                await until(lambda: isinstance(app.screen, CaseScreen) and app.screen.trace_rows is not None
+                            and app.screen.query_one(TraceView).failure_painted_at is not None)
+                screen = app.screen
+                painted_at = screen.query_one(TraceView).failure_painted_at
+                frame = frames.after(painted_at)
+                while frame is None:
+                    await asyncio.sleep(0.001)
+                    frame = frames.after(painted_at)
+                return screen, frame[0]
+
+            async def press_k(case_screen: CaseScreen) -> tuple[float, float, TokenScreen]:
                 painted.clear()
                 t0, c0 = time.perf_counter(), time.process_time()
                 app.simulate_key("k")
-                await until(lambda t0=t0: painted_after(t0) is not None)
-                samples.append(painted_after(t0) or 0.0)
-                cpus.append(cpu_after(t0, c0))
+                await until(lambda: painted_after(t0) is not None)
+                took, cpu = painted_after(t0) or 0.0, cpu_after(t0, c0)
                 screen = app.screen
                 assert isinstance(screen, TokenScreen)
+                return took, cpu, screen
+
+            async def back_to_runs() -> None:
+                while not isinstance(app.screen, RunsScreen):
+                    await pilot.press("escape")
+                    await pilot.pause()
+
+            async def settled(case_screen: CaseScreen) -> None:
+                """The case's background work done: every row filled, the integrity check answered."""
+                await until(lambda: case_screen.trace_rows.filled() == case_screen.trace_rows.step_count
+                            and case_screen.integrity is not None and not case_screen._integrity_running, 120)
+                await pilot.pause(0.5)
+
+            # busy: k at a moment the operator may choose after the failure step is painted, while
+            # the case's trace fill, comparison and integrity check (hashing its trace) run
+            busy: list[tuple[float, float, float]] = []
+            for moment in () if reduced else BUSY_MOMENTS:
+                case_screen, shown = await open_case()
+                await asyncio.sleep(max(0.0, shown + moment - time.perf_counter()))
+                took, cpu, screen = await press_k(case_screen)
+                busy.append((moment, took, cpu))
+                if moment == 0.0:
+                    out["cursor_on_failure"] = case_screen.query_one(TraceView).cursor == failure
+                    view = screen.query_one("#token-view", TokenView)
+                    await until(lambda view=view: view.rows is not None)
+                    # the token screen just painted, the case screen's work still running beneath it
+                    await pages(view, PAGES, "grid_pages_busy")
+                await back_to_runs()
+            out["k_busy"] = busy
+            # idle: the case settled first
+            case_screen, _ = await open_case()
+            await settled(case_screen)
+            samples: list[float] = []
+            cpus: list[float] = []
+            for attempt in range(2):
+                took, cpu, screen = await press_k(case_screen)
+                samples.append(took)
+                cpus.append(cpu)
                 await until(lambda screen=screen: screen.data is not None and screen.query_one("#token-view", TokenView).rows is not None)
                 await pilot.pause()
-                if attempt < 2:
+                if attempt == 0:
                     await pilot.press("escape")
                     await until(lambda: app.screen is case_screen)
-                    await pilot.pause()
+                    await pilot.pause(0.5)
             out["first_paint"] = samples
             out["first_paint_cpu"] = cpus
             view = screen.query_one("#token-view", TokenView)
             out["ids"] = len(view.data.ids) if view.data is not None else 0
-
-            async def pages(n: int, name: str) -> None:
-                await pilot.press("pagedown")  # the first one moves the cursor to the bottom row only
-                await pilot.pause()
-                got, cpus = [], []
-                for _ in range(n):
-                    before = view.scroll_offset.y
-                    painted.clear()
-                    t0, c0 = time.perf_counter(), time.process_time()
-                    app.simulate_key("pagedown")
-                    await until(lambda before=before, t0=t0: view.scroll_offset.y != before and painted_after(t0, y=view.scroll_offset.y) is not None, 10)
-                    y = view.scroll_offset.y
-                    got.append(painted_after(t0, y=y) or 0.0)
-                    cpus.append(cpu_after(t0, c0, y=y))
-                    await pilot.pause()
-                out[name] = got
-                out[name + "_cpu"] = cpus
 
             # full garbage collections (generation 2) during the page scrolls, timed
             full: list[float] = []
@@ -219,7 +278,16 @@ async def _measure_frames(case: Path, failure: int, frames: FrameClock) -> dict[
                         full.append(time.perf_counter() - started[0])
 
             gc.callbacks.append(on_gc)
-            await pages(15, "grid_pages")
+            await pilot.pause(1.0)
+            await pages(view, PAGES, "grid_pages")
+            if not reduced:  # the same pages drawn through Textual's own line pipeline and scrollbar
+                switches.set_off("lean_token_view")
+                view.refresh()
+                await pilot.pause(0.5)
+                await pages(view, PAGES, "grid_pages_plain")
+                switches.set_off("lean_token_view", False)
+                view.refresh()
+                await pilot.pause(0.5)
             view.jump_to_offset(len(view.data.ids) // 2)
             await pilot.pause()
             painted.clear()
@@ -227,9 +295,19 @@ async def _measure_frames(case: Path, failure: int, frames: FrameClock) -> dict[
             app.simulate_key("f")
             await until(lambda: painted_after(t0, mode="flow") is not None)
             out["flow_toggle"] = painted_after(t0, mode="flow")
-            await pilot.pause()
-            await pages(15, "flow_pages")
+            await pages(view, PAGES, "flow_pages_busy")  # right after the flowing text painted
+            await pilot.pause(1.0)
+            await pages(view, PAGES, "flow_pages")
+            if not reduced:
+                switches.set_off("lean_token_view")
+                view.refresh()
+                await pilot.pause(0.5)
+                await pages(view, PAGES, "flow_pages_plain")
+                switches.set_off("lean_token_view", False)
             out["gc_full_pages"] = list(full)
+            if reduced:
+                gc.callbacks.remove(on_gc)
+                return out
             # the full collection deferred during the scrolls runs once the operator pauses
             # (when one is owed: the scrolls may not have made enough garbage for one)
             out["gc_pause"] = None
@@ -252,10 +330,44 @@ async def _measure_frames(case: Path, failure: int, frames: FrameClock) -> dict[
     return out
 
 
+def _ms(values: list[float]) -> str:
+    return f"median {statistics.median(values) * 1000:.1f} ms, max {max(values) * 1000:.1f} ms"
+
+
 def _pages(got: dict, name: str) -> str:
-    wall, cpu = got[name], got[name + "_cpu"]
-    return (f"median {statistics.median(wall) * 1000:.1f} ms, max {max(wall) * 1000:.1f} ms"
-            f" (process CPU median {statistics.median(cpu) * 1000:.1f} ms)")
+    """Idle and busy figures of one page-scroll series, side by side."""
+    idle, busy = got[name], got[name + "_busy"]
+    return (f"idle {_ms(idle)} (CPU median {statistics.median(got[name + '_cpu']) * 1000:.1f} ms) | "
+            f"busy {_ms(busy)} (CPU median {statistics.median(got[name + '_busy_cpu']) * 1000:.1f} ms)")
+
+
+_REDUCED = """
+import asyncio, json
+from bench.bench_tokens import _case, _measure
+case, failure = _case()
+print(json.dumps(asyncio.run(_measure(case, failure, reduced=True))))
+"""
+
+
+def _reduced(off: str) -> dict:
+    """The idle k and page scrolls in a fresh process with ``off`` switched off ("": none)."""
+    env = {**os.environ, "EVISCENE_TUI_OFF": off}
+    out = subprocess.run([sys.executable, "-c", _REDUCED], capture_output=True, text=True, env=env, timeout=900)
+    if out.returncode != 0:
+        return {"error": ((out.stderr or out.stdout).strip().splitlines() or ["failed"])[-1]}
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def _gc_pair(on: dict, off: dict) -> str:
+    if "error" in on or "error" in off:
+        return "failed: " + str(on.get("error") or off.get("error"))
+
+    def one(got: dict) -> str:
+        pages = got["grid_pages"] + got["flow_pages"]
+        return (f"pages max {max(pages) * 1000:.0f} ms, median {statistics.median(pages) * 1000:.1f} ms,"
+                f" {len(got['gc_full_pages'])} full collections during them ({max(got['gc_full_pages'], default=0) * 1000:.0f} ms max)")
+
+    return f"on: {one(on)} | off: {one(off)}"
 
 
 def run() -> list[tuple[str, str]]:
@@ -266,20 +378,29 @@ def run() -> list[tuple[str, str]]:
     got = asyncio.run(_measure(case, failure))
     n = got["ids"]
     first = got["first_paint"]
+    busy = got["k_busy"]
+    worst = max(took for _m, took, _c in busy)
     rows = [
-        (f"tokens: whole app, k on the failure step -> {n:,} ids painted (goal < 0.3 s)",
-         f"first {first[0] * 1000:.0f} ms, again {min(first[1:]) * 1000:.0f} ms (process CPU {min(got['first_paint_cpu']) * 1000:.0f} ms)"
+        (f"tokens: k on the failure step -> {n:,} ids painted, idle | busy (goal < 0.3 s at any moment)",
+         f"idle {first[0] * 1000:.0f} ms, again {first[1] * 1000:.0f} ms (CPU {min(got['first_paint_cpu']) * 1000:.0f} ms) | busy "
+         + ", ".join(f"{took * 1000:.0f} ms (CPU {cpu * 1000:.0f} ms) {moment:g} s after the paint" for moment, took, cpu in busy)
+         + f" (worst {worst * 1000:.0f} ms)"
          + (f" (data generated in {prep:.0f} s)" if prep > 1 else "")
          + ("" if got["cursor_on_failure"] else " (trace cursor NOT on the failure step)")),
-        ("tokens: page scroll, grid, key press -> page painted (goal < 16 ms)", _pages(got, "grid_pages")),
+        ("tokens: page scroll, grid, key -> page painted (goal < 16 ms; busy: right after k painted, the case's work beneath)", _pages(got, "grid_pages")),
         ("tokens: f -> flowing text painted (mid-capture)", f"{got['flow_toggle'] * 1000:.0f} ms"),
-        ("tokens: page scroll, flowing text, key press -> page painted (goal < 16 ms)", _pages(got, "flow_pages")),
-        ("tokens: full garbage collections during those 30 page scrolls / one gc.collect() with the capture shown",
+        ("tokens: page scroll, flowing text, key -> page painted (goal < 16 ms; busy: right after f painted)", _pages(got, "flow_pages")),
+        ("tokens: full garbage collections during those page scrolls / one gc.collect() with the capture shown",
          f"{len(got['gc_full_pages'])} ({max(got['gc_full_pages'], default=0) * 1000:.0f} ms max)"
          f" / {got['gc_collect'] * 1000:.0f} ms"),
         ("tokens: the deferred full collection, run in the pause after the scrolls: after / taking",
          f"{got['gc_pause'][0]:.2f} s / {got['gc_pause'][1] * 1000:.0f} ms" if got["gc_pause"] else "none was owed"),
         (f"tokens: text search with no match over {n:,} ids (worker, progress shown)", f"{got['search']:.2f} s"),
+        ("switch lean_token_view: page scroll, grid, idle, on | off (Textual's line pipeline and scrollbar)",
+         f"on {_ms(got['grid_pages'])} | off {_ms(got['grid_pages_plain'])}"),
+        ("switch lean_token_view: page scroll, flowing text, idle, on | off",
+         f"on {_ms(got['flow_pages'])} | off {_ms(got['flow_pages_plain'])}"),
+        ("switch gc_hold: 1,000,000-id capture shown, page scrolls (fresh processes)", _gc_pair(_reduced(""), _reduced("gc_hold"))),
     ]
     return rows
 

@@ -5,6 +5,10 @@ top-k logprobs per completion token and ~56 kB of page text, about 200 MB in all
 trace lives OUTSIDE the case root (``<dir>/inputs/<case>/trace.json``) and the run's
 ``run-inputs.json`` records its absolute path, as the driver does with ``--trace``.
 
+The text-heavy kind (``text_heavy=True``): the same 720 steps carrying mostly page text
+(~290 kB a step, a 300-id prompt capture, no top-k), about 217 MB: a bare ``orjson.loads``
+is fast on it (strings), so it is the harder figure for the open.
+
 Written deterministically and streamed (one step in memory at a time).
 """
 
@@ -30,11 +34,15 @@ _WORDS = (
 ).split()
 
 
-def _page(i: int) -> str:
+TEXT_PAGE_BYTES = 290_000  # the text-heavy kind: page text instead of token ids
+TEXT_PROMPT_IDS = 300
+
+
+def _page(i: int, page_bytes: int = PAGE_BYTES) -> str:
     words = []
     size = 0
     k = i
-    while size < PAGE_BYTES:
+    while size < page_bytes:
         w = _WORDS[(k * 7 + size) % len(_WORDS)]
         words.append(w)
         size += len(w) + 1
@@ -42,11 +50,11 @@ def _page(i: int) -> str:
     return f"Result page {i}: " + " ".join(words)
 
 
-def _step(i: int, case_id: str, *, last: bool) -> dict[str, Any]:
+def _step(i: int, case_id: str, *, last: bool, text_heavy: bool = False) -> dict[str, Any]:
     base = 1000 + i
-    prompt = [(base + 37 * k) % 151_000 for k in range(PROMPT_IDS + (i % 50))]
+    prompt = [(base + 37 * k) % 151_000 for k in range((TEXT_PROMPT_IDS if text_heavy else PROMPT_IDS) + (i % 50))]
     completion = [(base + 11 * k) % 151_000 for k in range(COMPLETION_TOKENS)]
-    topk = [
+    topk = [] if text_heavy else [
         [{"token_id": (completion[p] + 3 * j) % 151_000, "probability": round(0.9 / (j + 1), 6)} for j in range(TOPK)]
         for p in range(COMPLETION_TOKENS)
     ]
@@ -58,7 +66,7 @@ def _step(i: int, case_id: str, *, last: bool) -> dict[str, Any]:
         action: dict[str, Any] = {"type": "output", "output": out}
     else:
         step = {"round": i + 1, "stage": "unified_react", "action_type": "tool_call", "tool_name": "web_fetch", "tool_args": args,
-                "tool_result": _page(i), "thought": f"Step {i}: compare the archive dates before searching the claimed event again.",
+                "tool_result": _page(i, TEXT_PAGE_BYTES if text_heavy else PAGE_BYTES), "thought": f"Step {i}: compare the archive dates before searching the claimed event again.",
                 "output": None}
         action = {"type": "tool_call", "tool_name": "web_fetch", "arguments": args}
     step["tokens"] = {"prompt": len(prompt), "completion": len(completion), "thought": 0}
@@ -70,7 +78,7 @@ def _step(i: int, case_id: str, *, last: bool) -> dict[str, Any]:
             "schema_version": "ifv-policy-token-capture-v1", "status": "complete",
             "prompt_token_ids": prompt, "completion_token_ids": completion,
             "completion_logprobs": [round(-0.01 - (k % 13) / 40, 4) for k in range(COMPLETION_TOKENS)],
-            "completion_topk_by_position": topk, "topk": TOPK, "missing": [],
+            "completion_topk_by_position": topk, "topk": 0 if text_heavy else TOPK, "missing": [],
         },
         "context_request_id": f"req-{i + 1:06d}",
         "interaction_id": f"ia-{case_id}-{i}",
@@ -78,7 +86,7 @@ def _step(i: int, case_id: str, *, last: bool) -> dict[str, Any]:
     return step
 
 
-def write_trace(path: Path, steps: int = STEPS, case_id: str = "real-shape-0001") -> dict[str, Any]:
+def write_trace(path: Path, steps: int = STEPS, case_id: str = "real-shape-0001", *, text_heavy: bool = False) -> dict[str, Any]:
     """Write the trace; ``{"path", "bytes", "steps", "failure_step_index"}``."""
     path.parent.mkdir(parents=True, exist_ok=True)
     head = {"image_id": "ep-" + case_id, "case_id": case_id, "verdict": "real", "confidence": 0.7, "termination": "success", "error": None}
@@ -94,18 +102,18 @@ def write_trace(path: Path, steps: int = STEPS, case_id: str = "real-shape-0001"
 
         put(orjson.dumps(head)[:-1] + b',"state":' + orjson.dumps(state_head)[:-1] + b',"all_steps":[')
         for i in range(steps):
-            put((b"," if i else b"") + orjson.dumps(_step(i, case_id, last=i == steps - 1)))
+            put((b"," if i else b"") + orjson.dumps(_step(i, case_id, last=i == steps - 1, text_heavy=text_heavy)))
         put(b'],"token_usage":{"prompt":1,"completion":2,"thought":0}}}\n')
     return {"path": str(path), "bytes": written, "steps": steps, "failure_step_index": (steps * 2) // 3, "sha256": h.hexdigest()}
 
 
-def write_case(base: Path, steps: int = STEPS, *, inside: bool = False) -> dict[str, Any]:
+def write_case(base: Path, steps: int = STEPS, *, inside: bool = False, text_heavy: bool = False) -> dict[str, Any]:
     """``base/inputs/<case>/trace.json`` and the run directory ``base/runs/<case>`` that
     points at it by absolute path, with a semantic localization of the failure step
     (``inside``: the trace at ``<case>/source/trace.json`` instead)."""
     name = "real-shape-0001"
     case = base / "runs" / name
-    info = write_trace((case / "source" if inside else base / "inputs" / name) / "trace.json", steps, name)
+    info = write_trace((case / "source" if inside else base / "inputs" / name) / "trace.json", steps, name, text_heavy=text_heavy)
     case.mkdir(parents=True, exist_ok=True)
     trace_path = str(Path(info["path"]).resolve())
     config = {"trace": {"path": trace_path, "sha256": info["sha256"]}, "output_dir": str(case.resolve()), "search_mode": "single",

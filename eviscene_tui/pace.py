@@ -18,6 +18,12 @@ key has been answered and painted. Anywhere else - the UI thread, a worker the o
 waiting for (a capture opened with ``k``), a headless command, the gate inside the driver -
 it returns at once.
 
+Work the operator waits for past the key itself (a token capture opened with ``k``, read,
+laid out and painted; a step's detail) is *foreground* work: from the key until it is on
+screen (:func:`hold_foreground` / :func:`release_foreground`), :func:`yield_to_input` in
+background work sleeps (at most :data:`FOREGROUND_MAX_WAIT` in all), so the integrity check
+hashing a trace or the trace's fill never shares the cores with it.
+
 The file watcher's native thread is a thread the app cannot pace: :func:`lower_native_threads`
 lowers its scheduling priority instead.
 
@@ -32,6 +38,8 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+from eviscene_tui import switches
+
 #: seconds after an input during which background work waits (a key is answered and painted
 #: in 10-20 ms on a quiet 2-core machine, 2-3x that beside a busy driver)
 QUIET_AFTER_INPUT = 0.12
@@ -39,8 +47,16 @@ QUIET_AFTER_INPUT = 0.12
 #: never stops it
 MAX_WAIT = 0.25
 
+#: the longest background work waits for foreground work (a hold that is never released
+#: must not stop it for good)
+FOREGROUND_MAX_WAIT = 3.0
+#: how often a background loop looks whether the foreground work is done
+FOREGROUND_POLL = 0.01
+
 _last_input = float("-inf")
 _local = threading.local()
+_foreground = 0
+_foreground_lock = threading.Lock()
 
 
 def note_input() -> None:
@@ -76,10 +92,53 @@ def in_background() -> bool:
     return getattr(_local, "depth", 0) > 0
 
 
+def hold_foreground() -> None:
+    """Work the operator waits for has started (any thread); background work waits for it
+    until :func:`release_foreground`. Holds nest."""
+    global _foreground
+    with _foreground_lock:
+        _foreground += 1
+
+
+def release_foreground() -> None:
+    """One hold of :func:`hold_foreground` ends (one release too many is harmless)."""
+    global _foreground
+    with _foreground_lock:
+        _foreground = max(0, _foreground - 1)
+
+
+class ForegroundHold:
+    """One hold of foreground work (:func:`hold_foreground`), taken when made and released
+    by the first :meth:`release` (later calls do nothing: a paint, a timer and a failure
+    may each end it)."""
+
+    __slots__ = ("_released",)
+
+    def __init__(self) -> None:
+        self._released = False
+        hold_foreground()
+
+    def release(self) -> None:
+        if not self._released:
+            self._released = True
+            release_foreground()
+
+    @property
+    def released(self) -> bool:
+        return self._released
+
+
+def foreground_held() -> bool:
+    """Work the operator waits for is running."""
+    return _foreground > 0
+
+
 def yield_to_input(max_wait: float = MAX_WAIT) -> float:
     """Between two units of work: in background work (:func:`background`), while the last
     input is younger than :data:`QUIET_AFTER_INPUT`, sleep until it is not (at most
-    ``max_wait`` seconds in all); elsewhere return at once. Returns the seconds slept."""
+    ``max_wait`` seconds in all), and while foreground work is held, until it is released
+    (at most :data:`FOREGROUND_MAX_WAIT`); elsewhere return at once. Returns the seconds
+    slept."""
     if not getattr(_local, "depth", 0):
         return 0.0
     slept = 0.0
@@ -90,7 +149,11 @@ def yield_to_input(max_wait: float = MAX_WAIT) -> float:
         step = min(wait, max_wait - slept)
         time.sleep(step)
         slept += step
-    return slept
+    held = 0.0
+    while _foreground > 0 and held < FOREGROUND_MAX_WAIT:
+        time.sleep(FOREGROUND_POLL)
+        held += FOREGROUND_POLL
+    return slept + held
 
 
 #: how much lower than the app's own threads a watcher's native thread runs (nice +10: under
@@ -105,6 +168,8 @@ def lower_native_threads(prefix: str, nice: int = NATIVE_NICE) -> int:
     at full speed sends it tens of thousands of events a second, and it then took 40% of
     the core the UI thread runs on). Linux only (``/proc/self/task``); a thread already
     lowered is left alone. Returns how many threads were lowered now."""
+    if not switches.on("native_nice"):
+        return 0
     try:
         tasks = os.listdir("/proc/self/task")
     except OSError:

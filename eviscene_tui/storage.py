@@ -97,9 +97,19 @@ def _write_tmp(path: Path, data: bytes) -> Path:
             n = os.write(fd, view)
             view = view[n:]
         os.fsync(fd)
-    finally:
+    except BaseException:
         os.close(fd)
+        _unlink_quietly(tmp)  # a full disk (or any failed write) leaves no temp file behind
+        raise
+    os.close(fd)
     return tmp
+
+
+def _unlink_quietly(path: Path) -> None:
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
 
 
 def write_new_file(path: str | os.PathLike[str], data: bytes) -> Path:
@@ -121,7 +131,11 @@ def replace_file(path: str | os.PathLike[str], data: bytes) -> Path:
     """Atomically write ``path``, replacing an older version (state files only)."""
     p = Path(path)
     tmp = _write_tmp(p, data)
-    os.replace(tmp, p)
+    try:
+        os.replace(tmp, p)
+    except BaseException:
+        _unlink_quietly(tmp)
+        raise
     _fsync_dir(p.parent)
     return p
 

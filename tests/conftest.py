@@ -7,7 +7,10 @@
 - the :func:`notices` fixture: every notification text an app posts;
 - the autouse :func:`_hermetic_settings` fixture: no test reads the developer's own
   config file or API keys (XDG config dir in a temp folder, env variables unset), nor
-  writes to the user's registry of work directories (XDG data dir in a temp folder).
+  writes to the user's registry of work directories (XDG data dir in a temp folder);
+- the ``e2e`` mark on the end-to-end tests that run the app or the driver as real
+  processes (a pty, a gated driver, the CLI in a subprocess): :data:`E2E` names them, and
+  ``pytest -m "not e2e"`` is the inner loop (``make test`` runs everything).
 
 Helper folders (``tests/<area>/*_fixtures.py``, ``ui_helpers.py``) are importable from
 every test: they are put on ``sys.path`` here, once.
@@ -30,6 +33,7 @@ import pytest
 from textual.app import App
 from textual.screen import Screen
 
+from eviscene_tui import pace
 from eviscene_tui.ui import gc_hold
 
 TESTS = Path(__file__).resolve().parent
@@ -39,6 +43,30 @@ for _helpers in ("artifacts", "supervised", "ui", "policy", "gate"):
 
 #: generous: a loaded 2-core machine can be slow, and a wait returns as soon as it holds
 DEFAULT_TIMEOUT = 30.0
+
+#: the end-to-end tests (whole modules, or single tests by node id): each runs the app, the
+#: CLI or a gated driver as real processes, in a pty or through a process pool
+E2E = (
+    "tests/commands/test_decide_usage.py",
+    "tests/core/test_cli_entry.py",
+    "tests/gate/test_gate_demo.py",
+    "tests/gate/test_gate_faults.py",
+    "tests/gate/test_gate_flow.py",
+    "tests/gate/test_gate_multi.py",
+    "tests/journal/test_journal_crash.py",
+    "tests/policy/test_policy_cli.py",
+    "tests/samples/test_samples_regenerate.py::test_generation_is_deterministic_across_processes",
+    "tests/supervised/test_supervised_crash.py",
+    "tests/ui/test_gate_screen.py",
+    "tests/ui/test_ui_pty.py",
+    "tests/ui/test_ui_runs.py::test_integrity_pass_uses_worker_processes_inside_the_app",
+)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        if any(item.nodeid == name or item.nodeid.startswith(name + "::") for name in E2E):
+            item.add_marker(pytest.mark.e2e)
 
 
 async def wait_until(
@@ -98,10 +126,13 @@ def _hermetic_settings(tmp_path_factory: pytest.TempPathFactory, monkeypatch: py
 
 @pytest.fixture(autouse=True)
 def _garbage_collector_given_back() -> Iterator[None]:
-    """A screen left mounted at a test's end must not keep the collector frozen for the next."""
+    """A screen left mounted at a test's end must not keep the collector frozen for the next,
+    nor its foreground work (``pace.hold_foreground``) the next test's background work."""
     yield
     while gc_hold.holds():
         gc_hold.release()
+    while pace.foreground_held():
+        pace.release_foreground()
 
 
 @pytest.fixture

@@ -36,20 +36,31 @@ def canonical_json_bytes(value: Any, *, floats_likely: bool = False) -> bytes:
     """``json.dumps(x, ensure_ascii=False, sort_keys=True, separators=(",", ":"))`` as UTF-8.
 
     orjson is used when it gives identical bytes (it does for str/int/bool/None/list/dict
-    with string keys and no floats) and is ~8x faster; floats go through the stdlib so
-    ``1.0`` and exponent forms match Python's repr exactly. The check for that is a
-    walk, skipped when the caller knows floats are likely (token captures carry
-    logprobs), where the stdlib encoder goes first. (An orjson + Fragment rewrite of
-    floats was measured slower than the stdlib.)
+    with string keys, and floats whose magnitude is 0 or in [1e-4, 1e16), which both write
+    as the shortest round-trip digits in plain notation) and is ~8x faster; other floats
+    (tiny magnitudes, which Python writes ``1e-05``, inf, nan) go through the stdlib. The
+    check for that is a walk, skipped when the caller knows floats are likely (token
+    captures carry logprobs), where the stdlib encoder goes first. (An orjson + Fragment
+    rewrite of floats was measured slower than the stdlib.)
     """
     if not floats_likely and _orjson_safe(value):
-        return orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
+        try:
+            return orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
+        except orjson.JSONEncodeError:
+            pass  # e.g. a lone surrogate: the stdlib says what is wrong, as it always did
     return json.dumps(value, ensure_ascii=False, sort_keys=True, separators=(",", ":")).encode("utf-8")
 
 
 _NONE_T = type(None)
 _PLAIN_SCALARS = frozenset({str, bool, _NONE_T})
 _INT_LIMIT = 1 << 63
+#: float magnitudes orjson writes exactly as Python's repr does (0 aside)
+_FLOAT_MIN, _FLOAT_MAX = 1e-4, 1e16
+_NUMBERS = frozenset({int, float})
+
+
+def _float_safe(value: float) -> bool:
+    return value == 0.0 or _FLOAT_MIN <= abs(value) < _FLOAT_MAX  # False for inf and nan
 
 
 def _orjson_safe(value: Any, depth: int = 0) -> bool:
@@ -65,15 +76,27 @@ def _orjson_safe(value: Any, depth: int = 0) -> bool:
     if t is int:
         fits: bool = -_INT_LIMIT < value < _INT_LIMIT
         return fits
+    if t is float:
+        return _float_safe(value)
     if t is list or t is tuple:
         if not value:
             return True
         types = set(map(type, value))
         if types <= _PLAIN_SCALARS:
             return True
-        if types <= {int} | _PLAIN_SCALARS:
+        if types <= _NUMBERS | _PLAIN_SCALARS:
             ints = value if types == {int} else [v for v in value if type(v) is int]
-            return -_INT_LIMIT < min(ints) and max(ints) < _INT_LIMIT
+            if ints and not (-_INT_LIMIT < min(ints) and max(ints) < _INT_LIMIT):
+                return False
+            return float not in types or all(_float_safe(v) for v in value if type(v) is float)
+        if types == {dict}:
+            # a list of objects (top-k rows, messages): their keys and values checked together
+            keys: set[type] = set()
+            values: list[Any] = []
+            for row in value:
+                keys.update(map(type, row))
+                values.extend(row.values())
+            return keys <= {str} and _orjson_safe(values, depth + 1)
         return all(_orjson_safe(v, depth + 1) for v in value)
     if t is dict:
         if not set(map(type, value)) <= {str}:

@@ -10,12 +10,14 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
+from itertools import islice
 from multiprocessing import resource_tracker
 from pathlib import Path
 
+from eviscene_tui import switches
 from eviscene_tui.artifacts.integrity import safe_read_bound
 from eviscene_tui.artifacts.layout import CaseRef, discover_cases
 from eviscene_tui.artifacts.paths import PathMap
@@ -72,15 +74,20 @@ def build_row(ref: CaseRef, root: Path, transient: TransientProblems | None, *, 
     row = row_from_summary(summary, transient=transient, last_round=last, ref=ref, problems=problems)
     row.gate = gate_marker(summary.path)
     # the record key (journal.records) is read with the labels, after the scan (state.triage)
-    if row.in_no_site_queue:
-        # why the localizer found no site, and the category it proposed (a no-site row's
-        # ledgers name none): what the triage queue sorts and groups by
-        details = no_site_details(summary.path)
-        row.no_site_reason = "; ".join(details.reasons)
-        if not row.category:
-            row.category = details.category
-        row.refresh_cells()
+    add_no_site_details(row, summary.path)
     return row
+
+
+def add_no_site_details(row: CaseRow, case_root: Path) -> None:
+    """A no-site row: why the localizer found no site, and the category it proposed (its
+    ledgers name none): what the triage queue sorts and groups by."""
+    if not row.in_no_site_queue:
+        return
+    details = no_site_details(case_root)
+    row.no_site_reason = "; ".join(details.reasons)
+    if not row.category:
+        row.category = details.category
+    row.refresh_cells()
 
 
 @dataclass(frozen=True, slots=True)
@@ -160,7 +167,8 @@ def integrity_pass(
             if cancelled():
                 return
             yield check_refs(items[start : start + THREAD_CHUNK], base, path_map)
-            time.sleep(0.002)  # hand the GIL to the UI thread between batches
+            if switches.on("scan_sleeps"):
+                time.sleep(0.002)  # hand the GIL to the UI thread between batches
         return
     # the app runs threads: forking it is unsafe, so the workers are spawned
     context = multiprocessing.get_context("spawn")
@@ -190,6 +198,76 @@ def integrity_pass(
         pool.shutdown(wait=False, cancel_futures=True)
     if left:
         yield from integrity_pass([item for chunk in left for item in chunk], base, cancelled=cancelled, workers=1, path_map=path_map)
+
+
+def checked_rows(items: list[CaseRef], base: str, path_map: PathMap | None = None) -> list[tuple[CaseRow, CheckResult]]:
+    """The row of each case with its full integrity problems (one read of its files for
+    both). A module-level function so a process pool can run it."""
+    out: list[tuple[CaseRow, CheckResult]] = []
+    for ref in items:
+        started = time.time()
+        summary, problems = checked_case(ref, base, fingerprint=True, path_map=path_map)
+        last = last_round_status(summary.path) if summary.status == "no_further_grounded_hint" else None
+        row = row_from_summary(summary, last_round=last, ref=ref, problems=problems)
+        row.gate = gate_marker(summary.path)
+        add_no_site_details(row, summary.path)
+        out.append((row, CheckResult(row.key, tuple(problem_pairs(problems)), started, os.getpid())))
+    return out
+
+
+def scan_large(
+    refs: Iterator[CaseRef],
+    base: str,
+    *,
+    cancelled: Callable[[], bool] = lambda: False,
+    workers: int | None = None,
+    path_map: PathMap | None = None,
+) -> Iterator[list[tuple[CaseRow, CheckResult]]]:
+    """The cases of a large folder read and fully checked in a process pool as discovery
+    finds them (``refs`` is consumed as the pool takes work): rows with their final problem
+    counts, in batches as they complete. Without a pool (no semaphores, no process): here."""
+    n_workers = workers if workers is not None else (os.cpu_count() or 1)
+    context = multiprocessing.get_context("spawn")  # the app runs threads: forking it is unsafe
+    try:
+        _start_resource_tracker()
+        pool = ProcessPoolExecutor(max_workers=n_workers, mp_context=context)
+    except (OSError, RuntimeError, ValueError):
+        for chunk in iter(lambda: list(islice(refs, THREAD_CHUNK)), []):
+            if cancelled():
+                return
+            yield checked_rows(chunk, base, path_map)
+        return
+    pending: dict[Future[list[tuple[CaseRow, CheckResult]]], list[CaseRef]] = {}
+    left: list[CaseRef] = []
+    more = True
+    try:
+        while more or pending:
+            while more and len(pending) < 2 * n_workers:  # discovery stays a few chunks ahead
+                chunk = list(islice(refs, POOL_CHUNK))
+                if not chunk:
+                    more = False
+                    break
+                try:
+                    pending[pool.submit(checked_rows, chunk, base, path_map)] = chunk
+                except (BrokenProcessPool, RuntimeError):  # the pool broke: the rest is read here
+                    left.extend(chunk)
+                    left.extend(refs)
+                    more = False
+            if cancelled():
+                return
+            done, _ = wait(pending, timeout=0.25, return_when=FIRST_COMPLETED)
+            for future in done:
+                chunk = pending.pop(future)
+                try:
+                    yield future.result()
+                except BrokenProcessPool:  # a worker died (killed, out of memory): finish here
+                    left.extend(chunk)
+    finally:
+        pool.shutdown(wait=False, cancel_futures=True)
+    for start in range(0, len(left), THREAD_CHUNK):
+        if cancelled():
+            return
+        yield checked_rows(left[start : start + THREAD_CHUNK], base, path_map)
 
 
 def outside(root: Path, extra: Iterable[Path]) -> list[Path]:
@@ -253,6 +331,29 @@ def extra_rows(root: Path, extra: Iterable[Path], known: set[str], base: Path | 
             if os.path.abspath(ref.path) not in known:
                 out.append(build_row(ref, base if base is not None else root, None))
     return out
+
+
+@dataclass(frozen=True, slots=True)
+class ScannedTree:
+    """A folder scanned and fully checked before the app opened it: the rows its scan
+    worker would post, the results its integrity pass would post, and the discovery
+    problems. An app given one starts from these instead of scanning (the test suite
+    scans the sample tree once and starts every screen test on it)."""
+
+    rows: tuple[CaseRow, ...]
+    checks: tuple[CheckResult, ...]
+    problems: tuple[str, ...] = ()
+
+
+def scan_tree(root: Path, *, base: Path | None = None, extra: Iterable[Path] = (), path_map: PathMap | None = None) -> ScannedTree:
+    """Scan and check every case under ``root`` in this thread, as the app's scan worker
+    and integrity pass do (row keys relative to ``base``, default ``root``)."""
+    problems: list[Problem] = []
+    rows = list(scan_rows(root, LockedTransient(), problems=problems, base=base, extra=extra))
+    items = [(row.key, row.ref) for row in rows if isinstance(row.ref, CaseRef)]
+    key_base = os.path.abspath(base if base is not None else root)
+    checks = [result for batch in integrity_pass(items, key_base, workers=1, path_map=path_map) for result in batch]
+    return ScannedTree(tuple(rows), tuple(checks), tuple(f"{p.code}: {p.path}: {p.message}" for p in problems))
 
 
 def batched(rows: Iterable[CaseRow], *, first: int = 20, size: int = 500, interval: float = 0.2) -> Iterator[list[CaseRow]]:

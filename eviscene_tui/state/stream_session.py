@@ -95,6 +95,7 @@ class StreamSnapshot:
     request_ready: bool
     request_error: str | None
     hint: str
+    hint_edited: bool  # the hint is not the run's (typed here, or a saved draft)
     state: str  # one of STREAM_STATES
     last_status: str | None
     message: str
@@ -112,6 +113,8 @@ class StreamSession:
         self.request_error: str | None = None
         self.hint = hint or ""
         self.initial_hint = hint
+        self.prefill = hint or ""  # what the box was filled with from the run (or the caller)
+        self.typed = False  # the operator changed the hint on this screen
         self.feed: LiveFeed | None = None
         self.sent_request: TeacherRequest | None = None
         self.last_status: str | None = None
@@ -147,6 +150,7 @@ class StreamSession:
             request_ready=self.base_request is not None,
             request_error=self.request_error,
             hint=self.hint,
+            hint_edited=self.hint != self.prefill,
             state=self.state,
             last_status=self.last_status,
             message=self.message,
@@ -194,14 +198,28 @@ class StreamSession:
         if self.initial_hint is None and run_hint is not None:
             self.initial_hint = run_hint
         prefill = self.initial_hint or (request.hint if request is not None and self.given_request else None)
-        if not self.hint and prefill:
-            self.hint = prefill
+        if prefill:
+            untouched = self.hint == self.prefill  # neither typed here nor a saved draft
+            self.prefill = prefill
+            if untouched:
+                self.hint = prefill
         self._changed()
 
     def set_hint(self, text: str) -> None:
+        """What the hint box holds now (the operator typed)."""
         if text != self.hint:
             self.hint = text
+            self.typed = True
             self._changed()
+
+    def restore_draft(self, text: str) -> bool:
+        """A draft saved for this screen earlier: it becomes the hint, unless the operator
+        has typed here since the screen opened (what they typed wins)."""
+        if self.typed or text == self.hint:
+            return False
+        self.hint = text
+        self._changed()
+        return True
 
     def start(self, request: TeacherRequest) -> LiveFeed:
         """A new continuation of ``request``: a fresh feed (the producer adds to its accumulator itself)."""

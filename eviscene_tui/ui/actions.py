@@ -163,7 +163,10 @@ ACTIONS: tuple[Action, ...] = (
     A("confirm.yes", "confirm", "y,enter", "yes", "Go on", "Go on despite the warning"),
     A("confirm.no", "confirm", "n,escape", "no", "Cancel", "Do not go on"),
     # -- stream screen
-    A("stream.send", "stream", "ctrl+s", "send", "Send", "Send the hinted request to the policy", "stream: send request", priority=True),
+    # not a priority key: it reaches the screen through the focused editor's queue, after
+    # every key and paste that came before it, so what is sent is what the box shows
+    A("stream.send", "stream", "ctrl+s", "send", "Send", "Send the hinted request to the policy (what the hint box shows)", "stream: send request"),
+    A("stream.edit", "stream", "e", "edit_hint", "Edit hint", "Edit the repair hint (Esc leaves the editor; the text is kept as a draft)", "stream: edit hint"),
     A("stream.cancel", "stream", "ctrl+x", "cancel_stream", "Cancel", "Cancel the running continuation (closes the stream)", "stream: cancel continuation", priority=True),
     A("stream.request", "stream", "ctrl+r", "toggle_request", "Request", "Show or hide the exact request", "stream: show request", priority=True),
     A("stream.tokens", "stream", "k", "inspect_tokens", "Tokens", "Token inspector on the current or last continuation", "stream: inspect tokens"),
@@ -190,7 +193,7 @@ ACTIONS: tuple[Action, ...] = (
     A("supervised.next.start", "supervised.next", "s", "start", "Start round", "Start the next round with the feedback shown", "round: start next"),
     A("supervised.next.stop", "supervised.next", "t", "stop", "Stop search", "Stop the search (resumable with u)", "round: stop search"),
     A("supervised.next.resume", "supervised.next", "u", "resume", "Resume", "Resume a search the operator stopped", "round: resume search"),
-    A("supervised.form.submit", "supervised.form", "ctrl+s", "submit", "Submit", "Submit the dialog", priority=True),
+    A("supervised.form.submit", "supervised.form", "ctrl+s", "submit", "Submit", "Submit the dialog (what the fields show: every key and paste before it is in)"),
     A("supervised.form.cancel", "supervised.form", "escape", "cancel", "Cancel", "Close the dialog (what was typed is lost)"),
     A("supervised.tristate.next", "supervised.tristate", "space,enter,right", "cycle(1)", "Next value", "Checker value: unset \u2192 true \u2192 false", show=False),
     A("supervised.tristate.previous", "supervised.tristate", "left", "cycle(-1)", "Previous value", "Checker value, backwards", show=False),

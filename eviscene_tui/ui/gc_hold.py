@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import gc
 
+from eviscene_tui import switches
+
 #: the generation-2 threshold while deferred: automatic full collections never start
 _DEFERRED = 1 << 30
 #: a deferred full collection runs even during input once it waited this many times longer
@@ -37,6 +39,9 @@ def hold() -> None:
     """Freeze what is alive now (call on the UI thread, once the big data is loaded), and defer
     automatic full collections to the operator's pauses until the last release."""
     global _holds, _saved_threshold
+    if not switches.on("gc_hold"):
+        _holds += 1  # counted, so that releases stay balanced; the collector is left as it is
+        return
     gc.freeze()
     if _holds == 0:
         first, second, third = gc.get_threshold()
@@ -70,7 +75,7 @@ def _full_threshold() -> int:
 
 def full_collection_pending() -> bool:
     """A full collection the interpreter would have run by now was deferred."""
-    return _holds > 0 and gc.get_count()[2] > _full_threshold()
+    return _holds > 0 and _saved_threshold is not None and gc.get_count()[2] > _full_threshold()
 
 
 def idle_collection_due(idle_seconds: float) -> bool:

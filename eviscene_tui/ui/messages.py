@@ -241,6 +241,15 @@ class RequestReady(Message):
         self.request, self.error, self.run_hint = request, error, run_hint
 
 
+class DraftLoaded(Message):
+    """The stream screen's saved draft of its hint was read (``text`` None: there is none,
+    or ``error`` says why it could not be used)."""
+
+    def __init__(self, text: str | None, saved_at: str, error: str | None) -> None:
+        super().__init__()
+        self.text, self.saved_at, self.error = text, saved_at, error
+
+
 class StreamEnded(Message):
     def __init__(self, status: str, acc: StreamAccumulator) -> None:
         super().__init__()

@@ -48,6 +48,33 @@ def test_background_work_waits_until_the_last_input_is_quiet(clock: _Clock) -> N
         assert pace.yield_to_input() == 0.0  # the input is quiet now: no second wait
 
 
+def test_background_work_waits_while_foreground_work_is_held(clock: _Clock, monkeypatch: pytest.MonkeyPatch) -> None:
+    """k held the foreground: the background loop sleeps until the capture is painted
+    (here: released by the fake clock's third sleep), and no longer than the limit."""
+    hold = pace.ForegroundHold()
+    assert pace.foreground_held()
+    real_sleep = clock.sleep
+
+    def sleep(seconds: float) -> None:
+        real_sleep(seconds)
+        if len(clock.sleeps) == 3:
+            hold.release()
+
+    monkeypatch.setattr(pace.time, "sleep", sleep)
+    with pace.background():
+        slept = pace.yield_to_input()
+    assert slept == pytest.approx(3 * pace.FOREGROUND_POLL) and not pace.foreground_held()
+    hold.release()  # a second release (the timer after the paint) changes nothing
+    assert not pace.foreground_held()
+    assert pace.yield_to_input() == 0.0  # outside background work: never waits
+    stuck = pace.ForegroundHold()  # never released: the background goes on after the limit
+    try:
+        with pace.background():
+            assert pace.yield_to_input() == pytest.approx(pace.FOREGROUND_MAX_WAIT, abs=pace.FOREGROUND_POLL)
+    finally:
+        stuck.release()
+
+
 def test_work_outside_background_never_waits(clock: _Clock) -> None:
     pace.note_input()
     assert pace.yield_to_input() == 0.0  # the UI thread, a worker the operator waits for

@@ -16,6 +16,7 @@ from eviscene_tui.policy.config import PolicyConfig
 from eviscene_tui.policy.recording import list_records
 from eviscene_tui.ui.screens.stream import StreamScreen
 from eviscene_tui.ui.widgets.stream_view import StreamView, TextPane
+from eviscene_tui.ui.widgets.untrusted_edit import UntrustedTextArea
 
 
 def _options(tmp_path: Path, srv: FakeVLLMServer | None, **profile) -> AppOptions:
@@ -115,10 +116,11 @@ async def test_faults_are_shown_and_recorded_and_the_screen_keeps_working(tmp_pa
 async def test_connection_refused_in_the_screen(tmp_path):
     import socket
 
+    # bound and never listening: connections are refused, and no other test (another
+    # pytest-xdist worker) can take the port meanwhile
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))
     port = sock.getsockname()[1]
-    sock.close()
     root = tmp_path / "runs"
     root.mkdir()
     opts = AppOptions(root=root, workdir=tmp_path / "wd", policy_url=f"http://127.0.0.1:{port}/v1", policy_model="m")
@@ -131,6 +133,7 @@ async def test_connection_refused_in_the_screen(tmp_path):
         await pilot.pause()
         assert "Cannot reach the policy server" in str(screen.query_one("#stream-message").render())
         assert "UNATTESTED" in str(screen.query_one("#stream-stats").render())
+    sock.close()
     rec = orjson.loads(list_records(opts.work())[0].read_bytes())
     assert rec["status"] == "failed" and rec["attestation_mode"] == "unattested"
 
@@ -387,8 +390,8 @@ async def test_the_hint_box_shows_and_edits_every_line_of_a_multi_line_hint(tmp_
         async with ScreenHarness(screen).run_test(size=(100, 30)) as pilot:
             await pilot.pause()
             box = screen.query_one("#hint")
+            await pilot.press("e")  # into the editor, the cursor at the end
             assert screen.focused is box
-            box.move_cursor(box.document.end)
             await pilot.press("enter", *"Then quote it.")
             assert box.text == locked + "\nThen quote it."
             assert screen.session.hint == box.text
@@ -456,6 +459,91 @@ async def test_a_hostile_run_hint_is_shown_sanitised_in_the_hint_box_and_sent_as
         req = screen.current_request()
         assert req is not None and req.hint is not None and "\x1b" in req.hint
         # edited: the typed text is sent
-        box.move_cursor(box.document.end)
-        await pilot.press(*" ok")
+        await pilot.press("e", *" ok")
         assert screen.session.hint == box.text and box.text.endswith(" ok") and "\x1b" not in screen.session.hint
+
+
+# ---------------------------------------------------------------- typed text is never lost (#20 §3)
+async def test_keys_pressed_on_open_go_to_the_screen_not_into_the_hint(tmp_path):
+    """The screen opens with the continuation view focused: ``q`` (the app's quit key)
+    or ``k`` typed right away never becomes part of the run's hint."""
+    screen = StreamScreen(None, _options(tmp_path, None), request=simple_request(hint=None), hint_text="Check the date.",
+                          config=PolicyConfig(status_interval=60))
+    async with ScreenHarness(screen).run_test(size=(100, 30)) as pilot:
+        await pilot.pause()
+        box = screen.query_one("#hint", UntrustedTextArea)
+        assert screen.focused is not box
+        await pilot.press("x", "k", "q")
+        assert box.text == "Check the date." and screen.session.hint == "Check the date."
+        assert not screen.session.typed
+        assert "as the run recorded" in str(box.border_title)
+
+
+async def test_an_edited_hint_is_marked_and_survives_leaving_and_reopening(tmp_path):
+    """``e`` enters the editor; the title says the hint is edited; Esc leaves the editor
+    (first) and the screen (second); the same case and round opened again shows the
+    edited text, still marked edited, and sends it."""
+    with FakeVLLMServer(scenario={"tokens_per_second": None}) as srv:
+        opts = _options(tmp_path, srv)
+
+        def make() -> StreamScreen:
+            return StreamScreen(None, opts, request=simple_request(hint=None), hint_text="Check the date.",
+                                config=PolicyConfig(status_interval=60))
+
+        first = make()
+        app = ScreenHarness(first)
+        async with app.run_test(size=(100, 30)) as pilot:
+            await pilot.pause()
+            await pilot.press("e", *" Then quote it.")
+            box = first.query_one("#hint", UntrustedTextArea)
+            assert first.focused is box
+            assert box.text == "Check the date. Then quote it."
+            assert "edited" in str(box.border_title)
+            await pilot.press("escape")
+            assert first.focused is not box and app.screen is first  # out of the editor, still on the screen
+            await pilot.press("escape")
+            assert app.screen is not first
+            draft_file = first._draft_file()
+            await wait_until(lambda: Path(draft_file).is_file(), pilot=pilot, what="the draft saved")
+            second = make()
+            app.push_screen(second)
+            await wait_until(lambda: app.screen is second and bool(second.query("#hint")), pilot=pilot, what="the screen again")
+            box2 = second.query_one("#hint", UntrustedTextArea)
+            await wait_until(lambda: box2.text == "Check the date. Then quote it.", pilot=pilot, what="the draft restored")
+            await wait_until(lambda: "edited" in str(box2.border_title), pilot=pilot)
+            await pilot.press("ctrl+s")
+            await wait_until(lambda: second.last_status is not None, pilot=pilot)
+    sent = [orjson.loads(p.read_bytes()) for p in list_records(opts.work())]
+    assert "Check the date. Then quote it." in orjson.dumps(sent).decode()
+
+
+async def test_a_paste_and_send_in_one_burst_sends_all_of_it(tmp_path):
+    """Keys and a paste that reach the app in one burst with ctrl+s: what is sent is what
+    the box holds once all of them are in (the send used to read the box before the
+    queued paste was typed)."""
+    from textual import events
+
+    pasted = "Epsilon first line.\nSecond line, after the newline."
+    with FakeVLLMServer(scenario={"tokens_per_second": None}) as srv:
+        opts = _options(tmp_path, srv)
+        screen = StreamScreen(None, opts, request=simple_request(hint=None), hint_text="", config=PolicyConfig(status_interval=60))
+        async with ScreenHarness(screen).run_test(size=(100, 30)) as pilot:
+            await pilot.press("e")
+            # one burst: nothing is processed between these
+            for message in (events.Paste(pasted), events.Key("ctrl+s", None)):
+                pilot.app.post_message(message)
+            await wait_until(lambda: screen.last_status is not None, pilot=pilot)
+            assert screen.sent_request is not None and screen.sent_request.hint == pasted
+    sent = [orjson.loads(p.read_bytes()) for p in list_records(opts.work())][0]
+    assert "Second line, after the newline." in orjson.dumps(sent).decode()
+
+
+async def test_a_damaged_draft_is_said_and_the_run_hint_is_shown(tmp_path):
+    opts = _options(tmp_path, None)
+    screen = StreamScreen(None, opts, request=simple_request(hint=None), hint_text="Check the date.", config=PolicyConfig(status_interval=60))
+    path = Path(screen._draft_file())
+    path.parent.mkdir(parents=True)
+    path.write_bytes(b"{not json")
+    async with ScreenHarness(screen).run_test(size=(100, 30)) as pilot:
+        await wait_until(lambda: "saved draft" in screen.session.message, pilot=pilot, what="the damaged draft said")
+        assert screen.query_one("#hint", UntrustedTextArea).text == "Check the date."

@@ -113,7 +113,7 @@ async def test_first_rows_paint_in_batches(tmp_path_factory) -> None:
     from eviscene_tui.ui import messages as M
 
     seen: list[object] = []
-    app = make_app(sample_root(tmp_path_factory))
+    app = make_app(sample_root(tmp_path_factory), scanned=False)
     async with app.run_test(size=(120, 30), message_hook=seen.append) as pilot:
         await wait_scan(pilot, app)
         batches = [m for m in seen if isinstance(m, M.SummariesBatch) and m.initial]

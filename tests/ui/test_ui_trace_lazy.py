@@ -339,3 +339,13 @@ async def test_the_background_fill_and_the_live_checks_give_way_to_keys(tmp_path
         assert not pace.in_background()  # the UI thread
     assert ran["fill"] == [True] and ran["check"] and all(ran["check"])
     assert yielded.count(True) >= STEPS  # the fill gave way (when a key was recent) between its steps
+
+
+def test_a_due_reload_is_never_timed_at_zero_seconds(tmp_path) -> None:
+    """A reload already due gets the shortest timer, not 0 s: Textual's timer divides by its
+    interval when it wakes late (a loaded machine), which raised at the app's shutdown."""
+    from eviscene_tui.ui.screens.case import MIN_TIMER, CaseScreen
+
+    screen = CaseScreen(tmp_path, make_app(tmp_path).options)
+    screen._reload_started = -1e9  # the last reload started long ago: the next one is due now
+    assert screen._reload_wait(0.0) == MIN_TIMER > 0

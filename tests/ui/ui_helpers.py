@@ -4,6 +4,8 @@ and screen-text helpers themselves live in tests/conftest.py)."""
 from __future__ import annotations
 
 import argparse
+import os
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -12,19 +14,37 @@ from conftest import DEFAULT_TIMEOUT, screen_text, wait_until
 from eviscene_tui.options import AppOptions
 from eviscene_tui.ui.app import EvisceneApp
 from eviscene_tui.settings import Settings
+from eviscene_tui.state.scan import ScannedTree, scan_tree
 
 _SAMPLES: dict[str, Path] = {}
+_SCANNED: dict[Path, ScannedTree] = {}
+#: how long ago the shared sample tree was "written": well past the grace in which a torn
+#: line counts as being written, so every test sees the same rows however soon it runs
+SAMPLE_AGE = 3600.0
 
 
 def sample_root(tmp_factory) -> Path:
-    """Generated sample_runs (once per session), read-only by convention."""
+    """Generated sample_runs (once per test process), read-only by convention."""
     if "root" not in _SAMPLES:
         from eviscene_tui.samples import generate
 
         root = tmp_factory.mktemp("ui-samples") / "runs"
         generate(root)
+        then = time.time() - SAMPLE_AGE
+        for folder, dirs, files in os.walk(root):
+            for name in dirs + files:
+                os.utime(os.path.join(folder, name), (then, then), follow_symlinks=False)
         _SAMPLES["root"] = root
     return _SAMPLES["root"]
+
+
+def scanned_sample(root: Path) -> ScannedTree:
+    """The shared sample tree scanned and checked once per test process, as the app's scan
+    worker and integrity pass would: screen tests start from it instead of each scanning
+    and checking every sample case before its first key."""
+    if root not in _SCANNED:
+        _SCANNED[root] = scan_tree(root)
+    return _SCANNED[root]
 
 
 def copy_case(tmp_factory, name: str, dest: Path) -> Path:
@@ -34,9 +54,18 @@ def copy_case(tmp_factory, name: str, dest: Path) -> Path:
     return copy_sample(sample_root(tmp_factory), name, dest)
 
 
-def make_app(root: Path, *, watch: bool = False, theme: str | None = None, poll: bool = False, settings: Settings | None = None, **kw) -> EvisceneApp:
+def make_app(root: Path, *, watch: bool = False, theme: str | None = None, poll: bool = False, settings: Settings | None = None,
+             scanned: bool | None = None, **kw) -> EvisceneApp:
+    """The app on ``root``. ``scanned``: start from the pre-scanned sample tree
+    (:func:`scanned_sample`); by default on the shared sample tree opened without a watcher
+    and with the default transient grace (the screen tests). ``scanned=False``: the app scans
+    and checks the tree itself (tests of the scan and the integrity pass)."""
     args = argparse.Namespace(theme=theme, poll=poll, operator="tester", workdir=None, config=None)
     options = AppOptions.from_args(root, args, settings=settings or Settings())
+    if scanned is None:
+        scanned = not watch and "transient_grace" not in kw and Path(root) == _SAMPLES.get("root")
+    if scanned:
+        kw["scanned"] = scanned_sample(Path(root))
     return EvisceneApp(options, watch=watch, **kw)
 
 

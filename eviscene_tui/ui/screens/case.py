@@ -86,6 +86,10 @@ RELOAD_GAP = 0.5
 #: changing (each check hashes every bound input, the source trace included: back to back
 #: during a driver's burst they would keep a core busy and make the keys wait)
 INTEGRITY_GAP = 2.0
+#: the shortest timer the screen sets (see _reload_wait)
+MIN_TIMER = 0.001
+#: the longest the case's background work waits for a capture (k) or a step's detail to be painted
+FOREGROUND_LIMIT = 2.0
 
 
 def _check_failed_row(case_path: Path, exc: BaseException) -> tuple[str, str, str]:
@@ -157,6 +161,7 @@ class CaseScreen(Screen):
         self._gc_holds = 0  # holds this screen took on the garbage collector (see _hold_gc)
         self._request = 0
         self._tokens_request = 0  # the last k's capture being prepared (see _open_tokens)
+        self._tokens_hold: pace.ForegroundHold | None = None  # background work waits until that capture is painted
         self._init_case(ref, key)
 
     def _init_case(self, ref: CaseRef | CaseSummary | Path, key: str | None) -> None:
@@ -250,6 +255,8 @@ class CaseScreen(Screen):
         while self._gc_holds:
             gc_hold.release()
             self._gc_holds -= 1
+        if self._tokens_hold is not None:
+            self._tokens_hold.release()
 
     # -- loading -----------------------------------------------------------------------------
     def load(self) -> None:
@@ -1051,8 +1058,9 @@ class CaseScreen(Screen):
 
     def _reload_wait(self, least: float) -> float:
         """Seconds until the next reload may start: at least ``least``, and RELOAD_GAP
-        after the start of the previous one."""
-        return max(least, self._reload_started + RELOAD_GAP - time.monotonic())
+        after the start of the previous one; never 0 (a zero-interval Textual timer that
+        wakes late, as on a loaded machine, divides by its interval)."""
+        return max(least, self._reload_started + RELOAD_GAP - time.monotonic(), MIN_TIMER)
 
     def _reload_now(self) -> None:
         self._reload_timer = None
@@ -1213,6 +1221,7 @@ class CaseScreen(Screen):
         # would share the interpreter with the detail's parse, layout and paint)
         self._fill_gate.hold()
         self._detail_gate.hold()
+        foreground = pace.ForegroundHold()  # the integrity check's hashing waits too
         released = False
 
         def release() -> None:
@@ -1221,8 +1230,9 @@ class CaseScreen(Screen):
                 released = True
                 self._fill_gate.release()
                 self._detail_gate.release()
+                foreground.release()
 
-        self.set_timer(2.0, release)  # whatever becomes of the detail
+        self.set_timer(FOREGROUND_LIMIT, release)  # whatever becomes of the detail
         self._detail(self.trace, self.query_one(TraceView).cursor, release)
 
     @work(thread=True, exclusive=True, group="case-detail", exit_on_error=False)
@@ -1461,6 +1471,12 @@ class CaseScreen(Screen):
         # took 170-190 ms, now 120-130 ms once the tokenizer is parsed)
         self._tokens_request += 1
         self.query_one("#trace-status", Static).update(Content(f"opening the token capture of {source}\u2026"), layout=False)
+        # from the key until the capture is painted, the case's background work (the trace's
+        # fill, the integrity check hashing the trace) waits: it would share the cores with it
+        if self._tokens_hold is not None:
+            self._tokens_hold.release()
+        hold = self._tokens_hold = pace.ForegroundHold()
+        self.set_timer(FOREGROUND_LIMIT, hold.release)  # whatever becomes of the capture
         self._prepare_tokens(self._tokens_request, self.bundle, source)
 
     @work(thread=True, exclusive=True, group="tokens-prepare", exit_on_error=False)
@@ -1471,10 +1487,18 @@ class CaseScreen(Screen):
     def _on_tokens_prepared(self, message: M.TokensPrepared) -> None:
         self._paint_trace_status()
         # a later k asked again, or the operator went elsewhere meanwhile: nothing to open
-        if message.request != self._tokens_request or self.app.screen is not self:
+        if message.request != self._tokens_request:
             return
-        self.app.push_screen(TokenScreen(self.bundle, self.options, source=message.source, prepared=message.answer,
-                                         integrity=self._integrity_for_tokens()))
+        hold, self._tokens_hold = self._tokens_hold, None
+        if self.app.screen is not self:
+            if hold is not None:
+                hold.release()
+            return
+        screen = TokenScreen(self.bundle, self.options, source=message.source, prepared=message.answer,
+                             integrity=self._integrity_for_tokens())
+        self.app.push_screen(screen)
+        if hold is not None:
+            screen.call_after_refresh(hold.release)  # the capture is on screen
 
     def _integrity_for_tokens(self) -> list[tuple[str, str, str]]:
         """The integrity check's problems (code, absolute path, message), for the token

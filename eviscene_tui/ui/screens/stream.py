@@ -8,7 +8,12 @@ State lives in a :class:`~eviscene_tui.state.stream_session.StreamSession`
 screen subscribes and renders it. Workers do the I/O (request rebuild, HTTP,
 record writes) and talk to the UI only through the session's ``LiveFeed`` (a
 plain buffer the ``StreamView`` flushes at <= 30 Hz) and typed messages.
-The hint box is a multi-line editor: Enter types a newline, ctrl+s sends. Every attempt — complete, cancelled or failed (including
+The hint box is a multi-line editor: ``e`` (or a click) enters it, Enter types a
+newline, Esc leaves it (the text stays), ctrl+s sends what the box shows. The screen
+opens with the continuation view focused, so a key meant for the screen (``q``, ``k``)
+never lands in the hint. What the operator types is saved as a draft in the work
+directory (:mod:`eviscene_tui.state.drafts`) and shown again, marked edited, when the
+screen is opened on the same case and round later. Every attempt — complete, cancelled or failed (including
 a request that could not be rebuilt or an attestation refusal) — is recorded in
 the work directory; the screen keeps working after any fault.
 
@@ -24,11 +29,11 @@ student-vs-teacher diff when the failure step's capture holds the student prompt
 from __future__ import annotations
 
 import asyncio
-
+from functools import partial
 from typing import Any
 
 from textual import on, work
-from textual.app import ComposeResult
+from textual.app import App, ComposeResult
 from textual.content import Content
 from textual.screen import Screen
 from textual.widgets import Static, TextArea
@@ -46,11 +51,12 @@ from eviscene_tui.policy.config import PolicyConfig, policy_config
 from eviscene_tui.policy.profile import NO_POLICY, PolicyTarget, ProfileError, resolve_policy_target
 from eviscene_tui.policy.request import RequestUnavailable, TeacherRequest, chat_body, describe_request, with_hint
 from eviscene_tui.safe_text import safe_text
+from eviscene_tui.state.drafts import draft_path, read_draft, save_draft
 from eviscene_tui.state.stream_session import LiveFeed, StreamSession, StreamSnapshot
 from eviscene_tui.storage import WorkDir
 from eviscene_tui.ui.widgets.untrusted_edit import UntrustedTextArea
 from eviscene_tui.ui.widgets.stream_view import StreamView, TextPane
-from eviscene_tui.ui.messages import LiveCaptureReady, RequestReady, StatusPolled, StreamEnded
+from eviscene_tui.ui.messages import DraftLoaded, LiveCaptureReady, RequestReady, StatusPolled, StreamEnded
 from eviscene_tui.ui.widgets.key_footer import KeyFooter
 from eviscene_tui.policy.capture import live_capture, LiveSnapshot
 from eviscene_tui.policy.casefile import case_ref, rebuild_for_case, round_hint
@@ -58,6 +64,22 @@ from eviscene_tui.journal.records import note_records_in
 from eviscene_tui.policy.session import record_failure, run_continuation
 from eviscene_tui.tokens.sources import source_step_prompt_ids
 from eviscene_tui.ui.screens.tokens import TokenScreen
+
+def _save_draft_in_thread(app: App[Any], work_dir: WorkDir, path: str, text: str) -> None:
+    """Save a draft (an app worker thread); a write that fails (a full disk) is said."""
+    try:
+        save_draft(work_dir, path, text)
+    except OSError as exc:
+        why = safe_text(f"the edited hint could not be saved as a draft ({path}): {exc}", single_line=True, limit=400)
+        app.call_from_thread(app.notify, why, severity="error", markup=False)
+
+
+def hint_title(*, edited: bool, editing: bool) -> str:
+    """The hint box's border title: whose text it is, and how to edit and send it."""
+    whose = "edited — sent as shown" if edited else "as the run recorded"
+    keys = "Enter: new line · Esc: done · ctrl+s sends" if editing else "e: edit · ctrl+s sends"
+    return f"repair hint · {whose} ({keys})"
+
 
 ERROR_TITLES = {
     "connect": "Cannot reach the policy server",
@@ -85,6 +107,8 @@ def explain_error(err: StreamError) -> str:
 
 
 class StreamScreen(Screen):
+    # keys go to the screen, not the hint: the continuation's text pane holds the focus on open
+    AUTO_FOCUS = "#pane-content"
     BINDINGS = bindings("stream")
 
     DEFAULT_CSS = """
@@ -159,7 +183,7 @@ class StreamScreen(Screen):
         yield TextPane("request (images as placeholders)", id="request-pane")
         # the hint comes from the run: shown sanitised, sent as recorded unless edited
         hint = UntrustedTextArea(self.session.hint, id="hint", soft_wrap=True, tab_behavior="focus")
-        hint.border_title = "repair hint (Enter: new line · ctrl+s sends)"
+        hint.border_title = hint_title(edited=False, editing=False)
         yield hint
         yield Static("", id="stream-message", markup=False)
         yield StreamView(id="stream-view")
@@ -181,7 +205,7 @@ class StreamScreen(Screen):
             self._load_request()
         if self.target is not None:
             self._poll_status()
-        self.query_one("#hint", TextArea).focus()
+        self._load_draft()
 
     def _show(self, snap: StreamSnapshot) -> None:
         prev, self._shown = self._shown, snap
@@ -194,7 +218,60 @@ class StreamScreen(Screen):
             self.query_one("#stream-message", Static).update(Content.from_markup(f"[{style}]$t[/]", t=safe_text(snap.message, limit=2000)))
         hint = self.query_one("#hint", UntrustedTextArea)
         if snap.hint != hint.value:
-            hint.set_untrusted(snap.hint)  # a prefill (the run's hint); typing changes the session, not the reverse
+            hint.set_untrusted(snap.hint)  # a prefill (the run's hint) or a draft; typing changes the session, not the reverse
+        self._render_hint_title(snap.hint_edited)
+
+    def _render_hint_title(self, edited: bool) -> None:
+        hint = self.query_one("#hint", UntrustedTextArea)
+        title = hint_title(edited=edited, editing=hint.has_focus)
+        if hint.border_title != title:
+            hint.border_title = title
+
+    # ------------------------------------------------------------------ the hint and its draft
+    def _draft_file(self) -> str:
+        ref = self._case_ref()
+        case = str(self.case.root) if self.case is not None else "no case"
+        round_part = "current" if ref.get("round_index") is None else str(ref.get("round_index"))
+        return str(draft_path(self.options.workdir, "stream-hint", case, round_part))
+
+    @work(exclusive=True, group="hint-draft-read", exit_on_error=False, thread=True)
+    def _load_draft(self) -> None:
+        draft, error = read_draft(self._draft_file())
+        self.post_message(DraftLoaded(draft.text if draft else None, draft.saved_at if draft else "", error))
+
+    def on_draft_loaded(self, message: DraftLoaded) -> None:
+        if message.error:
+            self._message(message.error, "warning")
+        if message.text is not None and self.session.restore_draft(message.text):
+            self._message(f"your edited hint (saved {message.saved_at or 'earlier'}) is back in the box", "info")
+            self._refresh_preview()
+
+    def _save_draft(self) -> None:
+        """Save what the box holds (an app worker: it completes even when the screen closes)."""
+        if not self.session.typed:
+            return
+        try:
+            work_dir = self.options.work()
+        except Exception as exc:  # noqa: BLE001 - a refused work directory is said, not fatal
+            self._message(f"the edited hint cannot be saved as a draft: {exc}", "error")
+            return
+        self.app.run_worker(partial(_save_draft_in_thread, self.app, work_dir, self._draft_file(), self.session.hint),
+                            group="hint-drafts", thread=True, exit_on_error=False)
+
+    def on_descendant_focus(self) -> None:
+        self._render_hint_title(self.session.snapshot().hint_edited)
+
+    def on_descendant_blur(self) -> None:
+        self._render_hint_title(self.session.snapshot().hint_edited)
+
+    def _focus_view(self) -> None:
+        """Keys go to the screen, not the hint: the continuation's text pane holds the focus."""
+        self.query_one("#pane-content", TextPane).focus()
+
+    def action_edit_hint(self) -> None:
+        hint = self.query_one("#hint", UntrustedTextArea)
+        hint.focus()
+        hint.move_cursor(hint.document.end)
 
     # ------------------------------------------------------------------ policy target / status
     def _resolve_target(self) -> None:
@@ -294,7 +371,12 @@ class StreamScreen(Screen):
         self.session.set_hint(self.query_one("#hint", UntrustedTextArea).value)
         if self._preview_timer is not None:
             self._preview_timer.stop()
-        self._preview_timer = self.set_timer(0.25, self._refresh_preview)
+        self._preview_timer = self.set_timer(0.25, self._hint_settled)
+
+    def _hint_settled(self) -> None:
+        self._preview_timer = None
+        self._refresh_preview()
+        self._save_draft()
 
     # ------------------------------------------------------------------ streaming
     @property
@@ -441,6 +523,13 @@ class StreamScreen(Screen):
         self.query_one("#request-pane").toggle_class("-hidden")
 
     def action_back(self) -> None:
+        hint = self.query_one("#hint", UntrustedTextArea)
+        if hint.has_focus:  # Esc leaves the editor first; the text stays
+            self._focus_view()
+            return
+        if self._preview_timer is not None:  # typed within the last moment: saved before leaving
+            self._preview_timer.stop()
+            self._hint_settled()
         if self.streaming and self.stream_worker is not None:
             self.stream_worker.cancel()
         self.app.pop_screen()

@@ -19,6 +19,8 @@ from textual.scrollbar import ScrollBar, ScrollBarRender
 from textual.strip import Strip
 from textual.widget import Widget
 
+from eviscene_tui import switches
+
 _BACK_DEFAULT = Color.parse("#555555")
 _BAR_DEFAULT = Color.parse("bright_magenta")
 
@@ -28,6 +30,8 @@ class LeanScrollBar(ScrollBar):
 
     def render_lines(self, crop: Region) -> list[Strip]:
         bar = self.render()
+        if not switches.on("lean_token_view"):
+            return super().render_lines(crop)
         if not (self.vertical and type(bar) is ScrollBarRender and self.renderer is ScrollBarRender and plain_box(self)):
             return super().render_lines(crop)
         width, height = self.size

@@ -48,7 +48,7 @@ from eviscene_tui.tokens.decode import RawDecoder, TokenDecoder
 from eviscene_tui.tokens.flow import FlowLayout, Frag, id_positions
 from eviscene_tui.tokens.layout import CellLayout, PadRun, RowLayout
 from eviscene_tui.tokens.search import find_offset, parse_query
-from eviscene_tui import pace
+from eviscene_tui import pace, switches
 from eviscene_tui.ui.actions import bindings
 from eviscene_tui.ui.widgets.lean_scrollbar import LeanScrollBar, plain_box
 from eviscene_tui.tokens.vision import FAMILY_SPECIALS, VisionIds
@@ -454,7 +454,8 @@ class TokenView(ScrollView, can_focus=True):
     def render_lines(self, crop: Region) -> list[Strip]:
         if self.mode == "flow" and self.flow is not None:
             self._settle_flow()
-        lines = self._render_plain_lines(crop) if plain_box(self) else super().render_lines(crop)
+        lean = switches.on("lean_token_view") and plain_box(self)
+        lines = self._render_plain_lines(crop) if lean else super().render_lines(crop)
         self._request_margin()
         self._plan_ahead()
         return lines
@@ -545,6 +546,8 @@ class TokenView(ScrollView, can_focus=True):
         which cost a fifth of every page's frame. Textual creates its bar in this property;
         this creates the lean kind the same way (the two private names are Textual's own
         slot for the bar and its way to start a child widget)."""
+        if not switches.on("lean_token_view"):
+            return super().vertical_scrollbar
         bar = self._vertical_scrollbar
         if bar is None:
             bar = LeanScrollBar(vertical=True, name="vertical", thickness=self.scrollbar_size_vertical)

@@ -1,0 +1,44 @@
+"""Switches that turn off the parts of the app that work around a library for speed.
+
+Each such part exists for one figure of ``make bench``, which measures it on and off in the
+same run; a part is kept only while it wins its figure. They are on unless named in
+``$EVISCENE_TUI_OFF`` (comma separated, read once at import: the benchmarks set it for the
+process they start), or turned off in a running process with :func:`set_off`:
+
+- ``lean_token_view``: the token view hands its own cached lines to the screen and draws its
+  scrollbar without Textual's general widget pipeline (``ui/widgets/token_view.py``,
+  ``ui/widgets/lean_scrollbar.py``);
+- ``gc_hold``: big data on screen is kept off full garbage collections, which wait for the
+  operator's pauses (``ui/gc_hold.py``);
+- ``native_nice``: the file watcher's native thread runs at a lower priority
+  (``pace.lower_native_threads``);
+- ``scan_sleeps``: the runs screen's scan worker sleeps between batches to hand the
+  interpreter to the UI thread (``ui/app.py``, ``state/scan.py``).
+
+The streaming client's direct body reader has its own setting (``[policy] direct_body``).
+
+No Textual import here (floor 1).
+"""
+
+from __future__ import annotations
+
+import os
+
+NAMES = frozenset({"lean_token_view", "gc_hold", "native_nice", "scan_sleeps"})
+
+_off: set[str] = {name.strip() for name in os.environ.get("EVISCENE_TUI_OFF", "").split(",") if name.strip() in NAMES}
+
+
+def on(name: str) -> bool:
+    """The part ``name`` (one of :data:`NAMES`) is in use."""
+    return name not in _off
+
+
+def set_off(name: str, off: bool = True) -> None:
+    """Turn the part ``name`` off (or on again) in this process."""
+    if name not in NAMES:
+        raise ValueError(f"unknown switch {name!r} (known: {', '.join(sorted(NAMES))})")
+    if off:
+        _off.add(name)
+    else:
+        _off.discard(name)

@@ -1,0 +1,45 @@
+"""A large folder's rows read and checked in one pass, in a process pool, as discovery finds
+the cases (state.scan.scan_large): the same rows and problems as the summary followed by the
+integrity pass, and every case once."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from eviscene_tui.artifacts.layout import discover_cases
+from eviscene_tui.samples import generate
+from eviscene_tui.state.scan import build_row, check_refs, checked_rows, scan_large
+
+
+@pytest.fixture(scope="module")
+def samples(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("scan-large") / "runs"
+    generate(root)
+    return root
+
+
+def _fields(row) -> tuple:
+    return (row.key, row.status, row.rounds, row.attempts, row.accepted, row.pending, row.problems, row.problem_codes,
+            row.checked, row.no_site, row.gate)
+
+
+def test_checked_rows_equal_the_summary_with_the_full_check(samples: Path) -> None:
+    refs = list(discover_cases(samples))
+    base = os.path.abspath(samples)
+    got = checked_rows(refs, base)
+    assert [_fields(row) for row, _check in got] == [_fields(build_row(ref, samples, None, full=True)) for ref in refs]
+    expected = {c.key: c.problems for c in check_refs([(row.key, ref) for (row, _c), ref in zip(got, refs)], base)}
+    assert {check.key: check.problems for _row, check in got} == expected
+    assert any(check.problems for _row, check in got)  # the samples carry defects: the comparison means something
+
+
+def test_scan_large_reads_every_case_once_in_worker_processes(samples: Path) -> None:
+    refs = list(discover_cases(samples))
+    batches = list(scan_large(iter(refs * 10), os.path.abspath(samples), workers=2))  # more than one chunk
+    pairs = [pair for batch in batches for pair in batch]
+    assert len(pairs) == len(refs) * 10
+    assert sorted(row.key for row, _check in pairs) == sorted(build_row(ref, samples, None).key for ref in refs * 10)
+    assert {check.checked_by for _row, check in pairs} and os.getpid() not in {check.checked_by for _row, check in pairs}
