@@ -271,11 +271,14 @@ async def test_a_burst_reloads_the_open_case_at_most_once_per_gap(tmp_path: Path
         assert await wait_for(pilot, lambda: not screen._loading, 10)
         opened = len(starts)
         manifest = case / "manifest.json"
+        last_change = 0.0
         for _n in range(40):  # a change every 25 ms, for a second
             manifest.write_bytes(manifest.read_bytes().replace(b'"status": "', b'"status": "x', 1))
+            # a load started from here on reads this write (one may start within the pause
+            # below: timing the change after the pause waited for a reload that had come)
+            last_change = time.monotonic()
             screen.case_files_changed({str(manifest)})
             await pilot.pause(0.025)
-        last_change = time.monotonic()
         assert await wait_for(pilot, lambda: starts[-1] > last_change and not screen._loading, 10)
         burst = starts[opened - 1:]
         assert len(burst) >= 3  # reloaded during the burst, not only after it
