@@ -17,7 +17,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from eviscene_tui.gate import inproc as proto
+from eviscene_tui.gate import protocol as proto
 from eviscene_tui.gate.decide import decide
 from eviscene_tui.gate.sidecar import read_status
 from eviscene_tui.gate.standin import driver_args, write_inputs

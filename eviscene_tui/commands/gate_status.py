@@ -14,7 +14,7 @@ from pathlib import Path
 
 import orjson
 
-from eviscene_tui.gate.inproc import sidecar_for
+from eviscene_tui.gate.protocol import sidecar_for
 from eviscene_tui.gate.sidecar import read_status
 from eviscene_tui.safe_text import safe_text
 

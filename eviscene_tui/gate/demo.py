@@ -14,7 +14,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from eviscene_tui.gate import inproc as proto
+from eviscene_tui.gate import protocol as proto
 from eviscene_tui.gate.sidecar import read_status
 from eviscene_tui.gate.standin import DRIVER_PATH, driver_args, write_inputs
 

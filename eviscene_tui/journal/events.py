@@ -26,25 +26,13 @@ import uuid
 from typing import Any
 
 from eviscene_tui.artifacts.jsonio import canonical_json_bytes, sha256_bytes
+from eviscene_tui.gate import protocol as P
 
 SCHEMA_VERSION = "eviscene-tui-decision-v1"
 
-ACTIONS = (
-    "approve_hint",
-    "reject_hint",
-    "approve_attempt",
-    "reject_attempt",
-    "relocalize",
-    "triage_label",
-    "comment",
-    "undo",
-    # the operator gate inside the driver's own search loop (eviscene_tui.gate)
-    "approve_round",
-    "stop_search",
-    # the app's supervised search: the site gate and an operator resume after a stop
-    "accept_site",
-    "resume_search",
-)
+# the journal's action names are the gate protocol's (one per decision kind, and the
+# journal's own: triage labels, comments, undo; two written by earlier versions only)
+ACTIONS = P.JOURNAL_ACTIONS
 TRIAGE_LABELS = ("needs_relocalization", "unrecoverable", "data_problem", "note")
 TARGET_KEYS = ("case", "round", "step_index", "hint_sha256", "attempt_id")
 EVENT_KEYS = (
@@ -111,11 +99,11 @@ def build_event(
     if action not in ACTIONS:
         raise EventError(f"unknown action {action!r}; expected one of {', '.join(ACTIONS)}")
     data = dict(data or {})
-    if action == "triage_label" and data.get("label") not in TRIAGE_LABELS:
+    if action == P.TRIAGE_LABEL and data.get("label") not in TRIAGE_LABELS:
         raise EventError(f"triage label must be one of {', '.join(TRIAGE_LABELS)}")
-    if action == "undo" and not isinstance(data.get("undoes"), str):
+    if action == P.UNDO and not isinstance(data.get("undoes"), str):
         raise EventError("undo needs data.undoes = the id of the event it reverses")
-    if action in ("reject_hint", "reject_attempt", "relocalize") and not (reason or "").strip():
+    if action in P.REASON_REQUIRED_JOURNAL_ACTIONS and not (reason or "").strip():
         raise EventError(f"{action} needs a reason")
     tgt = make_target()
     for key, value in (target or {}).items():

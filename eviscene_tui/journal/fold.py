@@ -17,9 +17,10 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from eviscene_tui.artifacts.jsonio import sha256_file
+from eviscene_tui.gate import protocol as P
 
-_HINT_ACTIONS = ("approve_hint", "reject_hint")
-_ATTEMPT_ACTIONS = ("approve_attempt", "reject_attempt")
+_HINT_ACTIONS = P.HINT_JOURNAL_ACTIONS  # (approve, reject): the gate protocol spells them
+_ATTEMPT_ACTIONS = P.ATTEMPT_JOURNAL_ACTIONS
 
 
 @dataclass
@@ -86,7 +87,7 @@ def _subject(ev: dict[str, Any]) -> tuple[Any, ...] | None:
         return ("hint", t.get("case"), t.get("round"), t.get("hint_sha256"))
     if action in _ATTEMPT_ACTIONS:
         return ("attempt", t.get("case"), t.get("round"), t.get("attempt_id"))
-    if action == "relocalize":
+    if action == P.SPECS["relocalize"].journal:
         return ("relocalize", t.get("case"), t.get("round"))
     if action == "triage_label":
         data = _v if isinstance(_v := ev.get("data"), dict) else {}
@@ -119,13 +120,13 @@ class DecisionState:
         d = self._latest(("hint", case, round_index, hint_sha))
         if d is None:
             return None
-        return "approved" if d.action == "approve_hint" else "rejected"
+        return "approved" if d.action == _HINT_ACTIONS[0] else "rejected"
 
     def attempt_verdict(self, case: str | None, round_index: int | None, attempt_id: str) -> str | None:
         d = self._latest(("attempt", case, round_index, attempt_id))
         if d is None:
             return None
-        return "approved" if d.action == "approve_attempt" else "rejected"
+        return "approved" if d.action == _ATTEMPT_ACTIONS[0] else "rejected"
 
     def triage_labels(self, case: str | None) -> set[str]:
         return {

@@ -21,9 +21,9 @@ from pathlib import Path
 from typing import Any, TypeVar, cast
 
 from eviscene_tui.artifacts.jsonio import jsonl_lines, read_bound, read_json
-from eviscene_tui.artifacts.paths import PathResolver
-from eviscene_tui.gate import inproc as proto
-from eviscene_tui.gate.decide import DecideResult, decide
+from eviscene_tui.gate import INPROC_PATH
+from eviscene_tui.gate import protocol as proto
+from eviscene_tui.gate.decide import DecideResult, bound_trace_path, decide
 from eviscene_tui.gate.sidecar import GateRequest, GateStatus, gate_request, read_status
 from eviscene_tui.safe_text import safe_text
 
@@ -140,31 +140,8 @@ def _by_stat(kind: str, path: Path, load: Callable[[Path], _T]) -> _T | None:
 
 
 def _trace_path(root: Path) -> Path | None:
-    path: Path | None = _by_stat("trace-path", root / "search-state.json", _trace_path_from)
+    path: Path | None = _by_stat("trace-path", root / "search-state.json", lambda state: bound_trace_path(state.parent))
     return path
-
-
-def _trace_path_from(search_state: Path) -> Path | None:
-    """The source trace bound in the search identity, found by the path rules of
-    :mod:`eviscene_tui.artifacts.paths`: on a tree copied elsewhere (an rsync of the
-    experiment folder) the recorded absolute path is looked for where the tree now is."""
-    state = read_bound(search_state, verify=False)
-    identity = state.identity if isinstance(state.identity, dict) else {}
-    inputs = _v if isinstance(_v := identity.get("inputs"), dict) else {}
-    trace = _t if isinstance(_t := inputs.get("trace"), dict) else {}
-    recorded = trace.get("path")
-    if not isinstance(recorded, str):
-        return None
-    root = search_state.parent
-    resolver = PathResolver(str(root))
-    resolver.add_written(inputs.get("output_dir"), str(root))
-    rows = state.payload.get("rounds") if isinstance(state.payload, dict) else None
-    for row in rows if isinstance(rows, list) else []:
-        directory = row.get("directory") if isinstance(row, dict) else None
-        if isinstance(directory, str):
-            resolver.add_written(directory, str(root / "rounds" / directory.rstrip("/").rsplit("/", 1)[-1]))
-    found = resolver.bound_input(recorded, bases=[root], want="file")
-    return Path(found.path) if found.ok and found.path else Path(recorded)
 
 
 _STEPS_CACHE: dict[tuple[str, float], tuple[TraceStep, ...]] = {}
@@ -446,6 +423,9 @@ class GateSession:
         if snap is None or self.resume_refusal():
             return None
         session = snap.status.session
+        declared = session.get("resume_argv")
+        if isinstance(declared, list) and declared and all(isinstance(a, str) for a in declared):
+            return list(declared)  # a driver that says how it resumes itself (the bundled driver)
         argv = [str(a) for a in session.get("argv") or []]
         python = str(session.get("python"))
         if "--resume" not in argv:
@@ -453,7 +433,7 @@ class GateSession:
         gate_opts = ["--gate-dir", str(snap.status.gate_dir)]
         if session.get("hint_gate") is False:
             gate_opts.append("--no-hint-gate")
-        return [python, str(proto.__file__), *gate_opts, "--", *argv]
+        return [python, str(INPROC_PATH), *gate_opts, "--", *argv]
 
 
 def gate_marker(root: str | os.PathLike[str]) -> str:

@@ -66,7 +66,7 @@ from eviscene_tui.ui.screens.stream import StreamScreen
 from eviscene_tui.ui.screens.supervised import SupervisedScreen
 from eviscene_tui.ui.screens.tokens import TokenScreen, prepare_capture
 from eviscene_tui.artifacts.paths import InputProvenance, with_sha_status
-from eviscene_tui.gate.inproc import SESSION_FILE, sidecar_for
+from eviscene_tui.gate.protocol import SESSION_FILE, sidecar_for
 from eviscene_tui.state.gate import GateSession
 from eviscene_tui.ui.widgets.gate_panel import GatePanel
 
