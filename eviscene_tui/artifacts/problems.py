@@ -20,6 +20,7 @@ class ProblemCode(StrEnum):
     MEDIA_MISMATCH = "media_mismatch"
     SCHEMA_UNKNOWN = "schema_unknown"
     UNSUPPORTED_LAYOUT = "unsupported_layout"
+    GATE_RESUME_REQUIRED = "gate_resume_required"  # a round the operator gate changed: resume only under the gate
 
 
 class Problem(BaseModel):

@@ -63,7 +63,7 @@ def run(args: argparse.Namespace) -> int:
     from eviscene_tui.fake_vllm.harness import FakeVLLMServer  # lazy: the servers load when the demo starts, so `demo --help` stays fast
     from eviscene_tui.fake_vllm.server import load_scenario  # lazy: as above
     from eviscene_tui.gate.demo import start_gated_demo  # lazy: as above
-    from eviscene_tui.supervised.demo_hints import DemoHintServer  # lazy: as above
+    from eviscene_tui.fake_vllm.hints import DemoHintServer  # lazy: as above
 
     root = Path(args.path)
     if not root.exists():

@@ -177,9 +177,14 @@ def journal_taken(root: Path, gdir: Path, doc: dict[str, Any], request: GateRequ
 def offer_refusal(root: Path, request: GateRequest, action: str, step: int | None) -> str | None:
     """Why the gate's declaration refuses this decision (a step outside the trace), or None."""
     offer = request.offer_of(action) or {}
-    if step is None or action != "relocalize":
+    if action != "relocalize":
         return None
+    if step is None:
+        return "refused: this relocalize needs --step K: " + str(offer.get("why") or "the driver cannot choose one") if offer.get("step_required") else None
     problem = P.step_range_problem(step, offer)
+    steps = offer.get("steps")
+    if problem is None and isinstance(steps, list) and steps and step not in steps:
+        problem = f"step {step} is not a policy step (the policy acted at steps {', '.join(str(s) for s in steps[:40])})"
     if problem is None and not isinstance(offer.get("step_range"), list):
         count = trace_step_count(root)
         if count is not None and step >= count:

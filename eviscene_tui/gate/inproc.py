@@ -59,7 +59,7 @@ import socket
 import sys
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -124,6 +124,12 @@ def search_mode_of(argv: list[str]) -> str:
 
 # ---------------------------------------------------------------------- the gate of one search
 _ROUND: contextvars.ContextVar[dict[str, Any] | None] = contextvars.ContextVar("eviscene_gate_round", default=None)
+
+
+def current_round() -> dict[str, Any] | None:
+    """The gated round this task runs in (set by the ``run_search`` wrapper after the round
+    gate), or None: a driver that finds None runs no round (fail closed)."""
+    return _ROUND.get()
 
 
 def _say(line: str) -> None:
@@ -271,13 +277,16 @@ class SearchGate:
         parsed = P.parse_gate_name(name)
         offers = {o["action"] for o in P.offered(doc, parsed[1] if parsed else "round")}
         self.set_state("waiting", name)
-        self._announce(name, doc)
         interval = P.poll_seconds()
+        announced = False
         try:
             while True:
                 found = self.usable_decision(path, name, gate_sha, offers)
                 if found is not None:
                     return found
+                if not announced:  # one line per gate the operator has to decide (not one a resume replays)
+                    self._announce(name, doc)
+                    announced = True
                 self._keep_gate(name, data)
                 await asyncio.sleep(interval)
         finally:
@@ -365,7 +374,10 @@ class SearchGate:
         except (IndexError, ValueError):
             raise GateError(f"execute_round was given {directory}, not a rounds/round-NN directory") from None
         site = P.current_site(history, feedback)
-        actions = [P.offer("approve-round"), P.offer("relocalize", step_range=step_range), P.offer("stop")]
+        if self.gate.round_offers is not None:  # the bundled driver says what its round gate offers
+            actions = self.gate.round_offers(round_index, feedback, history)
+        else:
+            actions = [P.offer("approve-round"), P.offer("relocalize", step_range=step_range), P.offer("stop")]
         decision = await self.ask(
             "round", round_index, None, actions, round_directory=str(directory),
             request_file=f"requests/round-{round_index:02d}.json",
@@ -482,6 +494,8 @@ class Gate:
         self.resume_argv = resume_argv
         self.search_module: Any = None
         self.runtime_patched = False
+        # (round, feedback, history) -> the round gate's offers, when the driver declares them
+        self.round_offers: Callable[[int, Any, Any], list[dict[str, Any]]] | None = None
         self.started_at = P.utc_now()
         self.host = socket.gethostname()
         self.searches: dict[Path, SearchGate] = {}
@@ -546,9 +560,11 @@ class Gate:
             raise GateSeamMissing(f"eviscene-tui gate: {module.__name__}.run_search is not an async function; the gate cannot attach")
         if self.search_module is None or required:
             self.search_module = module
-        module.run_search = self._gated(run_search)
+        module.run_search = self.gated_search(run_search)
 
-    def _gated(self, run_search: Any) -> Any:
+    def gated_search(self, run_search: Any) -> Any:
+        """``run_search`` with every round behind its round gate (the round runs with the
+        effective feedback, inside :func:`current_round`)."""
         gate = self
 
         @functools.wraps(run_search)

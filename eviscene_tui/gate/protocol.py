@@ -693,7 +693,7 @@ def history_summary(history: Any) -> list[dict[str, Any]]:
 
 
 # ---------------------------------------------------------------------- the live channel
-LiveType = Literal["call_started", "delta", "tool_call", "usage", "call_complete", "call_failed", "live_unavailable"]
+LiveType = Literal["call_started", "delta", "call_complete", "call_failed", "live_unavailable"]
 LIVE_TYPES: tuple[LiveType, ...] = get_args(LiveType)
 
 
@@ -702,8 +702,9 @@ class LiveChannel:
     with one ``write`` each, never fsynced (a live view, not evidence: what a driver
     records for good is in its own files). Every record names its ``call`` (one
     policy call) and the gate's ``round`` / ``hint``; ``call_started`` says who
-    makes it (``stage``) and whether it ``streams``; a streaming call appends
-    ``delta`` / ``tool_call`` / ``usage`` records as the server sends them; every
+    makes it (``stage``) and whether it ``streams``; a streaming call appends one
+    ``delta`` record per streamed event (its ``event``, in ``stream --json`` shape:
+    text, token ids, logprobs, tool calls, usage, finish) as the server sends it; every
     call ends with ``call_complete`` (ids, text, finish reason, timings) or
     ``call_failed`` (the exception's type only). A writer that cannot write
     stops writing, says so once (``problem``) and never raises into the driver."""

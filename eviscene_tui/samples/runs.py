@@ -29,8 +29,8 @@ from eviscene_tui.samples.builders import (
     step_stage,
     totals,
 )
-from eviscene_tui.supervised.records import attempt_record, model_roles, proposal_id_for
-from eviscene_tui.supervised.stages import attempt_continuation
+from eviscene_tui.gate.bundled.records import attempt_record, model_roles, proposal_id_for
+from eviscene_tui.gate.bundled.stages import attempt_continuation
 
 PROPOSER_SYSTEM = (
     "You write one short procedural hint for a frozen fact-checking policy that failed at the "

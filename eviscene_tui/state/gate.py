@@ -23,7 +23,8 @@ from typing import Any, TypeVar, cast
 from eviscene_tui.artifacts.jsonio import jsonl_lines, read_bound, read_json
 from eviscene_tui.gate import INPROC_PATH
 from eviscene_tui.gate import protocol as proto
-from eviscene_tui.gate.decide import DecideResult, bound_trace_path, decide
+from eviscene_tui.gate.decide import DecideResult, DecideUsage, bound_trace_path, decide
+from eviscene_tui.gate.review import JournalCheck, StepCheck, journal_check, pinned_site, resume_note, step_checks
 from eviscene_tui.gate.sidecar import GateRequest, GateStatus, gate_request, read_status
 from eviscene_tui.safe_text import safe_text
 
@@ -62,9 +63,27 @@ class GateSnapshot:
     steps: tuple[TraceStep, ...] = ()
     progress: RoundProgress | None = None
     search_status: str = ""
-    message: str = ""  # the last decision's outcome, for the screen
+    message: str = ""  # the last decision's outcome, for the screen (only while no newer gate is pending)
     history: tuple[dict[str, Any], ...] = ()  # the latest round gate's history summary
     stopped_by_operator: bool = False  # paused_execution_error with execution_error.type OperatorStoppedSearch
+    pinned: str | None = None  # why a relocalize cannot move this real-driver search's site (review.pinned_site)
+    step_checks: tuple[StepCheck, ...] = ()  # each relocalize step against the step the driver used
+    journal: JournalCheck | None = None
+    resume_note: str | None = None  # a round the gate changed: resume only under the gate (the command)
+
+    @property
+    def step_notes(self) -> dict[str, str]:
+        """decision id -> the mismatch between the step asked and the step used."""
+        return {c.decision_id: c.describe() for c in self.step_checks if c.mismatch}
+
+    @property
+    def untrusted(self) -> frozenset[str]:
+        return self.journal.untrusted if self.journal is not None else frozenset()
+
+    @property
+    def journal_problems(self) -> tuple[str, ...]:
+        notes = tuple(c.describe() for c in self.step_checks if c.mismatch)
+        return (self.journal.lines if self.journal is not None else ()) + notes
 
     @property
     def search_label(self) -> str:
@@ -79,7 +98,7 @@ class GateSnapshot:
             st.driver.alive, st.driver.state, st.driver.waiting, st.driver.exit_code,
             tuple(p.name + p.sha256 for p in st.pending), tuple(d.decision_id for d in st.decisions), st.problems,
             self.progress, self.search_status, self.stopped_by_operator, self.message, len(self.steps),
-            tuple(row.get("round") for row in self.history),
+            tuple(row.get("round") for row in self.history), self.pinned, self.step_checks, self.journal, self.resume_note,
         )
 
 
@@ -331,8 +350,11 @@ def _closed_round_gate(gate_dir: Path, round_index: int) -> GateRequest | None:
     return None
 
 
-def load_snapshot(root: str | os.PathLike[str], gate_dir: str | os.PathLike[str] | None = None, *, message: str = "") -> GateSnapshot:
-    """Read everything the gate screen shows (file I/O; never raises for bad content)."""
+def load_snapshot(root: str | os.PathLike[str], gate_dir: str | os.PathLike[str] | None = None, *, message: str = "",
+                  message_gate: str | None = None) -> GateSnapshot:
+    """Read everything the gate screen shows (file I/O; never raises for bad content).
+    ``message`` (the last decision's outcome, taken at ``message_gate``) is kept only
+    while no other gate is pending: once the driver asks again it is stale."""
     status = read_status(root, gate_dir)
     root_path = status.root
     card = status.pending[0] if status.pending else None
@@ -356,21 +378,27 @@ def load_snapshot(root: str | os.PathLike[str], gate_dir: str | os.PathLike[str]
     search_status = str(manifest.get("status") or "") if isinstance(manifest, dict) else ""
     error = manifest.get("execution_error") if isinstance(manifest, dict) else None
     stopped = search_status == "paused_execution_error" and isinstance(error, dict) and error.get("type") == "OperatorStoppedSearch"
+    if card is not None and message_gate is not None and card.name != message_gate:
+        message = ""
+    journal = _by_stat("journal", status.gate_dir / proto.JOURNAL_FILE, lambda _p: journal_check(status.gate_dir))
+    pinned = _by_stat("pinned", root_path / "search-state.json", lambda _p: pinned_site(root_path, status.session))
     return GateSnapshot(status, card, changes, trace_steps(_trace_path(root_path)), progress,
-                        safe_text(search_status, single_line=True), message, history, stopped)
+                        safe_text(search_status, single_line=True), message, history, stopped, pinned=pinned,
+                        step_checks=tuple(step_checks(status)), journal=journal, resume_note=resume_note(root_path))
 
 
 # ---------------------------------------------------------------------- session
 class GateSession:
     """One gated search as the app sees it."""
 
-    def __init__(self, root: str | os.PathLike[str], gate_dir: str | os.PathLike[str] | None = None, *, operator: str = "operator") -> None:
+    def __init__(self, root: str | os.PathLike[str], gate_dir: str | os.PathLike[str] | None = None, *, operator: str | None = None) -> None:
         self.root = Path(os.path.abspath(os.fspath(root)))
         self.gate_dir = Path(gate_dir) if gate_dir else None
-        self.operator = operator
+        self.operator = proto.operator_identity(operator)  # the one identity rule of every surface
         self._snapshot: GateSnapshot | None = None
         self._subscribers: list[Callable[[GateSnapshot], None]] = []
         self._message = ""
+        self._message_gate: str | None = None
 
     def subscribe(self, callback: Callable[[GateSnapshot], None]) -> Callable[[], None]:
         self._subscribers.append(callback)
@@ -384,9 +412,13 @@ class GateSession:
     def snapshot(self) -> GateSnapshot | None:
         return self._snapshot
 
+    @property
+    def gate_dir_path(self) -> Path:
+        return self.gate_dir if self.gate_dir is not None else proto.sidecar_for(self.root)
+
     def load(self) -> GateSnapshot:
         """File I/O: build a fresh snapshot (from a worker thread)."""
-        return load_snapshot(self.root, self.gate_dir, message=self._message)
+        return load_snapshot(self.root, self.gate_dir, message=self._message, message_gate=self._message_gate)
 
     def apply(self, snapshot: GateSnapshot) -> bool:
         """Take a snapshot loaded by a worker; notify when it differs. True when changed."""
@@ -397,20 +429,26 @@ class GateSession:
             callback(snapshot)
         return True
 
-    def decide(self, action: str, *, step: int | None = None, reason: str = "", card: GateRequest | None = None) -> DecideResult:
+    def decide(self, action: str, *, step: int | None = None, reason: str = "", text: str = "", checker: dict[str, Any] | None = None,
+               card: GateRequest | None = None) -> DecideResult:
         """File I/O: take a decision on ``card`` (the card the operator saw when asking;
         default the current one) from a worker thread. A gate that changed since is refused."""
         card = card or (self._snapshot.card if self._snapshot else None)
         if card is None:
             return DecideResult(False, "no gate pending")
-        result = decide(self.root, action, card.round, step=step, reason=reason, operator=self.operator,
-                        gate_dir=self.gate_dir, expect_gate_sha256=card.sha256)
+        try:
+            result = decide(self.root, action, card.round, step=step, text=text, reason=reason, checker=checker, operator=self.operator,
+                            gate_dir=self.gate_dir, expect_gate_sha256=card.sha256)
+        except DecideUsage as exc:
+            result = DecideResult(False, str(exc))
         self._message = result.message if result.taken else f"refused: {result.message}"
+        self._message_gate = card.name
         return result
 
     def clear_message(self) -> None:
         """Forget the last decision's outcome (the driver was resumed: it is no longer news)."""
         self._message = ""
+        self._message_gate = None
 
     def resume_refusal(self) -> str:
         """Why R cannot resume the search now ("" when it can); see :func:`resume_refusal`."""
@@ -443,6 +481,8 @@ def gate_marker(root: str | os.PathLike[str]) -> str:
     if not (gdir / proto.SESSION_FILE).is_file():
         return ""
     status = read_status(root, gdir)
+    if resume_note(Path(root)) is not None:
+        return "resume under the gate (a plain --resume fails)"
     if status.pending:
         return "awaiting operator" if status.driver.alive else "awaiting operator · driver gone"
     if status.driver.gone:

@@ -303,7 +303,7 @@ def _cell_text(row: CaseRow, column: Column) -> str:
         if row.stale_for:
             text += f" \u00b7 stale: no writes for {duration(row.stale_for)}"
         if row.supervised:
-            text += f" \u00b7 supervised: {row.supervised}"
+            text += f" \u00b7 repair: {row.supervised}"
         if row.labels:
             text += " [" + ",".join(row.labels) + "]"
         return text

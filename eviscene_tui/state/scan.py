@@ -22,6 +22,8 @@ from eviscene_tui.artifacts.paths import PathMap
 from eviscene_tui.artifacts.problems import Problem
 from eviscene_tui.artifacts.report import checked_case
 from eviscene_tui.artifacts.summary import summarize_case
+from eviscene_tui.gate.bundled import REPAIRS_DIR, repair_root
+from eviscene_tui.gate.protocol import GATES_DIR, SIDECAR_SUFFIX
 from eviscene_tui.journal.paths import SUPERVISED_DIR, case_key, supervised_root_path
 from eviscene_tui.state.gate import gate_marker
 from eviscene_tui.state.rows import CaseRow, last_round_status, problem_pairs, row_from_summary, row_key
@@ -330,10 +332,20 @@ class Activity:
 
 
 def supervised_status(workdir: Path | None, key: str) -> tuple[str, float]:
-    """(status, mtime) of the app's supervised search of case ``key``, or ("", 0.0)."""
+    """(status, mtime) of the bundled driver's search of case ``key`` (``eviscene-tui repair``,
+    with its gate's marker), else of an in-app search of earlier versions (read-only), or ("", 0.0)."""
     if workdir is None:
         return "", 0.0
-    state = supervised_root_path(workdir, case_key(key)) / "search-state.json"
+    repair = repair_root(workdir, key)
+    status, mtime = _search_status(repair / "search-state.json")
+    if status:
+        marker = gate_marker(repair)
+        return (f"{status} · {marker}" if marker else status), mtime
+    status, mtime = _search_status(supervised_root_path(workdir, case_key(key)) / "search-state.json")
+    return (f"{status} (earlier in-app search, read-only)" if status else ""), mtime
+
+
+def _search_status(state: Path) -> tuple[str, float]:
     try:
         mtime = state.stat().st_mtime
     except OSError:
@@ -354,17 +366,20 @@ def supervised_stamp(workdir: Path | None) -> tuple[tuple[str, int, int], ...]:
     if workdir is None:
         return ()
     out = []
-    try:
-        with os.scandir(Path(workdir) / SUPERVISED_DIR) as it:
-            names = [e.name for e in it if e.is_dir()]
-    except OSError:
-        return ()
-    for name in sorted(names):
+    for folder in (SUPERVISED_DIR, REPAIRS_DIR):
         try:
-            st = os.stat(Path(workdir) / SUPERVISED_DIR / name / "search-state.json")
+            with os.scandir(Path(workdir) / folder) as it:
+                names = [e.name for e in it if e.is_dir()]
         except OSError:
             continue
-        out.append((name, st.st_mtime_ns, st.st_size))
+        for name in sorted(names):
+            # the search's state, and its gate's gates/ folder (a gate opened or closed)
+            for file in ("search-state.json", f"../{name}{SIDECAR_SUFFIX}/{GATES_DIR}"):
+                try:
+                    st = os.stat(Path(workdir) / folder / name / file)
+                except OSError:
+                    continue
+                out.append((f"{folder}/{name}/{file}", st.st_mtime_ns, st.st_size))
     return tuple(out)
 
 
