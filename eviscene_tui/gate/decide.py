@@ -177,7 +177,7 @@ def journal_taken(root: Path, gdir: Path, doc: dict[str, Any], request: GateRequ
 def offer_refusal(root: Path, request: GateRequest, action: str, step: int | None) -> str | None:
     """Why the gate's declaration refuses this decision (a step outside the trace), or None."""
     offer = request.offer_of(action) or {}
-    if action != "relocalize":
+    if action != P.RELOCALIZE:
         return None
     if step is None:
         return "refused: this relocalize needs --step K: " + str(offer.get("why") or "the driver cannot choose one") if offer.get("step_required") else None

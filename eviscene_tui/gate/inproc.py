@@ -260,13 +260,17 @@ class SearchGate:
             except OSError as exc:
                 self.note(f"gate:{name}", f"the gate file {name}.json is damaged and cannot be written again: {exc.strerror or exc}")
 
-    def _announce(self, name: str, doc: dict[str, Any]) -> None:
+    def _announce(self, name: str, doc: dict[str, Any], *, streaming: bool = False) -> None:
+        """One line on stderr per gate the operator has to decide (``gate`` and ``repair`` print it)."""
         parsed = P.parse_gate_name(name)
         kind = parsed[1] if parsed else "round"
-        offers = [o["action"] for o in P.offered(doc, kind)]
+        offers = " | ".join(o["action"] for o in P.offered(doc, kind))
         what = f"round {doc.get('round')}" + (f", {kind} {doc.get('hint_index')}" if kind != "round" else "")
-        _say(f"waiting for a {kind} decision on {what} ({' | '.join(offers)}): "
-             f"eviscene-tui decide {self.root} ACTION --round {doc.get('round')}, or the app (G on its row)")
+        how = f"eviscene-tui decide {self.root} ACTION --round {doc.get('round')}, or the app (G on its row)"
+        if streaming:
+            _say(f"round {doc.get('round')}'s continuation streams; {offers}: {how}")
+        else:
+            _say(f"waiting for {'an' if kind == 'attempt' else 'a'} {kind} decision on {what} ({offers}): {how}")
 
     async def wait_for(self, name: str, doc: dict[str, Any], data: bytes) -> dict[str, Any]:
         """Poll ``decisions/<name>.json`` until a usable decision is there (one the gate
@@ -349,7 +353,7 @@ class SearchGate:
         decision = await self.wait_for(name, doc, self._publish(name, doc))
         if P.SPECS[decision["action"]].consumed:
             self.consume(name, decision)
-        if decision["action"] == "stop":
+        if decision["action"] == P.STOP:
             raise OperatorStoppedSearch(
                 f"operator {decision.get('operator')} stopped the search at {name}"
                 + (f": {decision.get('reason')}" if decision.get("reason") else ""))
@@ -362,7 +366,7 @@ class SearchGate:
         name, doc = self.request(kind, round_index, index, actions, **body)
         data = self._publish(name, doc)
         self.set_state("streaming", name)
-        self._announce(name, doc)
+        self._announce(name, doc, streaming=True)
         return GateWatch(self, name, doc, data)
 
     # ------------------------------------------------------------ the round gate (every feedback search)
@@ -377,7 +381,7 @@ class SearchGate:
         if self.gate.round_offers is not None:  # the bundled driver says what its round gate offers
             actions = self.gate.round_offers(round_index, feedback, history)
         else:
-            actions = [P.offer("approve-round"), P.offer("relocalize", step_range=step_range), P.offer("stop")]
+            actions = [P.offer(P.APPROVE_ROUND), P.offer(P.RELOCALIZE, step_range=step_range), P.offer(P.STOP)]
         decision = await self.ask(
             "round", round_index, None, actions, round_directory=str(directory),
             request_file=f"requests/round-{round_index:02d}.json",
@@ -407,7 +411,7 @@ class SearchGate:
             digest = P.sha256_file(output_dir / "proposer-response.json")
             files = {os.path.relpath(output_dir / "proposer-response.json", self.root): digest} if digest else {}
             decision = await self.ask(
-                "hint", round_index, index, [P.offer("approve-hint"), P.offer("reject-hint")],
+                "hint", round_index, index, [P.offer(P.APPROVE_HINT), P.offer(P.REJECT_HINT)],
                 round_directory=str(output_dir), request_file=f"requests/round-{round_index:02d}.json",
                 request_sha256=P.sha256_file(self.root / "requests" / f"round-{round_index:02d}.json"), feedback=feedback,
                 hint={"text": text, "level": getattr(hint, "level", None), "proposal_id": getattr(hint, "proposal_id", None),
@@ -415,7 +419,7 @@ class SearchGate:
                       "audit": dict(audit) if isinstance(audit, Mapping) else audit, "hint_sha256": P.hint_sha256(text)},
                 revision_rejection=rule, files=files)
             name = P.gate_name(round_index, "hint", index)
-            if decision["action"] == "approve-hint":
+            if decision["action"] == P.APPROVE_HINT:
                 kept.append(hint)
                 self.applied(name, decision, {})
                 continue

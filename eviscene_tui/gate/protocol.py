@@ -33,7 +33,7 @@ import stat
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, get_args
+from typing import Any, Final, Literal, get_args
 
 # ---------------------------------------------------------------------- schemas and files
 GATE_SCHEMA = "eviscene-tui-gate-v1"
@@ -69,6 +69,16 @@ Action = Literal[
     "accept-attempt", "reject-attempt", "cancel-continuation",
 ]
 ACTIONS: tuple[Action, ...] = get_args(Action)
+# one name each, for code that takes or offers a decision (typed: a misspelling fails under mypy)
+APPROVE_ROUND: Final[Action] = "approve-round"
+RELOCALIZE: Final[Action] = "relocalize"
+STOP: Final[Action] = "stop"
+APPROVE_HINT: Final[Action] = "approve-hint"
+REJECT_HINT: Final[Action] = "reject-hint"
+ADD_HINT: Final[Action] = "add-hint"
+ACCEPT_ATTEMPT: Final[Action] = "accept-attempt"
+REJECT_ATTEMPT: Final[Action] = "reject-attempt"
+CANCEL_CONTINUATION: Final[Action] = "cancel-continuation"
 
 # what the card's keys name (one key per verb; the gate's declared actions say which applies)
 Verb = Literal["approve", "relocalize", "stop", "reject", "add", "cancel"]

@@ -25,6 +25,7 @@ from typing import Any
 from eviscene_tui.artifacts.integrity.gate_resume import gate_resume_note
 from eviscene_tui.artifacts.jsonio import read_bound, read_json, read_jsonl
 from eviscene_tui.artifacts.trace import load_trace
+from eviscene_tui.gate import protocol as P
 from eviscene_tui.gate.decide import bound_trace_path, journal_path, unjournaled
 from eviscene_tui.gate.sidecar import GateStatus
 from eviscene_tui.journal import parse_journal_bytes, verify_chain
@@ -74,7 +75,7 @@ def used_step(root: Path, round_index: int) -> int | None:
 
 def step_checks(status: GateStatus) -> list[StepCheck]:
     return [StepCheck(d.round, d.decision_id, d.step, used_step(status.root, d.round))
-            for d in status.decisions if d.action == "relocalize" and d.step is not None]
+            for d in status.decisions if d.action == P.RELOCALIZE and d.step is not None]
 
 
 def pinned_site(root: Path, session: dict[str, Any]) -> str | None:

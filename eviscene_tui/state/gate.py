@@ -103,25 +103,37 @@ class GateSnapshot:
 
 
 # ---------------------------------------------------------------------- reading
+def _quoted(text: Any, limit: int = 160) -> str:
+    """A hint in quotes, cut at a word boundary with an ellipsis (never a Python repr)."""
+    value = " ".join(str(text or "").split())
+    if len(value) > limit:
+        value = value[:limit].rsplit(" ", 1)[0] + " …"
+    return f"\u201c{value}\u201d"
+
+
+def _checker_words(checker: Any) -> str:
+    if not isinstance(checker, dict) or not checker:
+        return "no checker values"
+    return ", ".join(f"{k} {'true' if v is True else 'false' if v is False else v}" for k, v in checker.items())
+
+
 def feedback_changes(previous: dict[str, Any] | None, current: dict[str, Any]) -> list[str]:
-    """What changed in the feedback since the previous round's request (plain lines)."""
+    """What changed in the feedback since the previous round's request (plain lines, in words)."""
     if previous is None:
         return ["first round: no earlier feedback"]
     out: list[str] = []
     if previous.get("needs_relocalization") != current.get("needs_relocalization"):
         out.append(f"needs_relocalization: {previous.get('needs_relocalization')} -> {current.get('needs_relocalization')}")
     if (previous.get("locked_hint") or "") != (current.get("locked_hint") or ""):
-        out.append("locked hint: " + (repr(current.get("locked_hint")) if current.get("locked_hint") else "released"))
+        out.append("locked hint: " + (_quoted(current.get("locked_hint")) if current.get("locked_hint") else "released"))
     before = set(previous.get("excluded_hints") or [])
     for hint in current.get("excluded_hints") or []:
         if hint not in before:
-            out.append(f"newly excluded hint: {hint!r}")
+            out.append(f"newly excluded hint: {_quoted(hint)}")
     if (previous.get("anchor_feedback") or {}) != (current.get("anchor_feedback") or {}):
         anchor = current.get("anchor_feedback") or {}
-        out.append(
-            f"anchor: selected step {anchor.get('selected_source_step')}, earliest error step {anchor.get('earliest_error_step')}, "
-            f"checker {anchor.get('checker') or {}}"
-        )
+        out.append(f"anchor: selected step {anchor.get('selected_source_step')}, earliest error step {anchor.get('earliest_error_step')}, "
+                   f"{_checker_words(anchor.get('checker'))}")
     rounds = current.get("previous_rounds") or []
     if rounds:
         last = rounds[-1] if isinstance(rounds[-1], dict) else {}
@@ -361,7 +373,7 @@ def load_snapshot(root: str | os.PathLike[str], gate_dir: str | os.PathLike[str]
     changes: tuple[str, ...] = ()
     if card is not None:
         previous = _request_payload(root_path, card.round - 1) if card.round > 0 else None
-        changes = tuple(safe_text(c, single_line=True, limit=200) for c in feedback_changes(previous, card.feedback))
+        changes = tuple(safe_text(c, single_line=True, limit=400) for c in feedback_changes(previous, card.feedback))
     history: tuple[dict[str, Any], ...] = ()
     rounds = sorted(d.round for d in status.decisions if d.kind == "round") + ([card.round] if card is not None else [])
     for round_index in sorted(set(rounds), reverse=True):

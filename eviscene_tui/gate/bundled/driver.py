@@ -244,11 +244,11 @@ class BundledDriver:
         site = P.current_site(history, feedback) if history else (self.inputs.site or {}).get("source_step_index")
         after = next((s for s in steps if site is not None and s > site), None)
         why = ("without --step: the next policy step after the current site" + (f" (step {after})" if after is not None else " (none: name one)"))
-        relocalize = P.offer("relocalize", step_range=[0, len(R.trace_steps_of(self.inputs.trace)) - 1], steps=steps, why=why,
+        relocalize = P.offer(P.RELOCALIZE, step_range=[0, len(R.trace_steps_of(self.inputs.trace)) - 1], steps=steps, why=why,
                              step_required=site is None or after is None or None)
         if site is None:
-            return [relocalize, P.offer("stop")]
-        return [P.offer("approve-round"), relocalize, P.offer("stop")]
+            return [relocalize, P.offer(P.STOP)]
+        return [P.offer(P.APPROVE_ROUND), relocalize, P.offer(P.STOP)]
 
     # ================================================================ one round
     async def execute_round(self, directory: Path, feedback: dict[str, Any], history: list[dict[str, Any]]) -> None:
@@ -378,14 +378,14 @@ class BundledDriver:
         while True:
             index = rnd.gate
             hint = rnd.queue.pop(0) if rnd.queue else None
-            offers = [P.offer("approve-hint")] if hint is not None else []
-            offers += [P.offer("reject-hint", why=None if hint is not None else "no hint: the round ends without an attempt"),
-                       P.offer("add-hint"), P.offer("stop")]
+            offers = [P.offer(P.APPROVE_HINT)] if hint is not None else []
+            offers += [P.offer(P.REJECT_HINT, why=None if hint is not None else "no hint: the round ends without an attempt"),
+                       P.offer(P.ADD_HINT), P.offer(P.STOP)]
             decision = await rnd.search.ask("hint", rnd.index, index, offers, **self._hint_body(rnd, hint))
             rnd.notice = ""
             rnd.gate = index + 1
             name = P.gate_name(rnd.index, "hint", index)
-            if decision["action"] == "approve-hint" and hint is not None:
+            if decision["action"] == P.APPROVE_HINT and hint is not None:
                 ended = self._ended_before(rnd, name, decision)
                 if ended is None:
                     rnd.approved = hint
@@ -395,7 +395,7 @@ class BundledDriver:
             rnd.search.applied(name, decision, {"hint_sha256": hint.sha256 if hint else None})
             if hint is not None:
                 rnd.audits.append({"passed": False, "reason": P.OPERATOR_REJECTED})
-            if decision["action"] == "add-hint":
+            if decision["action"] == P.ADD_HINT:
                 self._add_hint(rnd, decision)
             elif hint is None:
                 return None  # rejected with no hint: the round ends without an attempt
@@ -476,7 +476,7 @@ class BundledDriver:
         offers ``cancel-continuation``."""
         call = f"{rnd.name}.hint-{rnd.gate - 1:02d}.try-{rnd.retries}"
         live = LiveWriter(rnd.search.live, call, round_index=rnd.index, hint_index=rnd.gate - 1, hint=hint.text)
-        watch = rnd.search.open_watch("attempt", rnd.index, 0, [P.offer("cancel-continuation")], phase="streaming",
+        watch = rnd.search.open_watch("attempt", rnd.index, 0, [P.offer(P.CANCEL_CONTINUATION)], phase="streaming",
                                       hint=hint.public(str(rnd.site.get("step_id"))), site=site_view(self.inputs.trace, rnd.site),
                                       live_call=call)
         job = ContinuationJob(case=self.inputs.case, source_step_index=int(rnd.site["source_step_index"]), hint=hint.text,
@@ -485,7 +485,7 @@ class BundledDriver:
         while not task.done():
             await asyncio.wait({task}, timeout=P.poll_seconds())
             found = watch.poll() if not task.done() else None
-            if found is not None and found["action"] == "cancel-continuation":
+            if found is not None and found["action"] == P.CANCEL_CONTINUATION:
                 task.cancel()
         try:
             outcome = task.result()
@@ -573,9 +573,9 @@ class BundledDriver:
     async def _attempt_gate(self, rnd: Round) -> None:
         """This driver has no judge: the operator accepts or rejects the attempt."""
         assert rnd.record is not None and rnd.episode is not None and rnd.approved is not None
-        offers = [P.offer("accept-attempt"), P.offer("reject-attempt"), P.offer("stop")]
+        offers = [P.offer(P.ACCEPT_ATTEMPT), P.offer(P.REJECT_ATTEMPT), P.offer(P.STOP)]
         decision = await rnd.search.ask("attempt", rnd.index, 0, offers, **self._attempt_body(rnd))
-        accepted = decision["action"] == "accept-attempt"
+        accepted = decision["action"] == P.ACCEPT_ATTEMPT
         checker = S.verdict_checker(decision.get("checker") if isinstance(decision.get("checker"), dict) else None, accepted=accepted)
         reason = str(decision.get("reason") or ("accepted by the operator" if accepted else "rejected by the operator"))
         earliest = S.earliest_error_step(None, accepted=accepted, site=rnd.site)

@@ -41,8 +41,7 @@ from eviscene_tui.ui.widgets.stream_view import StreamView
 
 POLL_SECONDS = 0.5
 LIVE_POLL_SECONDS = 0.005  # the live channel is looked at this often (an fstat when nothing came)
-VERB_ACTION_IDS = {"approve": "gate.approve", "relocalize": "gate.relocalize", "stop": "gate.stop", "reject": "gate.reject",
-                   "add": "gate.add", "cancel": "gate.cancel"}
+VERB_ACTION_IDS = {verb: f"gate.{verb}" for verb in P.VERBS}  # the card key of each verb (ui/actions.py)
 
 
 def _s(value: object, limit: int | None = 240) -> str:
@@ -112,9 +111,9 @@ def _round_card(snap: GateSnapshot, card: GateRequest, text: Text) -> None:
     text.append(f"  anchor: selected step {_s(anchor.get('selected_source_step'))}, earliest error step "
                 f"{_s(anchor.get('earliest_error_step'))}, checker {checker_line(anchor.get('checker'))}\n")
     text.append(f"  current site: step {_s(card.doc.get('current_site'))}\n")
-    reloc = card.offer_of("relocalize")
+    reloc = card.offer_of(P.RELOCALIZE)
     if reloc is not None:
-        preview = P.effective_feedback(fb, "relocalize", None, card.doc.get("current_site") if type(card.doc.get("current_site")) is int else None)
+        preview = P.effective_feedback(fb, P.RELOCALIZE, None, card.doc.get("current_site") if type(card.doc.get("current_site")) is int else None)
         text.append(f"  relocalized, it gets: needs_relocalization true, anchor step {_s(preview['anchor_feedback'].get('selected_source_step'))}"
                     " (+ the step you pick)" + (f"; {_s(reloc.get('why'), 160)}" if reloc.get("why") else "") + "\n")
     if snap.pinned is not None:
@@ -461,7 +460,7 @@ class GatePanel(Vertical):
         """The dialog a decision needs (None: it is taken at once)."""
         context = dialog_context(card)
         where = f"round {card.round}" + (f", {card.kind} {card.hint_index}" if card.kind != "round" else "")
-        if action == "relocalize":
+        if action == P.RELOCALIZE:
             offer = card.offer_of(action) or {}
             current = card.doc.get("current_site")
             steps = offer.get("steps")
@@ -470,16 +469,16 @@ class GatePanel(Vertical):
                 context.append("\n" + _s(snap.pinned, 300), style="bold yellow")
             return StepPicker(snap.steps, current if isinstance(current, int) else None, context, allowed=allowed,
                               step_required=bool(offer.get("step_required")))
-        if action in ("stop", "reject-hint"):
-            title = f"Stop the search at {where}" if action == "stop" else f"Reject the hint ({where})"
-            return ReasonPrompt(title, context, required=action == "reject-hint")
-        if action == "add-hint":
+        if action in (P.STOP, P.REJECT_HINT):
+            title = f"Stop the search at {where}" if action == P.STOP else f"Reject the hint ({where})"
+            return ReasonPrompt(title, context, required=action == P.REJECT_HINT)
+        if action == P.ADD_HINT:
             hint = card.hint or {}
             prefill = str(hint.get("text") or card.feedback.get("locked_hint") or "")
             return HintEditor(f"Add a hint ({where}): type one, or edit the one shown", context, prefill=prefill)
-        if action in ("accept-attempt", "reject-attempt"):
-            verb = "Accept" if action == "accept-attempt" else "Reject"
-            return VerdictForm(f"{verb} the attempt ({where})", context, checker=P.CHECK_NAMES, required=action == "reject-attempt")
+        if action in (P.ACCEPT_ATTEMPT, P.REJECT_ATTEMPT):
+            verb = "Accept" if action == P.ACCEPT_ATTEMPT else "Reject"
+            return VerdictForm(f"{verb} the attempt ({where})", context, checker=P.CHECK_NAMES, required=action == P.REJECT_ATTEMPT)
         return None
 
     def _take(self, card: GateRequest, action: str, values: dict[str, Any]) -> None:
