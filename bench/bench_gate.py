@@ -6,9 +6,10 @@
   :func:`eviscene_tui.gate.decide.decide`; the latency is the time from just before the
   decision file is created to the driver's heartbeat saying it left that gate (written as
   soon as the decision is read). Goal < 0.3 s at the default poll interval (0.1 s).
-- the live channel: a writer thread appends ``delta`` records to a sidecar's
-  ``live.jsonl`` at >= 5,000 tokens/s while the gate screen tails it; the latency is from
-  a record's append to the end of the app's frame that painted it (``bench/frames.py``),
+- the live channel: a writer process appends ``delta`` records (one 4-character token
+  each, as vLLM sends them) to a sidecar's ``live.jsonl`` at 5,000 tokens/s while the
+  gate screen tails it; the latency is from a record's append to the end of the app's
+  frame that painted it (``bench/frames.py``),
   and a key (tab) is pressed every 100 ms meanwhile, timed to the end of the frame that
   answered it. Goals < 50 ms both.
 """
@@ -22,7 +23,6 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 
@@ -114,26 +114,26 @@ def measure_standin(poll: str, attempts: int = 3) -> list[float]:
 
 
 # ---------------------------------------------------------------------- the live channel on screen
-def _writer(path: Path, stamps: dict[int, float], stop: threading.Event, seconds: float) -> None:
-    """Append delta records at RATE tokens/s (one token each), noting when each was written."""
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-    try:
-        os.write(fd, orjson.dumps({"schema_version": P.LIVE_SCHEMA, "type": "call_started", "call": "bench", "t": time.time(),
-                                   "round": 0, "hint": 0, "stage": "psd_teacher_repair", "streaming": True}) + b"\n")
-        start = time.perf_counter()
-        n = 0
-        while not stop.is_set() and time.perf_counter() - start < seconds:
-            due = start + n / RATE
-            now = time.perf_counter()
-            if now < due:
-                time.sleep(due - now)
-            event = {"type": "delta", "kind": "content", "text": f"tok{n} ", "token_ids": [n % 50000 + 1], "logprobs": None}
-            os.write(fd, orjson.dumps({"schema_version": P.LIVE_SCHEMA, "type": "delta", "call": "bench", "t": time.time(),
-                                       "round": 0, "hint": 0, "seq": n, "event": event}) + b"\n")
-            stamps[n] = time.perf_counter()
-            n += 1
-    finally:
-        os.close(fd)
+WRITER = r"""
+import os, sys, time, orjson
+path, rate, seconds, stamps = sys.argv[1], float(sys.argv[2]), float(sys.argv[3]), sys.argv[4]
+fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+os.write(fd, orjson.dumps({"schema_version": "eviscene-tui-live-v1", "type": "call_started", "call": "bench", "t": time.time(),
+                           "round": 0, "hint": 0, "stage": "psd_teacher_repair", "streaming": True}) + b"\n")
+start, n, out = time.perf_counter(), 0, []
+while time.perf_counter() - start < seconds:
+    due = start + n / rate
+    now = time.perf_counter()
+    if now < due:
+        time.sleep(due - now)
+    event = {"type": "delta", "kind": "content", "text": " " + "abcdefghij"[n % 10] * 3, "token_ids": [n % 50000 + 1], "logprobs": None}
+    os.write(fd, orjson.dumps({"schema_version": "eviscene-tui-live-v1", "type": "delta", "call": "bench", "t": time.time(),
+                               "round": 0, "hint": 0, "seq": n, "event": event}) + b"\n")
+    out.append(time.perf_counter())
+    n += 1
+with open(stamps, "wb") as f:
+    f.write(orjson.dumps(out))
+"""
 
 
 async def _live_on_screen(seconds: float = 4.0) -> dict[str, float]:
@@ -143,6 +143,7 @@ async def _live_on_screen(seconds: float = 4.0) -> dict[str, float]:
     from eviscene_tui.state.gate import GateSession
     from eviscene_tui.ui.screens.gate import GateScreen
     from eviscene_tui.ui.widgets.gate_panel import GatePanel
+    from eviscene_tui.ui.widgets.stream_view import StreamView
 
     with tempfile.TemporaryDirectory(prefix="bench-live-") as tmp:
         root = Path(tmp) / "search"
@@ -150,18 +151,7 @@ async def _live_on_screen(seconds: float = 4.0) -> dict[str, float]:
         gate_dir = P.sidecar_for(root)
         gate_dir.mkdir()
         (gate_dir / P.SESSION_FILE).write_text(json.dumps({"schema_version": P.GATE_SCHEMA}))
-        handed: list[tuple[int, float]] = []
-        real = GatePanel._live_records
-
-        def watched(self, message):  # the bench's eye: which record reached the view, and when
-            real(self, message)
-            seqs = [r.get("seq") for r in message.records if type(r.get("seq")) is int]
-            if seqs:
-                handed.append((max(seqs), time.perf_counter()))
-
-        GatePanel._live_records = watched  # type: ignore[method-assign]  # a benchmark's test double
-        stamps: dict[int, float] = {}
-        stop = threading.Event()
+        handed: list[tuple[int, float]] = []  # (the last record the stream view painted, when it did)
         keys: list[float] = []
         try:
             with frame_clock() as clock:
@@ -169,23 +159,32 @@ async def _live_on_screen(seconds: float = 4.0) -> dict[str, float]:
                 async with app.run_test(size=(140, 50)):
                     app.push_screen(GateScreen(GateSession(root, operator="bench")))
                     await asyncio.sleep(0.5)
-                    writer = threading.Thread(target=_writer, args=(gate_dir / P.LIVE_FILE, stamps, stop, seconds), daemon=True)
-                    writer.start()
-                    while writer.is_alive():
-                        await asyncio.sleep(0.1)
-                        sent = time.perf_counter()
-                        event = events.Key("tab", None)
-                        event.set_sender(app)
-                        app._driver.send_message(event)
-                        keys.append((await clock.end_after(sent)) - sent)
+                    stamps_file = Path(tmp) / "stamps.json"
+                    # the driver's side in its own process, as a driver is (CLOCK_MONOTONIC is shared on one host)
+                    writer = subprocess.Popen([sys.executable, "-c", WRITER, str(gate_dir / P.LIVE_FILE), str(RATE), str(seconds),
+                                               str(stamps_file)])
+                    view = app.screen.query_one(GatePanel).query_one(StreamView)
+                    next_key = time.perf_counter() + 0.1
+                    while writer.poll() is None:
+                        await asyncio.sleep(0.001)
+                        events_painted, at = view.flushed  # one delta record is one event: the last painted is its seq
+                        if events_painted and (not handed or handed[-1][1] != at):
+                            handed.append((events_painted - 1, at))
+                        if time.perf_counter() >= next_key:
+                            sent = time.perf_counter()
+                            event = events.Key("tab", None)
+                            event.set_sender(app)
+                            app._driver.send_message(event)
+                            keys.append((await clock.end_after(sent)) - sent)
+                            next_key = time.perf_counter() + 0.1
                     await asyncio.sleep(0.3)
+                    stamps = orjson.loads(stamps_file.read_bytes())
                     lat = []
                     for seq, at in handed:
-                        if seq in stamps:
+                        if 0 <= seq < len(stamps):
                             lat.append((await clock.end_after(at)) - stamps[seq])
         finally:
-            stop.set()
-            GatePanel._live_records = real  # type: ignore[method-assign]
+            pass
     return {"rate": len(stamps) / seconds, "median_ms": statistics.median(lat) * 1000, "p95_ms": sorted(lat)[int(len(lat) * 0.95)] * 1000,
             "max_ms": max(lat) * 1000, "key_median_ms": statistics.median(keys) * 1000, "key_max_ms": max(keys) * 1000}
 

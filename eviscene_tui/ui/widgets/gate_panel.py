@@ -361,7 +361,7 @@ class GatePanel(Vertical):
         self.live = LiveCalls()
         self._feed: LiveFeed | None = None
         self._feed_call: str | None = None
-        self.painted_at: float | None = None  # monotonic time the last live records were handed to the view (bench)
+        self._live_title: tuple[str, str] | None = None
 
     def compose(self) -> ComposeResult:
         yield Static(Text("reading the gate…"), id="gate-header", classes="gate-text")
@@ -431,10 +431,13 @@ class GatePanel(Vertical):
                 timings = call.end.get("timings") if isinstance(call.end.get("timings"), dict) else None
                 view.finish("complete" if call.status == "complete" else "cancelled" if call.end.get("status") == "cancelled" else "failed",
                             timings=timings)
-        self.query_one("#gate-live-title", Static).update(render_live_title(self.live.latest))
+        latest = self.live.latest
+        title = (latest.call, latest.status) if latest is not None else None
+        if title != self._live_title:  # the title changes with the call, not with each batch of tokens
+            self._live_title = title
+            self.query_one("#gate-live-title", Static).update(render_live_title(latest))
         if message.records:
-            view.flush(force=True)
-            self.painted_at = time.monotonic()
+            view.flush_soon()
 
     # ------------------------------------------------------------ deciding
     @on(GateDecisionRequested)
