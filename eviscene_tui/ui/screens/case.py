@@ -699,7 +699,8 @@ class CaseScreen(Screen):
             return []
         notes = []
         if row.supervised:
-            notes.append((1, f"repair: {row.supervised}", "g opens its gate"))
+            earlier = "earlier in-app search" in row.supervised  # kept read-only: g starts a repair under the gate
+            notes.append((1, f"repair: {row.supervised}", "g starts a repair" if earlier else "g opens its gate"))
         if row.gate:
             notes.append((1, f"driver gate: {row.gate}", "G opens it"))
         if row.stale_for:
