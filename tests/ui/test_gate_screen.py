@@ -74,6 +74,7 @@ async def test_gate_card_steps_the_driver(tmp_path):
             await _until(pilot, _waiting(case, "hint", 0), "the round-0 hint gate")
             await _until(pilot, _card_shows(app, "HINT GATE · round 0"), "the hint card")
             assert "admits it" in str(_card(app).render())
+            assert "at step 3 (unified_react) the agent did: reverse_image_search" in str(_card(app).render())
             await pilot.press("a")
 
             await _until(pilot, _waiting(case, "round", 1), "the round-1 gate")

@@ -135,9 +135,23 @@ def _site_lines(site: Any, text: Text) -> None:
         text.append(f"    output: {_s(site.get('output'), 300)}\n")
 
 
+def _trace_site_line(snap: GateSnapshot, card: GateRequest, text: Text) -> None:
+    """A driver that does not say where its hint applies (the real driver): the round's
+    localized step, read from its files, and what the agent did there, from the trace."""
+    p = snap.progress
+    step = p.localization_step if p is not None and p.round == card.round else None
+    brief = next((s for s in snap.steps if s.index == step), None)
+    if brief is not None:
+        text.append(f"  at step {step} ({_s(brief.stage, 40)}) the agent did: ", style="bold")
+        text.append(f"{_s(brief.label, 200)}\n")
+
+
 def _hint_card(snap: GateSnapshot, card: GateRequest, text: Text) -> None:
     hint = card.hint
-    _site_lines(card.doc.get("site"), text)
+    if isinstance(card.doc.get("site"), dict):
+        _site_lines(card.doc.get("site"), text)
+    else:
+        _trace_site_line(snap, card, text)
     if hint is None:
         text.append("\nNo hint to decide yet", style="bold")
         who = card.doc.get("hint_constructor")
