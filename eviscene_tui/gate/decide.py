@@ -321,7 +321,7 @@ def recover_torn_tail(gate_dir: Path, operator: str) -> list[str]:
         torn = journal.torn_tail
         if torn is None:
             return []
-        data = path.read_bytes()[torn.offset : torn.offset + torn.length]
+        data = P.read_regular(path, limit=P.MAX_JOURNAL_BYTES)[torn.offset : torn.offset + torn.length]
         keep = gate_dir / P.CONSUMED_DIR / f"{P.JOURNAL_FILE}.torn-{torn.offset}-{torn.sha256[:12]}.bin"
         P.create_exclusive(keep, data)
         journal.acknowledge_torn_tail(operator=operator, note=f"torn tail of {torn.length} bytes set aside as consumed/{keep.name}")
@@ -332,8 +332,8 @@ def recover_torn_tail(gate_dir: Path, operator: str) -> list[str]:
 
 def journaled_ids(gate_dir: Path) -> set[str]:
     try:
-        data = journal_path(gate_dir).read_bytes()
-    except FileNotFoundError:
+        data = P.read_regular(journal_path(gate_dir), limit=P.MAX_JOURNAL_BYTES)
+    except (OSError, ValueError):
         return set()
     events, _bad = parse_journal_bytes(data)
     return {str(e["data"].get("decision_id")) for e in events if isinstance(e.get("data"), dict) and e["data"].get("decision_id")}

@@ -58,6 +58,7 @@ LIVE_FILE = "live.jsonl"  # the live channel: policy calls and streamed deltas, 
 HEARTBEAT_SECONDS = 0.5
 HEARTBEAT_STALE_SECONDS = 5.0  # an older heartbeat means the driver is gone, also across hosts
 MAX_SIDECAR_BYTES = 64 << 20  # no real gate, decision or heartbeat file is this big
+MAX_JOURNAL_BYTES = 1 << 30  # nor a decision journal this big
 
 # ---------------------------------------------------------------------- gate and decision kinds
 GateKind = Literal["round", "hint", "attempt"]

@@ -144,8 +144,8 @@ def journal_check(gate_dir: Path) -> JournalCheck:
     untrusted: set[str] = set()
     if report.broken_at is not None:
         try:
-            events, _ = parse_journal_bytes(path.read_bytes())
-        except OSError:
+            events, _ = parse_journal_bytes(P.read_regular(path, limit=P.MAX_JOURNAL_BYTES))
+        except (OSError, ValueError):
             events = []
         for position, event in enumerate(events):
             data = event.get("data")

@@ -221,12 +221,12 @@ def verify_chain(path: str | os.PathLike[str]) -> ChainReport:
     """
     report = ChainReport(path=str(path))
     try:
-        data = Path(path).read_bytes()
+        data = P.read_regular(path, limit=P.MAX_JOURNAL_BYTES)  # never a FIFO: a reader must not block
     except FileNotFoundError:
         return report  # an empty journal is a valid, empty chain
-    except OSError as exc:
+    except (OSError, ValueError) as exc:
         report.ok = False
-        report.problems.append(f"cannot read journal: {exc.strerror}")
+        report.problems.append(f"cannot read journal: {getattr(exc, 'strerror', None) or exc}")
         return report
     events, bad = parse_journal_bytes(data)
     report.bad_lines = bad
@@ -324,9 +324,11 @@ class Journal:
     # ------------------------------------------------------------------ reading
     def reload(self) -> None:
         try:
-            data = self.path.read_bytes()
+            data = P.read_regular(self.path, limit=P.MAX_JOURNAL_BYTES)
         except FileNotFoundError:
             data = b""
+        except (OSError, ValueError) as exc:
+            raise JournalError(f"cannot read the journal {self.path}: {getattr(exc, 'strerror', None) or exc}") from None
         self.events, self.bad_lines = parse_journal_bytes(data)
         self._size = len(data)
 

@@ -15,6 +15,7 @@
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -230,14 +231,20 @@ def _read_events(path: Path) -> tuple[_EventsTail, bool]:
     is mid-line) is left for the next poll and reported as torn."""
     tail = _TAILS.get(str(path)) or _EventsTail()
     try:
-        with open(path, "rb") as handle:
-            size = os.fstat(handle.fileno()).st_size
-            if size < tail.offset:  # replaced or truncated: start again
-                tail = _EventsTail()
-            handle.seek(tail.offset)
-            data = handle.read()
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))  # a FIFO in its place never blocks
     except OSError:
         return tail, False
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            return tail, False
+        if st.st_size < tail.offset:  # replaced or truncated: start again
+            tail = _EventsTail()
+        data = os.pread(fd, max(st.st_size - tail.offset, 0), tail.offset)
+    except OSError:
+        return tail, False
+    finally:
+        os.close(fd)
     complete = data.rfind(b"\n") + 1
     count, last, recent = tail.count, tail.last, list(tail.recent)
     for _number, row, error, _at_tail in jsonl_lines(data[:complete]):
@@ -313,8 +320,8 @@ def round_progress(root: Path, round_index: int) -> RoundProgress:
         problems.append(f"manifest.json: {probs[0].message} (the driver may be writing it)")
     verdict = ""
     try:
-        raw = (directory / "repair_attempts.jsonl").read_bytes()
-    except OSError:
+        raw = proto.read_regular(directory / "repair_attempts.jsonl", limit=proto.MAX_JOURNAL_BYTES)  # never a FIFO
+    except (OSError, ValueError):
         raw = b""
     for _n, row, error, _tail in jsonl_lines(raw):
         if error is None and isinstance(row, dict):
@@ -355,8 +362,8 @@ def _closed_round_gate(gate_dir: Path, round_index: int) -> GateRequest | None:
         doc, _ = proto.read_document(path)
         if isinstance(doc, dict):
             try:
-                data = path.read_bytes()
-            except OSError:
+                data = proto.read_regular(path)
+            except (OSError, ValueError):
                 continue
             return GateRequest(name, "round", round_index, None, doc, path, proto.sha256_bytes(data))
     return None

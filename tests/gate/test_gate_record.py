@@ -282,3 +282,15 @@ def test_a_search_module_of_any_name_runs_no_round_ungated(tmp_path):
     finally:
         stop_proc(proc)
     assert not (out / "rounds" / "round-00" / "ran").exists()
+
+
+def test_a_fifo_as_the_journal_blocks_no_decider(tmp_path):
+    root = tmp_path / "search"
+    root.mkdir()
+    gdir = _gate_without_driver(root)
+    os.mkfifo(gdir / "decisions.jsonl")
+    done = run_cli("decide", str(root), "approve-round", "--round", "0", "--operator", "alice")  # bounded: a hang fails
+    assert done.returncode == 0 and "taken but NOT journaled" in done.stdout and "not a regular file" in done.stdout
+    listed = run_cli("decisions", str(root))
+    assert listed.returncode == 1
+    assert run_cli("gate-status", str(root), "--json").returncode == 0

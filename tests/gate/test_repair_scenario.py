@@ -105,3 +105,32 @@ def test_the_operator_scenario_headless(tmp_path):
         "stop_search", "approve_attempt",
     ]
     assert {r["operator"] for r in doc["decisions"]} == {"alice"}
+
+
+def test_sigkill_of_the_bundled_driver_then_resume_replays_its_decisions(tmp_path):
+    """Killed at a hint gate, a decision taken while it is gone is applied on resume; the
+    resumed driver replays the round gate and converges; the root checks clean."""
+    import signal
+
+    case = write_driver_case(tmp_path / "exp")
+    with FakeVLLMServer(scenario={"tokens_per_second": None}) as vllm:
+        repair = Repair(case, tmp_path / "work", vllm.v1_url, vllm.profile_dict()["profile_id"])
+        proc = start_repair(repair)
+        root = repair.root
+        wait_until(waiting(root, "round", 0), "the round-0 gate")
+        _decide(repair, "approve-round", 0)
+        empty = wait_until(waiting(root, "hint", 0), "the hint gate, no hint yet (no hint constructor)")
+        assert empty["hint"] is None and empty["actions"] == ["reject-hint", "add-hint", "stop"]
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        said = _decide(repair, "add-hint", 0, "--text", ADDED)
+        assert "driver not running: applied when it is resumed under the gate" in said
+        proc = start_repair(repair, resume=True)
+        hint = wait_until(waiting(root, "hint", 0), "the added hint's gate after the resume")
+        assert hint["index"] == 1 and hint["hint"]["text"] == ADDED
+        _decide(repair, "approve-hint", 0)
+        wait_until(waiting(root, "attempt", 0, phase="judge"), "the attempt gate")
+        _decide(repair, "accept-attempt", 0)
+        assert finish(proc) == 0
+    assert json.loads((root / "manifest.json").read_text(encoding="utf-8"))["status"] == "converged"
+    assert run_cli("check", str(root)).returncode == 0
