@@ -89,7 +89,8 @@ VERBS: tuple[Verb, ...] = get_args(Verb)
 @dataclass(frozen=True)
 class ActionSpec:
     """What a decision kind takes. ``reason`` / ``text``: "required", "optional" or
-    "no"; ``step`` / ``checker``: whether the decision may carry them. ``consumed``:
+    "no" (a reason is always journaled when given; "no": the card does not ask for one);
+    ``step`` / ``checker``: whether the decision may carry them. ``consumed``:
     a one-shot decision (moved to ``consumed/`` once applied, never replayed on resume)."""
 
     action: Action
@@ -106,11 +107,13 @@ class ActionSpec:
 
 
 SPECS: dict[Action, ActionSpec] = {
-    "approve-round": ActionSpec("approve-round", ("round",), "approve", "approve_round", "approve the round (feedback unchanged)"),
+    "approve-round": ActionSpec("approve-round", ("round",), "approve", "approve_round", "approve the round (feedback unchanged)",
+                                reason="no"),
     "relocalize": ActionSpec("relocalize", ("round",), "relocalize", "relocalize", "relocalize the round (optionally at step K)",
                              step=True, default_reason="relocalize requested at the round gate"),
     "stop": ActionSpec("stop", ("round", "hint", "attempt"), "stop", "stop_search", "stop the search (resumable)", consumed=True),
-    "approve-hint": ActionSpec("approve-hint", ("hint",), "approve", "approve_hint", "approve the hint (its continuation runs)"),
+    "approve-hint": ActionSpec("approve-hint", ("hint",), "approve", "approve_hint", "approve the hint (its continuation runs)",
+                               reason="no"),
     "reject-hint": ActionSpec("reject-hint", ("hint",), "reject", "reject_hint", "reject the hint", reason="required"),
     "add-hint": ActionSpec("add-hint", ("hint",), "add", "add_hint", "add a hint (typed or edited; audited, then asked again)",
                            text="required"),
@@ -119,7 +122,7 @@ SPECS: dict[Action, ActionSpec] = {
     "reject-attempt": ActionSpec("reject-attempt", ("attempt",), "reject", "reject_attempt", "reject the attempt (checker values)",
                                  reason="required", checker=True),
     "cancel-continuation": ActionSpec("cancel-continuation", ("attempt",), "cancel", "cancel_continuation",
-                                      "cancel the streaming continuation", consumed=True),
+                                      "cancel the streaming continuation", reason="no", consumed=True),
 }
 
 def spec_of(action: Any) -> ActionSpec | None:

@@ -474,10 +474,16 @@ class GatePanel(Vertical):
         self.app.push_screen(dialog, callback=given)
 
     def _dialog(self, snap: GateSnapshot, card: GateRequest, action: str) -> Any:
-        """The dialog a decision needs (None: it is taken at once)."""
+        """The dialog a decision needs, from what its kind takes (protocol ``ActionSpec``):
+        a step -> the step picker, a text -> the hint editor, checker values -> the verdict
+        form, a reason -> the reason prompt; nothing to ask -> None (taken at once)."""
+        spec = P.spec_of(action)
+        if spec is None:
+            return None
         context = dialog_context(card)
         where = f"round {card.round}" + (f", {card.kind} {card.hint_index}" if card.kind != "round" else "")
-        if action == P.RELOCALIZE:
+        title = f"{spec.label[0].upper()}{spec.label[1:]} ({where})"
+        if spec.step:
             offer = card.offer_of(action) or {}
             current = card.doc.get("current_site")
             steps = offer.get("steps")
@@ -486,16 +492,14 @@ class GatePanel(Vertical):
                 context.append("\n" + _s(snap.pinned, 300), style="bold yellow")
             return StepPicker(snap.steps, current if isinstance(current, int) else None, context, allowed=allowed,
                               step_required=bool(offer.get("step_required")))
-        if action in (P.STOP, P.REJECT_HINT):
-            title = f"Stop the search at {where}" if action == P.STOP else f"Reject the hint ({where})"
-            return ReasonPrompt(title, context, required=action == P.REJECT_HINT)
-        if action == P.ADD_HINT:
+        if spec.text != "no":
             hint = card.hint or {}
             prefill = str(hint.get("text") or card.feedback.get("locked_hint") or "")
-            return HintEditor(f"Add a hint ({where}): type one, or edit the one shown", context, prefill=prefill)
-        if action in (P.ACCEPT_ATTEMPT, P.REJECT_ATTEMPT):
-            verb = "Accept" if action == P.ACCEPT_ATTEMPT else "Reject"
-            return VerdictForm(f"{verb} the attempt ({where})", context, checker=P.CHECK_NAMES, required=action == P.REJECT_ATTEMPT)
+            return HintEditor(f"{title}: type one, or edit the one shown", context, prefill=prefill)
+        if spec.checker:
+            return VerdictForm(title, context, checker=P.CHECK_NAMES, required=spec.reason == "required")
+        if spec.reason != "no":
+            return ReasonPrompt(title, context, required=spec.reason == "required")
         return None
 
     def _take(self, card: GateRequest, action: str, values: dict[str, Any]) -> None:
