@@ -8,7 +8,7 @@ driver differs from the driver, the difference is visible in the data:
   document has a candidate whose ``verifier.kind`` is ``"operator"``;
 - the verdict is the operator's: ``judge/hint-00.json`` has
   ``verifier {kind: "operator", name: "eviscene-tui", version: "operator-review-v1", model: <operator>}``
-  and ``review.interaction_id`` = the journal event id of the verdict;
+  and ``review.interaction_id`` = the id of the operator's gate decision;
 - the teacher continuation is the single hinted policy action at the failure
   step (the app does not execute tools); its ``stop_reason`` is
   ``teacher_episode_complete`` for a judgment step and ``bounded_suffix_exhausted``
