@@ -40,7 +40,7 @@ from eviscene_tui.ui.screens.dialogs import HintEditor, ReasonPrompt, StepPicker
 from eviscene_tui.ui.widgets.stream_view import StreamView
 
 POLL_SECONDS = 0.5
-LIVE_POLL_SECONDS = 0.005  # the live channel is looked at this often (an fstat when nothing came)
+LIVE_POLL_SECONDS = 0.008  # the live channel is looked at this often (an fstat when nothing came)
 VERB_ACTION_IDS = {verb: f"gate.{verb}" for verb in P.VERBS}  # the card key of each verb (ui/actions.py)
 
 
@@ -411,8 +411,7 @@ class GatePanel(Vertical):
             records, reset = tail.read()
             if records or reset:
                 self.post_message(LiveRecords(records, reset))
-            else:
-                time.sleep(LIVE_POLL_SECONDS)
+            time.sleep(LIVE_POLL_SECONDS)  # a batch per tick: a fast stream is a few hundred messages a second, not thousands
 
     @on(GateSnapshotLoaded)
     def _loaded(self, message: GateSnapshotLoaded) -> None:
