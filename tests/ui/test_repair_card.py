@@ -14,6 +14,7 @@ import signal
 
 from conftest import wait_until
 from textual.app import App
+from textual.widgets import Input, OptionList, TextArea
 
 from eviscene_tui.fake_vllm.harness import FakeVLLMServer
 from eviscene_tui.fake_vllm.hints import POOL, DemoHintServer
@@ -46,8 +47,9 @@ def _card_shows(app, text: str):
     return lambda: isinstance(app.screen, GateScreen) and text in str(app.screen.query_one(GateCard).render())
 
 
-async def _dialog(pilot, app, kind):
-    await _until(pilot, lambda: isinstance(app.screen, kind) and app.screen.query("#form"), f"the {kind.__name__}")
+async def _dialog(pilot, app, kind, field):
+    """The dialog, once mounted AND its main field focused (keys typed before that would go elsewhere)."""
+    await _until(pilot, lambda: isinstance(app.screen, kind) and isinstance(app.screen.focused, field), f"the {kind.__name__} ready for keys")
     return app.screen
 
 
@@ -66,7 +68,7 @@ async def test_the_operator_scenario_through_the_card(tmp_path):
                 await _until(pilot, _card_shows(app, POOL[0][:40]), "the constructor's hint on the card")
                 assert "the agent did" in str(app.screen.query_one(GateCard).render())
                 await pilot.press("n")  # edit the hint shown: the editor holds it
-                editor = await _dialog(pilot, app, HintEditor)
+                editor = await _dialog(pilot, app, HintEditor, TextArea)
                 assert editor.values()["editor"] == POOL[0]
                 await pilot.press("ctrl+a", *ADDED, "ctrl+s")
                 await _until(pilot, _card_shows(app, ADDED[:40]), "the added hint on the card")
@@ -75,13 +77,13 @@ async def test_the_operator_scenario_through_the_card(tmp_path):
                 view = app.screen.query_one(StreamView)
                 await _until(pilot, lambda: view.acc.token_count > 0 and view.state == "complete", "the stream on screen")
                 await pilot.press("x")
-                verdict = await _dialog(pilot, app, VerdictForm)
+                verdict = await _dialog(pilot, app, VerdictForm, Input)
                 await pilot.press(*"the site is later", "tab", "tab", "tab", "tab", "tab", "f", "ctrl+s")
                 await _until(pilot, _card_shows(app, "ROUND GATE · round 1"), "the round-1 card")
                 assert app.screen is not verdict
 
                 await pilot.press("r")
-                picker = await _dialog(pilot, app, StepPicker)
+                picker = await _dialog(pilot, app, StepPicker, OptionList)
                 assert picker.allowed == (1, 3, 5)
                 await pilot.press("down", "enter", *"the verdict step", "ctrl+s")
                 await _until(pilot, _card_shows(app, "HINT GATE · round 1"), "the round-1 hint card")
@@ -91,7 +93,7 @@ async def test_the_operator_scenario_through_the_card(tmp_path):
                 await pilot.press("c")
                 await _until(pilot, _card_shows(app, "approve to run it again"), "the cancelled hint offered again")
                 await pilot.press("s")
-                await _dialog(pilot, app, ReasonPrompt)
+                await _dialog(pilot, app, ReasonPrompt, Input)
                 await pilot.press("ctrl+s")
                 await _until(pilot, lambda: proc.poll() is not None, "the driver to stop")
                 assert finish(proc) == 0
@@ -102,7 +104,7 @@ async def test_the_operator_scenario_through_the_card(tmp_path):
                 await _until(pilot, lambda: _card_shows(app, "ATTEMPT GATE · round 1")() and _card_shows(app, "completion tokens")(),
                              "the round-1 attempt card")
                 await pilot.press("a")
-                await _dialog(pilot, app, VerdictForm)
+                await _dialog(pilot, app, VerdictForm, Input)
                 await pilot.press("ctrl+s")
                 await _until(pilot, lambda: json.loads((root / "manifest.json").read_text(encoding="utf-8"))["status"] == "converged",
                              "the search to converge")
