@@ -255,6 +255,8 @@ def create_or_lose(root: Path, gdir: Path, path: Path, request: GateRequest, doc
         return DecideResult(False, f"another decision file for {what} appeared and cannot be read: {problem}", notes=tuple(notes))
     if P.sha256_file(request.path) == request.sha256:
         return None
+    if any(a.decision_id == doc["decision_id"] for a in read_applied(gdir)):
+        return None  # ours, a one-shot decision the driver took at once (it records what it applied before it closes the gate)
     # the driver consumed another decision (a stop) and closed this gate between our
     # look and our create: ours decides nothing; set it aside and name the winner
     set_aside(gdir, path, request.name, why="orphan")

@@ -331,12 +331,13 @@ class SearchGate:
             self.note(f"applied:{name}", f"cannot record what was applied for {name}: {exc.strerror or exc}")
 
     def consume(self, name: str, decision: dict[str, Any]) -> None:
-        """A one-shot decision was taken: the gate, then its decision, move to ``consumed/``
-        (gate first: a decider that finds the decision slot free always finds the gate
-        closed too), so a resume asks again."""
+        """A one-shot decision was taken: what was applied is recorded first (a decider that
+        finds the gate closed right after its create knows its own decision closed it),
+        then the gate, then its decision, move to ``consumed/`` (gate first: a decider that
+        finds the decision slot free always finds the gate closed too), so a resume asks again."""
+        self.applied(name, decision, {"consumed": True})
         self.set_aside(self.gate_dir / P.GATES_DIR / f"{name}.json", name, "gate-closed")
         self.set_aside(self.gate_dir / P.DECISIONS_DIR / f"{name}.json", name, "decision-consumed")
-        self.applied(name, decision, {"consumed": True})
 
     def request(self, kind: P.GateKind, round_index: int, index: int | None, actions: list[dict[str, Any]],
                 **body: Any) -> tuple[str, dict[str, Any]]:

@@ -294,3 +294,28 @@ def test_a_fifo_as_the_journal_blocks_no_decider(tmp_path):
     listed = run_cli("decisions", str(root))
     assert listed.returncode == 1
     assert run_cli("gate-status", str(root), "--json").returncode == 0
+
+
+def test_a_one_shot_decision_the_driver_takes_at_once_is_reported_taken(tmp_path, monkeypatch):
+    """The driver consumes a stop (records it applied, closes the gate, moves the decision)
+    between the decider's create and its look back: the decider says taken, not refused."""
+    import eviscene_tui.gate.decide as decide_module
+
+    root = tmp_path / "search"
+    root.mkdir()
+    gdir = _gate_without_driver(root)
+    real = P.create_exclusive
+
+    def create_then_driver_consumes(path, data):
+        created = real(path, data)
+        doc = json.loads(data)
+        P.atomic_replace(gdir / "applied" / f"round-00.{doc['decision_id'][:16]}.json",
+                         P.document_bytes({"decision_id": doc["decision_id"], "action": doc["action"], "gate": "round-00", "consumed": True}))
+        os.replace(gdir / "gates" / "round-00.json", gdir / "consumed" / "round-00.gate-closed.x.json")
+        os.replace(path, gdir / "consumed" / "round-00.decision-consumed.x.json")
+        return created
+
+    monkeypatch.setattr(decide_module.P, "create_exclusive", create_then_driver_consumes)
+    result = decide_in_process(root, "stop", 0, operator="alice")
+    assert result.taken and result.journaled, result.message
+    assert not list((gdir / "consumed").glob("round-00.orphan.*"))
