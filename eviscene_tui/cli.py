@@ -38,7 +38,8 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "demo": ("eviscene_tui.commands.demo", "start the fake vLLM server and open the app on sample runs"),
     "gate": ("eviscene_tui.commands.gate", "run the EviScene driver with the operator gate in its feedback search"),
     "gate-status": ("eviscene_tui.commands.gate_status", "show a gated search's pending gates, decisions and driver heartbeat"),
-    "decide": ("eviscene_tui.commands.decide", "take a gate decision (approve-round, relocalize, stop, approve-hint, reject-hint)"),
+    "decide": ("eviscene_tui.commands.decide", "take a gate decision (approve-round, relocalize, stop, approve-hint, add-hint, …)"),
+    "repair": ("eviscene_tui.commands.repair", "run the bundled driver on a case, under the operator gate"),
 }
 
 

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from eviscene_tui.artifacts.paths import PathMap
+from eviscene_tui.gate.protocol import operator_identity
 from eviscene_tui.journal.records import read_workdirs, record_key
 from eviscene_tui.settings import Settings, load_settings
 from eviscene_tui.storage import WorkDir, choose_workdir
@@ -19,7 +20,7 @@ class AppOptions:
     workdir: Path
     theme: str | None = None
     poll: bool = False
-    operator: str = field(default_factory=lambda: os.environ.get("USER") or "operator")
+    operator: str = field(default_factory=lambda: operator_identity(None))  # the one rule of every surface
     policy_profile: Path | None = None
     policy_url: str | None = None
     policy_model: str | None = None
@@ -66,7 +67,7 @@ class AppOptions:
             workdir_source=why,
             theme=get("theme"),
             poll=bool(get("poll")),
-            operator=get("operator") or os.environ.get("USER") or "operator",
+            operator=operator_identity(get("operator")),
             policy_profile=Path(get("policy_profile")) if get("policy_profile") else None,
             policy_url=get("policy_url"),
             policy_model=get("policy_model"),

@@ -37,7 +37,7 @@ from eviscene_tui import pace
 from eviscene_tui.ui import gc_hold
 
 TESTS = Path(__file__).resolve().parent
-for _helpers in ("artifacts", "supervised", "ui", "policy", "gate"):
+for _helpers in ("artifacts", "ui", "policy", "gate"):
     if str(TESTS / _helpers) not in sys.path:
         sys.path.append(str(TESTS / _helpers))
 

@@ -22,6 +22,7 @@ class ProblemCode(StrEnum):
     UNSUPPORTED_LAYOUT = "unsupported_layout"
     NOT_REGULAR_FILE = "not_regular_file"  # a FIFO, device, socket or directory where a file belongs: never opened
     FILE_TOO_LARGE = "file_too_large"  # bigger than any real file of its kind (artifacts.fileio.LIMITS): never read
+    GATE_RESUME_REQUIRED = "gate_resume_required"  # a round the operator gate changed: resume only under the gate
 
 
 class Problem(BaseModel):

@@ -14,6 +14,12 @@ PATH may be:
 
 Default output is the folded decisions (every decision event with its status:
 active / superseded / undone, and ``stale`` when an evidence file changed since).
+Rows at and after a break of the hash chain are marked ``untrusted`` (``BROKEN`` in
+the table); a gate journal's head is anchored outside it (``decisions.jsonl.head``), so
+a dropped or rewritten last event breaks the chain too. For a gate journal the
+sidecar's ``decisions/``, ``consumed/`` and ``applied/`` files are cross-checked: a
+decision the journal lacks is reported (exit 1); each relocalize row says the step the
+driver used (``step_used``; the table's step column shows ``asked→used`` on a mismatch).
 ``--events`` prints the raw chain instead, after verifying it; a broken chain is
 a clear message on stderr and exit 1. Exit 1 also when no journal is found.
 Reading only: the journals are not locked (a running app keeps writing).
@@ -32,6 +38,9 @@ from typing import Any
 import orjson
 
 from eviscene_tui.cli import UsageError
+from eviscene_tui.gate.decide import unjournaled
+from eviscene_tui.gate import protocol as P
+from eviscene_tui.gate.review import used_step
 from eviscene_tui.journal import fold, journals_in_workdir, parse_journal_bytes, stale_paths, verify_chain
 from eviscene_tui.journal.paths import JOURNAL_DIR, REVIEW_JOURNAL, SUPERVISED_DIR, SUPERVISED_SUFFIX, supervised_journal_for_root
 from eviscene_tui.safe_text import safe_text
@@ -41,8 +50,8 @@ from eviscene_tui.storage import default_workdir
 
 
 ROW_FIELDS = (
-    "journal", "seq", "id", "ts", "operator", "action", "case", "case_path", "round", "step_index", "hint_sha256",
-    "attempt_id", "label", "reason", "status", "stale", "undone_by", "superseded_by", "evidence", "data",
+    "journal", "seq", "id", "ts", "operator", "action", "case", "case_path", "round", "step_index", "step_used", "hint_sha256",
+    "attempt_id", "label", "reason", "status", "stale", "untrusted", "undone_by", "superseded_by", "evidence", "data",
 )
 EVENT_FIELDS = ("journal", "seq", "id", "ts", "operator", "action", "target", "reason", "evidence", "data", "prev", "hash")
 
@@ -62,9 +71,10 @@ GATE_JOURNAL = "decisions.jsonl"
 
 
 def _gate_journals(path: Path) -> list[Path]:
-    """The gate journal of a gate directory, or of a search root's default gate sidecar."""
+    """The gate journal of a gate directory, or of a search root's default gate sidecar
+    (also when the journal was never written: its decisions are then all missing from it)."""
     for directory in (path, path.resolve().parent / (path.resolve().name + GATE_SUFFIX)):
-        if (directory / "gate.json").is_file() and (directory / GATE_JOURNAL).is_file():
+        if (directory / "gate.json").is_file() and ((directory / GATE_JOURNAL).is_file() or any((directory / "decisions").glob("*.json"))):
             return [directory / GATE_JOURNAL]
     return []
 
@@ -117,10 +127,11 @@ def find_journals(path: Path, workdir: Path | None = None) -> tuple[list[Path], 
     return journals + _gate_journals(path), resolved, RecordIndex(cases, opened=resolved)
 
 
-def _rows(journal: Path, opened_root: Path | None, index: RecordIndex | None = None) -> list[dict[str, Any]]:
-    events, _bad = parse_journal_bytes(journal.read_bytes())
+def _rows(journal: Path, opened_root: Path | None, index: RecordIndex | None = None, broken_at: int | None = None) -> list[dict[str, Any]]:
+    events, _bad = parse_journal_bytes(journal.read_bytes() if journal.is_file() else b"")
     base = _base_for(journal, opened_root)
     workdir = journal.parent.parent
+    gate_root = base if journal.name == GATE_JOURNAL and journal.parent.name.endswith(GATE_SUFFIX) else None
     rows = []
     for decision in fold(events).decisions:
         row = decision.row()
@@ -130,8 +141,18 @@ def _rows(journal: Path, opened_root: Path | None, index: RecordIndex | None = N
         # a record key's evidence is relative to the case folder (journal.review)
         where = Path(hit.path) if hit is not None and is_record_key(row["case"]) else base
         row["stale"] = bool(stale_paths(decision.event, where)) if where is not None and row["evidence"] else False
+        seq = row.get("seq")
+        row["untrusted"] = broken_at is not None and isinstance(seq, int) and seq >= broken_at
+        row["step_used"] = _step_used(gate_root, row)
         rows.append(row)
     return rows
+
+
+def _step_used(gate_root: Path | None, row: dict[str, Any]) -> int | None:
+    """The step the driver localized a relocalized round at (gate journals only)."""
+    if gate_root is None or row.get("action") != P.SPECS[P.RELOCALIZE].journal or type(row.get("round")) is not int:
+        return None
+    return used_step(gate_root, row["round"])
 
 
 def _cell(value: Any) -> str:
@@ -169,23 +190,29 @@ def run(args: argparse.Namespace) -> int:
             return 1
         events: list[dict[str, Any]] = []
         for j in journals:
-            evs, _ = parse_journal_bytes(j.read_bytes())
+            evs, _ = parse_journal_bytes(j.read_bytes() if j.is_file() else b"")
             events.extend({"journal": str(j), **e} for e in evs)
         return _emit(args, events, EVENT_FIELDS, reports)
-    rows = [row for j in journals for row in _rows(j, opened_root, index)]
-    code = _emit(args, rows, ROW_FIELDS, reports)
+    rows = [row for j in journals for row in _rows(j, opened_root, index, reports[j].broken_at)]
+    missing = {j: unjournaled(j.parent) for j in journals if j.name == GATE_JOURNAL and j.parent.name.endswith(GATE_SUFFIX)}
+    code = _emit(args, rows, ROW_FIELDS, reports, missing)
     for r in broken:
         print(f"eviscene-tui decisions: warning: journal {r.path} does not verify ({len(r.problems)} problem(s)); use --events for details", file=sys.stderr)
     for r in reports.values():
         if r.torn_tail is not None and r.torn_tail.offset not in r.acknowledged:
-            print(f"eviscene-tui decisions: warning: journal {r.path} ends with {r.torn_tail.length} torn bytes (not a decision)", file=sys.stderr)
-    return 1 if broken else code
+            print(f"eviscene-tui decisions: warning: journal {r.path} ends with {r.torn_tail.length} torn bytes (not a decision; "
+                  "the next decide sets them aside)", file=sys.stderr)
+    for journal, lines in missing.items():
+        for line in lines:
+            print(safe_text(f"eviscene-tui decisions: journal {journal} lacks a decision: {line}", single_line=True), file=sys.stderr)
+    return 1 if broken or any(missing.values()) else code
 
 
-def _emit(args: argparse.Namespace, items: list[dict[str, Any]], fields: tuple[str, ...], reports: dict) -> int:
+def _emit(args: argparse.Namespace, items: list[dict[str, Any]], fields: tuple[str, ...], reports: dict,
+          missing: dict[Path, list[str]] | None = None) -> int:
     if args.json:
         doc = {
-            "journals": [r.as_dict() for r in reports.values()],
+            "journals": [r.as_dict() | {"missing_from_journal": (missing or {}).get(Path(r.path), [])} for r in reports.values()],
             ("events" if args.events else "decisions"): items,
         }
         sys.stdout.write(orjson.dumps(doc, option=orjson.OPT_INDENT_2).decode() + "\n")
@@ -213,7 +240,8 @@ def _emit(args: argparse.Namespace, items: list[dict[str, Any]], fields: tuple[s
     return 0
 
 
-TABLE_COLUMNS = (("seq", ">"), ("ts", "<"), ("operator", "<"), ("action", "<"), ("case", "<"), ("rnd", ">"), ("label", "<"), ("status", "<"), ("reason", "<"))
+TABLE_COLUMNS = (("seq", ">"), ("ts", "<"), ("operator", "<"), ("action", "<"), ("case", "<"), ("rnd", ">"), ("step", ">"), ("label", "<"),
+                 ("status", "<"), ("reason", "<"))
 
 
 def print_table(items: list[dict[str, Any]]) -> None:
@@ -221,9 +249,13 @@ def print_table(items: list[dict[str, Any]]) -> None:
     (the case whole, the triage label in its own column), the reason last."""
     rows = []
     for r in items:
-        status = _cell(r.get("status")) + (" STALE" if r.get("stale") else "")
+        status = _cell(r.get("status")) + (" STALE" if r.get("stale") else "") + (" BROKEN" if r.get("untrusted") else "")
         case = r.get("case_path") or r.get("case")  # the folder under PATH when the record key names a listed case
-        values = (r.get("seq"), r.get("ts"), r.get("operator"), r.get("action"), case, r.get("round"), r.get("label"), status, r.get("reason"))
+        step = _cell(r.get("step_index"))
+        if r.get("step_used") is not None and r.get("step_used") != r.get("step_index"):
+            step = f"{step}\u2192{r['step_used']}"
+        values = (r.get("seq"), r.get("ts"), r.get("operator"), r.get("action"), case, r.get("round"), step, r.get("label"), status,
+                  r.get("reason"))
         rows.append([safe_text(_cell(v), single_line=True, limit=200) for v in values])
     titles = [name for name, _ in TABLE_COLUMNS]
     widths = [max([len(t)] + [len(row[i]) for row in rows]) for i, t in enumerate(titles)]

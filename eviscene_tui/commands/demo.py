@@ -5,16 +5,17 @@
    profile) — or a built-in profile when there is none;
 2. write a copy of that profile with the fake's ``base_url`` into the work
    directory (a new file; the evidence root is never touched);
-3. start the scripted demo hint constructor (``supervised.demo_hints``), an
-   OpenAI-compatible endpoint answering ``{"hints": [...]}``, so supervised
-   rounds can fetch proposals without a model;
-4. start a gated search: the bundled STAND-IN driver (``eviscene_tui.gate.standin``,
-   not EviScene) under ``eviscene-tui gate`` in the work directory
-   (``demo/gated-standin/``, the same folder every start: the previous demo's is
-   cleaned), its teacher step served by the fake vLLM. It is a row of the runs
-   screen (``awaiting operator``, filter ``w``); ``G`` on that row opens its gate
-   (approve, relocalize, reject a hint, stop, ``R`` resume); it is stopped when the
-   app exits;
+3. start the scripted demo hint constructor (``fake_vllm.hints``), an
+   OpenAI-compatible endpoint answering ``{"hints": [...]}``, so the bundled driver
+   proposes hints without a model;
+4. start a gated search: the bundled driver (``eviscene-tui repair``) on the sample
+   case ``feedback-converged-3-rounds``, in the work directory (``demo/gated-repair/``,
+   the same folder every start: the previous demo's is cleaned), its continuations
+   streamed by the fake vLLM. It is a row of the runs screen (``awaiting operator``,
+   filter ``w``); ``G`` on that row opens its gate, where every gate kind comes in
+   turn (approve or relocalize the round, approve / reject / add a hint, watch the
+   stream and cancel it, accept or reject the attempt, stop, ``R`` resume); it is
+   stopped when the app exits;
 5. open the app (``eviscene_tui.ui.launch.run_app``) with ``policy_profile``
    pointing at the copy, so live teacher continuations are attested and stream
    without a GPU.
@@ -62,8 +63,8 @@ def demo_profile(root: Path) -> dict[str, Any]:
 def run(args: argparse.Namespace) -> int:
     from eviscene_tui.fake_vllm.harness import FakeVLLMServer  # lazy: the servers load when the demo starts, so `demo --help` stays fast
     from eviscene_tui.fake_vllm.server import load_scenario  # lazy: as above
-    from eviscene_tui.gate.demo import start_gated_demo  # lazy: as above
-    from eviscene_tui.supervised.demo_hints import DemoHintServer  # lazy: as above
+    from eviscene_tui.gate.demo import DEMO_CASE, start_gated_demo  # lazy: as above
+    from eviscene_tui.fake_vllm.hints import DemoHintServer  # lazy: as above
     from eviscene_tui.settings import load_settings  # lazy: as above
 
     root = Path(args.path)
@@ -95,16 +96,18 @@ def run(args: argparse.Namespace) -> int:
         prof_path = work.write_new(work.sub("demo", unique_name("serving-profile-demo", ".json")), orjson.dumps(prof, option=orjson.OPT_INDENT_2) + b"\n")
         print(f"fake vLLM ({args.personality}) on {server.v1_url}; profile {prof_path}", file=sys.stderr)
         print(f"demo hint constructor on {hints.v1_url}", file=sys.stderr)
-        # a gated search: the bundled STAND-IN driver under `eviscene-tui gate` (G on the runs screen)
-        gated = start_gated_demo(work.sub("demo"), policy_url=server.v1_url, policy_model=str(prof.get("profile_id")),
-                                 operator=args.operator)
-        print(f"gated STAND-IN driver (not EviScene) at {gated.root}: its row on the runs screen is "
-              f"'awaiting operator' (w filters), G opens its gate; headless: eviscene-tui gate-status {gated.root}",
-              file=sys.stderr)
+        # a gated search: the bundled driver (`eviscene-tui repair`) on a sample case (G on the runs screen)
+        case = root / DEMO_CASE
+        if case.is_dir():
+            gated = start_gated_demo(work.sub("demo"), case, workdir=workdir, policy_profile=prof_path, hint_url=hints.v1_url,
+                                     hint_model="demo-hint-constructor", operator=args.operator)
+            print(f"gated search: the bundled driver (eviscene-tui repair) on {case.name} at {gated.root}: its row on the runs "
+                  f"screen is 'awaiting operator' (w filters), G opens its gate; headless: eviscene-tui gate-status {gated.root}",
+                  file=sys.stderr)
         app_args = argparse.Namespace(
             path=str(root), theme=args.theme, poll=args.poll, operator=args.operator, workdir=str(workdir),
             policy_profile=str(prof_path), policy_url=None, policy_model=None, hint_url=hints.v1_url, hint_model="demo-hint-constructor",
-            tokenizer=None, config=args.config, gate_roots=[str(gated.root)],
+            tokenizer=None, config=args.config, gate_roots=[str(gated.root)] if gated is not None else [],
         )
         from eviscene_tui.ui.launch import run_app  # lazy: Textual loads only when the app opens
 

@@ -1,9 +1,15 @@
 """``eviscene-tui gate-status ROOT [--gate-dir DIR] [--json]``: the operator gate of a search.
 
-JSON: ``{"root", "driver": {"pid", "host", "alive", "last_seen"},
-"pending": [{"kind", "round", "feedback", "hint"}], "decisions": [{"kind",
-"round", "action", "operator", "at"}], "problems": [...]}``. Reading only.
-Exit 0, 1 when ROOT has no gate directory (said on stderr with --json), 2 when ROOT does not exist.
+JSON: ``{"root", "driver": {"pid", "host", "alive", "last_seen", "state", "waiting"},
+"pending": [{"kind": "round"|"hint"|"attempt", "round", "index", "name", "actions",
+"offers", "streaming", "driver", "feedback", "hint", "attempt"}], "decisions": [{"kind",
+"round", "index", "action", "operator", "at", "step", "decision_id"}],
+"relocalizations": [{"round", "asked_step", "used_step", "mismatch"}], "journal": {"ok",
+"events", "broken_at", "problems", "untrusted_decisions", "missing_from_journal"},
+"resume": null | "<why and the command that resumes the search under the gate>",
+"problems": [...]}`` (``problems`` also holds the journal's breaks and the step
+mismatches). Reading only. Exit 0, 1 when ROOT has no gate directory (said on stderr
+with --json), 2 when ROOT does not exist.
 """
 
 from __future__ import annotations
@@ -14,8 +20,9 @@ from pathlib import Path
 
 import orjson
 
-from eviscene_tui.gate.inproc import sidecar_for
-from eviscene_tui.gate.sidecar import read_status
+from eviscene_tui.gate.protocol import sidecar_for
+from eviscene_tui.gate.review import journal_check, resume_note, step_checks
+from eviscene_tui.gate.sidecar import GateRequest, read_status
 from eviscene_tui.safe_text import safe_text
 
 
@@ -66,8 +73,17 @@ def run(args: argparse.Namespace) -> int:
             for root in found:
                 print(_line(f"  {root}"))
             return 1
+    checks = step_checks(status) if status.exists else []
+    journal = journal_check(status.gate_dir) if status.exists else None
+    resume = resume_note(status.root) if status.exists else None
+    extra = [c.describe() for c in checks if c.mismatch] + (list(journal.lines) if journal is not None else [])
     if args.json:
-        sys.stdout.write(orjson.dumps(status.as_json(), option=orjson.OPT_INDENT_2).decode() + "\n")
+        doc = status.as_json()
+        doc["problems"] = doc["problems"] + extra
+        doc["relocalizations"] = [c.as_dict() for c in checks]
+        doc["journal"] = journal.as_dict() if journal is not None else None
+        doc["resume"] = resume
+        sys.stdout.write(orjson.dumps(doc, option=orjson.OPT_INDENT_2).decode() + "\n")
         if not status.exists:  # the document alone looks like an idle gate: say why it is empty
             print(_line(f"no gate directory {status.gate_dir}: no driver was gated for {status.root}"), file=sys.stderr)
         return 0 if status.exists else 1
@@ -81,20 +97,32 @@ def run(args: argparse.Namespace) -> int:
         state = "alive" if d.alive else ("exited" if d.state == "exited" else "GONE (no heartbeat)")
         code = f", exit code {d.exit_code}" if d.exit_code is not None else ""
         print(_line(f"driver: pid {d.pid} on {d.host}, {state}{code}, last seen {d.last_seen}"))
-    if status.pending:
-        for p in status.pending:
-            if p.kind == "round":
-                fb = p.feedback
-                print(_line(f"PENDING round gate, round {p.round}: needs_relocalization={fb.get('needs_relocalization')} "
-                            f"locked_hint={bool(fb.get('locked_hint'))} excluded={len(fb.get('excluded_hints') or [])}"))
-            else:
-                hint = p.hint or {}
-                print(_line(f"PENDING hint gate, round {p.round} hint {p.hint_index}: {hint.get('text')!r} "
-                            f"(driver rule: {hint.get('revision_rejection') or 'admits it'})"))
-    else:
+    if resume:
+        print(_line(f"RESUME: {resume}"))
+    for p in status.pending:
+        print(_line(pending_line(p)))
+    if not status.pending:
         print("nothing pending")
+    untrusted = journal.untrusted if journal is not None else frozenset()
     for dec in status.decisions:
-        print(_line(f"decided: {dec.describe()}" + (" [consumed]" if dec.consumed else "") + (f" — {dec.reason}" if dec.reason else "")))
-    for problem in status.problems:
+        mark = "UNTRUSTED (the journal breaks before it) " if dec.decision_id in untrusted else ""
+        print(_line(f"decided: {mark}{dec.describe()}" + (" [consumed]" if dec.consumed else "") + (f" — {dec.reason}" if dec.reason else "")))
+    for problem in list(status.problems) + extra:
         print(_line(f"problem: {problem}"))
     return 0
+
+
+def pending_line(p: GateRequest) -> str:
+    """One pending gate: its kind, round, what it asks about and what it offers."""
+    offers = ", ".join(o["action"] for o in p.offers)
+    if p.kind == "round":
+        fb = p.feedback
+        what = (f"needs_relocalization={fb.get('needs_relocalization')} locked_hint={bool(fb.get('locked_hint'))} "
+                f"excluded={len(fb.get('excluded_hints') or [])}")
+    elif p.kind == "hint":
+        hint = p.hint or {}
+        what = f"\u201c{hint.get('text')}\u201d (driver rule: {hint.get('revision_rejection') or 'admits it'})" if hint else "no hint yet"
+    else:
+        what = "its continuation is streaming" if p.streaming else "the attempt waits for its verdict"
+    index = f" {p.kind} {p.hint_index}" if p.kind != "round" else ""
+    return f"PENDING {p.kind} gate, round {p.round}{index}: {what} [offers: {offers}]"

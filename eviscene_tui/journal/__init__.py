@@ -19,7 +19,7 @@ from eviscene_tui.journal.paths import (
     supervised_journal_path,
     supervised_root_path,
 )
-from eviscene_tui.journal.records import RecordIndex, RecordKey, read_workdirs, record_key, register_workdir, supervised_home
+from eviscene_tui.journal.records import RecordIndex, RecordKey, read_workdirs, record_key, register_workdir, search_home
 from eviscene_tui.journal.review import add_triage_label, clear_triage_label, merged_triage, open_review_journal, review_state
 from eviscene_tui.journal.store import (
     BadLine,
@@ -53,7 +53,7 @@ __all__ = [
     "read_workdirs",
     "record_key",
     "register_workdir",
-    "supervised_home",
+    "search_home",
     "add_triage_label",
     "build_event",
     "case_key",

@@ -28,27 +28,15 @@ import uuid
 from typing import Any
 
 from eviscene_tui.artifacts.jsonio import canonical_json_bytes, sha256_bytes
+from eviscene_tui.gate import protocol as P
 from eviscene_tui.settings import DEFAULT_TRIAGE_LABELS, TRIAGE_LABEL_PATTERN
 
 SCHEMA_VERSION = "eviscene-tui-decision-v1"
 
-ACTIONS = (
-    "approve_hint",
-    "reject_hint",
-    "approve_attempt",
-    "reject_attempt",
-    "relocalize",
-    "triage_label",
-    "triage_clear",
-    "comment",
-    "undo",
-    # the operator gate inside the driver's own search loop (eviscene_tui.gate)
-    "approve_round",
-    "stop_search",
-    # the app's supervised search: the site gate and an operator resume after a stop
-    "accept_site",
-    "resume_search",
-)
+# the journal's action names are the gate protocol's (one per decision kind, and the
+# journal's own: triage labels and their clearing, comments, undo; two written by earlier
+# versions only)
+ACTIONS = P.JOURNAL_ACTIONS
 #: the default label set (``[triage] labels`` in the config file replaces it); an event's
 #: label is any name of the label pattern, so journals keep reading when the set changes
 TRIAGE_LABELS = DEFAULT_TRIAGE_LABELS
@@ -117,11 +105,11 @@ def build_event(
     if action not in ACTIONS:
         raise EventError(f"unknown action {action!r}; expected one of {', '.join(ACTIONS)}")
     data = dict(data or {})
-    if action == "triage_label" and not (isinstance(data.get("label"), str) and TRIAGE_LABEL_PATTERN.match(data["label"])):
+    if action == P.TRIAGE_LABEL and not (isinstance(data.get("label"), str) and TRIAGE_LABEL_PATTERN.match(data["label"])):
         raise EventError("a triage label is a short snake_case name (lower-case letters, digits and _)")
-    if action == "undo" and not isinstance(data.get("undoes"), str):
+    if action == P.UNDO and not isinstance(data.get("undoes"), str):
         raise EventError("undo needs data.undoes = the id of the event it reverses")
-    if action in ("reject_hint", "reject_attempt", "relocalize") and not (reason or "").strip():
+    if action in P.REASON_REQUIRED_JOURNAL_ACTIONS and not (reason or "").strip():
         raise EventError(f"{action} needs a reason")
     tgt = make_target()
     for key, value in (target or {}).items():

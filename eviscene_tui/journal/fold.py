@@ -19,11 +19,12 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from eviscene_tui.artifacts.jsonio import sha256_file
+from eviscene_tui.gate import protocol as P
 
-_HINT_ACTIONS = ("approve_hint", "reject_hint")
-TRIAGE_ACTIONS = ("triage_label", "triage_clear")
+_HINT_ACTIONS = P.HINT_JOURNAL_ACTIONS  # (approve, reject): the gate protocol spells them
+TRIAGE_ACTIONS = (P.TRIAGE_LABEL, P.TRIAGE_CLEAR)
 LEGACY_NOTE_LABEL = "note"  # an earlier version's fixed label set had "note" as a label
-_ATTEMPT_ACTIONS = ("approve_attempt", "reject_attempt")
+_ATTEMPT_ACTIONS = P.ATTEMPT_JOURNAL_ACTIONS
 
 
 @dataclass
@@ -90,9 +91,9 @@ def _subject(ev: dict[str, Any]) -> tuple[Any, ...] | None:
         return ("hint", t.get("case"), t.get("round"), t.get("hint_sha256"))
     if action in _ATTEMPT_ACTIONS:
         return ("attempt", t.get("case"), t.get("round"), t.get("attempt_id"))
-    if action == "relocalize":
+    if action == P.SPECS["relocalize"].journal:
         return ("relocalize", t.get("case"), t.get("round"))
-    if action == "triage_label" and _legacy_note(ev):
+    if action == P.TRIAGE_LABEL and _legacy_note(ev):
         return ("triage-note", t.get("case"))
     if action in TRIAGE_ACTIONS:
         return ("triage", t.get("case"))
@@ -146,13 +147,13 @@ class DecisionState:
         d = self._latest(("hint", case, round_index, hint_sha))
         if d is None:
             return None
-        return "approved" if d.action == "approve_hint" else "rejected"
+        return "approved" if d.action == _HINT_ACTIONS[0] else "rejected"
 
     def attempt_verdict(self, case: str | None, round_index: int | None, attempt_id: str) -> str | None:
         d = self._latest(("attempt", case, round_index, attempt_id))
         if d is None:
             return None
-        return "approved" if d.action == "approve_attempt" else "rejected"
+        return "approved" if d.action == _ATTEMPT_ACTIONS[0] else "rejected"
 
     def triage(self, case: str | None) -> Triage | None:
         """The case's current label and note (``label`` "" after a clear), or None when
@@ -174,7 +175,7 @@ class DecisionState:
                 out[case] = Triage(old.label if old else "", note, str(ev.get("operator") or ""), str(ev.get("ts") or ""), d.id, d.action)
                 continue
             data = _v if isinstance(_v := ev.get("data"), dict) else {}
-            label = str(data.get("label") or "") if d.action == "triage_label" else ""
+            label = str(data.get("label") or "") if d.action == P.TRIAGE_LABEL else ""
             out[case] = Triage(label, note, str(ev.get("operator") or ""), str(ev.get("ts") or ""), d.id, d.action)
         return out
 

@@ -40,7 +40,7 @@ import orjson
 from platformdirs import user_data_path
 
 from eviscene_tui.artifacts.identity import CaseIdentity, read_identity
-from eviscene_tui.journal.paths import SUPERVISED_DIR, case_key, review_journal_path, supervised_root_path
+from eviscene_tui.journal.paths import SUPERVISED_DIR, case_key, review_journal_path
 from eviscene_tui.storage import WORKDIR_SUFFIX, append_line, workdir_beside
 
 APP_NAME = "eviscene-tui"
@@ -301,29 +301,37 @@ def legacy_supervised_names(case_root: str | os.PathLike[str], workdir: str | os
     return names
 
 
-def find_supervised_root(case_root: str | os.PathLike[str], rk: RecordKey, workdirs: Sequence[str | os.PathLike[str]],
-                         *, opened: str | os.PathLike[str] | None = None) -> Path | None:
-    """The app's supervised search of the case in the first work directory that holds
-    one (by record key, then an earlier version's name), or None."""
+def find_search_root(case_root: str | os.PathLike[str], rk: RecordKey, workdirs: Sequence[str | os.PathLike[str]],
+                     *, folder: str = SUPERVISED_DIR, opened: str | os.PathLike[str] | None = None) -> Path | None:
+    """A search of the case that this app keeps in ``<work directory>/<folder>/`` (the
+    bundled driver's ``repairs/``, earlier versions' in-app ``supervised/``), in the first
+    work directory that holds one (by record key, then an earlier version's name), or None."""
     for wd in workdirs:
         names = [*rk.keys, *legacy_supervised_names(case_root, wd, opened)]
         for name in names:
-            root = Path(wd) / SUPERVISED_DIR / name
+            root = Path(wd) / folder / name
             if (root / "search-state.json").is_file():
                 return root
     return None
 
 
-def supervised_home(case_root: str | os.PathLike[str], workdir: str | os.PathLike[str],
-                    workdirs: Sequence[str | os.PathLike[str]], *, opened: str | os.PathLike[str] | None = None) -> tuple[Path, Path]:
-    """(work directory, root) of the app's supervised search of a case: the one it
-    already has in ``workdirs`` (it continues where it was started), else a new one,
-    ``<workdir>/supervised/<record key>``."""
+def find_supervised_root(case_root: str | os.PathLike[str], rk: RecordKey, workdirs: Sequence[str | os.PathLike[str]],
+                         *, opened: str | os.PathLike[str] | None = None) -> Path | None:
+    """An earlier version's in-app supervised search of the case (read-only now), or None."""
+    return find_search_root(case_root, rk, workdirs, folder=SUPERVISED_DIR, opened=opened)
+
+
+def search_home(case_root: str | os.PathLike[str], workdir: str | os.PathLike[str],
+                workdirs: Sequence[str | os.PathLike[str]], *, folder: str,
+                opened: str | os.PathLike[str] | None = None) -> tuple[Path, Path]:
+    """(work directory, root) of the case's search in ``folder``: the one it already has in
+    ``workdirs`` (it continues where it was started, from whichever folder the app was
+    opened on), else a new one, ``<workdir>/<folder>/<record key>``."""
     rk = record_key(case_root)
-    found = find_supervised_root(case_root, rk, workdirs, opened=opened)
+    found = find_search_root(case_root, rk, workdirs, folder=folder, opened=opened)
     if found is not None:
         return found.parent.parent, found
-    return Path(workdir), supervised_root_path(workdir, rk.key)
+    return Path(workdir), Path(workdir) / folder / rk.key
 
 
 def review_journals(workdirs: Iterable[str | os.PathLike[str]]) -> list[Path]:
@@ -336,6 +344,7 @@ __all__ = [
     "RecordIndex",
     "RecordKey",
     "ancestor_workdirs",
+    "find_search_root",
     "find_supervised_root",
     "is_record_key",
     "legacy_supervised_names",
@@ -347,6 +356,6 @@ __all__ = [
     "registered_workdirs",
     "registry_path",
     "review_journals",
-    "supervised_home",
+    "search_home",
     "tree_of",
 ]

@@ -21,6 +21,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
+from eviscene_tui.gate import protocol as P
 from eviscene_tui.journal.events import TRIAGE_LABELS
 from eviscene_tui.journal.fold import DecisionState, Triage, evidence_for, fold
 from eviscene_tui.journal.paths import review_journal_path
@@ -75,7 +76,7 @@ def add_triage_label(
     if label not in labels:
         raise ValueError(f"triage label must be one of {', '.join(labels)}")
     return journal.append(
-        "triage_label",
+        P.TRIAGE_LABEL,
         target={"case": case},
         reason=note,
         data={"label": label, **_case_data(case_id, candidate_id, folder)},
@@ -93,7 +94,7 @@ def clear_triage_label(
     folder: str | os.PathLike[str] | None = None,
 ) -> dict[str, Any]:
     """Remove the case's label (its note, when given, stays as the case's note)."""
-    return journal.append("triage_clear", target={"case": case}, reason=note, data=_case_data(case_id, candidate_id, folder))
+    return journal.append(P.TRIAGE_CLEAR, target={"case": case}, reason=note, data=_case_data(case_id, candidate_id, folder))
 
 
 def merged_events(journals: Iterable[str | os.PathLike[str]], index: RecordIndex | None = None) -> list[dict[str, Any]]:

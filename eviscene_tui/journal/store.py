@@ -14,6 +14,10 @@
   appends a ``comment`` event recording the torn bytes' offset, length and
   sha256, written on a fresh line so it never merges with the torn bytes, which
   stay in the file and keep being reported (as acknowledged).
+- The chain's head is anchored outside the journal: after every append the last
+  event's seq and hash go to ``<journal>.head`` (atomically). :func:`verify_chain`
+  compares them, so a dropped last event, or one edited with its hash recomputed,
+  breaks the chain even though what is left verifies.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ from typing import Any
 import orjson
 
 from eviscene_tui.artifacts.jsonio import canonical_json_bytes, sha256_bytes
+from eviscene_tui.gate import protocol as P
 from eviscene_tui.journal.events import build_event, event_hash, validate_event_shape
 from eviscene_tui.storage import append_line
 
@@ -81,6 +86,9 @@ class ChainReport:
     bad_lines: list[BadLine] = field(default_factory=list)
     acknowledged: list[int] = field(default_factory=list)  # offsets of torn bytes acknowledged in the chain
     head: str | None = None
+    # the seq of the first event that does not verify (and every later one is suspect); None when sound
+    broken_at: int | None = None
+    warnings: list[str] = field(default_factory=list)  # what does not break the chain but is worth saying
 
     @property
     def torn_tail(self) -> BadLine | None:
@@ -95,7 +103,9 @@ class ChainReport:
             "ok": self.ok,
             "events": self.events,
             "head": self.head,
+            "broken_at": self.broken_at,
             "problems": list(self.problems),
+            "warnings": list(self.warnings),
             "bad_lines": [b.as_dict() | {"acknowledged": b.offset in self.acknowledged} for b in self.bad_lines],
         }
 
@@ -136,11 +146,17 @@ def parse_journal_bytes(data: bytes) -> tuple[list[dict[str, Any]], list[BadLine
     return events, bad
 
 
+def _mark_break(report: ChainReport, seq: int) -> None:
+    if report.broken_at is None or seq < report.broken_at:
+        report.broken_at = seq
+
+
 def verify_events(events: list[dict[str, Any]], report: ChainReport) -> None:
     prev: str | None = None
     seen: set[str] = set()
     for position, ev in enumerate(events):
         label = f"event seq={ev.get('seq')} id={str(ev.get('id'))[:12]}"
+        before = len(report.problems)
         if ev.get("seq") != position:
             report.problems.append(f"{label}: seq {ev.get('seq')} where {position} was expected")
         if ev.get("prev") != prev:
@@ -150,10 +166,49 @@ def verify_events(events: list[dict[str, Any]], report: ChainReport) -> None:
             report.problems.append(f"{label}: hash does not match its content (edited?)")
         if ev.get("id") in seen:
             report.problems.append(f"{label}: duplicate id")
+        if len(report.problems) > before:
+            _mark_break(report, position)
         seen.add(str(ev.get("id")))
         prev = ev.get("hash") if isinstance(ev.get("hash"), str) else actual
     report.head = prev
     report.events = len(events)
+
+
+def head_path_for(journal: Path) -> Path:
+    """Where a journal's head is anchored: ``<journal>.head`` beside it."""
+    return journal.with_name(journal.name + ".head")
+
+
+def head_record(events: list[dict[str, Any]], size: int) -> dict[str, Any]:
+    last = events[-1]
+    return {"schema_version": P.HEAD_SCHEMA, "seq": last.get("seq"), "id": last.get("id"), "hash": last.get("hash"),
+            "events": len(events), "size": size}
+
+
+def verify_head(path: Path, events: list[dict[str, Any]], report: ChainReport) -> None:
+    """Compare the journal's end with its head record (when it has one)."""
+    head, problem = P.read_document(head_path_for(path))
+    if problem:
+        report.problems.append(f"the journal's head record cannot be read: {problem}")
+        _mark_break(report, max(len(events) - 1, 0))
+        return
+    if head is None:
+        return
+    seq = head.get("seq")
+    if type(seq) is not int:
+        report.problems.append("the journal's head record names no seq")
+        return
+    if seq >= len(events):
+        report.problems.append(f"the journal ends at seq {len(events) - 1} but its head record names seq {seq} "
+                               f"(hash {str(head.get('hash'))[:12]}): the last event(s) were dropped")
+        _mark_break(report, len(events))
+    elif events[seq].get("hash") != head.get("hash") or events[seq].get("id") != head.get("id"):
+        report.problems.append(f"event seq={seq} is not the one its head record anchors (hash {str(head.get('hash'))[:12]}): "
+                               "it was rewritten")
+        _mark_break(report, seq)
+    elif seq < len(events) - 1:
+        report.warnings.append(f"the journal's head record anchors seq {seq}; events {seq + 1}..{len(events) - 1} are not anchored "
+                               "(their head was not written)")
 
 
 def verify_chain(path: str | os.PathLike[str]) -> ChainReport:
@@ -166,12 +221,12 @@ def verify_chain(path: str | os.PathLike[str]) -> ChainReport:
     """
     report = ChainReport(path=str(path))
     try:
-        data = Path(path).read_bytes()
+        data = P.read_regular(path, limit=P.MAX_JOURNAL_BYTES)  # never a FIFO: a reader must not block
     except FileNotFoundError:
         return report  # an empty journal is a valid, empty chain
-    except OSError as exc:
+    except (OSError, ValueError) as exc:
         report.ok = False
-        report.problems.append(f"cannot read journal: {exc.strerror}")
+        report.problems.append(f"cannot read journal: {getattr(exc, 'strerror', None) or exc}")
         return report
     events, bad = parse_journal_bytes(data)
     report.bad_lines = bad
@@ -187,6 +242,8 @@ def verify_chain(path: str | os.PathLike[str]) -> ChainReport:
     for b in bad:
         if not b.tail and b.offset not in acknowledged:
             report.problems.append(f"line {b.line}: {b.message}")
+            _mark_break(report, len(parse_journal_bytes(data[: b.offset])[0]))  # the events before the bad line
+    verify_head(Path(path), events, report)
     report.ok = not report.problems
     return report
 
@@ -267,9 +324,11 @@ class Journal:
     # ------------------------------------------------------------------ reading
     def reload(self) -> None:
         try:
-            data = self.path.read_bytes()
+            data = P.read_regular(self.path, limit=P.MAX_JOURNAL_BYTES)
         except FileNotFoundError:
             data = b""
+        except (OSError, ValueError) as exc:
+            raise JournalError(f"cannot read the journal {self.path}: {getattr(exc, 'strerror', None) or exc}") from None
         self.events, self.bad_lines = parse_journal_bytes(data)
         self._size = len(data)
 
@@ -318,7 +377,16 @@ class Journal:
         append_line(self.path, line)
         self.events.append(ev)
         self._size += len(line)
+        self._anchor()
         return ev
+
+    def _anchor(self) -> None:
+        """The head record (:func:`head_path_for`). The event is written already: a head
+        that cannot be written is a warning of :func:`verify_chain`, never a lost event."""
+        try:
+            P.atomic_replace(head_path_for(self.path), P.document_bytes(head_record(self.events, self._size)))
+        except OSError:
+            pass
 
     def append(
         self,

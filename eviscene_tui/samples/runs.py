@@ -7,7 +7,6 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from eviscene_tui.artifacts import projection
 from eviscene_tui.artifacts.jsonio import canonical_sha256, hint_sha256
 from eviscene_tui.samples import convo
 from eviscene_tui.artifacts.models import CHECK_NAMES
@@ -29,8 +28,9 @@ from eviscene_tui.samples.builders import (
     step_stage,
     totals,
 )
-from eviscene_tui.supervised.records import attempt_record, model_roles, proposal_id_for
-from eviscene_tui.supervised.stages import attempt_continuation
+from eviscene_tui.gate import protocol as P
+from eviscene_tui.gate.bundled.records import attempt_record, model_roles, proposal_id_for
+from eviscene_tui.gate.bundled.stages import attempt_continuation
 
 PROPOSER_SYSTEM = (
     "You write one short procedural hint for a frozen fact-checking policy that failed at the "
@@ -757,7 +757,7 @@ def trace_steps(episode: dict[str, Any]) -> list[dict[str, Any]]:
 
     ``index`` is put first: the committed sample runs were written in that key order.
     """
-    return [{"index": p["index"], **p} for p in projection.trace_steps(episode)]
+    return [{"index": p["index"], **p} for p in P.trace_steps(episode, suffix_only=False)]
 
 
 # --------------------------------------------------------------------------- feedback search

@@ -15,15 +15,17 @@
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar, cast
 
 from eviscene_tui.artifacts.jsonio import jsonl_lines, read_bound, read_json
-from eviscene_tui.artifacts.paths import PathResolver
-from eviscene_tui.gate import inproc as proto
-from eviscene_tui.gate.decide import DecideResult, decide
+from eviscene_tui.gate import INPROC_PATH
+from eviscene_tui.gate import protocol as proto
+from eviscene_tui.gate.decide import DecideResult, DecideUsage, bound_trace_path, decide
+from eviscene_tui.gate.review import JournalCheck, StepCheck, journal_check, pinned_site, resume_note, step_checks
 from eviscene_tui.gate.sidecar import GateRequest, GateStatus, gate_request, read_status
 from eviscene_tui.safe_text import safe_text
 
@@ -62,9 +64,27 @@ class GateSnapshot:
     steps: tuple[TraceStep, ...] = ()
     progress: RoundProgress | None = None
     search_status: str = ""
-    message: str = ""  # the last decision's outcome, for the screen
+    message: str = ""  # the last decision's outcome, for the screen (only while no newer gate is pending)
     history: tuple[dict[str, Any], ...] = ()  # the latest round gate's history summary
     stopped_by_operator: bool = False  # paused_execution_error with execution_error.type OperatorStoppedSearch
+    pinned: str | None = None  # why a relocalize cannot move this real-driver search's site (review.pinned_site)
+    step_checks: tuple[StepCheck, ...] = ()  # each relocalize step against the step the driver used
+    journal: JournalCheck | None = None
+    resume_note: str | None = None  # a round the gate changed: resume only under the gate (the command)
+
+    @property
+    def step_notes(self) -> dict[str, str]:
+        """decision id -> the mismatch between the step asked and the step used."""
+        return {c.decision_id: c.describe() for c in self.step_checks if c.mismatch}
+
+    @property
+    def untrusted(self) -> frozenset[str]:
+        return self.journal.untrusted if self.journal is not None else frozenset()
+
+    @property
+    def journal_problems(self) -> tuple[str, ...]:
+        notes = tuple(c.describe() for c in self.step_checks if c.mismatch)
+        return (self.journal.lines if self.journal is not None else ()) + notes
 
     @property
     def search_label(self) -> str:
@@ -79,30 +99,42 @@ class GateSnapshot:
             st.driver.alive, st.driver.state, st.driver.waiting, st.driver.exit_code,
             tuple(p.name + p.sha256 for p in st.pending), tuple(d.decision_id for d in st.decisions), st.problems,
             self.progress, self.search_status, self.stopped_by_operator, self.message, len(self.steps),
-            tuple(row.get("round") for row in self.history),
+            tuple(row.get("round") for row in self.history), self.pinned, self.step_checks, self.journal, self.resume_note,
         )
 
 
 # ---------------------------------------------------------------------- reading
+def _quoted(text: Any, limit: int = 160) -> str:
+    """A hint in quotes, cut at a word boundary with an ellipsis (never a Python repr)."""
+    value = " ".join(str(text or "").split())
+    if len(value) > limit:
+        value = value[:limit].rsplit(" ", 1)[0] + " …"
+    return f"\u201c{value}\u201d"
+
+
+def _checker_words(checker: Any) -> str:
+    if not isinstance(checker, dict) or not checker:
+        return "no checker values"
+    return ", ".join(f"{k} {'true' if v is True else 'false' if v is False else v}" for k, v in checker.items())
+
+
 def feedback_changes(previous: dict[str, Any] | None, current: dict[str, Any]) -> list[str]:
-    """What changed in the feedback since the previous round's request (plain lines)."""
+    """What changed in the feedback since the previous round's request (plain lines, in words)."""
     if previous is None:
         return ["first round: no earlier feedback"]
     out: list[str] = []
     if previous.get("needs_relocalization") != current.get("needs_relocalization"):
         out.append(f"needs_relocalization: {previous.get('needs_relocalization')} -> {current.get('needs_relocalization')}")
     if (previous.get("locked_hint") or "") != (current.get("locked_hint") or ""):
-        out.append("locked hint: " + (repr(current.get("locked_hint")) if current.get("locked_hint") else "released"))
+        out.append("locked hint: " + (_quoted(current.get("locked_hint")) if current.get("locked_hint") else "released"))
     before = set(previous.get("excluded_hints") or [])
     for hint in current.get("excluded_hints") or []:
         if hint not in before:
-            out.append(f"newly excluded hint: {hint!r}")
+            out.append(f"newly excluded hint: {_quoted(hint)}")
     if (previous.get("anchor_feedback") or {}) != (current.get("anchor_feedback") or {}):
         anchor = current.get("anchor_feedback") or {}
-        out.append(
-            f"anchor: selected step {anchor.get('selected_source_step')}, earliest error step {anchor.get('earliest_error_step')}, "
-            f"checker {anchor.get('checker') or {}}"
-        )
+        out.append(f"anchor: selected step {anchor.get('selected_source_step')}, earliest error step {anchor.get('earliest_error_step')}, "
+                   f"{_checker_words(anchor.get('checker'))}")
     rounds = current.get("previous_rounds") or []
     if rounds:
         last = rounds[-1] if isinstance(rounds[-1], dict) else {}
@@ -140,31 +172,8 @@ def _by_stat(kind: str, path: Path, load: Callable[[Path], _T]) -> _T | None:
 
 
 def _trace_path(root: Path) -> Path | None:
-    path: Path | None = _by_stat("trace-path", root / "search-state.json", _trace_path_from)
+    path: Path | None = _by_stat("trace-path", root / "search-state.json", lambda state: bound_trace_path(state.parent))
     return path
-
-
-def _trace_path_from(search_state: Path) -> Path | None:
-    """The source trace bound in the search identity, found by the path rules of
-    :mod:`eviscene_tui.artifacts.paths`: on a tree copied elsewhere (an rsync of the
-    experiment folder) the recorded absolute path is looked for where the tree now is."""
-    state = read_bound(search_state, verify=False)
-    identity = state.identity if isinstance(state.identity, dict) else {}
-    inputs = _v if isinstance(_v := identity.get("inputs"), dict) else {}
-    trace = _t if isinstance(_t := inputs.get("trace"), dict) else {}
-    recorded = trace.get("path")
-    if not isinstance(recorded, str):
-        return None
-    root = search_state.parent
-    resolver = PathResolver(str(root))
-    resolver.add_written(inputs.get("output_dir"), str(root))
-    rows = state.payload.get("rounds") if isinstance(state.payload, dict) else None
-    for row in rows if isinstance(rows, list) else []:
-        directory = row.get("directory") if isinstance(row, dict) else None
-        if isinstance(directory, str):
-            resolver.add_written(directory, str(root / "rounds" / directory.rstrip("/").rsplit("/", 1)[-1]))
-    found = resolver.bound_input(recorded, bases=[root], want="file")
-    return Path(found.path) if found.ok and found.path else Path(recorded)
 
 
 _STEPS_CACHE: dict[tuple[str, float], tuple[TraceStep, ...]] = {}
@@ -222,14 +231,20 @@ def _read_events(path: Path) -> tuple[_EventsTail, bool]:
     is mid-line) is left for the next poll and reported as torn."""
     tail = _TAILS.get(str(path)) or _EventsTail()
     try:
-        with open(path, "rb") as handle:
-            size = os.fstat(handle.fileno()).st_size
-            if size < tail.offset:  # replaced or truncated: start again
-                tail = _EventsTail()
-            handle.seek(tail.offset)
-            data = handle.read()
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))  # a FIFO in its place never blocks
     except OSError:
         return tail, False
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            return tail, False
+        if st.st_size < tail.offset:  # replaced or truncated: start again
+            tail = _EventsTail()
+        data = os.pread(fd, max(st.st_size - tail.offset, 0), tail.offset)
+    except OSError:
+        return tail, False
+    finally:
+        os.close(fd)
     complete = data.rfind(b"\n") + 1
     count, last, recent = tail.count, tail.last, list(tail.recent)
     for _number, row, error, _at_tail in jsonl_lines(data[:complete]):
@@ -305,8 +320,8 @@ def round_progress(root: Path, round_index: int) -> RoundProgress:
         problems.append(f"manifest.json: {probs[0].message} (the driver may be writing it)")
     verdict = ""
     try:
-        raw = (directory / "repair_attempts.jsonl").read_bytes()
-    except OSError:
+        raw = proto.read_regular(directory / "repair_attempts.jsonl", limit=proto.MAX_JOURNAL_BYTES)  # never a FIFO
+    except (OSError, ValueError):
         raw = b""
     for _n, row, error, _tail in jsonl_lines(raw):
         if error is None and isinstance(row, dict):
@@ -347,22 +362,25 @@ def _closed_round_gate(gate_dir: Path, round_index: int) -> GateRequest | None:
         doc, _ = proto.read_document(path)
         if isinstance(doc, dict):
             try:
-                data = path.read_bytes()
-            except OSError:
+                data = proto.read_regular(path)
+            except (OSError, ValueError):
                 continue
             return GateRequest(name, "round", round_index, None, doc, path, proto.sha256_bytes(data))
     return None
 
 
-def load_snapshot(root: str | os.PathLike[str], gate_dir: str | os.PathLike[str] | None = None, *, message: str = "") -> GateSnapshot:
-    """Read everything the gate screen shows (file I/O; never raises for bad content)."""
+def load_snapshot(root: str | os.PathLike[str], gate_dir: str | os.PathLike[str] | None = None, *, message: str = "",
+                  message_gate: str | None = None) -> GateSnapshot:
+    """Read everything the gate screen shows (file I/O; never raises for bad content).
+    ``message`` (the last decision's outcome, taken at ``message_gate``) is kept only
+    while no other gate is pending: once the driver asks again it is stale."""
     status = read_status(root, gate_dir)
     root_path = status.root
     card = status.pending[0] if status.pending else None
     changes: tuple[str, ...] = ()
     if card is not None:
         previous = _request_payload(root_path, card.round - 1) if card.round > 0 else None
-        changes = tuple(safe_text(c, single_line=True, limit=200) for c in feedback_changes(previous, card.feedback))
+        changes = tuple(safe_text(c, single_line=True, limit=400) for c in feedback_changes(previous, card.feedback))
     history: tuple[dict[str, Any], ...] = ()
     rounds = sorted(d.round for d in status.decisions if d.kind == "round") + ([card.round] if card is not None else [])
     for round_index in sorted(set(rounds), reverse=True):
@@ -379,21 +397,27 @@ def load_snapshot(root: str | os.PathLike[str], gate_dir: str | os.PathLike[str]
     search_status = str(manifest.get("status") or "") if isinstance(manifest, dict) else ""
     error = manifest.get("execution_error") if isinstance(manifest, dict) else None
     stopped = search_status == "paused_execution_error" and isinstance(error, dict) and error.get("type") == "OperatorStoppedSearch"
+    if card is not None and message_gate is not None and card.name != message_gate:
+        message = ""
+    journal = _by_stat("journal", status.gate_dir / proto.JOURNAL_FILE, lambda _p: journal_check(status.gate_dir))
+    pinned = _by_stat("pinned", root_path / "search-state.json", lambda _p: pinned_site(root_path, status.session))
     return GateSnapshot(status, card, changes, trace_steps(_trace_path(root_path)), progress,
-                        safe_text(search_status, single_line=True), message, history, stopped)
+                        safe_text(search_status, single_line=True), message, history, stopped, pinned=pinned,
+                        step_checks=tuple(step_checks(status)), journal=journal, resume_note=resume_note(root_path))
 
 
 # ---------------------------------------------------------------------- session
 class GateSession:
     """One gated search as the app sees it."""
 
-    def __init__(self, root: str | os.PathLike[str], gate_dir: str | os.PathLike[str] | None = None, *, operator: str = "operator") -> None:
+    def __init__(self, root: str | os.PathLike[str], gate_dir: str | os.PathLike[str] | None = None, *, operator: str | None = None) -> None:
         self.root = Path(os.path.abspath(os.fspath(root)))
         self.gate_dir = Path(gate_dir) if gate_dir else None
-        self.operator = operator
+        self.operator = proto.operator_identity(operator)  # the one identity rule of every surface
         self._snapshot: GateSnapshot | None = None
         self._subscribers: list[Callable[[GateSnapshot], None]] = []
         self._message = ""
+        self._message_gate: str | None = None
 
     def subscribe(self, callback: Callable[[GateSnapshot], None]) -> Callable[[], None]:
         self._subscribers.append(callback)
@@ -407,9 +431,13 @@ class GateSession:
     def snapshot(self) -> GateSnapshot | None:
         return self._snapshot
 
+    @property
+    def gate_dir_path(self) -> Path:
+        return self.gate_dir if self.gate_dir is not None else proto.sidecar_for(self.root)
+
     def load(self) -> GateSnapshot:
         """File I/O: build a fresh snapshot (from a worker thread)."""
-        return load_snapshot(self.root, self.gate_dir, message=self._message)
+        return load_snapshot(self.root, self.gate_dir, message=self._message, message_gate=self._message_gate)
 
     def apply(self, snapshot: GateSnapshot) -> bool:
         """Take a snapshot loaded by a worker; notify when it differs. True when changed."""
@@ -420,20 +448,26 @@ class GateSession:
             callback(snapshot)
         return True
 
-    def decide(self, action: str, *, step: int | None = None, reason: str = "", card: GateRequest | None = None) -> DecideResult:
+    def decide(self, action: str, *, step: int | None = None, reason: str = "", text: str = "", checker: dict[str, Any] | None = None,
+               card: GateRequest | None = None) -> DecideResult:
         """File I/O: take a decision on ``card`` (the card the operator saw when asking;
         default the current one) from a worker thread. A gate that changed since is refused."""
         card = card or (self._snapshot.card if self._snapshot else None)
         if card is None:
             return DecideResult(False, "no gate pending")
-        result = decide(self.root, action, card.round, step=step, reason=reason, operator=self.operator,
-                        gate_dir=self.gate_dir, expect_gate_sha256=card.sha256)
+        try:
+            result = decide(self.root, action, card.round, step=step, text=text, reason=reason, checker=checker, operator=self.operator,
+                            gate_dir=self.gate_dir, expect_gate_sha256=card.sha256)
+        except DecideUsage as exc:
+            result = DecideResult(False, str(exc))
         self._message = result.message if result.taken else f"refused: {result.message}"
+        self._message_gate = card.name
         return result
 
     def clear_message(self) -> None:
         """Forget the last decision's outcome (the driver was resumed: it is no longer news)."""
         self._message = ""
+        self._message_gate = None
 
     def resume_refusal(self) -> str:
         """Why R cannot resume the search now ("" when it can); see :func:`resume_refusal`."""
@@ -446,6 +480,9 @@ class GateSession:
         if snap is None or self.resume_refusal():
             return None
         session = snap.status.session
+        declared = session.get("resume_argv")
+        if isinstance(declared, list) and declared and all(isinstance(a, str) for a in declared):
+            return list(declared)  # a driver that says how it resumes itself (the bundled driver)
         argv = [str(a) for a in session.get("argv") or []]
         python = str(session.get("python"))
         if "--resume" not in argv:
@@ -453,7 +490,7 @@ class GateSession:
         gate_opts = ["--gate-dir", str(snap.status.gate_dir)]
         if session.get("hint_gate") is False:
             gate_opts.append("--no-hint-gate")
-        return [python, str(proto.__file__), *gate_opts, "--", *argv]
+        return [python, str(INPROC_PATH), *gate_opts, "--", *argv]
 
 
 def gate_marker(root: str | os.PathLike[str]) -> str:
@@ -463,6 +500,8 @@ def gate_marker(root: str | os.PathLike[str]) -> str:
     if not (gdir / proto.SESSION_FILE).is_file():
         return ""
     status = read_status(root, gdir)
+    if resume_note(Path(root)) is not None:
+        return "resume under the gate (a plain --resume fails)"
     if status.pending:
         return "awaiting operator" if status.driver.alive else "awaiting operator · driver gone"
     if status.driver.gone:

@@ -332,7 +332,7 @@ def _cell_text(row: CaseRow, column: Column) -> str:
         if row.stale_for:
             text += f" \u00b7 stale: no writes for {duration(row.stale_for)}"
         if row.supervised:
-            text += f" \u00b7 supervised: {row.supervised}"
+            text += f" \u00b7 repair: {row.supervised}"
         return text
     if key == "problems":
         # until the full check reaches a case its count is the cheap summary's: marked as provisional

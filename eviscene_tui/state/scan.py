@@ -24,8 +24,10 @@ from eviscene_tui.artifacts.paths import PathMap
 from eviscene_tui.artifacts.problems import Problem
 from eviscene_tui.artifacts.report import checked_case
 from eviscene_tui.artifacts.summary import summarize_case
+from eviscene_tui.gate.bundled import REPAIRS_DIR
+from eviscene_tui.gate.protocol import GATES_DIR, SIDECAR_SUFFIX
 from eviscene_tui.journal.paths import SUPERVISED_DIR
-from eviscene_tui.journal.records import RecordKey, find_supervised_root
+from eviscene_tui.journal.records import RecordKey, find_search_root
 from eviscene_tui.state.gate import gate_marker
 from eviscene_tui.state.rows import CaseRow, last_round_status, problem_pairs, row_from_summary, row_key
 from eviscene_tui.state.transient import TransientProblems
@@ -443,14 +445,27 @@ class Activity:
 
 def supervised_status(workdirs: Iterable[Path], case_root: str | os.PathLike[str] | None, record: RecordKey | None,
                       *, opened: str | os.PathLike[str] | None = None) -> tuple[str, float]:
-    """(status, mtime) of the app's supervised search of a case, in the first of the
-    work directories that holds one (``journal.records.find_supervised_root``), or ("", 0.0)."""
+    """(status, mtime) of the bundled driver's search of a case (``eviscene-tui repair``,
+    with its gate's marker), else of an earlier version's in-app search (read-only), in the
+    first of the work directories that holds one (``journal.records.find_search_root``),
+    or ("", 0.0)."""
     if case_root is None or record is None:
         return "", 0.0
-    root = find_supervised_root(case_root, record, list(workdirs), opened=opened)
-    if root is None:
+    dirs = list(workdirs)
+    repair = find_search_root(case_root, record, dirs, folder=REPAIRS_DIR, opened=opened)
+    if repair is not None:
+        status, mtime = _search_status(repair / "search-state.json")
+        if status:
+            marker = gate_marker(repair)
+            return (f"{status} · {marker}" if marker else status), mtime
+    earlier = find_search_root(case_root, record, dirs, folder=SUPERVISED_DIR, opened=opened)
+    if earlier is None:
         return "", 0.0
-    state = root / "search-state.json"
+    status, mtime = _search_status(earlier / "search-state.json")
+    return (f"{status} (earlier in-app search, read-only)" if status else ""), mtime
+
+
+def _search_status(state: Path) -> tuple[str, float]:
     try:
         mtime = state.stat().st_mtime
     except OSError:
@@ -472,18 +487,28 @@ def supervised_stamp(workdirs: Iterable[Path] | Path | None) -> tuple[tuple[str,
         return ()
     out = []
     for workdir in [workdirs] if isinstance(workdirs, Path) else list(workdirs):
-        try:
-            with os.scandir(Path(workdir) / SUPERVISED_DIR) as it:
-                names = [e.name for e in it if e.is_dir()]
-        except OSError:
-            continue
-        for name in sorted(names):
+        for folder in (SUPERVISED_DIR, REPAIRS_DIR):
+            out.extend(_search_files(Path(workdir) / folder))
+    return tuple(out)
+
+
+def _search_files(folder: Path) -> list[tuple[str, int, int]]:
+    """(path, mtime ns, size) of each search's state and its gate's gates/ folder (a gate
+    opened or closed) under ``folder``."""
+    try:
+        with os.scandir(folder) as it:
+            names = [e.name for e in it if e.is_dir()]
+    except OSError:
+        return []
+    out = []
+    for name in sorted(names):
+        for file in ("search-state.json", f"../{name}{SIDECAR_SUFFIX}/{GATES_DIR}"):
             try:
-                st = os.stat(Path(workdir) / SUPERVISED_DIR / name / "search-state.json")
+                st = os.stat(folder / name / file)
             except OSError:
                 continue
-            out.append((os.path.join(str(workdir), name), st.st_mtime_ns, st.st_size))
-    return tuple(out)
+            out.append((os.path.join(str(folder), name, file), st.st_mtime_ns, st.st_size))
+    return out
 
 
 def activity(rows: Iterable[CaseRow], workdirs: Iterable[Path] | Path | None, *, now: float | None = None,

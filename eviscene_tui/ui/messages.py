@@ -7,6 +7,7 @@ mutates state and widgets.
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from textual.message import Message
@@ -27,7 +28,6 @@ if TYPE_CHECKING:
     from eviscene_tui.policy.client import ServerStatus
     from eviscene_tui.policy.request import TeacherRequest
     from eviscene_tui.state.gate import GateSnapshot
-    from eviscene_tui.supervised import ContinuationOutcome, SupervisedSearch
     from eviscene_tui.tokens.capture import CaptureData
     from eviscene_tui.tokens.decode import TokenDecoder
     from eviscene_tui.tokens.hintspan import HintSpan
@@ -268,50 +268,22 @@ class StatusPolled(Message):
         self.statuses = statuses
 
 
-# ---------------------------------------------------------------- supervised screen
-class SearchOpened(Message):
-    def __init__(self, search: SupervisedSearch, note: str = "") -> None:
+# ---------------------------------------------------------------- the bundled driver
+class RepairPlanned(Message):
+    """``g`` on a case: the bundled driver's search at ``root`` was attached to or started
+    (``note``), or cannot be (``refusal``)."""
+
+    def __init__(self, root: Path, refusal: str, note: str) -> None:
         super().__init__()
-        self.search, self.note = search, note
+        self.root, self.refusal, self.note = root, refusal, note
 
 
-class NeedSite(Message):
-    """The case has no failure site the policy acted at: the operator must pick one
-    (``trace``: step index, is a policy step, one-line summary)."""
+class LiveRecords(Message):
+    """New records of a gate's live channel (``gate.protocol.LiveChannel``), read by the tail worker."""
 
-    def __init__(self, reason: str, trace: list[tuple[int, bool, str]]) -> None:
+    def __init__(self, records: list[dict[str, Any]], reset: bool = False) -> None:
         super().__init__()
-        self.reason = reason
-        self.trace = trace
-
-
-class OpDone(Message):
-    """A service operation finished (``saved`` when it journaled a decision)."""
-
-    def __init__(self, label: str, *, saved: bool = True, detail: str = "") -> None:
-        super().__init__()
-        self.label, self.saved, self.detail = label, saved, detail
-
-
-class ContinuationFinished(Message):
-    """The round's continuation ended: its ``outcome``, or ``error`` when it could not run."""
-
-    def __init__(self, outcome: ContinuationOutcome | None, error: str | None) -> None:
-        super().__init__()
-        self.outcome = outcome
-        self.error = error
-
-
-class JournalView(Message):
-    def __init__(self, text: str) -> None:
-        super().__init__()
-        self.text = text
-
-
-class OpFailed(Message):
-    def __init__(self, label: str, message: str) -> None:
-        super().__init__()
-        self.label, self.message = label, message
+        self.records, self.reset = records, reset
 
 
 # ---------------------------------------------------------------- token inspector

@@ -431,6 +431,24 @@ def test_slate_is_unsupported(tmp_path: Path) -> None:
     assert "slate" in hit[0].message
 
 
+# ----------------------------------------------------------------------------- gate_resume_required
+def test_a_round_the_gate_relocalized_is_gate_resume_required(tmp_path: Path) -> None:
+    """A search paused by the driver's "child input changed on resume" ValueError after the
+    operator gate relocalized that round: resume it under the gate (the command is named)."""
+    root, _rdir = search(tmp_path)
+    manifest = orjson.loads((root / "manifest.json").read_bytes())
+    manifest.update(status="paused_execution_error", execution_error={"round": 0, "type": "ValueError"})
+    (root / "manifest.json").write_bytes(orjson.dumps(manifest))
+    assert not [p for p in check_search(root) if p.code == "gate_resume_required"]  # no gate sidecar: not that state
+    gate = root.parent / (root.name + ".eviscene-gate")
+    (gate / "applied").mkdir(parents=True)
+    (gate / "gate.json").write_bytes(orjson.dumps({"argv": ["/d/driver.py", "--output-dir", str(root)]}))
+    (gate / "applied" / "round-00.json").write_bytes(orjson.dumps({"decision_id": "x", "action": "relocalize"}))
+    hit = only(check_search(root), "gate_resume_required")
+    assert "a plain --resume fails" in hit[0].message and "eviscene-tui gate --gate-dir" in hit[0].message
+    assert hit[0].message.endswith("--output-dir " + str(root) + " --resume")
+
+
 @pytest.mark.parametrize("code", [c.value for c in ProblemCode])
 def test_every_code_has_a_test_above(code: str) -> None:
     names = [n for n in globals() if n.startswith("test_")]
@@ -438,7 +456,7 @@ def test_every_code_has_a_test_above(code: str) -> None:
         "json_invalid": "json_invalid", "jsonl_torn_line": "torn", "bound_hash_mismatch": "bound_payload",
         "file_hash_mismatch": "episode_is_file_hash", "missing_artifact": "missing_", "path_outside_root": "symlink_out",
         "leftover_tmp": "leftover_tmp", "token_capture_incomplete": "capture", "media_mismatch": "pad_runs",
-        "schema_unknown": "unknown_manifest_schema", "unsupported_layout": "slate",
+        "schema_unknown": "unknown_manifest_schema", "unsupported_layout": "slate", "gate_resume_required": "gate_resume_required",
         "not_regular_file": "fifo", "file_too_large": "too_large",
     }
     assert any(keywords[code] in n for n in names)

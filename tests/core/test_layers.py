@@ -11,7 +11,7 @@ PACKAGE = Path(__file__).resolve().parents[2] / "eviscene_tui"
 # top-level module or package of eviscene_tui -> floor
 FLOORS = {
     "artifacts": 1, "settings": 1, "safe_text": 1, "storage": 1, "loopback": 1, "pace": 1, "switches": 1,
-    "policy": 2, "journal": 2, "supervised": 2, "tokens": 2, "gate": 2, "fake_vllm": 2, "samples": 2, "options": 2,
+    "policy": 2, "journal": 2, "tokens": 2, "gate": 2, "fake_vllm": 2, "samples": 2, "options": 2,
     "state": 3,
     "ui": 4,
     "commands": 5, "cli": 5, "__main__": 5, "__init__": 5,

@@ -12,7 +12,7 @@ from conftest import wait_until
 
 from eviscene_tui.policy.config import PolicyConfig, policy_config
 from eviscene_tui.settings import PolicySettings, Settings, SupervisedSettings, config_path, load_settings
-from eviscene_tui.supervised.feedback import Budgets, budgets_from_settings
+from eviscene_tui.gate.bundled.stages import Budgets
 
 GOOD = """\
 theme = "eviscene-light"
@@ -132,7 +132,7 @@ def test_policy_config_overrides_and_budgets() -> None:
     assert policy_config(s.policy, read_timeout=5.0, max_tokens=None) == PolicyConfig(temperature=0.1, read_timeout=5.0)
     with pytest.raises(ValueError, match="hint_placement"):
         policy_config(s.policy, hint_placement="nowhere")
-    assert budgets_from_settings(s.supervised) == Budgets(max_attempts=3, max_proposals=5)
+    assert Budgets.from_settings(s.supervised) == Budgets(max_attempts=3, max_proposals=5)
 
 
 def test_settings_are_frozen() -> None:

@@ -94,12 +94,13 @@ def test_hand_edited_decision_file_is_reported_and_the_gate_keeps_waiting(tmp_pa
         wait_until(pending(case, "round", 0), "the round-0 gate")
         target = case.gate_dir / "decisions" / "round-00.json"
         target.write_bytes(b'{"schema_version": "eviscene-tui-gate-decision-v1", "action": "appr')  # truncated
-        st = wait_until(lambda: (s := status(case)) and any("round-00" in p and "driver:" in p for p in s["problems"]) and s,
-                        "the driver to report the unreadable decision")
+        # the driver reports it, sets it aside and keeps waiting
+        st = wait_until(lambda: (s := status(case)) and any("round-00" in p and "driver:" in p and "set aside" in p for p in s["problems"])
+                        and s, "the driver to report the unreadable decision")
         assert st["driver"]["alive"] is True and st["pending"][0]["round"] == 0
-        # `decide` sets the unreadable file aside and takes the decision; the driver goes on
+        assert not target.exists()
         good = decide(case, "stop", 0)
-        assert good.returncode == 0 and "set aside" in good.stderr
+        assert good.returncode == 0, good.stderr
         assert finish(proc) == 0
     finally:
         stop(proc)
@@ -122,7 +123,7 @@ def test_edited_decision_with_valid_json_is_detected(tmp_path):
         path.write_text(json.dumps(forged), encoding="utf-8")  # digest now wrong
         wait_until(lambda: any("digest" in p for p in status(case)["problems"]), "the forged decision reported")
         assert status(case)["driver"]["alive"] is True
-        assert decide(case, "reject-hint", 0).returncode == 0
+        assert decide(case, "reject-hint", 0, "--reason", "forged approval seen").returncode == 0
         wait_until(pending(case, "round", 1), "the round-1 gate")
     finally:
         stop(proc)
@@ -227,7 +228,7 @@ def test_a_decider_that_died_before_journaling_is_caught_up(tmp_path):
     """The decision file is the commitment; the next decide journals what is missing."""
     import uuid
 
-    from eviscene_tui.gate import inproc as proto
+    from eviscene_tui.gate import protocol as proto
     from eviscene_tui.gate.sidecar import read_status
     from eviscene_tui.journal import parse_journal_bytes, verify_chain
 

@@ -76,7 +76,7 @@ def test_upstream_and_nested_package_names_are_gated_too(tmp_path, package):
         wait_until(_waiting(root, "round", 0), "the round-0 gate (ifv_training)")
         assert decide(root, "approve-round", 0).taken
         wait_until(_waiting(root, "hint", 0), "the hint gate (ifv_training)")
-        assert decide(root, "reject-hint", 0).taken
+        assert decide(root, "reject-hint", 0, reason="not this one").taken
         assert proc.wait(timeout=EXIT_TIMEOUT) == 0, (tmp_path / "err").read_text()
     finally:
         if proc.poll() is None:

@@ -10,7 +10,7 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from eviscene_tui.gate import inproc as proto
+from eviscene_tui.gate import protocol as proto
 from eviscene_tui.gate.decide import decide
 from eviscene_tui.gate.sidecar import read_status
 

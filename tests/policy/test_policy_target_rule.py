@@ -1,5 +1,5 @@
 """One rule chooses the policy server, and every surface says the same thing about it:
-the runs screen's status bar, the stream screen, the supervised runner and ``stream``."""
+the runs screen's status bar, the stream screen, the case screen's repair (``g``) and ``stream``."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from eviscene_tui.cli import UsageError
 from eviscene_tui.commands.stream import _resolve_target
 from eviscene_tui.options import AppOptions
 from eviscene_tui.policy.profile import NO_POLICY, ProfileError, resolve_policy_target
-from eviscene_tui.supervised.continuation import PolicyContinuationRunner
+from eviscene_tui.state.repair import plan_repair
 from eviscene_tui.ui.app import EvisceneApp
 from eviscene_tui.ui.screens.stream import StreamScreen
 
@@ -52,8 +52,7 @@ async def test_only_policy_url_reads_the_same_everywhere(tmp_path: Path) -> None
         assert screen.target_error == NEEDS_MODEL
         assert NEEDS_MODEL in str(screen.query_one("#stream-policy", Static).render())
 
-    with pytest.raises(ProfileError, match=r"--policy-model is missing"):
-        PolicyContinuationRunner.from_options(options)
+    assert NEEDS_MODEL in plan_repair(options, tmp_path).refusal  # the case screen's g (the bundled driver)
 
     args = argparse.Namespace(policy_profile=None, policy_url="http://127.0.0.1:9/v1", policy_model=None)
     with pytest.raises(UsageError, match=r"--policy-model is missing"):
@@ -66,7 +65,6 @@ async def test_no_policy_reads_the_same_everywhere(tmp_path: Path) -> None:
     async with ScreenHarness(screen).run_test(size=(200, 30)) as pilot:
         await wait_until(lambda: screen.target_error is not None, pilot=pilot)
         assert screen.target_error == NO_POLICY
-    with pytest.raises(ValueError, match="no policy server configured"):
-        PolicyContinuationRunner.from_options(options)
+    assert plan_repair(options, tmp_path).refusal == NO_POLICY
     with pytest.raises(UsageError, match="no policy server configured"):
         _resolve_target(argparse.Namespace(policy_profile=None, policy_url=None, policy_model=None))

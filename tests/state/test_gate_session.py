@@ -18,11 +18,38 @@ def test_feedback_changes_names_what_moved():
     }
     changes = feedback_changes(before, after)
     assert "needs_relocalization: False -> True" in changes
-    assert "newly excluded hint: 'B'" in changes
-    assert any(c.startswith("anchor: selected step 3, earliest error step 5") for c in changes)
+    assert "newly excluded hint: \u201cB\u201d" in changes
+    assert "anchor: selected step 3, earliest error step 5, anchor_matches false" in changes
+    assert not any("{'" in c or "'" in c for c in changes), changes  # words, never a Python repr
     assert "last round: generated, 1 attempt(s), rejected proposals: operator_rejected" in changes
     assert feedback_changes(before, before) == ["no change"]
+    long = feedback_changes(before, {**before, "excluded_hints": ["A", "word " * 60]})
+    assert long[0].endswith("word \u2026\u201d")  # cut at a word, marked
 
+
+def test_the_last_decision_line_goes_once_the_driver_asks_again(tmp_path):
+    """The card's status line says what the last decision did only until the next gate is
+    pending: at round 1 it no longer says "decided approve-round for round 0"."""
+    from eviscene_tui.gate import protocol as P
+
+    root = tmp_path / "search"
+    root.mkdir()
+    gdir = P.sidecar_for(root)
+    for sub in ("gates", "decisions", "consumed", "applied"):
+        (gdir / sub).mkdir(parents=True)
+    (gdir / "gate.json").write_text("{}")
+
+    def gate(n: int) -> None:
+        doc = {"schema_version": P.REQUEST_SCHEMA, "kind": "round", "round": n, "hint_index": None, "feedback": {}, "history": []}
+        (gdir / "gates" / f"round-{n:02d}.json").write_bytes(P.document_bytes(doc))
+
+    gate(0)
+    session = GateSession(root, operator="ann")
+    session.apply(session.load())
+    assert session.decide(P.APPROVE_ROUND).taken
+    assert "decided approve-round for round 0" in session.load().message  # no newer gate yet
+    gate(1)
+    assert session.load().message == ""
 
 def test_round_progress_reads_partly_written_files(tmp_path):
     root = tmp_path / "search"

@@ -1,103 +1,20 @@
-"""The supervised and stream sessions, without an event loop or Textual."""
+"""The stream session, the runs rows' reading of a repair search, without an event loop or Textual."""
 
+import json
 
-from eviscene_tui.artifacts.case import load_case
+from eviscene_tui.artifacts.jsonio import encode_bound
 from eviscene_tui.fake_vllm.testing import simple_request
+from eviscene_tui.gate.bundled import repair_root
+from eviscene_tui.journal.paths import supervised_root_path
 from eviscene_tui.policy.events import Attestation, Attested, Delta, ToolCallDelta
 from eviscene_tui.state.stream_session import LiveFeed, StreamSession
-from eviscene_tui.state.supervised_session import BETWEEN, ENDED, SupervisedSession, trace_listing
-from eviscene_tui.supervised import SearchSettings, SupervisedSearch, inputs_from_case
-
-from supervised_fixtures import write_driver_case
 
 
-def _search(tmp_path):
-    out = tmp_path / "out"
-    if not out.exists():
-        write_driver_case(out)
-    inputs = inputs_from_case(load_case(out / "repairs" / "0123456789abcdef"), label="case")
-    return SupervisedSearch.start(inputs, tmp_path / "w", settings=SearchSettings(operator="op"))
-
-
-def test_supervised_session_snapshots_follow_the_search_and_notify_subscribers(tmp_path):
-    session = SupervisedSession()
-    seen = []
-    unsubscribe = session.subscribe(seen.append)
-    assert not session.snapshot().opened
-    session.opened(_search(tmp_path))
-    assert seen and seen[-1].opened and seen[-1].gate == BETWEEN
-    assert seen[-1].next.kind == "feedback" and seen[-1].site.upcoming
-    # one operation at a time
-    assert session.begin("start round")
-    assert not session.begin("stop") and "busy" in session.message.text
-    session.search.begin_round()
-    session.finished("start round", saved=True)
-    snap = session.snapshot()
-    assert snap.gate == "site" and snap.busy is None and not snap.site.upcoming
-    assert "next: the Site card" in snap.message.text
-    assert snap.detail.startswith("round-00 feedback")
-    # a shown prompt stays until the gate changes
-    session.show_detail("the prompt")
-    assert session.snapshot().detail == "the prompt"
-    session.search.accept_site()
-    assert session.snapshot().detail.startswith("round-00 feedback")
-    unsubscribe()
-    n = len(seen)
-    session.say("x")
-    assert len(seen) == n
-    session.close()
-    assert session.search is None
-
-
-def test_supervised_session_snapshot_is_the_same_after_a_reopen(tmp_path):
-    session = SupervisedSession()
-    session.opened(_search(tmp_path))
-    s = session.search
-    s.begin_round()
-    s.accept_site()
-    s.add_operator_hint("Compare the dates.\nThen quote them.")
-    s.add_operator_hint("Quote the caption.")
-    s.reject_hint(1, "vague")
-    before = session.snapshot()
-    assert [(p.index, p.status) for p in before.proposals] == [(0, "pending"), (1, "rejected")]
-    session.close()
-    again = SupervisedSession()
-    again.opened(_search(tmp_path))
-    assert again.snapshot().panels() == before.panels()
-    again.close()
-
-
-def test_stopped_search_snapshot(tmp_path):
-    session = SupervisedSession()
-    session.opened(_search(tmp_path))
-    session.search.stop()
-    snap = session.snapshot()
-    assert snap.title.status == "stopped by operator" and snap.next.kind == "stopped"
-    session.close()
-
-
-def test_an_ended_search_points_at_no_next_round(tmp_path):
-    """Once the verdict ends the search (converged here: the search's own status, as
-    approve_attempt leaves it), the message says it ended instead of pointing at the Next
-    round card, and the title's gate is not "between rounds"."""
-    session = SupervisedSession()
-    session.opened(_search(tmp_path))
-    assert session.begin("approve attempt")
-    session.search.state["status"] = "converged"
-    session.finished("approve attempt", saved=True)
-    snap = session.snapshot()
-    assert "the search has ended (converged)" in snap.message.text and "next:" not in snap.message.text
-    assert snap.title.gate == ENDED and snap.gate == BETWEEN
-    session.close()
-
-
-def test_trace_listing_marks_policy_steps(tmp_path):
-    s = _search(tmp_path)
-    rows = trace_listing(s.inputs.trace)
-    assert [policy for _, policy, _ in rows][:4] == [False, True, False, True]
-    assert rows[1][0] == 1 and "search news" in rows[1][2]
-    assert trace_listing(None) == []
-    s.close()
+def _state(root, status, error=None):
+    payload = {"status": status, "elapsed_seconds": 1.0, "rounds": [], **({"execution_error": error} if error else {})}
+    root.mkdir(parents=True, exist_ok=True)
+    for name, data in encode_bound(root / "search-state.json", {"version": "x"}, payload).items():
+        (root / name).write_bytes(data)
 
 
 def test_live_feed_buffers_until_taken():
@@ -136,20 +53,26 @@ def test_stream_session_prefills_the_hint_once_and_tracks_the_stream():
     assert seen[-1].state == "complete"
 
 
-def test_the_runs_rows_read_a_stop_as_stopped_by_operator(tmp_path):
+def test_the_runs_rows_read_a_repair_and_an_earlier_in_app_search(tmp_path):
+    """The bundled driver's search of a case (its stop read as the operator's), found by
+    the case's record key in any of its work directories, and an in-app search of earlier
+    versions, kept and shown read-only."""
     from eviscene_tui.journal.records import RecordKey
     from eviscene_tui.state.scan import supervised_status
 
-    s = _search(tmp_path)
-    case = tmp_path / "out" / "repairs" / "0123456789abcdef"
-    # the search was started (as by an earlier version) under the name of its label
-    rk = RecordKey(s.root.name, "location", "test")
-    assert supervised_status([tmp_path / "w"], case, rk)[0] == "searching"
-    s.stop()
-    assert supervised_status([tmp_path / "w"], case, rk)[0] == "stopped by operator"
-    s.resume()
-    assert supervised_status([tmp_path / "w"], case, rk)[0] == "searching"
-    s.close()
+    work, elsewhere = tmp_path / "w", tmp_path / "w2"
+    case = tmp_path / "runs" / "case"
+    rk = RecordKey("id-0123456789abcdef0123", "identity", "test")
+    assert supervised_status([work, elsewhere], case, rk) == ("", 0.0)
+    old = supervised_root_path(work, rk.key)
+    _state(old, "converged")
+    assert supervised_status([work, elsewhere], case, rk)[0] == "converged (earlier in-app search, read-only)"
+    new = repair_root(elsewhere, rk.key)
+    _state(new, "searching")
+    assert supervised_status([work, elsewhere], case, rk)[0] == "searching"
+    _state(new, "paused_execution_error", {"round": 1, "type": "OperatorStoppedSearch"})
+    assert supervised_status([work, elsewhere], case, rk)[0] == "stopped by operator"
+    assert json.loads((new / "search-state.json").read_text())["payload"]["status"] == "paused_execution_error"
 
 
 def test_stream_session_snapshot_holds_the_title_and_the_policy_line():

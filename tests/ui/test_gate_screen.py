@@ -74,6 +74,7 @@ async def test_gate_card_steps_the_driver(tmp_path):
             await _until(pilot, _waiting(case, "hint", 0), "the round-0 hint gate")
             await _until(pilot, _card_shows(app, "HINT GATE · round 0"), "the hint card")
             assert "admits it" in str(_card(app).render())
+            assert "at step 3 (unified_react) the agent did: reverse_image_search" in str(_card(app).render())
             await pilot.press("a")
 
             await _until(pilot, _waiting(case, "round", 1), "the round-1 gate")
@@ -89,7 +90,7 @@ async def test_gate_card_steps_the_driver(tmp_path):
                 await pilot.press("down")
             await pilot.press("enter")
             await pilot.press(*"early stop")
-            await pilot.press("enter")
+            await pilot.press("ctrl+s")
             await _until(pilot, _waiting(case, "hint", 1), "the round-1 hint gate")
             public = json.loads((case.root / "round-inputs" / "round-01" / "public.json").read_text(encoding="utf-8"))
             assert public["repair_search"]["anchor_feedback"]["earliest_error_step"] == 5
@@ -98,13 +99,13 @@ async def test_gate_card_steps_the_driver(tmp_path):
             await _until(pilot, _card_shows(app, "HINT GATE · round 1"), "the round-1 hint card")
             await pilot.press("x")
             await pilot.press(*"vague")
-            await pilot.press("enter")
+            await pilot.press("ctrl+s")
             await _until(pilot, _waiting(case, "round", 2), "the round-2 gate")
             await _until(pilot, _card_shows(app, "ROUND GATE · round 2"), "the round-2 card")
             assert "rejected proposals: operator_rejected" in str(_card(app).render())
             await pilot.press("s")
             await pilot.press(*"later")
-            await pilot.press("enter")
+            await pilot.press("ctrl+s")
             await _until(pilot, lambda: proc.poll() is not None, "the driver to stop")
             await _until(pilot, _card_shows(app, "No gate pending"), "the empty card")
             assert finish(proc) == 0
@@ -195,21 +196,21 @@ async def test_gate_dialogs_and_the_paused_search_at_80x24(tmp_path):
             assert hint_text[:40] in str(prompt.query_one("#form-context").render()).replace("\n", " ")
             await pilot.press(*"vag")
             await pilot.press("backspace", "backspace", "backspace")  # typed, then erased: empty again
-            await pilot.press("enter")
+            await pilot.press("ctrl+s")
             await pilot.pause()
             assert app.screen is prompt, "an empty reject reason closed the dialog"
             assert "reason is required" in str(prompt.query_one("#form-error").render())
             assert read_status(case.root).decisions[-1].action == "approve-round"  # nothing taken
             await pilot.press(*"vague")
             assert prompt.query_one(Input).value == "vague"
-            await pilot.press("enter")
+            await pilot.press("ctrl+s")
             await _until(pilot, _card_shows(app, "ROUND GATE · round 1"), "the round-1 card")
 
             await pilot.press("s")
             await _until(pilot, lambda: isinstance(app.screen, ReasonPrompt), "the stop dialog")
             assert "round 1 will get" in str(app.screen.query_one("#form-context").render())
             await pilot.press(*"later")
-            await pilot.press("enter")
+            await pilot.press("ctrl+s")
             await _until(pilot, lambda: proc.poll() is not None, "the driver to stop")
             await _until(pilot, lambda: "stopped by operator" in _header(app), "the stopped wording")
             await _until(pilot, _card_shows(app, "No gate pending"), "the empty card")
@@ -245,9 +246,10 @@ async def test_gate_dialogs_and_the_paused_search_at_80x24(tmp_path):
 
 
 async def test_gate_dialogs_validate_inside_keep_the_text_and_return_the_values():
-    """The gate's dialogs are forms (ui/screens/dialogs.py): a refused value keeps the
-    dialog open with the message inside it and the typed text kept; Enter on a step
-    moves to the note, Enter in the note decides; "no step" relocalizes without one."""
+    """The gate's dialogs are forms with one convention (ui/screens/dialogs.py): ctrl+s
+    submits, Enter never does; a refused value keeps the dialog open with the message
+    inside it and the typed text kept; Enter on a step moves to the note; "no step"
+    relocalizes without one."""
     from rich.text import Text
     from textual.widgets import Input
 
@@ -266,12 +268,12 @@ async def test_gate_dialogs_validate_inside_keep_the_text_and_return_the_values(
         await _until(pilot, lambda: isinstance(app.screen, ReasonPrompt) and app.screen.query("#form-context"), "the reason prompt")
         prompt = app.screen
         assert "the hint: look closer" in str(prompt.query_one("#form-context").render())
-        await pilot.press("space", "enter")  # only blanks: refused
+        await pilot.press("space", "enter", "ctrl+s")  # only blanks (Enter does not submit): refused
         await pilot.pause()
         assert app.screen is prompt and results == []
         assert "reason is required" in str(prompt.query_one("#form-error").render())
         assert prompt.query_one(Input).value == " "  # what was typed is kept
-        await pilot.press(*"too vague", "enter")
+        await pilot.press(*"too vague", "ctrl+s")
         await _until(pilot, lambda: results, "the reason prompt's result")
         assert results.pop()["reason"].strip() == "too vague"
 
@@ -283,7 +285,7 @@ async def test_gate_dialogs_validate_inside_keep_the_text_and_return_the_values(
         assert trace.highlighted == 2  # option 0 is "no step": step K is option K + 1
         await pilot.press("down", "enter")
         await _until(pilot, lambda: picker.query_one(Input).has_focus, "the note focused after the pick")
-        await pilot.press(*"stops early", "enter")
+        await pilot.press(*"stops early", "ctrl+s")
         await _until(pilot, lambda: results, "the step picker's result")
         got = results.pop()
         assert (got["step"], got["note"]) == (2, "stops early")
@@ -291,7 +293,7 @@ async def test_gate_dialogs_validate_inside_keep_the_text_and_return_the_values(
         app.push_screen(StepPicker(steps, None), callback=results.append)
         await _until(pilot, lambda: isinstance(app.screen, StepPicker) and app.screen.query("#form-trace"), "the second step picker")
         assert app.screen.query_one("#form-trace").highlighted == 0
-        await pilot.press("enter", "enter")
+        await pilot.press("enter", "ctrl+s")
         await _until(pilot, lambda: results, "the no-step result")
         assert results.pop()["step"] is None
 

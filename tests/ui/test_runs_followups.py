@@ -1,12 +1,13 @@
-"""The runs row and the case header follow the app's supervised search files; the case
-header fits the terminal width, dropping its least important parts first."""
+"""The runs row and the case header follow the bundled driver's search files (``repair``);
+the case header fits the terminal width, dropping its least important parts first."""
 
 from __future__ import annotations
 
 import orjson
 from ui_helpers import copy_case, make_app, open_case, wait_for, wait_scan
 
-from eviscene_tui.journal.paths import case_key, supervised_root_path
+from eviscene_tui.gate.bundled import repair_root
+from eviscene_tui.journal.records import record_key
 from eviscene_tui.samples.tree import Tree
 from eviscene_tui.storage import default_workdir
 
@@ -16,7 +17,7 @@ CASE = "feedback-converged-3-rounds"
 def _write_state(root, key: str, status: str, **extra) -> None:
     tree = Tree()
     tree.bound("search-state.json", {"version": "ifv-psd-feedback-search-v1"}, {"status": status, "elapsed_seconds": 1.0, "rounds": [], **extra})
-    sroot = supervised_root_path(default_workdir(root), case_key(key))
+    sroot = repair_root(default_workdir(root), record_key(root / key).key)
     sroot.mkdir(parents=True, exist_ok=True)
     tmp = sroot / ".search-state.json.tmp"
     tmp.write_bytes(tree.files["search-state.json"])
@@ -26,7 +27,7 @@ def _write_state(root, key: str, status: str, **extra) -> None:
 STOPPED = {"status": "paused_execution_error", "execution_error": {"type": "OperatorStoppedSearch", "message": "stopped"}}
 
 
-async def test_runs_row_follows_a_supervised_stop_without_a_rescan(tmp_path_factory, tmp_path) -> None:
+async def test_runs_row_follows_a_repair_stop_without_a_rescan(tmp_path_factory, tmp_path) -> None:
     root = tmp_path / "runs"
     copy_case(tmp_path_factory, CASE, root)
     copy_case(tmp_path_factory, "single-generating", root)
@@ -36,14 +37,14 @@ async def test_runs_row_follows_a_supervised_stop_without_a_rescan(tmp_path_fact
     async with app.run_test(size=(200, 40)) as pilot:
         await wait_scan(pilot, app)
         assert await wait_for(pilot, lambda: app.store.get(CASE).supervised == "searching")
-        # another instance (or this app's supervised screen) stops the search
+        # the bundled driver stops the search (a stop decided at its gate)
         _write_state(root, CASE, **STOPPED)
         assert await wait_for(pilot, lambda: app.store.get(CASE).supervised == "stopped by operator")
         screen = await open_case(pilot, app, CASE)
-        assert await wait_for(pilot, lambda: "supervised search: stopped by operator" in str(screen.query_one("#case-title").content))
+        assert await wait_for(pilot, lambda: "repair: stopped by operator" in str(screen.query_one("#case-title").content))
 
 
-async def test_case_header_keeps_badge_and_supervised_state_at_80_columns(tmp_path_factory, tmp_path) -> None:
+async def test_case_header_keeps_badge_and_repair_state_at_80_columns(tmp_path_factory, tmp_path) -> None:
     root = tmp_path / "runs"
     copy_case(tmp_path_factory, "damaged", root)
     copy_case(tmp_path_factory, CASE, root)
@@ -57,12 +58,12 @@ async def test_case_header_keeps_badge_and_supervised_state_at_80_columns(tmp_pa
         assert await wait_for(pilot, lambda: screen.integrity is not None and "\u26a0" in str(title.content))
         await pilot.pause()
         text = str(title.content)
-        assert "problems" in text and "supervised search: stopped by operator" in text, text
+        assert "problems" in text and "repair: stopped by operator" in text, text
         assert len(text) <= 80, text
         # the rendered line holds the same text: nothing is cut
-        assert "supervised search: stopped by operator" in "".join(s.text for s in title.render_line(0))
+        assert "repair: stopped by operator" in "".join(s.text for s in title.render_line(0))
         await pilot.resize_terminal(200, 24)
-        assert await wait_for(pilot, lambda: "(g reopens it)" in str(title.content) and screen.view.layout in str(title.content))
+        assert await wait_for(pilot, lambda: "(g opens its gate)" in str(title.content) and screen.view.layout in str(title.content))
 
 
 async def test_case_header_no_problems_is_not_cut_at_120(tmp_path_factory, tmp_path) -> None:
@@ -85,7 +86,7 @@ def test_state_stamp_changes_with_a_write(tmp_path) -> None:
     one = supervised_stamp(default_workdir(root))
     _write_state(root, CASE, **STOPPED)
     assert len(one) == 1 and supervised_stamp(default_workdir(root)) != one
-    assert orjson.loads((supervised_root_path(default_workdir(root), case_key(CASE)) / "search-state.json").read_bytes())
+    assert orjson.loads((repair_root(default_workdir(root), record_key(root / CASE).key) / "search-state.json").read_bytes())
 
 
 def _line(widget, y: int = 0) -> str:
@@ -136,23 +137,23 @@ async def test_a_key_pressed_while_the_case_files_are_read_runs_when_they_are(tm
     from ui_helpers import sample_root
 
     from eviscene_tui.ui.screens.case import ConfirmScreen
-    from eviscene_tui.ui.screens.supervised import SupervisedScreen
 
     app = make_app(sample_root(tmp_path_factory))
     async with app.run_test(size=(120, 30), notifications=True) as pilot:
         screen = await open_case(pilot, app, CASE)
         # as right after the trace is painted: the case's files are not read yet
         screen.bundle = None
-        screen.action_open_supervised()
+        screen.action_open_repair()
 
         def told() -> bool:
-            return any("Still reading the case's files" in n and "supervised search opens as soon as" in n for n in notices)
+            return any("Still reading the case's files" in n and "repair search opens as soon as" in n for n in notices)
 
         assert await wait_for(pilot, told)
         screen.integrity = None  # the queued key then stops at the integrity consent
         screen.load()
         # the queued key runs once the files are read
-        assert await wait_for(pilot, lambda: isinstance(app.screen, (SupervisedScreen, ConfirmScreen)))
+        # (the sample app has no policy configured: the repair then says so, as g would)
+        assert await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen) or any("no policy server configured" in n for n in notices))
         if isinstance(app.screen, ConfirmScreen):
             await pilot.press("escape")
             assert await wait_for(pilot, lambda: app.screen is screen)

@@ -296,8 +296,8 @@ async def test_group_by_label_and_sort_by_the_new_columns(tmp_path):
 
 
 async def test_searches_and_stream_records_show_from_every_ancestor(tmp_path_factory, tmp_path):
-    """The app's supervised search of a case and its stream records, written from one
-    folder, are found when the case is opened through another."""
+    """The bundled driver's search of a case (``repair``) and its stream records, written
+    from one folder, are found when the case is opened through another."""
     import orjson
 
     from eviscene_tui.tokens.sources import enumerate_captures
@@ -305,7 +305,7 @@ async def test_searches_and_stream_records_show_from_every_ancestor(tmp_path_fac
     tree = _tree(tmp_path_factory, tmp_path)
     case = tree / NO_SITE
     rk = record_key(case)
-    sroot = tmp_path / "exp" / "runs-A.eviscene-tui" / "supervised" / rk.key
+    sroot = tmp_path / "exp" / "runs-A.eviscene-tui" / "repairs" / rk.key
     sroot.mkdir(parents=True)
     (sroot / "search-state.json").write_bytes(orjson.dumps({"identity": {}, "payload": {"status": "searching"}, "payload_sha256": ""}))
     record = Path(f"{case}.eviscene-tui") / "continuations" / "x.json"  # what `stream CASE` writes beside the case

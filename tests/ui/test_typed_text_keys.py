@@ -10,7 +10,7 @@ from __future__ import annotations
 from eviscene_tui.ui.actions import ACTIONS
 
 #: the actions that read what an editor or input holds and hand it on
-READS_TYPED_TEXT = {"send", "submit"}
+READS_TYPED_TEXT = {"send", "submit", "save"}
 
 
 def test_no_key_that_hands_typed_text_on_is_a_priority_binding():

@@ -51,7 +51,7 @@ async def test_help_lists_every_registered_key_and_opens_at_the_screen(tmp_path_
         text = "\n".join(str(s.content) for s in app.screen.query(".help-section"))
         for title in SECTIONS.values():
             assert title in text
-        for action in ACTIONS:  # the supervised card keys and the token view's l / n among them
+        for action in ACTIONS:  # the gate card's keys and the token view's l / n among them
             assert action.id in text, action.id
         assert app.screen.section == "runs"
         await pilot.press("escape")
@@ -79,14 +79,12 @@ def test_every_binding_has_a_registered_id() -> None:
         ("eviscene_tui.ui.widgets.trace_view", "TraceView"), ("eviscene_tui.ui.widgets.search_box", "SearchBox"),
         ("eviscene_tui.ui.screens.step_detail", "StepDetailScreen"), ("eviscene_tui.ui.screens.goto", "GotoStepScreen"),
         ("eviscene_tui.ui.screens.label", "TriageLabelScreen"), ("eviscene_tui.ui.screens.stream", "StreamScreen"),
-        ("eviscene_tui.ui.screens.supervised", "SupervisedScreen"), ("eviscene_tui.ui.screens.supervised", "SiteCard"),
-        ("eviscene_tui.ui.screens.supervised", "HintsCard"), ("eviscene_tui.ui.screens.supervised", "ContinuationCard"),
-        ("eviscene_tui.ui.screens.supervised", "VerdictCard"), ("eviscene_tui.ui.screens.supervised", "NextCard"),
-("eviscene_tui.ui.screens.tokens", "TokenScreen"),
+        ("eviscene_tui.ui.screens.tokens", "TokenScreen"),
         ("eviscene_tui.ui.widgets.token_view", "TokenView"), ("eviscene_tui.ui.screens.help", "HelpScreen"),
         ("eviscene_tui.ui.screens.dialogs", "TriState"), ("eviscene_tui.ui.screens.dialogs", "FormScreen"),
         ("eviscene_tui.ui.screens.gate", "GateScreen"), ("eviscene_tui.ui.screens.gate", "GateCard"),
         ("eviscene_tui.ui.screens.gate", "ReasonPrompt"), ("eviscene_tui.ui.screens.gate", "StepPicker"),
+        ("eviscene_tui.ui.screens.dialogs", "HintEditor"), ("eviscene_tui.ui.screens.dialogs", "VerdictForm"),
         ("eviscene_tui.ui.screens.confirm", "ConfirmScreen"),
     ]
     for module, name in classes:

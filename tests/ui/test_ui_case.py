@@ -162,12 +162,15 @@ async def test_integrity_tab_lists_problems_with_paths(tmp_path_factory) -> None
         assert code in doc and path in doc
 
 
-async def test_keys_open_stream_supervised_and_token_screens(tmp_path_factory) -> None:
+async def test_keys_open_stream_and_token_screens_and_g_asks_for_a_policy(tmp_path_factory, notices) -> None:
     app = make_app(sample_root(tmp_path_factory))
     async with app.run_test(size=(100, 30), notifications=True) as pilot:
         screen = await open_case(pilot, app, "feedback-converged-3-rounds")
         assert await wait_for(pilot, lambda: screen.integrity is not None, 20)  # a sound case opens them at once
-        for key, name in (("t", "StreamScreen"), ("g", "SupervisedScreen"), ("k", "TokenScreen")):
+        await pilot.press("g")  # the bundled driver needs a policy server: said, nothing started
+        assert await wait_for(pilot, lambda: any("repair: no policy server configured" in n for n in notices))
+        assert app.screen is screen
+        for key, name in (("t", "StreamScreen"), ("k", "TokenScreen")):
             await pilot.press(key)
             await wait_for(pilot, lambda name=name: type(app.screen).__name__ == name)
             await pilot.press("escape")

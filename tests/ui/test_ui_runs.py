@@ -199,25 +199,26 @@ async def test_changed_case_is_checked_again(tmp_path_factory, tmp_path) -> None
         assert app.store.get("feedback-converged-3-rounds").in_triage
 
 
-async def test_supervised_search_and_stale_search_are_shown(tmp_path_factory, tmp_path) -> None:
-    """A case the app ran a supervised search on says so in the runs table and the case
+async def test_repair_search_and_stale_search_are_shown(tmp_path_factory, tmp_path) -> None:
+    """A case the bundled driver searches (``repair``) says so in the runs table and the case
     header; a search that says ``searching`` but has not been written to for hours is stale."""
     import os
     import time
 
     from ui_helpers import copy_case, open_case
 
-    from eviscene_tui.journal.paths import case_key, supervised_root_path
+    from eviscene_tui.gate.bundled import repair_root
+    from eviscene_tui.journal.records import record_key
     from eviscene_tui.samples.tree import Tree
     from eviscene_tui.state.rows import COLUMNS, cell_text
     from eviscene_tui.storage import default_workdir
 
     root = tmp_path / "runs"
     copy_case(tmp_path_factory, "feedback-converged-3-rounds", root)
-    # the app's supervised search of the case, in its default work directory
+    # the bundled driver's search of the case, in the app's default work directory
     tree = Tree()
     tree.bound("search-state.json", {"version": "ifv-psd-feedback-search-v1"}, {"status": "searching", "elapsed_seconds": 1.0, "rounds": []})
-    sroot = supervised_root_path(default_workdir(root), case_key("feedback-converged-3-rounds"))
+    sroot = repair_root(default_workdir(root), record_key(root / "feedback-converged-3-rounds").key)
     sroot.mkdir(parents=True)
     (sroot / "search-state.json").write_bytes(tree.files["search-state.json"])
     old = time.time() - 5 * 3600
@@ -229,9 +230,9 @@ async def test_supervised_search_and_stale_search_are_shown(tmp_path_factory, tm
         assert await wait_for(pilot, lambda: app.store.get("feedback-converged-3-rounds").supervised == "searching", 10)
         row = app.store.get("feedback-converged-3-rounds")
         text = cell_text(row, status_column)
-        assert "supervised: searching" in text and "stale: no writes for 5 h" in text
+        assert "repair: searching" in text and "stale: no writes for 5 h" in text
         screen = await open_case(pilot, app, "feedback-converged-3-rounds")
-        assert "supervised search: searching" in str(screen.query_one("#case-title").content)
+        assert "repair: searching" in str(screen.query_one("#case-title").content)
 
 
 async def test_integrity_pass_uses_worker_processes_inside_the_app(tmp_path, notices) -> None:

@@ -94,16 +94,16 @@ def test_themes_dir_prefers_the_source_tree_then_the_installed_data_files(tmp_pa
 
 
 async def test_a_form_editor_prefilled_from_a_run_shows_it_sanitised_and_returns_it_as_recorded() -> None:
-    """The supervised 'type a hint' dialog is pre-filled with the run's locked hint:
+    """The gate's 'add a hint' dialog is pre-filled with the run's hint (or its locked hint):
     the editor shows control and bidi characters as placeholders, and the value
     submitted is the recorded text until the operator edits it."""
     from conftest import ScreenHarness, wait_until
 
-    from eviscene_tui.ui.screens.dialogs import FormScreen
+    from eviscene_tui.ui.screens.dialogs import HintEditor
     from eviscene_tui.ui.widgets.untrusted_edit import UntrustedTextArea
 
     locked = "Check the date \x1b]0;title\x07 \u202edesrever\u202c\n"
-    form = FormScreen("Type a hint", [], editor="hint text", editor_text=locked)
+    form = HintEditor("Add a hint", prefill=locked)
     async with ScreenHarness(form).run_test(size=(100, 30)) as pilot:
         box = await wait_until(lambda: form.query("#f-editor") and form.query_one("#f-editor", UntrustedTextArea), pilot=pilot)
         assert not any(c in box.text for c in ("\x1b", "\x07", "\u202e")) and "\u241b]0;title\u2407" in box.text

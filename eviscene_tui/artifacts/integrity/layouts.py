@@ -8,6 +8,7 @@ from eviscene_tui.artifacts.integrity.bindings import Bindings
 from eviscene_tui.artifacts.integrity.captures import Captures, site_kind
 from eviscene_tui.artifacts.integrity.context import CaseContext
 from eviscene_tui.artifacts.integrity.continuations import Continuations
+from eviscene_tui.artifacts.integrity.gate_resume import check_gate_resume
 from eviscene_tui.artifacts.integrity.inputs import BoundInputs
 from eviscene_tui.artifacts.integrity.judge import Judge
 from eviscene_tui.artifacts.integrity.media_binding import MediaBinding
@@ -84,6 +85,7 @@ class CaseCheck:
         self.records.candidates(join(root, "repair_candidates.jsonl"), captures=False)
         for rdir in self.rounds.round_dirs():
             self.run_dir(rdir, is_round=True)
+        check_gate_resume(self.ctx)
 
     def run_dir(self, run: str, *, is_round: bool = False) -> None:
         """One run directory (a single run, or one round of a search)."""

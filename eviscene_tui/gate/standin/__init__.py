@@ -1,9 +1,11 @@
-"""A STAND-IN EviScene driver (not EviScene), for the demo and the tests.
+"""A small STAND-IN of the real EviScene driver's contract (not EviScene), for the gate tests.
 
 ``run_standin_driver.py`` and its ``eviscene_training`` package (stdlib only)
-follow the driver's ``run_search`` seam and the feedback contract of
-psd-run-format §4, with a scripted localizer, hint constructor and judge and a
-one-step teacher continuation from the policy server (the bundled fake vLLM).
+have the driver's shape: the ``run_search`` seam (``execute_round``) and
+``QwenContinuationAdapter.propose_hints``, with a scripted localizer, hint
+constructor and judge and a one-step teacher continuation from the policy server
+(the bundled fake vLLM). The feedback rules it applies are the gate protocol's,
+imported, never copied.
 
 :func:`write_inputs` writes a small case's inputs OUTSIDE any search root, as a
 real driver's inputs are (source trace, gold, public context).

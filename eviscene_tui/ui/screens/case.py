@@ -66,11 +66,11 @@ from eviscene_tui.ui.screens.goto import GotoStepScreen
 from eviscene_tui.ui.screens.label import TriageLabelScreen, TriagePick
 from eviscene_tui.ui.screens.step_detail import StepDetailScreen
 from eviscene_tui.ui.screens.stream import StreamScreen
-from eviscene_tui.ui.screens.supervised import SupervisedScreen
 from eviscene_tui.ui.screens.tokens import TokenScreen, prepare_capture
 from eviscene_tui.artifacts.paths import InputProvenance, with_sha_status
-from eviscene_tui.gate.inproc import SESSION_FILE, sidecar_for
+from eviscene_tui.gate.protocol import SESSION_FILE, sidecar_for
 from eviscene_tui.state.gate import GateSession
+from eviscene_tui.state.repair import plan_repair, start_repair
 from eviscene_tui.ui.widgets.gate_panel import GatePanel
 
 WINDOW = 150  # rows built around the failure step before the first paint
@@ -784,7 +784,8 @@ class CaseScreen(Screen):
         if row.label:
             notes.append((1, f"label: {row.label}", "l relabels, u undoes"))
         if row.supervised:
-            notes.append((1, f"supervised search: {row.supervised}", "g reopens it"))
+            earlier = "earlier in-app search" in row.supervised  # kept read-only: g starts a repair under the gate
+            notes.append((1, f"repair: {row.supervised}", "g starts a repair" if earlier else "g opens its gate"))
         if row.gate:
             notes.append((1, f"driver gate: {row.gate}", "G opens it"))
         if row.stale_for:
@@ -1439,11 +1440,33 @@ class CaseScreen(Screen):
             lambda: self.app.push_screen(StreamScreen(self.bundle, self.options, round_index=view.latest_round if view else None, hint_text=view.latest_hint if view else None)),
         )
 
-    def action_open_supervised(self) -> None:
-        bundle = self.bundle
-        if not self._need_bundle("supervised search", self.action_open_supervised) or bundle is None:
+    def action_open_repair(self) -> None:
+        """``g``: the bundled driver's search of this case, under the gate: attach to the
+        driver that runs it, else start it (or resume it), and open its gate screen."""
+        if not self._need_bundle("repair search", self.action_open_repair):
             return
-        self._after_integrity_consent("supervised search", lambda: self.app.push_screen(SupervisedScreen(bundle, self.options)))
+        self._after_integrity_consent("repair search", self._repair_worker)
+
+    @work(thread=True, exclusive=True, group="case-repair", exit_on_error=False)
+    def _repair_worker(self) -> None:
+        plan = plan_repair(self.options, self.case_path)
+        if plan.attach or plan.refusal:
+            self.post_message(M.RepairPlanned(plan.root, plan.refusal, "" if plan.refusal else "attached to its driver"))
+            return
+        try:
+            proc, log = start_repair(plan)
+        except OSError as exc:
+            self.post_message(M.RepairPlanned(plan.root, f"cannot start the bundled driver: {exc.strerror or exc}", ""))
+            return
+        what = "resumed" if plan.resume else "started"
+        self.post_message(M.RepairPlanned(plan.root, "", f"bundled driver {what} under the gate (pid {proc.pid}; log {log})"))
+
+    def on_repair_planned(self, message: M.RepairPlanned) -> None:
+        if message.refusal:
+            self.notify(safe_text(f"repair: {message.refusal}", single_line=True), severity="warning", markup=False)
+            return
+        self.notify(safe_text(message.note, single_line=True), markup=False)
+        self.app.open_gate(message.root)  # type: ignore[attr-defined]  # the EvisceneApp's
 
     def action_toggle_wrap(self) -> None:
         tv = self.query_one(TraceView)

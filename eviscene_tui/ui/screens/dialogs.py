@@ -1,15 +1,21 @@
-"""Modal forms for operator decisions.
+"""Modal forms for operator decisions: one convention for every dialog.
 
-:class:`FormScreen` shows what it acts on (``context``: the hint being rejected,
-the trace to pick a step from), text fields, an optional multi-line editor
-(``TextArea``: Enter types a newline) and checker values (:class:`TriState`:
-true / false / unset in words). ``ctrl+s`` submits: when ``validate`` returns a
-message the form stays open with the message inside it and everything typed
-kept; ``escape`` cancels. It dismisses with the values, or None.
+Every operator dialog is a :class:`FormScreen`: it shows what it acts on
+(``context``: the hint being rejected, the trace to pick a step from), text
+fields, an optional multi-line editor (``TextArea``) and checker values
+(:class:`TriState`: true / false / unset in words). The same keys everywhere:
 
-The operator gate's two dialogs are forms too: :class:`ReasonPrompt` (the reason of a
-stop or a hint rejection) and :class:`StepPicker` (relocalize: a step of the source
-trace, then a note); in both, Enter in the text field decides.
+- ``ctrl+s`` submits (the one submit key); when ``validate`` returns a message the
+  dialog stays open with the message inside it and everything typed kept;
+- ``escape`` cancels (closes without deciding);
+- Enter never submits: in a one-line field it moves to the next field, in the editor
+  it types a new line, in a step list it picks the step and moves to the note;
+- a relocalize note is optional everywhere (it is the decision's journaled reason);
+  a rejection's reason is required everywhere.
+
+It dismisses with the values, or None. The gate's dialogs: :class:`ReasonPrompt`
+(a stop, a hint rejection), :class:`StepPicker` (relocalize), :class:`HintEditor`
+(add or edit a hint) and :class:`VerdictForm` (accept or reject an attempt).
 """
 
 from __future__ import annotations
@@ -42,7 +48,7 @@ class TriState(Widget, can_focus=True):
 
     space / enter / ← → cycle; ``t``, ``f``, ``u`` set it directly."""
 
-    BINDINGS = bindings("supervised.tristate")
+    BINDINGS = bindings("dialog.tristate")
     DEFAULT_CSS = """
     TriState { width: 20; height: 1; padding: 0 1; background: $boost; }
     TriState:focus { background: $accent 40%; text-style: bold; }
@@ -79,11 +85,10 @@ class TriState(Widget, can_focus=True):
 class FormScreen(ModalScreen["dict[str, Any] | None"]):
     """A small form; see the module docstring."""
 
-    KEYS_HINT = "ctrl+s submit, esc cancel"
+    KEYS_HINT = "ctrl+s submits · esc cancels"
     TRACE_LABEL = "source trace (enter on a step picks it; policy steps are marked ●)"
-    ENTER_SUBMITS = False  # Enter in a text field submits only a form of text fields alone, unless set
 
-    BINDINGS = bindings("supervised.form")
+    BINDINGS = bindings("dialog")
     DEFAULT_CSS = """
     FormScreen { align: center middle; }
     FormScreen #form { width: 96; max-width: 100%; height: auto; max-height: 95%; border: round $accent; background: $surface; padding: 0 1; }
@@ -225,9 +230,12 @@ class FormScreen(ModalScreen["dict[str, Any] | None"]):
         self.action_cancel()
 
     @on(Input.Submitted)
-    def _enter(self) -> None:
-        if self.ENTER_SUBMITS or (not self.editor and not self.checker and self.trace is None):
-            self.action_submit()
+    def _enter(self, event: Input.Submitted) -> None:
+        """Enter in a one-line field moves on to the next field, if any (ctrl+s submits)."""
+        event.stop()
+        fields = list(self.query("Input, TextArea, TriState"))
+        if event.input in fields and fields.index(event.input) + 1 < len(fields):
+            fields[fields.index(event.input) + 1].focus()
 
     @on(OptionList.OptionSelected, "#form-trace")
     def _pick_step(self, event: OptionList.OptionSelected) -> None:
@@ -248,19 +256,14 @@ class FormScreen(ModalScreen["dict[str, Any] | None"]):
 # ---------------------------------------------------------------------- the gate's dialogs
 # Centred boxes over the gate screen (kept visible, dimmed) that fit an 80x24 terminal
 # (the form scrolls when taller), say what they act on (``context``), and keep what was
-# typed when they refuse it (the message shows inside the dialog). They dismiss with the
-# form's values (or None): ``{"reason"}``, and ``{"step", "note"}`` for the step picker.
+# typed when they refuse it (the message shows inside the dialog).
 class ReasonPrompt(FormScreen):
-    """The reason of a stop or a hint rejection. ``context`` names what the decision acts
-    on (the hint and its audit, the round's feedback); with ``required`` an empty reason
-    is refused in the dialog."""
-
-    KEYS_HINT = "Enter decides, Esc cancels"
-    ENTER_SUBMITS = True
-    BINDINGS = bindings("gate.reason")
+    """The reason of a stop or a rejection. ``context`` names what the decision acts on
+    (the hint and its audit, the round's feedback); with ``required`` an empty reason is
+    refused in the dialog."""
 
     def __init__(self, title: str, context: Text | None = None, *, required: bool = False) -> None:
-        placeholder = "reason (journaled)" + ("; required" if required else "")
+        placeholder = "reason (journaled)" + ("; required" if required else "; optional")
         super().__init__(title, [("reason", "reason", placeholder)], context=context,
                          validate=self._reason_given if required else None)
         self.required = required
@@ -271,27 +274,29 @@ class ReasonPrompt(FormScreen):
 
 
 class StepPicker(FormScreen):
-    """Relocalize: pick the earliest error step K in the source trace (or none), then a note.
-    The list opens on the current site; Enter on a step moves to the note, Enter there decides."""
+    """Relocalize: pick the earliest error step K in the source trace (or none), then an
+    optional note. The list opens on the current site; ``warning`` says what the driver
+    will do with the step (a site its localizer keeps whatever is picked)."""
 
-    KEYS_HINT = "Enter picks, then Enter in the note decides; Esc cancels"
     TRACE_LABEL = "source trace (▶ the current site)"
-    ENTER_SUBMITS = True
-    BINDINGS = bindings("gate.steps")
     NO_STEP = "no-step"
 
-    def __init__(self, steps: tuple[TraceStep, ...], current: int | None, context: Text | None = None) -> None:
+    def __init__(self, steps: tuple[TraceStep, ...], current: int | None, context: Text | None = None, *,
+                 allowed: tuple[int, ...] | None = None, step_required: bool = False) -> None:
         title = "Relocalize: pick the earliest error step (current site: step %s)" % ("—" if current is None else current)
-        super().__init__(title, [("note", "note", "note (journaled only; Enter decides)")], context=context,
-                         trace=[(s.index, True, s.label) for s in steps], trace_at=current, validate=self._step_picked)
+        super().__init__(title, [("note", "note", "note (journaled; optional)")], context=context,
+                         trace=[(s.index, allowed is None or s.index in allowed, s.label) for s in steps], trace_at=current,
+                         validate=self._step_picked)
         self.steps = steps
         self.current = current
+        self.allowed = allowed
+        self.step_required = step_required
 
     def trace_options(self) -> list[Option]:
-        options = [Option(Content("no step: relocalize without naming one"), id=self.NO_STEP)]
+        options = [Option(Content("no step: relocalize without naming one"), id=self.NO_STEP, disabled=self.step_required)]
         options += [
             Option(Content.assemble(("▶ " if s.index == self.current else "  ", "bold"), f"{s.index:>3}  {s.stage}  {s.label}"),
-                   id=f"step-{s.index}")
+                   id=f"step-{s.index}", disabled=self.allowed is not None and s.index not in self.allowed)
             for s in self.steps
         ]
         return options
@@ -309,7 +314,30 @@ class StepPicker(FormScreen):
         return out
 
     def _step_picked(self, values: dict[str, Any]) -> str | None:
-        if values.get("picked"):
+        if values.get("picked") and not (self.step_required and values.get("step") is None):
             return None
         self.query_one("#form-trace", OptionList).focus()
-        return 'pick a step (or "no step") first'
+        return "pick a step first" if self.step_required else 'pick a step (or "no step") first'
+
+
+class HintEditor(FormScreen):
+    """Add a hint: type one, or edit the one shown (prefilled); the driver audits it and
+    asks again at the next hint gate."""
+
+    def __init__(self, title: str, context: Text | None = None, *, prefill: str = "") -> None:
+        super().__init__(title, [("reason", "reason", "reason (journaled; optional)")], context=context,
+                         editor="hint", editor_text=prefill, validate=self._hint_given)
+
+    @staticmethod
+    def _hint_given(values: dict[str, Any]) -> str | None:
+        return None if str(values.get("editor") or "").strip() else "the hint is empty"
+
+
+class VerdictForm(FormScreen):
+    """Accept or reject an attempt: the checker values (unset = not judged) and a reason
+    (required to reject)."""
+
+    def __init__(self, title: str, context: Text | None = None, *, checker: tuple[str, ...], required: bool) -> None:
+        placeholder = "reason (journaled)" + ("; required" if required else "; optional")
+        super().__init__(title, [("reason", "reason", placeholder)], context=context, checker=checker,
+                         validate=ReasonPrompt._reason_given if required else None)

@@ -31,12 +31,13 @@ SCREEN_SECTIONS: dict[str, str] = {
     "TriageLabelScreen": "label",
     "ConfirmScreen": "confirm",
     "StreamScreen": "stream",
-    "SupervisedScreen": "supervised",
-    "FormScreen": "supervised.form",
+    "FormScreen": "dialog",
     "TokenScreen": "tokens",
     "GateScreen": "gate",
-    "ReasonPrompt": "gate.reason",
-    "StepPicker": "gate.steps",
+    "ReasonPrompt": "dialog",
+    "StepPicker": "dialog",
+    "HintEditor": "dialog",
+    "VerdictForm": "dialog",
 }
 
 

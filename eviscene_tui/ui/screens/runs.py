@@ -24,7 +24,7 @@ from eviscene_tui.state.runs import FILTERS, GROUPS, RunsStore
 from eviscene_tui.ui.screens.label import TriageLabelScreen, TriagePick
 from eviscene_tui.ui.widgets.runs_table import RunsTable
 from eviscene_tui.ui.widgets.key_footer import KeyFooter
-from eviscene_tui.gate.inproc import SESSION_FILE, sidecar_for
+from eviscene_tui.gate.protocol import SESSION_FILE, sidecar_for
 from eviscene_tui.state.gate import gate_marker
 from eviscene_tui.state.scan import build_row, extra_rows, outside
 from eviscene_tui.ui.messages import SummariesBatch, SupervisedChanged

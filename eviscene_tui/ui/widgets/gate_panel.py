@@ -1,12 +1,16 @@
-"""The operator gate of a driver search as a widget: the pending gate as a card,
-the round the driver is running (followed live from its files) and the history.
+"""The operator gate of a search as a widget: the pending gate as a card, the
+running continuation (live, from the gate's channel), the round the driver runs
+(followed from its files) and the history.
 
-Decision keys live only on the card (:class:`GateCard`) and only while it holds
-focus: ``a`` approve (round or hint), ``r`` relocalize (pick the step in the
-source trace), ``s`` stop, ``x`` reject the hint. :class:`GatePanel` is used by
-the gate screen and, compact, on the case screen of a gated search. Workers read
-the sidecar every half second (:class:`~eviscene_tui.state.gate.GateSession`)
-and take decisions; they post typed messages, and only the handlers touch widgets.
+The card renders the gate its driver DECLARED: the decisions the gate offers,
+whichever driver runs (the real EviScene driver under ``eviscene-tui gate``, the
+bundled driver of ``eviscene-tui repair``). Its keys name verbs (``a`` approve /
+accept, ``r`` relocalize, ``s`` stop, ``x`` reject, ``n`` add a hint, ``c`` cancel the
+stream); a key is live only when the pending gate offers a decision of that verb,
+and only while the card holds focus. :class:`GatePanel` is used by the gate screen
+and, compact, on the case screen of a gated search. Workers read the sidecar every
+half second, tail the live channel every few milliseconds and take decisions; they
+post typed messages, and only the handlers touch widgets.
 """
 
 from __future__ import annotations
@@ -22,15 +26,22 @@ from textual import on
 from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.widgets import Static
+from textual.worker import get_current_worker
 
-from eviscene_tui.safe_text import safe_text
+from eviscene_tui.gate import protocol as P
 from eviscene_tui.gate.sidecar import GateRequest
+from eviscene_tui.safe_text import safe_text
 from eviscene_tui.state.gate import GateSession, GateSnapshot, resume_refusal
-from eviscene_tui.ui.actions import bindings
-from eviscene_tui.ui.screens.dialogs import ReasonPrompt, StepPicker
-from eviscene_tui.ui.messages import GateDecisionDone, GateDecisionRequested, GateResumed, GateSnapshotLoaded
+from eviscene_tui.state.live import LiveCall, LiveCalls, LiveTail
+from eviscene_tui.state.stream_session import LiveFeed
+from eviscene_tui.ui.actions import BY_ID, bindings
+from eviscene_tui.ui.messages import GateDecisionDone, GateDecisionRequested, GateResumed, GateSnapshotLoaded, LiveRecords
+from eviscene_tui.ui.screens.dialogs import HintEditor, ReasonPrompt, StepPicker, VerdictForm
+from eviscene_tui.ui.widgets.stream_view import StreamView
 
 POLL_SECONDS = 0.5
+LIVE_POLL_SECONDS = 0.008  # the live channel is looked at this often (an fstat when nothing came)
+VERB_ACTION_IDS = {verb: f"gate.{verb}" for verb in P.VERBS}  # the card key of each verb (ui/actions.py)
 
 
 def _s(value: object, limit: int | None = 240) -> str:
@@ -40,6 +51,25 @@ def _s(value: object, limit: int | None = 240) -> str:
     return safe_text(value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str), single_line=True, limit=limit)
 
 
+def checker_line(checker: Any) -> str:
+    """Checker values in words (``anchor_matches false``), never a Python repr."""
+    if not isinstance(checker, dict) or not checker:
+        return "none"
+    return ", ".join(f"{_s(k, 40)} {'true' if v is True else 'false' if v is False else _s(v, 20)}" for k, v in checker.items())
+
+
+def offered_keys(card: GateRequest) -> str:
+    """The card's key line: each decision the gate offers, with its key."""
+    parts = []
+    for offer in card.offers:
+        spec = P.spec_of(offer["action"])
+        if spec is None:
+            continue
+        key = BY_ID[VERB_ACTION_IDS[spec.verb]].key
+        parts.append(f"{key} {offer['action']}")
+    return " · ".join(parts)
+
+
 # ---------------------------------------------------------------------- rendering (pure)
 def render_header(snap: GateSnapshot) -> Text:
     st = snap.status
@@ -47,6 +77,8 @@ def render_header(snap: GateSnapshot) -> Text:
     text = Text()
     text.append("Gated search ", style="bold")
     text.append(_s(str(st.root)))
+    if st.session.get("driver") == "bundled":
+        text.append("  (bundled driver: eviscene-tui repair)", style="dim")
     text.append("\n")
     if not d.present:
         text.append("driver: no heartbeat yet", style="italic")
@@ -58,13 +90,119 @@ def render_header(snap: GateSnapshot) -> Text:
         text.append(f"driver GONE: pid {d.pid} on {_s(d.host or '?')}, last seen {_s(d.last_seen or '?')}", style="bold red")
     if snap.search_status:
         text.append(f"   search: {snap.search_label}")
-    for problem in st.problems:
+    if snap.resume_note:
+        text.append("\n")
+        text.append(_s(snap.resume_note, None), style="bold yellow")
+    for problem in st.problems + snap.journal_problems:
         text.append("\nproblem: ", style="bold red")
         text.append(_s(problem))
     if snap.message:
         text.append("\n")
         text.append(_s(snap.message))
     return text
+
+
+def _round_card(snap: GateSnapshot, card: GateRequest, text: Text) -> None:
+    fb = card.feedback
+    text.append("What the round will get\n", style="bold")
+    text.append(f"  needs_relocalization: {_s(fb.get('needs_relocalization'))} · locked hint: {_s(fb.get('locked_hint') or None, 160)}"
+                f" · excluded hints: {len(fb.get('excluded_hints') or [])}\n")
+    anchor = fb.get("anchor_feedback") or {}
+    text.append(f"  anchor: selected step {_s(anchor.get('selected_source_step'))}, earliest error step "
+                f"{_s(anchor.get('earliest_error_step'))}, checker {checker_line(anchor.get('checker'))}\n")
+    text.append(f"  current site: step {_s(card.doc.get('current_site'))}\n")
+    reloc = card.offer_of(P.RELOCALIZE)
+    if reloc is not None:
+        preview = P.effective_feedback(fb, P.RELOCALIZE, None, card.doc.get("current_site") if type(card.doc.get("current_site")) is int else None)
+        text.append(f"  relocalized, it gets: needs_relocalization true, anchor step {_s(preview['anchor_feedback'].get('selected_source_step'))}"
+                    " (+ the step you pick)" + (f"; {_s(reloc.get('why'), 160)}" if reloc.get("why") else "") + "\n")
+    if snap.pinned is not None:
+        text.append(f"  {_s(snap.pinned, 300)}\n", style="bold yellow")
+    text.append("\nChanged since the last round\n", style="bold")
+    for change in snap.changes:
+        text.append(f"  • {change}\n")
+
+
+def _site_lines(site: Any, text: Text) -> None:
+    if not isinstance(site, dict):
+        return
+    text.append(f"  at step {_s(site.get('source_step_index'))} ({_s(site.get('stage'))}) the agent did: ", style="bold")
+    what = site.get("tool_name") or site.get("action_type")
+    text.append(f"{_s(what, 60)} {_s(site.get('tool_args'), 120) if site.get('tool_args') else ''}\n")
+    if site.get("thought"):
+        text.append(f"    thought: {_s(site.get('thought'), 300)}\n")
+    if site.get("output"):
+        text.append(f"    output: {_s(site.get('output'), 300)}\n")
+
+
+def _trace_site_line(snap: GateSnapshot, card: GateRequest, text: Text) -> None:
+    """A driver that does not say where its hint applies (the real driver): the round's
+    localized step, read from its files, and what the agent did there, from the trace."""
+    p = snap.progress
+    step = p.localization_step if p is not None and p.round == card.round else None
+    brief = next((s for s in snap.steps if s.index == step), None)
+    if brief is not None:
+        text.append(f"  at step {step} ({_s(brief.stage, 40)}) the agent did: ", style="bold")
+        text.append(f"{_s(brief.label, 200)}\n")
+
+
+def _hint_card(snap: GateSnapshot, card: GateRequest, text: Text) -> None:
+    hint = card.hint
+    if isinstance(card.doc.get("site"), dict):
+        _site_lines(card.doc.get("site"), text)
+    else:
+        _trace_site_line(snap, card, text)
+    if hint is None:
+        text.append("\nNo hint to decide yet", style="bold")
+        who = card.doc.get("hint_constructor")
+        text.append(" (no hint constructor: add one)" if not who else " (the hint constructor proposed none left)")
+        text.append("\n")
+    else:
+        text.append("\n" + _s(hint.get("text") or "", None) + "\n\n")
+        if hint.get("note"):
+            text.append(f"  {_s(hint.get('note'), 200)}\n", style="italic")
+        text.append(f"  level {_s(hint.get('level'))} · by {_s(hint.get('provider'), 40)} {_s(hint.get('model'), 40)}"
+                    f" · proposal {_s(hint.get('proposal_id'), 60)}\n")
+        raw_audit = hint.get("audit")
+        audit: dict[str, Any] = raw_audit if isinstance(raw_audit, dict) else {}
+        passed = audit.get("passed")
+        text.append("  audit: ")
+        text.append("passed" if passed is True else f"FAILED {', '.join(_s(e, 40) for e in audit.get('errors') or [])}",
+                    style="green" if passed is True else "red")
+        rule = hint.get("revision_rejection")
+        text.append("  · driver rule (revision_rejection): ")
+        if rule is None:
+            text.append("unavailable", style="italic")
+        elif rule:
+            text.append(f"rejects it: {_s(rule)}", style="red")
+        else:
+            text.append("admits it", style="green")
+        text.append("\n")
+    rejected = card.doc.get("rejected_before")
+    if isinstance(rejected, list) and rejected:
+        text.append(f"  rejected before this gate: {', '.join(_s(r, 40) for r in rejected)}\n")
+    if card.doc.get("notice"):
+        text.append(f"  {_s(card.doc.get('notice'), 300)}\n", style="yellow")
+    if snap.progress is not None and snap.progress.round == card.round and snap.progress.audits:
+        text.append(f"  audit rows so far: {', '.join(snap.progress.audits)}\n")
+
+
+def _attempt_card(card: GateRequest, text: Text) -> None:
+    hint = card.hint or {}
+    text.append(f"hint: {_s(hint.get('text') or '', 300)}\n")
+    if card.streaming:
+        text.append("the continuation is streaming (below); c cancels it\n", style="italic")
+        return
+    attempt = card.attempt or {}
+    text.append(f"  teacher: {_s(attempt.get('tool_name') or attempt.get('action_type'), 60)} {_s(attempt.get('tool_args'), 160)}\n")
+    if attempt.get("thought"):
+        text.append(f"  thought: {_s(attempt.get('thought'), 400)}\n")
+    if attempt.get("output"):
+        text.append(f"  output: {_s(attempt.get('output'), 400)}\n")
+    raw_timings = attempt.get("timings")
+    timings: dict[str, Any] = raw_timings if isinstance(raw_timings, dict) else {}
+    text.append(f"  {_s(attempt.get('completion_tokens'))} completion tokens · finish {_s(attempt.get('finish_reason'))}"
+                f" · stop {_s(attempt.get('stop_reason'))} · ttft {_s(timings.get('ttft_s'))} s · {_s(timings.get('tokens_per_s'))} tok/s\n")
 
 
 def render_card(snap: GateSnapshot) -> Text:
@@ -76,58 +214,31 @@ def render_card(snap: GateSnapshot) -> Text:
             why = "The search is paused" if snap.search_status.startswith("paused_") else "The driver is gone"
             text.append(f"  {why}; R resumes the search under the gate.")
         return text
+    what = f"round {card.round}" + (f" · {card.kind} {card.hint_index}" if card.kind != "round" else "")
+    text.append(f"{card.kind.upper()} GATE · {what}", style="bold reverse")
+    text.append(f"   {offered_keys(card)}\n\n")
     if card.kind == "round":
-        fb = card.feedback
-        text.append(f"ROUND GATE · round {card.round}", style="bold reverse")
-        text.append("   a approve · r relocalize · s stop\n\n")
-        text.append("Feedback the round will get\n", style="bold")
-        text.append(f"  needs_relocalization: {fb.get('needs_relocalization')}\n")
-        text.append(f"  locked_hint: {_s(fb.get('locked_hint') or '—')}\n")
-        text.append(f"  excluded_hints: {len(fb.get('excluded_hints') or [])}\n")
-        anchor = fb.get("anchor_feedback") or {}
-        text.append(f"  anchor: selected step {_s(anchor.get('selected_source_step'))}, earliest error step {_s(anchor.get('earliest_error_step'))}\n")
-        site = card.doc.get("current_site")
-        text.append(f"  current site: step {_s(site)}\n")
-        text.append("\nChanged since the last round\n", style="bold")
-        for change in snap.changes:
-            text.append(f"  • {change}\n")
+        _round_card(snap, card, text)
+    elif card.kind == "hint":
+        _hint_card(snap, card, text)
     else:
-        hint: dict[str, Any] = card.hint if isinstance(card.hint, dict) else {}
-        text.append(f"HINT GATE · round {card.round} · hint {card.hint_index}", style="bold reverse")
-        text.append("   a approve · x reject\n\n")
-        text.append(_s(hint.get("text") or "", None) + "\n\n")
-        text.append(f"  level {_s(hint.get('level'))} · proposal {_s(hint.get('proposal_id'), 60)}\n")
-        raw_audit = hint.get("audit")
-        audit: dict[str, Any] = raw_audit if isinstance(raw_audit, dict) else {}
-        passed = audit.get("passed")
-        text.append("  proposer audit: ")
-        text.append("passed" if passed is True else f"FAILED {_s(audit.get('errors'))}", style="green" if passed is True else "red")
-        text.append("\n  driver rule (revision_rejection): ")
-        rule = hint.get("revision_rejection")
-        if rule is None:
-            text.append("unavailable", style="italic")
-        elif rule:
-            text.append(f"rejects it: {_s(rule)}", style="red")
-        else:
-            text.append("admits it", style="green")
-        text.append("\n")
-        if snap.progress is not None and snap.progress.round == card.round and snap.progress.audits:
-            text.append(f"  audit rows so far: {', '.join(snap.progress.audits)}\n")
+        _attempt_card(card, text)
     return text
 
 
 def dialog_context(card: GateRequest) -> Text:
-    """What a decision dialog acts on: the hint (text, level, proposal, audit) of a hint
-    gate, or the feedback round N will get (site, lock, exclusions, the last round)."""
+    """What a decision dialog acts on: the hint of a hint or attempt gate, or the feedback
+    round N will get (site, lock, exclusions, the last round)."""
     text = Text()
-    if card.kind == "hint":
-        hint: dict[str, Any] = card.hint if isinstance(card.hint, dict) else {}
-        text.append(f"hint {card.hint_index} of round {card.round}: ", style="bold")
-        text.append(_s(hint.get("text") or "", 600) + "\n")
+    if card.kind != "round":
+        hint: dict[str, Any] = card.hint or {}
+        text.append(f"{card.kind} {card.hint_index} of round {card.round}: ", style="bold")
+        text.append(_s(hint.get("text") or "(no hint yet)", 600) + "\n")
         raw_audit = hint.get("audit")
         audit: dict[str, Any] = raw_audit if isinstance(raw_audit, dict) else {}
-        text.append(f"level {_s(hint.get('level'))} · proposal {_s(hint.get('proposal_id'), 60)} · proposer audit "
-                    + ("passed" if audit.get("passed") is True else "FAILED"))
+        if hint:
+            text.append(f"level {_s(hint.get('level'))} · proposal {_s(hint.get('proposal_id'), 60)} · audit "
+                        + ("passed" if audit.get("passed") is True else "FAILED"))
         return text
     fb = card.feedback
     text.append(f"round {card.round} will get: ", style="bold")
@@ -144,24 +255,27 @@ def dialog_context(card: GateRequest) -> Text:
 
 def render_history(snap: GateSnapshot) -> Text:
     text = Text()
-    history = snap.history
     text.append("History\n", style="bold")
-    if not history:
+    if not snap.history:
         text.append("  (no earlier round)\n")
-    for row in history:
-        if not isinstance(row, dict):
-            continue
+    for row in snap.history:
         reasons = row.get("rejected_proposal_reasons") or []
         text.append(f"  round {row.get('round')}: {_s(row.get('status') or '?')}" + (f", rejected: {', '.join(_s(r) for r in reasons)}" if reasons else "") + "\n")
         for attempt in row.get("attempts") or []:
             checker = attempt.get("checker") or {}
             failed = [k for k, v in checker.items() if v is False]
             text.append(f"    step {_s(attempt.get('selected_source_step'))} · {_s(attempt.get('verdict'))}")
-            text.append(" · checks failed: " + (", ".join(failed) if failed else "none"))
+            text.append(" · checks failed: " + (", ".join(_s(f, 40) for f in failed) if failed else "none"))
             text.append("\n      hint: " + _s(attempt.get("hint") or "", 160) + "\n")
     text.append("\nDecisions\n", style="bold")
     for decision in snap.status.decisions[-8:]:
-        text.append("  " + _s(decision.describe()) + (f" — {_s(decision.reason)}" if decision.reason else "") + "\n")
+        mark = snap.step_notes.get(decision.decision_id, "")
+        broken = decision.decision_id in snap.untrusted
+        text.append("  " + ("! " if broken else "") + _s(decision.describe()) + (f" — {_s(decision.reason)}" if decision.reason else ""),
+                    style="bold red" if broken else "")
+        if mark:
+            text.append(f"  [{_s(mark)}]", style="bold yellow")
+        text.append("\n")
     return text
 
 
@@ -194,9 +308,24 @@ def render_progress(snap: GateSnapshot) -> Text:
     return text
 
 
+def render_live_title(call: LiveCall | None) -> Text:
+    text = Text()
+    if call is None:
+        text.append("Live continuation: none yet", style="dim")
+        return text
+    where = f"round {call.round}" + (f" · hint {call.hint}" if call.hint is not None else "")
+    text.append(f"Live continuation · {where} · {_s(call.stage, 40)} · {call.status}", style="bold")
+    if call.hint_where:
+        text.append(f"\n  hint span: {_s(call.hint_where, 120)}")
+    if call.hint_text:
+        text.append(f"\n  hint: {_s(call.hint_text, 200)}")
+    return text
+
+
 # ---------------------------------------------------------------------- the card
 class GateCard(Static, can_focus=True):
-    """The pending gate; its decision keys are live only while it has focus."""
+    """The pending gate; its decision keys are live only while it has focus, and only
+    for the decisions it offers."""
 
     DEFAULT_CSS = """
     GateCard { border: round $primary; padding: 0 1; height: auto; }
@@ -204,37 +333,37 @@ class GateCard(Static, can_focus=True):
     """
     BINDINGS = bindings("gate.card")
 
-    kind: str | None = None
+    request: GateRequest | None = None
+
+    def action_for(self, verb: str) -> str | None:
+        """The decision of ``verb`` the pending gate offers (None: the key does nothing here)."""
+        for offer in self.request.offers if self.request is not None else []:
+            spec = P.spec_of(offer["action"])
+            if spec is not None and spec.verb == verb:
+                return spec.action
+        return None
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        """Only the keys of the pending gate's kind are shown and run; with no gate
-        pending every decision key is hidden (nothing to decide)."""
+        """Only the keys of the decisions the pending gate offers are shown and run."""
         if action != "decide":
             return True
-        wanted = parameters[0] if parameters else None
-        if self.kind == "round":
-            return wanted in ("approve", "relocalize", "stop")
-        if self.kind == "hint":
-            return wanted in ("approve", "reject-hint")
-        return False
+        return self.action_for(str(parameters[0]) if parameters else "") is not None
 
-    def action_decide(self, action: str) -> None:
-        if self.kind == "round" and action == "approve":
-            action = "approve-round"
-        elif self.kind == "hint" and action == "approve":
-            action = "approve-hint"
-        self.post_message(GateDecisionRequested(action))
+    def action_decide(self, verb: str) -> None:
+        action = self.action_for(verb)
+        if action is not None:
+            self.post_message(GateDecisionRequested(action))
 
 
 class GatePanel(Vertical):
-    """The gate of one search: header, card, the running round and (unless
-    ``compact``) the history. Its workers read the sidecar every half second and
-    take decisions; the handlers here update the widgets."""
+    """The gate of one search: header, card, the live continuation and (unless
+    ``compact``) the running round and the history."""
 
     DEFAULT_CSS = """
     GatePanel { height: auto; }
     GatePanel .gate-text { padding: 0 1; height: auto; }
     GatePanel.-compact { max-height: 50%; }
+    GatePanel #gate-stream { height: 16; }
     """
 
     def __init__(self, session: GateSession, *, compact: bool = False, id: str | None = None) -> None:
@@ -242,18 +371,26 @@ class GatePanel(Vertical):
         self.session = session
         self.compact = compact
         self._unsubscribe = session.subscribe(self._render_snapshot)
-        self._resumed: list[subprocess.Popen] = []  # drivers started with R: reaped when they exit
+        self._resumed: list[subprocess.Popen[bytes]] = []  # drivers started with R: reaped when they exit
+        self.live = LiveCalls()
+        self._feed: LiveFeed | None = None
+        self._feed_call: str | None = None
+        self._live_title: tuple[str, str] | None = None
 
     def compose(self) -> ComposeResult:
         yield Static(Text("reading the gate…"), id="gate-header", classes="gate-text")
         yield GateCard(Text(""), id="gate-card")
-        yield Static(Text(""), id="gate-progress", classes="gate-text")
         if not self.compact:
+            yield Static(render_live_title(None), id="gate-live-title", classes="gate-text")
+            yield StreamView(id="gate-stream")
+            yield Static(Text(""), id="gate-progress", classes="gate-text")
             yield Static(Text(""), id="gate-history", classes="gate-text")
 
     def on_mount(self) -> None:
         self._poll()
         self.set_interval(POLL_SECONDS, self._poll)
+        if not self.compact:
+            self.run_worker(self._tail, thread=True, exclusive=True, group="gate-live", exit_on_error=False)
 
     def on_unmount(self) -> None:
         self._unsubscribe()
@@ -266,59 +403,113 @@ class GatePanel(Vertical):
     def _load(self) -> None:
         self.post_message(GateSnapshotLoaded(self.session.load()))
 
+    def _tail(self) -> None:
+        """The live channel, read as it grows (a worker thread; records posted in batches)."""
+        worker = get_current_worker()
+        tail = LiveTail(self.session.gate_dir_path / P.LIVE_FILE)
+        while not worker.is_cancelled:
+            records, reset = tail.read()
+            if records or reset:
+                self.post_message(LiveRecords(records, reset))
+            time.sleep(LIVE_POLL_SECONDS)  # a batch per tick: a fast stream is a few hundred messages a second, not thousands
+
     @on(GateSnapshotLoaded)
     def _loaded(self, message: GateSnapshotLoaded) -> None:
         self.session.apply(message.snapshot)
 
     def _render_snapshot(self, snap: GateSnapshot) -> None:
         card = self.query_one(GateCard)
-        card.kind = snap.card.kind if snap.card is not None else None
+        card.request = snap.card
         with self.app.batch_update():
             self.query_one("#gate-header", Static).update(render_header(snap))
             card.update(render_card(snap))
-            self.query_one("#gate-progress", Static).update(render_progress(snap))
             if not self.compact:
+                self.query_one("#gate-progress", Static).update(render_progress(snap))
                 self.query_one("#gate-history", Static).update(render_history(snap))
         self.screen.refresh_bindings()
+
+    @on(LiveRecords)
+    def _live_records(self, message: LiveRecords) -> None:
+        message.stop()
+        if message.reset:
+            self.live = LiveCalls()
+        view = self.query_one("#gate-stream", StreamView)
+        for call, events, fresh in self.live.add(message.records):
+            if fresh or self._feed is None or self._feed_call != call.call:
+                self._feed = view.attach(LiveFeed(accumulate=True))
+                self._feed_call = call.call
+            for ev in events:
+                self._feed.push(ev)
+            if call.status != "running":
+                timings = call.end.get("timings") if isinstance(call.end.get("timings"), dict) else None
+                view.finish("complete" if call.status == "complete" else "cancelled" if call.end.get("status") == "cancelled" else "failed",
+                            timings=timings)
+        latest = self.live.latest
+        title = (latest.call, latest.status) if latest is not None else None
+        if title != self._live_title:  # the title changes with the call, not with each batch of tokens
+            self._live_title = title
+            self.query_one("#gate-live-title", Static).update(render_live_title(latest))
+        if message.records:
+            view.flush_soon()
 
     # ------------------------------------------------------------ deciding
     @on(GateDecisionRequested)
     def _requested(self, message: GateDecisionRequested) -> None:
         message.stop()
         snap = self.session.snapshot()
-        if snap is None or snap.card is None:
-            self.notify("no gate pending", markup=False)
+        if snap is None or snap.card is None or snap.card.offer_of(message.action) is None:
+            self.notify("the pending gate does not offer that decision", markup=False)
             return
-        action = message.action
         card = snap.card  # the decision is for the card shown now, even if the gate moves on meanwhile
-        if action == "relocalize":
+        dialog = self._dialog(snap, card, message.action)
+        if dialog is None:
+            self._take(card, message.action, {})
+            return
+
+        def given(values: dict[str, Any] | None) -> None:
+            if values is not None:
+                self._take(card, message.action, values)
+
+        self.app.push_screen(dialog, callback=given)
+
+    def _dialog(self, snap: GateSnapshot, card: GateRequest, action: str) -> Any:
+        """The dialog a decision needs, from what its kind takes (protocol ``ActionSpec``):
+        a step -> the step picker, a text -> the hint editor, checker values -> the verdict
+        form, a reason -> the reason prompt; nothing to ask -> None (taken at once)."""
+        spec = P.spec_of(action)
+        if spec is None:
+            return None
+        context = dialog_context(card)
+        where = f"round {card.round}" + (f", {card.kind} {card.hint_index}" if card.kind != "round" else "")
+        title = f"{spec.label[0].upper()}{spec.label[1:]} ({where})"
+        if spec.step:
+            offer = card.offer_of(action) or {}
             current = card.doc.get("current_site")
+            steps = offer.get("steps")
+            allowed = tuple(s for s in steps if type(s) is int) if isinstance(steps, list) else None
+            if snap.pinned is not None:
+                context.append("\n" + _s(snap.pinned, 300), style="bold yellow")
+            return StepPicker(snap.steps, current if isinstance(current, int) else None, context, allowed=allowed,
+                              step_required=bool(offer.get("step_required")))
+        if spec.text != "no":
+            hint = card.hint or {}
+            prefill = str(hint.get("text") or card.feedback.get("locked_hint") or "")
+            return HintEditor(f"{title}: type one, or edit the one shown", context, prefill=prefill)
+        if spec.checker:
+            return VerdictForm(title, context, checker=P.CHECK_NAMES, required=spec.reason == "required")
+        if spec.reason != "no":
+            return ReasonPrompt(title, context, required=spec.reason == "required")
+        return None
 
-            def picked_step(picked: dict[str, Any] | None) -> None:
-                if picked is not None:
-                    self._take(card, action, picked["step"], str(picked.get("note") or "").strip())
+    def _take(self, card: GateRequest, action: str, values: dict[str, Any]) -> None:
+        self.run_worker(partial(self._decide_worker, card, action, values), thread=True, group="gate-decide", exit_on_error=False)
 
-            self.app.push_screen(StepPicker(snap.steps, current if isinstance(current, int) else None, dialog_context(card)),
-                                 callback=picked_step)
-        elif action in ("stop", "reject-hint"):
-            if action == "stop":
-                title = "Stop the search before round %d" % card.round
-            else:
-                title = "Reject hint %s of round %d" % ("?" if card.hint_index is None else card.hint_index, card.round)
-
-            def given_reason(values: dict[str, Any] | None) -> None:
-                if values is not None:
-                    self._take(card, action, None, str(values.get("reason") or "").strip())
-
-            self.app.push_screen(ReasonPrompt(title, dialog_context(card), required=action == "reject-hint"), callback=given_reason)
-        else:
-            self._take(card, action, None, "")
-
-    def _take(self, card: GateRequest, action: str, step: int | None, reason: str) -> None:
-        self.run_worker(partial(self._decide_worker, card, action, step, reason), thread=True, group="gate-decide", exit_on_error=False)
-
-    def _decide_worker(self, card: GateRequest, action: str, step: int | None, reason: str) -> None:
-        self.post_message(GateDecisionDone(self.session.decide(action, step=step, reason=reason, card=card)))
+    def _decide_worker(self, card: GateRequest, action: str, values: dict[str, Any]) -> None:
+        reason = str(values.get("reason") or values.get("note") or "").strip()
+        step = values.get("step") if type(values.get("step")) is int else None
+        checker = values.get("checker") if isinstance(values.get("checker"), dict) else None
+        result = self.session.decide(action, step=step, reason=reason, text=str(values.get("editor") or ""), checker=checker, card=card)
+        self.post_message(GateDecisionDone(result))
 
     @on(GateDecisionDone)
     def _decided(self, message: GateDecisionDone) -> None:
@@ -337,7 +528,7 @@ class GatePanel(Vertical):
         self.run_worker(partial(self._resume_worker, argv), thread=True, group="gate-resume", exit_on_error=False)
 
     def _resume_worker(self, argv: list[str]) -> None:
-        gate_dir = self.session.snapshot().status.gate_dir  # type: ignore[union-attr]  # resume is offered only with a known status
+        gate_dir = self.session.gate_dir_path
         log = gate_dir / f"driver-resume-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}.log"
         try:
             with open(log, "ab") as out:

@@ -34,6 +34,7 @@ from eviscene_tui.state.stream_session import LiveFeed
 
 FLUSH_HZ = 24  # <= 30 Hz; the compositor repaint per flush is the dominant UI cost at 5k+ tok/s
 HEAVY_FLUSH_HZ = 8  # flush rate while more than HEAVY_CHARS arrive per flush
+LIVE_FLUSH_HZ = 50  # at most this often when a tailed channel hands events over (flush_soon)
 HEAVY_CHARS = 1500
 BADGE_STYLES = {"attested": "$success", "unattested": "$warning", "refused": "$error", "no policy": "$error"}
 # one markup template per badge colour; run-derived values only ever enter as $variables
@@ -226,6 +227,7 @@ class StreamView(Vertical):
         self._idle = True
         self._timings: dict[str, Any] | None = None  # measured timings of a replayed feed (see finish)
         self.flushes = 0
+        self.flushed: tuple[int, float] = (0, 0.0)
         self._started_at: float | None = None
         self._last_flush = 0.0
         self._min_gap = 0.0  # grows to 1/HEAVY_FLUSH_HZ while a very fast stream floods the panes
@@ -304,6 +306,12 @@ class StreamView(Vertical):
         self.flush(force=True)
 
     # ------------------------------------------------------------------ consumer side (timer)
+    def flush_soon(self) -> None:
+        """New events came from a producer that batches them itself (a tailed channel): paint
+        them now unless the timer painted less than a tick ago (it paints the rest then)."""
+        if time.monotonic() - self._last_flush >= max(1 / LIVE_FLUSH_HZ, self._min_gap):
+            self.flush(force=True)
+
     def flush(self, force: bool = False) -> None:
         feed = self._feed
         if not feed.dirty:
@@ -313,6 +321,7 @@ class StreamView(Vertical):
             return  # keep buffering: the next tick flushes
         self._last_flush = now
         self.flushes += 1
+        self.flushed = (feed.events, time.perf_counter())  # how many events were painted, and when (benchmarks)
         appended = 0
         texts, tools = feed.take()
         with self.app.batch_update():

@@ -1,12 +1,13 @@
+"""The feedback and revision rules of a feedback search (psd-run-format §4), as the gate
+protocol spells them once: the bundled driver, the card's preview and the stand-in apply them."""
+
 import pytest
 
 from eviscene_tui.artifacts.jsonio import hint_sha256
-from eviscene_tui.supervised.audit import audit_hint, verdict_words
-from eviscene_tui.supervised.feedback import (
-    BudgetError,
-    Budgets,
+from eviscene_tui.gate.bundled.audit import audit_hint, verdict_words
+from eviscene_tui.gate.bundled.stages import Budgets
+from eviscene_tui.gate.protocol import (
     checker_values,
-    next_feedback,
     next_stop,
     public_attempt_feedback,
     revision_context,
@@ -14,6 +15,9 @@ from eviscene_tui.supervised.feedback import (
     round_feedback,
     trace_steps,
 )
+
+BudgetError = ValueError
+
 
 ALL_TRUE = {
     "source_error_confirmed": True,
@@ -94,24 +98,6 @@ def test_needs_relocalization_requires_a_real_false():
     assert fb["anchor_feedback"]["checker"] == {"source_error_confirmed": True}
 
 
-def test_round_without_attempts_and_operator_relocalization():
-    h = [row(att("x", dict(ALL_TRUE, repaired_at_selected_step=False)))]
-    h.append(
-        row(
-            reasons=["operator_relocalization"],
-            status="no_admissible_hints",
-            operator_relocalization={"from_source_step": 7, "to_source_step": 3, "note": "n", "event_id": "e"},
-        )
-    )
-    plain = revision_context(h)
-    assert plain["needs_relocalization"] is False
-    assert plain["anchor_feedback"]["selected_source_step"] == 7
-    fb = next_feedback(h)
-    assert fb["needs_relocalization"] is True
-    assert fb["anchor_feedback"] == {"selected_source_step": 7, "earliest_error_step": 3, "checker": {"anchor_matches": False}}
-    assert fb["previous_rounds"][1]["rejected_proposal_reasons"] == ["operator_relocalization"]
-
-
 def test_checker_keeps_only_real_booleans():
     lv = {
         "checks": [
@@ -178,7 +164,7 @@ def test_public_attempt_feedback_and_trace_steps():
         "repaired_steps": steps,
     }
     pending = dict(record, local_verification={}, accepted=False)
-    fb = round_feedback([pending], [{"passed": True, "audit": {}}, {"passed": False, "reason": "hint_too_long"}, {"passed": False}], "generated")
+    fb = round_feedback([pending], [{"passed": True, "audit": {}}, {"passed": False, "reason": "hint_too_long"}, {"passed": False}], "generated", [])
     assert fb["rejected_proposal_reasons"] == ["hint_too_long", "hint_audit_failed"]
     assert fb["attempts"][0]["earliest_error_step"] == -1 and fb["attempts"][0]["checker"] == {}
 
@@ -231,35 +217,21 @@ def test_budgets_validation_and_stop_order():
         return {"rounds": rows, "elapsed_seconds": elapsed}
 
     rec = {"accepted": False}
-    assert next_stop(st([]), b) is None
-    assert next_stop(st([{"records": [rec]}]), b) is None
-    assert next_stop(st([{"records": [rec]}, {"records": [{"accepted": True}]}]), b) == "converged"
-    assert next_stop(st([{"records": [rec]}, {"records": [rec]}]), b) == "attempt_budget_exhausted"
-    assert next_stop(st([{"records": []}, {"records": []}, {"records": [rec]}]), b) == "proposal_budget_exhausted"
-    assert next_stop(st([{"records": [rec]}], elapsed=10), b) == "time_budget_exhausted"
-    assert next_stop(st([{"records": [], "no_further_hint": True}]), b) == "no_further_grounded_hint"
+    assert next_stop(st([]), b.max_attempts, b.max_proposals, b.max_seconds) is None
+    assert next_stop(st([{"records": [rec]}]), b.max_attempts, b.max_proposals, b.max_seconds) is None
+    assert next_stop(st([{"records": [rec]}, {"records": [{"accepted": True}]}]), b.max_attempts, b.max_proposals, b.max_seconds) == "converged"
+    assert next_stop(st([{"records": [rec]}, {"records": [rec]}]), b.max_attempts, b.max_proposals, b.max_seconds) == "attempt_budget_exhausted"
+    assert next_stop(st([{"records": []}, {"records": []}, {"records": [rec]}]), b.max_attempts, b.max_proposals, b.max_seconds) == "proposal_budget_exhausted"
+    assert next_stop(st([{"records": [rec]}], elapsed=10), b.max_attempts, b.max_proposals, b.max_seconds) == "time_budget_exhausted"
+    assert next_stop(st([{"records": [], "no_further_hint": True}]), b.max_attempts, b.max_proposals, b.max_seconds) == "no_further_grounded_hint"
     # order: converged wins over every budget
-    assert next_stop(st([{"records": [{"accepted": True}]}, {"records": [rec]}, {"records": []}], elapsed=99), b) == "converged"
+    assert next_stop(st([{"records": [{"accepted": True}]}, {"records": [rec]}, {"records": []}], elapsed=99), b.max_attempts, b.max_proposals, b.max_seconds) == "converged"
     # attempts before proposals before time
-    assert next_stop(st([{"records": [rec, rec]}, {}, {}], elapsed=99), b) == "attempt_budget_exhausted"
-    assert next_stop(st([{}, {}, {}], elapsed=99), b) == "proposal_budget_exhausted"
-    assert next_stop(st([{"no_further_hint": True}], elapsed=99), b) == "time_budget_exhausted"
+    assert next_stop(st([{"records": [rec, rec]}, {}, {}], elapsed=99), b.max_attempts, b.max_proposals, b.max_seconds) == "attempt_budget_exhausted"
+    assert next_stop(st([{}, {}, {}], elapsed=99), b.max_attempts, b.max_proposals, b.max_seconds) == "proposal_budget_exhausted"
+    assert next_stop(st([{"no_further_hint": True}], elapsed=99), b.max_attempts, b.max_proposals, b.max_seconds) == "time_budget_exhausted"
 
 
-def test_storage_budget(tmp_path):
-    (tmp_path / "f").write_bytes(b"x" * 100)
-    assert next_stop({"rounds": []}, Budgets(), root=tmp_path, storage_limit=100) == "paused_storage_budget"
-    assert next_stop({"rounds": []}, Budgets(), root=tmp_path, storage_limit=101) is None
-
-
-def test_budgets_from_config(tmp_path):
-    from eviscene_tui.settings import load_settings
-    from eviscene_tui.supervised.feedback import budgets_from_settings
-
-    assert budgets_from_settings(load_settings().supervised) == Budgets()
-    cfg = tmp_path / "c.toml"
-    cfg.write_text("[supervised]\nmax_attempts = 2\nmax_proposals = 4\nmax_seconds = 60\n")
-    assert budgets_from_settings(load_settings(cfg).supervised) == Budgets(max_attempts=2, max_proposals=4, max_seconds=60)
-    cfg.write_text("[supervised]\nmax_attempts = 40\n")
-    bad = load_settings(cfg)
-    assert budgets_from_settings(bad.supervised) == Budgets() and "max_attempts" in bad.problems[0]
+def test_storage_budget():
+    assert next_stop({"rounds": []}, 6, 12, 1800, 2 << 30) == "paused_storage_budget"
+    assert next_stop({"rounds": []}, 6, 12, 1800, (2 << 30) - 1) is None

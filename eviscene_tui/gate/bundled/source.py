@@ -1,8 +1,8 @@
-"""What a supervised search starts from, read (never written) from the case.
+"""What the bundled driver starts from, read (never written) from the case.
 
 :func:`inputs_from_case` takes a ``CaseBundle`` (a driver search root
 or run); :func:`inputs_from_files` takes a source trace + candidate file (and
-optional public / private context files). Either gives :class:`SupervisedInputs`:
+optional public / private context files). Either gives :class:`CaseInputs`:
 the raw trace, its file sha, the candidate seed, contexts, and the initial
 failure site (the driver's current site; an explicit ``source_step_index`` wins).
 """
@@ -16,20 +16,20 @@ from typing import Any
 
 from eviscene_tui.artifacts.case import CaseBundle
 from eviscene_tui.artifacts.jsonio import read_json, read_jsonl, sha256_file
-from eviscene_tui.supervised.records import site_from_candidate, site_from_trace, trace_steps_of
+from eviscene_tui.gate.bundled.records import site_from_candidate, site_from_trace, trace_steps_of
 
 
 class InputError(ValueError):
-    """The case cannot start a supervised search (message says why)."""
+    """The case cannot start a repair search (message says why)."""
 
 
 @dataclass
-class SupervisedInputs:
+class CaseInputs:
     label: str  # case path relative to the opened root (journal target.case)
     trace: dict[str, Any]
     trace_path: Path
     trace_sha256: str
-    site: dict[str, Any]
+    site: dict[str, Any] | None  # None: the case has no failure site; the operator names one at round 0
     candidate: dict[str, Any] | None = None
     candidate_binding: dict[str, Any] | None = None  # {path, sha256}
     public_context: Any = None
@@ -63,7 +63,8 @@ def load_trace(path: Path) -> dict[str, Any]:
     return _load_trace(path)
 
 
-def _initial_site(trace: dict[str, Any], candidate: dict[str, Any] | None, attempt_site: dict[str, Any] | None, step: int | None) -> dict[str, Any]:
+def _initial_site(trace: dict[str, Any], candidate: dict[str, Any] | None, attempt_site: dict[str, Any] | None,
+                  step: int | None) -> dict[str, Any] | None:
     if step is not None:
         try:
             return site_from_trace(trace, step, localization_kind="operator", localization_verifier="operator")
@@ -75,13 +76,10 @@ def _initial_site(trace: dict[str, Any], candidate: dict[str, Any] | None, attem
         site = site_from_candidate(candidate, trace)
         if site is not None:
             return site
-    raise InputError(
-        "the case has no failure site the policy acted at (no candidate repair_site and no attempt); "
-        "pick a step to start from"
-    )
+    return None  # no candidate repair_site and no attempt: round 0 asks the operator for a step
 
 
-def inputs_from_case(case: CaseBundle, *, label: str | None = None, source_step_index: int | None = None) -> SupervisedInputs:
+def inputs_from_case(case: CaseBundle, *, label: str | None = None, source_step_index: int | None = None) -> CaseInputs:
     """From a ``CaseBundle``: the trace, the latest round's candidate and attempt site, contexts."""
     root = Path(case.root)
     trace_path = case.source_trace_path
@@ -132,7 +130,7 @@ def inputs_from_case(case: CaseBundle, *, label: str | None = None, source_step_
     except Exception:  # noqa: BLE001 - bindings are best effort
         pass
     site = _initial_site(trace, candidate, attempt_site, source_step_index)
-    return SupervisedInputs(
+    return CaseInputs(
         label=label or root.name,
         trace=trace,
         trace_path=Path(trace_path).resolve(),
@@ -159,7 +157,7 @@ def inputs_from_files(
     label: str | None = None,
     source_step_index: int | None = None,
     case: CaseBundle | None = None,
-) -> SupervisedInputs:
+) -> CaseInputs:
     """From a source trace + candidate file (a JSON object, or a JSONL whose last row is used)."""
     trace_path = Path(trace)
     raw = _load_trace(trace_path)
@@ -178,7 +176,7 @@ def inputs_from_files(
     pub = read_json(public_context)[0] if public_context else {}
     priv = read_json(private_context)[0] if private_context else None
     site = _initial_site(raw, cand, None, source_step_index)
-    return SupervisedInputs(
+    return CaseInputs(
         label=label or trace_path.stem,
         trace=raw,
         trace_path=trace_path.resolve(),

@@ -1,4 +1,4 @@
-"""The writer of a supervised search root, in the driver's layout, inside the app's work directory.
+"""The writer of the bundled driver's search root, in the driver's layout, inside the app's work directory.
 
 Every write goes through the :class:`~eviscene_tui.storage.WorkDir`, which refuses
 paths inside the driver's root:
@@ -26,16 +26,16 @@ from typing import Any
 from eviscene_tui.artifacts.jsonio import canonical_jsonl_bytes, encode_bound, pretty_json_bytes, sha256_file
 from eviscene_tui.storage import WorkDir
 from eviscene_tui.gate.sidecar import pid_alive
-from eviscene_tui.supervised import records as R
-from eviscene_tui.supervised import stages as S
-from eviscene_tui.supervised.feedback import Budgets
+from eviscene_tui.gate.bundled import records as R
+from eviscene_tui.gate.bundled import stages as S
+from eviscene_tui.gate.bundled.stages import Budgets
 
 # ``storage`` names its temporary files ``.<name>.<pid>.<8 hex>.tmp``.
 _TMP_NAME = re.compile(r"^\..+\.(\d+)\.[0-9a-f]{8}\.tmp$")
 
 
 class LayoutWriter:
-    """Paths and atomic writes of one supervised root (``root`` lies in ``work``)."""
+    """Paths and atomic writes of one bundled-driver root (``root`` lies in ``work``)."""
 
     def __init__(self, root: Path, work: WorkDir) -> None:
         self.root = root

@@ -1,4 +1,4 @@
-"""A small driver-written case (multi-case wrapper layout) for supervised-search tests.
+"""A small driver-written case (multi-case wrapper layout) for the bundled driver's tests.
 
 ``<out>/case-inputs/<key>/{trace,candidate,public,private}.json`` and the search
 root ``<out>/repairs/<key>/`` with one round whose candidate localizes step 3.
@@ -12,17 +12,22 @@ import json
 import os
 import socket
 import stat
+import subprocess
 import threading
+import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import uvicorn
 from conftest import wait_until_sync
+from gate_fixtures import CLI, ENV, wait_until
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 from eviscene_tui.artifacts.jsonio import canonical_sha256, encode_bound, pretty_json_bytes, sha256_file
+from eviscene_tui.gate.sidecar import read_status
 from eviscene_tui.tokens.tiny import encode
 
 KEY = "0123456789abcdef"
@@ -212,3 +217,70 @@ class ScriptedHintServer:
 
 def canonical(x) -> str:
     return canonical_sha256(x)
+
+
+# ---------------------------------------------------------------------- the bundled driver as a real subprocess
+@dataclass
+class Repair:
+    """A case for ``eviscene-tui repair`` and where its search goes (the root it prints)."""
+
+    case: Path
+    workdir: Path
+    policy_url: str
+    policy_model: str
+    hint_url: str | None = None
+    root: Path | None = None
+
+    @property
+    def gate_dir(self) -> Path:
+        assert self.root is not None
+        return self.root.parent / (self.root.name + ".eviscene-gate")
+
+    def argv(self, *, resume: bool = False) -> list[str]:
+        argv = [*CLI, "repair", str(self.case), "--workdir", str(self.workdir), "--policy-url", self.policy_url,
+                "--policy-model", self.policy_model, "--operator", "alice"]
+        if self.hint_url:
+            argv += ["--hint-url", self.hint_url, "--hint-model", "demo-hint-constructor"]
+        if self.root is not None:
+            argv += ["--output-dir", str(self.root)]
+        return argv + (["--resume"] if resume else [])
+
+
+def start_repair(repair: Repair, *, resume: bool = False) -> subprocess.Popen:
+    """``eviscene-tui repair`` as a real subprocess; its first line names the search root."""
+    log = repair.workdir.parent / f"repair-{time.monotonic_ns()}"
+    repair.workdir.mkdir(parents=True, exist_ok=True)
+    with open(f"{log}.out", "wb") as out, open(f"{log}.err", "wb") as err:
+        proc = subprocess.Popen(repair.argv(resume=resume), stdout=out, stderr=err, env=ENV)
+    proc.log = log  # type: ignore[attr-defined]  # the log file rides on the process object
+
+    def first_line() -> str | None:
+        text = Path(f"{log}.out").read_text(encoding="utf-8", errors="replace")
+        return text.split("\n", 1)[0] if "\n" in text else None
+
+    line = wait_until(lambda: first_line() or proc.poll() is not None, "the search root line")
+    assert isinstance(line, str) and line.startswith("search root: "), (line, Path(f"{log}.err").read_text())
+    root = Path(line.removeprefix("search root: "))
+    assert repair.root in (None, root)
+    repair.root = root
+    return proc
+
+
+def live_records(repair: Repair) -> list[dict]:
+    path = repair.gate_dir / "live.jsonl"
+    if not path.is_file():
+        return []
+    return [json.loads(line) for line in path.read_bytes().split(b"\n") if line.strip()]
+
+
+def waiting(root: Path, kind: str, round_index: int, *, phase: str | None = None):
+    """A condition: the pending gate of that kind and round, published and waited on by the driver."""
+
+    def check() -> dict | None:
+        st = read_status(root)
+        for p in st.pending:
+            if p.kind == kind and p.round == round_index and st.driver.waiting == p.name and (phase is None or p.doc.get("phase") == phase):
+                return p.as_pending()
+        return None
+
+    return check

@@ -1,4 +1,6 @@
-from eviscene_tui.artifacts.projection import TRACE_STEP_KEYS, trace_step, trace_steps
+"""The driver's ``trace_steps`` projection (psd-run-format §4.1), as the gate protocol spells it once."""
+
+from eviscene_tui.gate.protocol import TRACE_STEP_KEYS, trace_step, trace_steps
 
 
 def _episode():
@@ -18,7 +20,7 @@ def _episode():
 
 
 def test_projection_has_the_ten_keys_in_order_and_no_token_capture():
-    rows = trace_steps(_episode())
+    rows = trace_steps(_episode(), suffix_only=False)
     assert [list(r) for r in rows] == [list(TRACE_STEP_KEYS)] * 3
     first = rows[0]
     assert first["index"] == 0 and first["stage"] == "unified_react"
@@ -35,4 +37,4 @@ def test_suffix_only_keeps_teacher_steps_with_their_episode_index():
 
 def test_malformed_episodes_give_no_rows():
     for bad in (None, [], {"state": None}, {"state": {"all_steps": {"0": {}}}}):
-        assert trace_steps(bad) == []
+        assert trace_steps(bad, suffix_only=False) == []

@@ -1,14 +1,14 @@
-"""Builders for the driver-format objects a supervised round writes (pure, no I/O).
+"""Builders for the driver-format objects a bundled-driver round writes (pure, no I/O).
 
-Field sets follow psd-run-format §2.3–§2.11 and §2.14. Where the supervised
-search differs from the driver, the difference is visible in the data:
+Field sets follow psd-run-format §2.3–§2.11 and §2.14. Where the bundled
+driver differs from the driver, the difference is visible in the data:
 
 - an operator-chosen site has ``localization_kind: "operator"`` and
   ``localization_verifier: "operator:<name>"``; its semantic-localization
   document has a candidate whose ``verifier.kind`` is ``"operator"``;
 - the verdict is the operator's: ``judge/hint-00.json`` has
   ``verifier {kind: "operator", name: "eviscene-tui", version: "operator-review-v1", model: <operator>}``
-  and ``review.interaction_id`` = the journal event id of the verdict;
+  and ``review.interaction_id`` = the id of the operator's gate decision;
 - the teacher continuation is the single hinted policy action at the failure
   step (the app does not execute tools); its ``stop_reason`` is
   ``teacher_episode_complete`` for a judgment step and ``bounded_suffix_exhausted``
@@ -25,7 +25,7 @@ import orjson
 
 from eviscene_tui.artifacts.jsonio import canonical_sha256
 from eviscene_tui.policy.events import TokenLogprob
-from eviscene_tui.supervised.feedback import CHECK_NAMES
+from eviscene_tui.gate.protocol import CHECK_NAMES
 
 SEARCH_SCHEMA = "ifv-psd-feedback-search-v1"
 RUN_SCHEMA = "ifv-psd-repair-driver-result-v1"
@@ -64,6 +64,11 @@ def trace_steps_of(trace: Mapping[str, Any]) -> list[Any]:
 def is_policy_step(step: Any) -> bool:
     meta = _map(_map(step).get("metadata"))
     return isinstance(meta.get("policy_input"), dict) and isinstance(meta.get("policy_action"), dict)
+
+
+def policy_step_indices(trace: Mapping[str, Any]) -> list[int]:
+    """The steps where the policy acted (a site can only be one of them)."""
+    return [i for i, step in enumerate(trace_steps_of(trace)) if is_policy_step(step)]
 
 
 def step_stage(step: Any) -> str:
@@ -462,9 +467,9 @@ def attempt_record(
 ) -> dict[str, Any]:
     """A pending attempt record (``local_verification: {}``, not accepted) as at write time.
 
-    The one builder of the record's shape (psd-run-format §2.11), for the supervised search
+    The one builder of the record's shape (psd-run-format §2.11), for the bundled driver
     and the sample trees alike. ``expected_verdict`` is the private gold verdict when the
-    writer knows it (the driver does; the supervised search does not); ``pending_reasons``
+    writer knows it (the driver does; the bundled driver does not); ``pending_reasons``
     say why the attempt is not verified yet.
     """
     verification = {

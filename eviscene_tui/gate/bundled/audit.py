@@ -29,7 +29,7 @@ import re
 from typing import Any, Iterator, Mapping
 
 from eviscene_tui.artifacts.jsonio import hint_sha256
-from eviscene_tui.supervised.feedback import revision_rejection
+from eviscene_tui.gate.protocol import revision_rejection
 
 AUDIT_SCHEMA = "ifv-psd-hint-audit-v1"
 MAX_HINT_CHARS = 1200

@@ -1,14 +1,14 @@
 """Running the approved hint's teacher continuation.
 
-:class:`SupervisedSearch.run_continuation` takes any ``continuation_runner``:
-an async callable ``runner(job: ContinuationJob) -> ContinuationOutcome``. The
+The bundled driver takes any ``continuation_runner``: an async callable ``runner(job: ContinuationJob) -> ContinuationOutcome``. The
 default, :class:`PolicyContinuationRunner`, uses the policy package:
 the failure step's request rebuilt from the runtime archive
 (``CaseBundle.source_step_request`` -> ``policy.request.teacher_request_from_archived``,
 which inserts the hint by its one documented rule), the attested client
 (``PolicyClient.continuation``: ``GET /models`` attestation before the call,
 then ``/chat/completions`` streaming with token ids), and the typed events,
-which are forwarded to ``job.on_event`` as they arrive (the UI coalesces them).
+which are forwarded to ``job.on_event`` as they arrive (the driver appends them to the
+sidecar's live channel).
 With a ``work`` directory, the policy session recorder also saves every attempt
 (complete, cancelled or failed) as its own record there.
 
@@ -28,9 +28,9 @@ from typing import TYPE_CHECKING, Any
 from eviscene_tui.policy.accumulate import StreamAccumulator
 from eviscene_tui.policy.casefile import case_ref, observed_hint_template
 from eviscene_tui.policy.client import PolicyClient
-from eviscene_tui.policy.config import PolicyConfig, policy_config
+from eviscene_tui.policy.config import PolicyConfig
 from eviscene_tui.policy.events import PolicyEvent, TokenLogprob
-from eviscene_tui.policy.profile import NO_POLICY, PolicyTarget, resolve_policy_target
+from eviscene_tui.policy.profile import PolicyTarget
 from eviscene_tui.policy.request import RequestUnavailable, TeacherRequest, chat_body, redact_images, teacher_request_from_archived
 from eviscene_tui.policy.session import run_continuation
 from eviscene_tui.storage import WorkDir
@@ -39,7 +39,6 @@ from eviscene_tui.storage import WorkDir
 if TYPE_CHECKING:
     from eviscene_tui.artifacts.case import CaseBundle
     from eviscene_tui.artifacts.runtime_archive import ArchivedRequest
-    from eviscene_tui.options import AppOptions
 
 DEFAULT_TOPK = 20
 
@@ -51,6 +50,8 @@ class ContinuationJob:
     hint: str
     round_index: int
     on_event: Callable[[PolicyEvent], None] | None = None
+    # told the exact request before it is sent (where the hint went, for the live channel)
+    on_request: Callable[[TeacherRequest], None] | None = None
 
 
 @dataclass
@@ -141,15 +142,6 @@ class PolicyContinuationRunner:
         self.config = dataclasses.replace(base, logprobs=True, top_logprobs=topk or base.top_logprobs)
         self.topk = self.config.top_logprobs
 
-    @classmethod
-    def from_options(cls, options: AppOptions) -> PolicyContinuationRunner:
-        """The runner for the app's configured policy (:func:`resolve_policy_target`); raises
-        ``ProfileError`` for a bad profile or pair, ``ValueError`` when none is configured."""
-        target = resolve_policy_target(profile=options.policy_profile, url=options.policy_url, model=options.policy_model)
-        if target is None:
-            raise ValueError(NO_POLICY)
-        return cls(target, policy_config(options.settings.policy), work=options.work())
-
     def _request(self, job: ContinuationJob) -> tuple[TeacherRequest | None, ArchivedRequest | None, str | None]:
         """(teacher request, archived request, None) or (None, None, why not). File work:
         the failure step's archived request and, for ``as_run``, the run's hinted requests;
@@ -180,13 +172,15 @@ class PolicyContinuationRunner:
         req, archived, why_not = await asyncio.to_thread(self._request, job)
         if req is None:
             return ContinuationOutcome(status="failed", error=why_not, error_type="request", topk=self.topk)
+        if job.on_request is not None:
+            job.on_request(req)
         acc = StreamAccumulator()
         # the record names its case as the stream screen's records do (the token inspector
-        # lists a case's recorded captures by it), and says it is a supervised round's
+        # lists a case's recorded captures by it), and says it is a repair round's
         ref: dict[str, Any] = (
             case_ref(job.case, job.round_index) if job.case is not None else {"case_id": None, "case_key": None, "round_index": job.round_index}
         )
-        ref["origin"] = "supervised"
+        ref["origin"] = "repair"
         async with PolicyClient(self.target, self.config) as client:
             result = await run_continuation(client, req, work=self.work, case_ref=ref, on_event=job.on_event, accumulator=acc)
             body = chat_body(req, self.config, model=self.target.model)

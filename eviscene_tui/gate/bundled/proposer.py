@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from eviscene_tui.supervised.hints import HintFetchError, ProposerReply, fetch_hints, parse_hints, prompt_identity
-from eviscene_tui.supervised.stages import SearchError, SearchSettings
+from eviscene_tui.gate.bundled.hints import HintFetchError, ProposerReply, fetch_hints, parse_hints, prompt_identity
+from eviscene_tui.gate.bundled.stages import SearchError, SearchSettings
 
 NOT_CONFIGURED = "no hint constructor configured (--hint-url and --hint-model); type a hint instead"
 
