@@ -6,7 +6,7 @@
     (``eviscene_tui.artifacts.trace.load_trace``) vs bare ``orjson.loads`` of the same
     bytes. Goal: <= 1.3x.
 
-Synthetic data comes from ``eviscene_tui.samples.synthetic`` (``make_many_cases``,
+Synthetic data comes from ``eviscene_tui.scaffold.samples.synthetic`` (``make_many_cases``,
 ``make_big_trace``) when that module exists; otherwise from the small local
 generators below.
 """
@@ -150,13 +150,13 @@ def _generators() -> tuple[Any, Any, str, str]:
     many, big = local_make_many_cases, local_make_big_trace
     many_src = big_src = "bench-local generator"
     try:
-        from eviscene_tui.samples import synthetic
+        from eviscene_tui.scaffold.samples import synthetic
     except ImportError:
         return many, big, many_src, big_src
     if callable(getattr(synthetic, "make_many_cases", None)):
-        many, many_src = synthetic.make_many_cases, "eviscene_tui.samples.synthetic"
+        many, many_src = synthetic.make_many_cases, "eviscene_tui.scaffold.samples.synthetic"
     if callable(getattr(synthetic, "make_big_trace", None)):
-        big, big_src = synthetic.make_big_trace, "eviscene_tui.samples.synthetic"
+        big, big_src = synthetic.make_big_trace, "eviscene_tui.scaffold.samples.synthetic"
     return many, big, many_src, big_src
 
 

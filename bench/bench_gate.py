@@ -33,7 +33,7 @@ from bench.frames import frame_clock
 from eviscene_tui.gate import protocol as P
 from eviscene_tui.gate.decide import decide
 from eviscene_tui.gate.sidecar import read_status
-from eviscene_tui.gate.standin import driver_args, write_inputs
+from eviscene_tui.scaffold.standin import driver_args, write_inputs
 
 SAMPLES = Path(__file__).resolve().parents[1] / "sample_runs"
 RATE = 5000  # tokens a second through the live channel
@@ -81,7 +81,7 @@ def _decide_until_done(root: Path, proc: subprocess.Popen, gates: int) -> list[f
 
 
 def measure_bundled(poll: str, gates: int = 6) -> list[float]:
-    from eviscene_tui.fake_vllm.harness import FakeVLLMServer
+    from eviscene_tui.scaffold.fake_vllm.harness import FakeVLLMServer
 
     with tempfile.TemporaryDirectory(prefix="bench-gate-") as tmp, FakeVLLMServer(scenario={"tokens_per_second": None}) as server:
         env = {**os.environ, "EVISCENE_GATE_POLL": poll}

@@ -363,7 +363,7 @@ def _data() -> tuple[dict, Path]:
     info = _realistic()
     staging = BENCH_DIR / "staging-case"
     if not staging.exists():
-        from eviscene_tui.samples import generate
+        from eviscene_tui.scaffold.samples import generate
 
         tmp = BENCH_DIR / "staging-samples"
         if tmp.exists():

@@ -43,8 +43,8 @@ def _case() -> tuple[Path, int]:
     """A case root (and its failure step index) whose failure step holds an N_IDS capture."""
     import orjson
 
-    from eviscene_tui.samples import synthetic
-    from eviscene_tui.tokens import tiny
+    from eviscene_tui.scaffold.samples import synthetic
+    from eviscene_tui.scaffold import tiny
 
     root = BENCH_DIR / f"tokens-{N_IDS}"
     case = root / "tokens-case"

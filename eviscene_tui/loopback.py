@@ -1,6 +1,6 @@
 """Serve an ASGI app with uvicorn in a background thread on a loopback port.
 
-Used by the fake vLLM server (``fake_vllm.harness``) and the scripted demo hint
+Used by the fake vLLM server (``scaffold.fake_vllm.harness``) and the scripted demo hint
 constructor (``supervised.demo_hints``)::
 
     srv = ThreadedUvicorn(app, label="demo hint server", thread_name="demo-hints").start()   # port 0 = a free one

@@ -23,7 +23,7 @@ NO_SITE = "search-no-recoverable-site"
 
 
 def _tree(tmp_path: Path) -> Path:
-    from eviscene_tui.samples import copy_case
+    from eviscene_tui.scaffold.samples import copy_case
 
     tree = tmp_path / "runs"
     for name in (NO_SITE, "single-generating", "multi-case"):

@@ -11,13 +11,15 @@ PACKAGE = Path(__file__).resolve().parents[2] / "eviscene_tui"
 # top-level module or package of eviscene_tui -> floor
 FLOORS = {
     "artifacts": 1, "settings": 1, "safe_text": 1, "storage": 1, "loopback": 1, "pace": 1, "switches": 1,
-    "policy": 2, "journal": 2, "tokens": 2, "gate": 2, "fake_vllm": 2, "samples": 2, "options": 2,
+    "policy": 2, "journal": 2, "tokens": 2, "gate": 2, "scaffold": 2, "options": 2,
     "state": 3,
     "ui": 4,
     "commands": 5, "cli": 5, "__main__": 5, "__init__": 5,
 }
+# a package deeper in the tree whose floor differs from its top-level package's
+SUBFLOORS = {"scaffold/commands": 5}
 # the stand-in driver is run as its own program (the real driver's shape), not a floor
-SKIP = ("gate/standin/",)
+SKIP = ("scaffold/standin/",)
 
 
 def _imports(path: Path) -> list[tuple[int, str]]:
@@ -32,6 +34,9 @@ def _imports(path: Path) -> list[tuple[int, str]]:
 
 
 def _floor(rel: str) -> int:
+    for prefix, floor in SUBFLOORS.items():
+        if rel.startswith(prefix + "/"):
+            return floor
     return FLOORS[rel.split("/", 1)[0].removesuffix(".py")]
 
 

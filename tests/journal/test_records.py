@@ -27,7 +27,7 @@ pytestmark = pytest.mark.skipif(not SAMPLES.is_dir(), reason="sample_runs not ge
 
 
 def _copy(name: str, dest: Path) -> Path:
-    from eviscene_tui.samples import copy_case
+    from eviscene_tui.scaffold.samples import copy_case
 
     return copy_case(SAMPLES, name, dest)
 

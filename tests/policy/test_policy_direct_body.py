@@ -15,8 +15,8 @@ from conftest import wait_until
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from eviscene_tui.fake_vllm import FakeVLLMServer
-from eviscene_tui.fake_vllm.testing import chat_body, simple_request, target_for
+from eviscene_tui.scaffold.fake_vllm import FakeVLLMServer
+from eviscene_tui.scaffold.fake_vllm.testing import chat_body, simple_request, target_for
 from eviscene_tui.policy.accumulate import StreamAccumulator
 from eviscene_tui.policy.client import PolicyClient
 from eviscene_tui.policy.direct_body import BodyTap, ChunkedDecoder, ChunkedError

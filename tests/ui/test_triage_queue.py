@@ -94,7 +94,7 @@ async def test_an_earlier_versions_work_directory_keeps_opening(tmp_path_factory
 
 
 def _queue(tmp_path: Path, n: int = 6) -> Path:
-    from eviscene_tui.samples.synthetic import make_many_cases
+    from eviscene_tui.scaffold.samples.synthetic import make_many_cases
 
     root = tmp_path / "queue"
     make_many_cases(root, n, workers=1)

@@ -49,7 +49,7 @@ def build_hostile_root(tmp_factory, dest: Path) -> Path:
 
     root = dest / "runs"
     case = root / "hostile"
-    from eviscene_tui.samples import copy_case
+    from eviscene_tui.scaffold.samples import copy_case
 
     copy_case(sample_root(tmp_factory), "feedback-converged-3-rounds", root, name="hostile")
     trace_path = load_case(case).source_trace_path
@@ -182,7 +182,7 @@ def test_the_stream_screen_writes_a_hostile_run_hint_sanitised(tmp_path: Path) -
     """The hostile-strings sample's hint carries ``ESC ] 0 ; hint BEL`` (a terminal
     title) and a bidi override; the stream screen's hint editor shows them as
     placeholders, so neither reaches the terminal."""
-    from eviscene_tui.samples import copy_case
+    from eviscene_tui.scaffold.samples import copy_case
 
     sample = Path(__file__).resolve().parents[2] / "sample_runs"
     if not (sample / "hostile-strings").is_dir():

@@ -209,7 +209,7 @@ async def test_repair_search_and_stale_search_are_shown(tmp_path_factory, tmp_pa
 
     from eviscene_tui.gate.bundled import repair_root
     from eviscene_tui.journal.records import record_key
-    from eviscene_tui.samples.tree import Tree
+    from eviscene_tui.scaffold.samples.tree import Tree
     from eviscene_tui.state.rows import COLUMNS, cell_text
     from eviscene_tui.storage import default_workdir
 
@@ -239,7 +239,7 @@ async def test_integrity_pass_uses_worker_processes_inside_the_app(tmp_path, not
     """Past PARALLEL_MIN_CASES the pass runs in spawned processes; inside the Textual app
     (whose stderr is a capture object) that must work and agree with ``check``."""
     from eviscene_tui.artifacts.report import build_check_report
-    from eviscene_tui.samples.synthetic import make_many_cases
+    from eviscene_tui.scaffold.samples.synthetic import make_many_cases
     from eviscene_tui.state.scan import PARALLEL_MIN_CASES
 
     root = tmp_path / "many"
