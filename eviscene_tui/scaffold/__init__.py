@@ -16,6 +16,7 @@ imported by none of its services.
   fake-vllm``, named in ``cli.py``'s table of commands (the one place the product names
   the room).
 
-Inside the room each part imports only the parts above it in this list (and the floors
-below the room); ``tests/core/test_layers.py`` checks both.
+Each part imports only the parts listed before it and the floors below the room (floors
+1–2; the two commands, as every command, anything); no module outside the room imports
+it. ``tests/core/test_layers.py`` checks both.
 """

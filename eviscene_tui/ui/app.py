@@ -59,7 +59,7 @@ from eviscene_tui.artifacts.layout import CaseRef, discover_cases
 from eviscene_tui.artifacts.problems import Problem
 from eviscene_tui.policy.client import PolicyClient
 from eviscene_tui.policy.config import policy_config
-from eviscene_tui.policy.status_line import ProfileError, status_summary, target_from_options
+from eviscene_tui.policy.status_line import ProfileError, status_summary
 from eviscene_tui.state.gate import GateSession
 from eviscene_tui.ui.screens.case import CaseScreen
 from eviscene_tui.ui.screens.gate import GateScreen
@@ -182,7 +182,7 @@ class EvisceneApp(TriageOps, App[int]):
         """Poll /health, /version, /v1/models and /metrics of the configured policy."""
 
         try:
-            target = target_from_options(self.options)
+            target = self.options.policy_target()
         except ProfileError as exc:
             self.post_message(M.PolicyStatusChanged("no policy", str(exc)))
             return
