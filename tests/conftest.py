@@ -55,6 +55,7 @@ E2E = (
     "tests/journal/test_journal_crash.py",
     "tests/policy/test_policy_cli.py",
     "tests/scaffold/samples/test_samples_regenerate.py::test_generation_is_deterministic_across_processes",
+    "tests/scaffold/test_demo_wheel.py",
     "tests/scaffold/test_gated_demo.py",
     "tests/supervised/test_supervised_crash.py",
     "tests/ui/test_gate_screen.py",

@@ -74,8 +74,9 @@ def _visible(raw: bytes) -> bytes:
     return _CONTROL.sub(b"", raw)
 
 
-def run_in_pty(argv: list[str], script: list[tuple[bytes | None, bytes]], *, cols: int = 100, rows: int = 32, timeout: float = 120.0) -> tuple[bytes, int]:
-    """Run ``python argv`` in a pty and drive it by ``script``: each ``(marker, key)``
+def run_in_pty(argv: list[str], script: list[tuple[bytes | None, bytes]], *, cols: int = 100, rows: int = 32, timeout: float = 120.0,
+               program: str = sys.executable) -> tuple[bytes, int]:
+    """Run ``program argv`` (this Python by default) in a pty and drive it by ``script``: each ``(marker, key)``
     sends ``key`` once ``marker`` has appeared in what the app wrote since the previous
     key (``None``: once it wrote anything since then). Waits are for what is on screen,
     never for a time; ``timeout`` only bounds the whole run. Returns (output, status)."""
@@ -86,7 +87,7 @@ def run_in_pty(argv: list[str], script: list[tuple[bytes | None, bytes]], *, col
         os.environ["LINES"] = str(rows)
         os.environ.pop("TEXTUAL", None)
         try:
-            os.execv(sys.executable, [sys.executable, *argv])
+            os.execv(program, [program, *argv])
         finally:
             os._exit(127)
     fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))

@@ -1,5 +1,10 @@
 """``eviscene-tui demo [PATH]``: the app on sample runs, with a bundled fake policy server.
 
+0. without ``PATH``, open the demo's own samples: built on the first run (and again when
+   the installed package changes) in the user's data directory
+   (``scaffold.samples.home``: ``$XDG_DATA_HOME/eviscene-tui/sample_runs``, else
+   ``~/.local/share/eviscene-tui/sample_runs``), by the generator ``make samples`` runs;
+   the first line printed says where (``make demo`` in a checkout opens ``sample_runs/``);
 1. start the fake vLLM server on a free loopback port (a background thread,
    stopped when the app exits) serving ``PATH/serving-profile.json`` (the sample
    profile) — or a built-in profile when there is none;
@@ -35,7 +40,8 @@ from eviscene_tui.storage import WORKDIR_RULE, EvidenceWriteRefused, WorkDir, ch
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("path", nargs="?", default="sample_runs", help="folder to open (default: sample_runs)")
+    parser.add_argument("path", nargs="?", help="folder to open (default: the demo's own samples, built on the first run in "
+                        "<user data dir>/eviscene-tui/sample_runs)")
     parser.add_argument("--personality", choices=("v0.11", "nightly"), default="nightly", help="which vLLM build the fake imitates")
     parser.add_argument("--scenario", help="scenario JSON for the fake server")
     parser.add_argument("--tokens-per-second", type=float, default=300.0, help="fake generation speed (default 300)")
@@ -60,19 +66,34 @@ def demo_profile(root: Path) -> dict[str, Any]:
     return dict(DEFAULT_PROFILE)
 
 
+def _own_samples() -> Path:
+    """The demo's own samples (built first when this version has not built them), said
+    in the first line the demo prints."""
+    from eviscene_tui.scaffold.samples.home import ensure_samples, generator_digest, home_dir, is_current  # lazy: as in run
+
+    home = home_dir()
+    how = "built on an earlier run" if is_current(home, generator_digest()) else "building them now (the first run of this version)"
+    print(f"sample runs: {home} ({how}; the same files as `make samples` writes in a checkout)", file=sys.stderr, flush=True)
+    try:
+        return ensure_samples(home).path
+    except OSError as exc:
+        raise UsageError(f"cannot build the demo's samples in {home}: {exc}") from None
+
+
 def run(args: argparse.Namespace) -> int:
     from eviscene_tui.scaffold.fake_vllm.harness import FakeVLLMServer  # lazy: the servers load when the demo starts, so `demo --help` stays fast
     from eviscene_tui.scaffold.fake_vllm.server import load_scenario  # lazy: as above
     from eviscene_tui.scaffold.gated_demo import DEMO_CASE, start_gated_demo  # lazy: as above
     from eviscene_tui.scaffold.fake_vllm.hints import DemoHintServer  # lazy: as above
+    from eviscene_tui.scaffold.samples.home import home_dir  # lazy: as above (and the sample generator)
     from eviscene_tui.settings import load_settings  # lazy: as above
 
-    root = Path(args.path)
-    if not root.exists():
-        raise UsageError(f"{root} does not exist (run `make samples` to generate sample_runs)")
+    if args.path is not None and not Path(args.path).exists():
+        raise UsageError(f"{args.path} does not exist (without a PATH the demo opens its own samples, built in {home_dir()})")
     refusal = terminal_refusal()
-    if refusal is not None:  # before any server or the gated driver starts
+    if refusal is not None:  # before anything is built or started
         raise UsageError(refusal)
+    root = Path(args.path) if args.path is not None else _own_samples()
     try:
         scenario = load_scenario(args.scenario)
     except (OSError, ValueError) as exc:
