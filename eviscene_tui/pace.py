@@ -40,8 +40,9 @@ from contextlib import contextmanager
 
 from eviscene_tui import switches
 
-#: seconds after an input during which background work waits (a key is answered and painted
-#: in 10-20 ms on a quiet 2-core machine, 2-3x that beside a busy driver)
+#: seconds after an input during which background work waits: long enough for the key to be
+#: answered and painted even beside a busy driver, short enough that the work resumes
+#: before the operator notices it paused
 QUIET_AFTER_INPUT = 0.12
 #: the longest one call waits: a stream of keys (auto-repeat) slows background work down,
 #: never stops it
@@ -165,8 +166,8 @@ _lowered: set[int] = set()
 def lower_native_threads(prefix: str, nice: int = NATIVE_NICE) -> int:
     """Lower the scheduling priority of this process's threads whose OS-level name starts
     with ``prefix`` (the file watcher's ``notify-rs`` thread: a driver appending to a log
-    at full speed sends it tens of thousands of events a second, and it then took 40% of
-    the core the UI thread runs on). Linux only (``/proc/self/task``); a thread already
+    at full speed sends it tens of thousands of events a second, and it then competes with
+    the UI thread for its core). Linux only (``/proc/self/task``); a thread already
     lowered is left alone. Returns how many threads were lowered now."""
     if not switches.on("native_nice"):
         return 0

@@ -37,7 +37,7 @@ def canonical_json_bytes(value: Any, *, floats_likely: bool = False) -> bytes:
 
     orjson is used when it gives identical bytes (it does for str/int/bool/None/list/dict
     with string keys, and floats whose magnitude is 0 or in [1e-4, 1e16), which both write
-    as the shortest round-trip digits in plain notation) and is ~8x faster; other floats
+    as the shortest round-trip digits in plain notation), since it encodes in C; other floats
     (tiny magnitudes, which Python writes ``1e-05``, inf, nan) go through the stdlib. The
     check for that is a walk, skipped when the caller knows floats are likely (token
     captures carry logprobs), where the stdlib encoder goes first. (An orjson + Fragment

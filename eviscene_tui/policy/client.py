@@ -198,7 +198,7 @@ _TLS_CONTEXT: ssl.SSLContext | None = None
 
 def _tls_context() -> ssl.SSLContext:
     """httpx's default verifying TLS context (certifi's CA bundle), built once per process:
-    building it loads the CA bundle (tens of ms), and the app makes a client per stream
+    building it parses the whole CA bundle, and the app makes a client per stream
     and per status poll."""
     global _TLS_CONTEXT
     if _TLS_CONTEXT is None:

@@ -189,7 +189,7 @@ class LocalTokenizerDecoder(TokenDecoder):
     def from_path(cls, path: str | os.PathLike[str]) -> "LocalTokenizerDecoder":
         """The decoder of a ``tokenizer.json`` (or a folder holding one).
 
-        Parsing a real vocabulary takes ~0.5 s, so the parsed tokenizer (and the pieces
+        Parsing a real vocabulary is slow (a noticeable pause), so the parsed tokenizer (and the pieces
         decoded so far) are kept per file, keyed by path, size and mtime: opening the
         inspector again, or on the next case of the same model, does not parse it again.
         Each call returns its own decoder object (its ``notes`` are per resolution)."""

@@ -555,7 +555,7 @@ class CaseScreen(Screen):
     def _hold_gc(self) -> None:
         """Keep full garbage collections off what the case holds now: the trace's index and
         rows stay for as long as the case is open, and a full collection walking them
-        (~100 ms) stalled keys during the fill and a driver's burst (see ui/gc_hold.py).
+        stalled keys during the fill and a driver's burst (see ui/gc_hold.py).
         Taken when the trace is shown and again when every row is built."""
         gc_hold.hold()
         self._gc_holds += 1
@@ -1489,9 +1489,9 @@ class CaseScreen(Screen):
             self.app.push_screen(TokenScreen(self.bundle, self.options, source=source, integrity=self._integrity_for_tokens()))
             return
         # the capture is read and laid out first, and the token screen pushed with it: beside
-        # this idle screen the worker runs at full speed (pushed first, it ran at half speed
-        # beside the new screen's first layout and paint: k -> a 1,000,000-id capture painted
-        # took 170-190 ms, now 120-130 ms once the tokenizer is parsed)
+        # this idle screen the worker runs at full speed (pushed first, it shared the cores
+        # with the new screen's first layout and paint, and k took longer to paint the
+        # capture: `make bench` prints that figure)
         self._tokens_request += 1
         self.query_one("#trace-status", Static).update(Content(f"opening the token capture of {source}\u2026"), layout=False)
         # from the key until the capture is painted, the case's background work (the trace's
