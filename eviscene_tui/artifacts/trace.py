@@ -304,11 +304,6 @@ class SourceTrace:
         except OSError:
             return None
 
-    def briefs_known(self) -> int:
-        """How many steps have their brief built (all of them for an in-memory trace
-        once asked for)."""
-        return sum(1 for b in self._briefs if b is not None)
-
     @property
     def step_count(self) -> int:
         return len(self._steps)
@@ -461,19 +456,6 @@ class SourceTrace:
         except (OSError, orjson.JSONDecodeError, IndexError):
             return None
         return raw if isinstance(raw, dict) else None
-
-    def light_step(self, index: int) -> Any:
-        """Step ``index`` as the trace holds it, except that for an indexed trace its
-        token capture's id, logprob and top-k lists may be empty (parsed without them;
-        the full parse when the cut fails). For views that list steps, not their tokens."""
-        if self._lazy is None:
-            return self._steps[index]
-        raw = self._cut_parse(index)
-        return raw if raw is not None else self._lazy.parse(index, keep=False)
-
-    def brief_if_known(self, index: int) -> StepBrief | None:
-        """The brief of step ``index`` if it was built already (never parses)."""
-        return self._briefs[index] if 0 <= index < len(self._briefs) else None
 
     def policy_step_indices(self) -> list[int]:
         """Indices of steps whose ``metadata.policy_input`` and ``policy_action`` are both objects."""

@@ -167,15 +167,6 @@ class GateStatus:
         """The pending gates of ``round_index`` that offer ``action`` (in gate order)."""
         return [p for p in self.pending if p.round == round_index and p.offer_of(action) is not None]
 
-    def pending_for(self, kind: str, round_index: int) -> list[GateRequest]:
-        return [p for p in self.pending if p.kind == kind and p.round == round_index]
-
-    def decisions_for(self, name: str) -> list[GateDecision]:
-        return [d for d in self.decisions if d.name == name]
-
-    def applied_for(self, decision_id: str) -> Applied | None:
-        return next((a for a in self.applied if a.decision_id == decision_id), None)
-
 
 def gate_dir_for(root: str | os.PathLike[str], gate_dir: str | os.PathLike[str] | None = None) -> Path:
     return Path(gate_dir).absolute() if gate_dir else P.sidecar_for(root)

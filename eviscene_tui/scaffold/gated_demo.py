@@ -52,11 +52,6 @@ class GatedDemo:
                 pass
 
 
-def demo_root(base: Path) -> Path:
-    """The bundled driver's search root of the demo whose work sub-directory is ``base``."""
-    return base / DEMO_FOLDER / "search"
-
-
 def _driver_alive(folder: Path) -> bool:
     root = folder / "search"
     return P.sidecar_for(root).is_dir() and read_status(root).driver.alive

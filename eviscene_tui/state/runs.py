@@ -202,9 +202,6 @@ class RunsStore:
         if changed:
             self.upsert(changed)
 
-    def label_map(self) -> dict[str, str]:
-        return {k: r.label for k, r in self._rows.items() if r.label}
-
     def clear(self) -> None:
         self._rows.clear()
         self._order.clear()

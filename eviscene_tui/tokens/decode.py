@@ -78,8 +78,6 @@ class TokenDecoder:
         self._cache: dict[int, str] = {}
 
     # ---- pieces
-    def is_special(self, token_id: int) -> bool:
-        return token_id in self.specials
 
     def special_name(self, token_id: int) -> str | None:
         """Display name of an added/special token (tokenizer or server text: sanitised)."""

@@ -58,9 +58,6 @@ class Tree:
     def get(self, rel: str) -> bytes:
         return self.files[rel.strip("/")]
 
-    def total_bytes(self) -> int:
-        return sum(len(v) for v in self.files.values())
-
     def write(self, dest: Path) -> None:
         """Write every file under ``dest`` (created). Existing files with the same name are replaced."""
         dest = Path(dest)

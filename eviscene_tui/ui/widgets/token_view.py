@@ -365,10 +365,6 @@ class TokenView(ScrollView, can_focus=True):
             self._styles[name] = got
         return got
 
-    def cell_info(self, cell: int) -> tuple[int, int, PadRun | None]:
-        assert self.cells is not None
-        return self.cells.cell(cell)
-
     @property
     def cursor_offset(self) -> int:
         if self.cells is None or self.cells.n_cells == 0:
