@@ -312,9 +312,9 @@ async def _measure_frames(case: Path, failure: int, frames: FrameClock, reduced:
             # (when one is owed: the scrolls may not have made enough garbage for one)
             out["gc_pause"] = None
             if gc_hold.full_collection_pending():
-                deferred = app.deferred_collections
+                deferred = app.probes.deferred_collections
                 t0 = time.perf_counter()
-                await until(lambda: app.deferred_collections > deferred, 10)
+                await until(lambda: app.probes.deferred_collections > deferred, 10)
                 out["gc_pause"] = (time.perf_counter() - t0, full[-1] if len(full) > len(out["gc_full_pages"]) else float("nan"))
             gc.callbacks.remove(on_gc)
             t0 = time.perf_counter()

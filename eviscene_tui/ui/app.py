@@ -29,6 +29,7 @@ from textual.worker import Worker, get_current_worker
 from watchfiles import awatch
 
 from eviscene_tui.options import AppOptions
+from eviscene_tui.probes import AppProbes
 from eviscene_tui.safe_text import safe_text
 from eviscene_tui.state.rows import CaseRow
 from eviscene_tui.state.runs import RunsStore
@@ -103,11 +104,9 @@ class EvisceneApp(TriageOps, App[int]):
         self.settings = options.settings  # read once by the CLI; never re-read here
         self.watch_enabled = watch
         self.scan_seconds: float | None = None
-        self.first_rows_at: float | None = None
         self._scan_started = 0.0
         self._scan_id = 0  # results of an older scan's integrity pass are dropped
         self.check_seconds: float | None = None
-        self.check_processes: set[int] = set()  # process ids that ran the integrity pass (benchmarks, tests)
         self._refresh_queue: queue.Queue[set[str]] = queue.Queue()
         self._stop_watch = asyncio.Event()
         self.watch_ready = asyncio.Event()
@@ -116,7 +115,7 @@ class EvisceneApp(TriageOps, App[int]):
         self._case_screens: dict[str, int] = {}  # case root -> its case screens in the stack
         self.triage = TriageMarks()  # the listed cases' current triage labels (state.triage.load_triage)
         self.reveal_privileged = False  # v on a case screen: for every case until hidden again (this session)
-        self.deferred_collections = 0  # full garbage collections run in the operator's pauses (tests, bench)
+        self.probes = AppProbes()  # what the tests and the bench count (eviscene_tui/probes.py)
 
     # -- lifecycle -----------------------------------------------------------------------
     def on_load(self) -> None:
@@ -170,7 +169,7 @@ class EvisceneApp(TriageOps, App[int]):
         interpreter deferred when the operator pauses (not in the middle of a page scroll)."""
         if gc_hold.idle_collection_due(pace.idle_seconds()):
             gc_hold.collect_deferred()
-            self.deferred_collections += 1
+            self.probes.collected()
 
     async def action_quit(self) -> None:
         self._stop_watch.set()
@@ -205,7 +204,7 @@ class EvisceneApp(TriageOps, App[int]):
         self.store.set_check_progress(0, 0, False)
         self.store.clear()
         self._scan_started = time.perf_counter()
-        self.first_rows_at = None
+        self.probes.scan_started()
         self.store.set_progress(0, None, True)
         self.scan()
 
@@ -299,8 +298,7 @@ class EvisceneApp(TriageOps, App[int]):
         self.store.upsert(message.rows)
         if message.initial:
             self.store.set_progress(message.done, message.total, True)
-            if self.first_rows_at is None:
-                self.first_rows_at = time.perf_counter() - self._scan_started
+            self.probes.first_rows(time.perf_counter() - self._scan_started)
         if any(r.being_written for r in message.rows):
             keys = {r.key for r in message.rows if r.being_written}
             self.set_timer(self.transient.grace + 0.3, lambda: self._recheck(keys))
@@ -402,7 +400,7 @@ class EvisceneApp(TriageOps, App[int]):
             return
         applied = []
         for result in message.results:
-            self.check_processes.add(result.checked_by)
+            self.probes.checked_by(result.checked_by)
             # a torn file the scan did not read (a round's manifest) is only "being written"
             # when it changed recently, as for the files the scan did read
             self.transient.seed_old(result.key, result.old_problems(self.transient.grace))

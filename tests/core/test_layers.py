@@ -32,7 +32,7 @@ ROOM_PARTS = ("scaffold/tiny", "scaffold/synthetic_capture", "scaffold/fake_vllm
 
 #: a unit (the longest prefix of a module's path that is listed) -> (floor, rung)
 UNITS: dict[str, tuple[float, int]] = {
-    **{name: (1, 0) for name in ("artifacts", "settings", "safe_text", "storage", "loopback", "pace", "switches")},
+    **{name: (1, 0) for name in ("artifacts", "settings", "safe_text", "storage", "loopback", "pace", "switches", "probes")},
     **{name: (2, rung) for rung, name in enumerate(FLOOR_2)},
     **{name: (2.5, rung) for rung, name in enumerate(ROOM_PARTS)},
     "scaffold/commands": (5, 0),

@@ -122,4 +122,4 @@ async def test_the_fixture_really_switches_the_body_path(nightly, body_path):  #
     async with PolicyClient(target, PolicyConfig()) as client:
         async for _ in client.continuation(chat_body(simple_request(), client.config, model=target.model)):
             pass
-        assert client.direct_streams == (1 if body_path == "direct-body" else 0)
+        assert client.probes.direct_streams == (1 if body_path == "direct-body" else 0)

@@ -45,7 +45,7 @@ async def test_cancel_key_mid_stream_at_5000_tps(tmp_path):
             assert view.acc.token_count < 20000  # stopped well before the end (20,000 at 5,000 tok/s = 4 s)
             # coalesced: far fewer pane updates than tokens
             content = screen.query_one("#pane-content", TextPane)
-            assert content.appends < view.acc.token_count / 5
+            assert content.probes.appends < view.acc.token_count / 5
             assert view.flushes < view.acc.token_count / 5  # flushed on a timer, not per token (bench_policy prints the flush count)
             await wait_until(lambda: srv.recorder.disconnects)
             assert "CANCELLED" not in content.text

@@ -716,21 +716,21 @@ async def test_the_next_page_is_rendered_ahead_while_the_operator_reads(tmp_path
                 await pilot.press("f")
             await pilot.press("pagedown")  # the cursor to the bottom row
             await wait_until(lambda: view.ahead_pending == 0, pilot=pilot, what="the page below rendered ahead")
-            built = view.lines_built
+            built = view.probes.lines_built
             await pilot.press("pagedown")
             await wait_until(lambda: view.ahead_pending == 0, pilot=pilot)
-            assert view.lines_built - built >= height - 2  # the page after this one, ahead again
-            built = view.lines_built
+            assert view.probes.lines_built - built >= height - 2  # the page after this one, ahead again
+            built = view.probes.lines_built
             with monkeypatch.context() as typing:  # an operator who keeps pressing keys
                 typing.setattr(pace, "last_input", lambda: float("inf"))
                 await pilot.press("pagedown")
                 await wait_until(lambda: view.ahead_pending == 0, pilot=pilot)
                 # the page came from the lines rendered ahead (only the cursor's line is new), and
                 # nothing more was rendered ahead while keys kept coming
-                assert view.lines_built - built <= 2, mode
+                assert view.probes.lines_built - built <= 2, mode
                 await pilot.press("pagedown")
                 await wait_until(lambda: view.ahead_pending == 0, pilot=pilot)
-                assert view.lines_built - built >= height - 2  # not ahead this time: rendered when shown
+                assert view.probes.lines_built - built >= height - 2  # not ahead this time: rendered when shown
 
 
 async def test_the_views_lean_scrollbar_draws_what_textuals_scrollbar_draws(tmp_path: Path):

@@ -30,7 +30,7 @@ async def _label_of(root: Path, key: str, *, workdir: Path | None = None) -> str
     app = _app(root, workdir=workdir)
     async with app.run_test(size=(120, 30)) as pilot:
         await wait_scan(pilot, app)
-        await wait_for(pilot, lambda: app.labels_loads > 0)
+        await wait_for(pilot, lambda: app.probes.labels_loads > 0)
         row = app.store.get(key)
         assert row is not None, f"{key} not listed from {root}"
         return row.label

@@ -118,7 +118,7 @@ async def test_first_rows_paint_in_batches(tmp_path_factory) -> None:
         await wait_scan(pilot, app)
         batches = [m for m in seen if isinstance(m, M.SummariesBatch) and m.initial]
         assert batches and sum(len(b.rows) for b in batches) == len(app.store)
-        assert app.first_rows_at is not None and app.first_rows_at <= app.scan_seconds + 1.0
+        assert app.probes.first_rows_at is not None and app.probes.first_rows_at <= app.scan_seconds + 1.0
 
 
 async def test_mouse_is_optional_but_works(tmp_path_factory) -> None:
@@ -255,4 +255,4 @@ async def test_integrity_pass_uses_worker_processes_inside_the_app(tmp_path, not
         assert {r.key: r.problems for r in app.store.rows()} == expected
         import os
 
-        assert app.check_processes and os.getpid() not in app.check_processes, "the pass ran in the app's own process"
+        assert app.probes.check_processes and os.getpid() not in app.probes.check_processes, "the pass ran in the app's own process"
