@@ -28,6 +28,7 @@ from eviscene_tui.gate.decide import DecideResult, DecideUsage, bound_trace_path
 from eviscene_tui.gate.review import JournalCheck, StepCheck, journal_check, pinned_site, resume_note, step_checks
 from eviscene_tui.gate.sidecar import GateRequest, GateStatus, gate_request, read_status
 from eviscene_tui.safe_text import safe_text
+from eviscene_tui.state.observable import Observable
 
 
 @dataclass(frozen=True)
@@ -407,26 +408,17 @@ def load_snapshot(root: str | os.PathLike[str], gate_dir: str | os.PathLike[str]
 
 
 # ---------------------------------------------------------------------- session
-class GateSession:
+class GateSession(Observable[GateSnapshot]):
     """One gated search as the app sees it."""
 
     def __init__(self, root: str | os.PathLike[str], gate_dir: str | os.PathLike[str] | None = None, *, operator: str | None = None) -> None:
+        super().__init__()
         self.root = Path(os.path.abspath(os.fspath(root)))
         self.gate_dir = Path(gate_dir) if gate_dir else None
         self.operator = proto.operator_identity(operator)  # the one identity rule of every surface
         self._snapshot: GateSnapshot | None = None
-        self._subscribers: list[Callable[[GateSnapshot], None]] = []
         self._message = ""
         self._message_gate: str | None = None
-
-    def subscribe(self, callback: Callable[[GateSnapshot], None]) -> Callable[[], None]:
-        self._subscribers.append(callback)
-
-        def unsubscribe() -> None:
-            if callback in self._subscribers:
-                self._subscribers.remove(callback)
-
-        return unsubscribe
 
     def snapshot(self) -> GateSnapshot | None:
         return self._snapshot
@@ -444,8 +436,7 @@ class GateSession:
         if self._snapshot is not None and self._snapshot.fingerprint == snapshot.fingerprint:
             return False
         self._snapshot = snapshot
-        for callback in list(self._subscribers):
-            callback(snapshot)
+        self._notify(snapshot)
         return True
 
     def decide(self, action: str, *, step: int | None = None, reason: str = "", text: str = "", checker: dict[str, Any] | None = None,
