@@ -1,6 +1,8 @@
 """The scaffolding room: what the demo and the tests stand on, installed with the app and
 imported by none of its services.
 
+- :mod:`~eviscene_tui.scaffold.loopback`: an ASGI app served on a loopback port in a
+  thread (the fake server's and the hint constructor's);
 - :mod:`~eviscene_tui.scaffold.tiny`: a tiny byte-level tokenizer that speaks the Qwen
   special-token ids (the fake server's and the samples' token ids);
 - :mod:`~eviscene_tui.scaffold.synthetic_capture`: a stand-in case holding only what the

@@ -27,12 +27,12 @@ ROOM = "scaffold"
 FLOOR_2 = ("gate/protocol", "tokens", "policy", "journal", "gate", "options")
 
 #: inside the room, bottom up, as :data:`FLOOR_2`; its commands are commands (floor 5)
-ROOM_PARTS = ("scaffold/tiny", "scaffold/synthetic_capture", "scaffold/fake_vllm", "scaffold/samples",
+ROOM_PARTS = ("scaffold/loopback", "scaffold/tiny", "scaffold/synthetic_capture", "scaffold/fake_vllm", "scaffold/samples",
               "scaffold/standin", "scaffold/gated_demo", "scaffold/commands", "scaffold/__init__")
 
 #: a unit (the longest prefix of a module's path that is listed) -> (floor, rung)
 UNITS: dict[str, tuple[float, int]] = {
-    **{name: (1, 0) for name in ("artifacts", "settings", "safe_text", "storage", "loopback", "pace", "switches", "probes")},
+    **{name: (1, 0) for name in ("artifacts", "settings", "safe_text", "storage", "pace", "switches", "probes")},
     **{name: (2, rung) for rung, name in enumerate(FLOOR_2)},
     **{name: (2.5, rung) for rung, name in enumerate(ROOM_PARTS)},
     "scaffold/commands": (5, 0),

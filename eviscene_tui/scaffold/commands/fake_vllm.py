@@ -19,7 +19,7 @@ import sys
 import orjson
 
 from eviscene_tui.cli import UsageError
-from eviscene_tui.loopback import free_loopback_socket
+from eviscene_tui.scaffold.loopback import free_loopback_socket
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

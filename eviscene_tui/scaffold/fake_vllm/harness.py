@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from eviscene_tui.scaffold.fake_vllm.server import DEFAULT_PROFILE, DEFAULT_SCENARIO, FakeConfig, FakeRecorder, create_app
-from eviscene_tui.loopback import ThreadedUvicorn
+from eviscene_tui.scaffold.loopback import ThreadedUvicorn
 
 
 class FakeVLLMServer:

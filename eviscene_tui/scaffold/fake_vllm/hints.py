@@ -21,7 +21,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
-from eviscene_tui.loopback import ThreadedUvicorn
+from eviscene_tui.scaffold.loopback import ThreadedUvicorn
 
 POOL = (
     "Before searching again, reread the previous tool results and name what they already rule out.",

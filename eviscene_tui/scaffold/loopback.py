@@ -1,7 +1,7 @@
 """Serve an ASGI app with uvicorn in a background thread on a loopback port.
 
-Used by the fake vLLM server (``scaffold.fake_vllm.harness``) and the scripted demo hint
-constructor (``supervised.demo_hints``)::
+Used by the fake vLLM server (``fake_vllm.harness``) and the scripted demo hint
+constructor (``fake_vllm.hints``)::
 
     srv = ThreadedUvicorn(app, label="demo hint server", thread_name="demo-hints").start()   # port 0 = a free one
     srv.port
