@@ -179,7 +179,7 @@ ACTIONS: tuple[Action, ...] = (
     # focused field's queue, after every key and paste before it, so what is submitted is
     # what the fields show (tests/ui/test_typed_text_keys.py)
     A("dialog.submit", "dialog", "ctrl+s", "submit", "Submit", "Submit the dialog (what its fields show)"),
-    A("dialog.cancel", "dialog", "escape", "cancel", "Cancel", "Close the dialog without deciding"),
+    A("dialog.cancel", "dialog", "escape", "cancel", "Cancel", "Close the dialog without deciding (asks first when something was typed)"),
     A("dialog.tristate.next", "dialog.tristate", "space,enter,right", "cycle(1)", "Next value", "Checker value: unset \u2192 true \u2192 false", show=False),
     A("dialog.tristate.previous", "dialog.tristate", "left", "cycle(-1)", "Previous value", "Checker value, backwards", show=False),
     A("dialog.tristate.true", "dialog.tristate", "t", "set('true')", "True", "Checker value true", show=False),
