@@ -18,12 +18,11 @@ import argparse
 import sys
 from pathlib import Path
 
-import orjson
 
 from eviscene_tui.gate.protocol import sidecar_for
 from eviscene_tui.gate.review import journal_check, resume_note, step_checks
 from eviscene_tui.gate.sidecar import GateRequest, read_status
-from eviscene_tui.safe_text import safe_text
+from eviscene_tui.safe_text import safe_text, terminal_json
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -83,7 +82,7 @@ def run(args: argparse.Namespace) -> int:
         doc["relocalizations"] = [c.as_dict() for c in checks]
         doc["journal"] = journal.as_dict() if journal is not None else None
         doc["resume"] = resume
-        sys.stdout.write(orjson.dumps(doc, option=orjson.OPT_INDENT_2).decode() + "\n")
+        sys.stdout.buffer.write(terminal_json(doc, indent=True) + b"\n")
         if not status.exists:  # the document alone looks like an idle gate: say why it is empty
             print(_line(f"no gate directory {status.gate_dir}: no driver was gated for {status.root}"), file=sys.stderr)
         return 0 if status.exists else 1
