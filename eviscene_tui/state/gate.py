@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar, cast
 
+from eviscene_tui.artifacts.fileio import outside_refusal
 from eviscene_tui.artifacts.jsonio import jsonl_lines, read_bound, read_json
 from eviscene_tui.gate import INPROC_PATH
 from eviscene_tui.gate import protocol as proto
@@ -226,10 +227,13 @@ class _EventsTail:
 _TAILS: dict[str, _EventsTail] = {}
 
 
-def _read_events(path: Path) -> tuple[_EventsTail, bool]:
+def _read_events(path: Path, inside: list[str]) -> tuple[_EventsTail, bool]:
     """Read only the bytes appended since the last poll; a torn last line (the writer
-    is mid-line) is left for the next poll and reported as torn."""
+    is mid-line) is left for the next poll and reported as torn. A path whose symlinks
+    lead out of the root is never opened."""
     tail = _TAILS.get(str(path)) or _EventsTail()
+    if outside_refusal(str(path), inside) is not None:
+        return tail, False
     try:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))  # a FIFO in its place never blocks
     except OSError:
@@ -261,13 +265,13 @@ def _read_events(path: Path) -> tuple[_EventsTail, bool]:
     return tail, bool(data[complete:].strip())
 
 
-def _events(run_dir: Path, recent: list[str] | None = None) -> tuple[int, str, bool]:
+def _events(run_dir: Path, inside: list[str], recent: list[str] | None = None) -> tuple[int, str, bool]:
     count, last, torn = 0, "", False
     runtime = run_dir / "runtime"
     if not runtime.is_dir():
         return 0, "", False
     for events in sorted(runtime.glob("*/hint-*/events.jsonl"), key=lambda p: p.stat().st_mtime if p.exists() else 0):
-        tail, torn_here = _read_events(events)
+        tail, torn_here = _read_events(events, inside)
         count += tail.count
         torn = torn or torn_here
         if tail.last:
@@ -278,8 +282,8 @@ def _events(run_dir: Path, recent: list[str] | None = None) -> tuple[int, str, b
     return count, last, torn
 
 
-def _teacher_lines(path: Path) -> tuple[str, ...]:
-    cont = read_bound(path, verify=False)
+def _teacher_lines(path: Path, inside: list[str]) -> tuple[str, ...]:
+    cont = read_bound(path, verify=False, inside=inside)
     steps = cont.payload.get("teacher_steps") if isinstance(cont.payload, dict) else None
     out = []
     for row in steps if isinstance(steps, list) else []:
@@ -292,19 +296,20 @@ def _teacher_lines(path: Path) -> tuple[str, ...]:
 
 def round_progress(root: Path, round_index: int) -> RoundProgress:
     directory = root / "rounds" / f"round-{round_index:02d}"
+    inside = _inside(root)  # the root's files only: a symlink out of it is never followed
     problems: list[str] = []
     step = None
-    loc, probs = read_json(directory / "semantic-localization.json")
+    loc, probs = read_json(directory / "semantic-localization.json", inside=inside)
     if isinstance(loc, dict):
         for c in loc.get("candidates") or []:
             if isinstance(c, dict) and c.get("selected") and type(c.get("source_step_index")) is int:
                 step = c["source_step_index"]
     proposals: list[str] = []
-    bound = read_bound(directory / "hint-proposals.json", verify=False)
+    bound = read_bound(directory / "hint-proposals.json", verify=False, inside=inside)
     if isinstance(bound.payload, list):
         proposals = [safe_text(str(h.get("text") or ""), single_line=True, limit=160) for h in bound.payload if isinstance(h, dict)]
     audits: list[str] = []
-    doc, probs = read_json(directory / "proposer-hint-audits.json")
+    doc, probs = read_json(directory / "proposer-hint-audits.json", inside=inside)
     if isinstance(doc, dict):
         for row in doc.get("proposals") or []:
             if isinstance(row, dict):
@@ -312,15 +317,19 @@ def round_progress(root: Path, round_index: int) -> RoundProgress:
     elif probs and probs[0].code != "missing_artifact":
         problems.append(f"proposer-hint-audits.json: {probs[0].message}")
     recent: list[str] = []
-    events, last, torn = _events(directory, recent)
-    teacher = _by_stat("teacher", directory / "continuations" / "hint-00.json", _teacher_lines) or ()
-    manifest, probs = read_json(directory / "manifest.json")
+    events, last, torn = _events(directory, inside, recent)
+    teacher = _by_stat("teacher", directory / "continuations" / "hint-00.json", lambda p: _teacher_lines(p, inside)) or ()
+    manifest, probs = read_json(directory / "manifest.json", inside=inside)
     status = str(manifest.get("status") or "") if isinstance(manifest, dict) else ""
     if probs and probs[0].code != "missing_artifact":
         problems.append(f"manifest.json: {probs[0].message} (the driver may be writing it)")
     verdict = ""
-    try:
-        raw = proto.read_regular(directory / "repair_attempts.jsonl", limit=proto.MAX_JOURNAL_BYTES)  # never a FIFO
+    try:  # never a FIFO, never through a symlink out of the root
+        attempts = directory / "repair_attempts.jsonl"
+        refused = outside_refusal(str(attempts), inside)
+        if refused is not None:
+            raise refused
+        raw = proto.read_regular(attempts, limit=proto.MAX_JOURNAL_BYTES)
     except (OSError, ValueError):
         raw = b""
     for _n, row, error, _tail in jsonl_lines(raw):
@@ -333,6 +342,11 @@ def round_progress(root: Path, round_index: int) -> RoundProgress:
                          torn, safe_text(status, single_line=True), verdict, tuple(problems), tuple(recent), teacher)
 
 
+def _inside(root: Path) -> list[str]:
+    """The boundary of a search root's own files (``fileio.outside_refusal``)."""
+    return [os.path.normpath(os.path.abspath(root))]
+
+
 def _latest_round(root: Path) -> int | None:
     try:
         names = [p.name for p in (root / "rounds").iterdir() if p.is_dir() and p.name.startswith("round-")]
@@ -343,7 +357,7 @@ def _latest_round(root: Path) -> int | None:
 
 
 def _request_payload(root: Path, round_index: int) -> dict[str, Any] | None:
-    bound = read_bound(root / "requests" / f"round-{round_index:02d}.json", verify=False)
+    bound = read_bound(root / "requests" / f"round-{round_index:02d}.json", verify=False, inside=_inside(root))
     return bound.payload if isinstance(bound.payload, dict) else None
 
 
@@ -393,7 +407,7 @@ def load_snapshot(root: str | os.PathLike[str], gate_dir: str | os.PathLike[str]
             break
     latest = _latest_round(root_path)
     progress = round_progress(root_path, latest) if latest is not None else None
-    manifest, _ = read_json(root_path / "manifest.json")
+    manifest, _ = read_json(root_path / "manifest.json", inside=_inside(root_path))
     search_status = str(manifest.get("status") or "") if isinstance(manifest, dict) else ""
     error = manifest.get("execution_error") if isinstance(manifest, dict) else None
     stopped = search_status == "paused_execution_error" and isinstance(error, dict) and error.get("type") == "OperatorStoppedSearch"
