@@ -587,35 +587,39 @@ def _hint_of(ctx: dict[str, Any], messages: Any) -> tuple[int | None, str]:
 
 
 def _mentions(messages: Any, text: str) -> bool:
-    for message in messages if isinstance(messages, (list, tuple)) else ():
-        content = message.get("content") if isinstance(message, dict) else getattr(message, "content", None)
-        if isinstance(content, str):
-            if text in content:
-                return True
-        elif isinstance(content, list):
-            for part in content:
-                value = part.get("text") if isinstance(part, dict) else None
-                if isinstance(value, str) and text in value:
-                    return True
-    return False
+    """Whether a message's text (a string, or the text parts of a list) holds ``text``."""
+    return any(text in part for message in (messages if isinstance(messages, (list, tuple)) else ()) for part in _texts(message))
 
 
-def _ids(value: Any) -> list[Any] | None:
-    return list(value) if isinstance(value, (list, tuple)) else None
+def _texts(message: Any) -> list[str]:
+    content = message.get("content") if isinstance(message, dict) else getattr(message, "content", None)
+    if isinstance(content, str):
+        return [content]
+    parts = content if isinstance(content, list) else []
+    return [p["text"] for p in parts if isinstance(p, dict) and isinstance(p.get("text"), str)]
+
+
+def _ids(value: Any) -> list[Any] | tuple[Any, ...] | None:
+    """A capture's list as it is (referenced, not copied: copying 30,000 ids would cost the
+    driver's loop more than the whole record; the writer encodes it as it is then, and
+    nothing here ever changes it)."""
+    return value if isinstance(value, (list, tuple)) else None
 
 
 def _tool_names(raw: Any) -> list[str]:
-    try:
-        message = raw["choices"][0]["message"]
-        return [str((c.get("function") or {}).get("name") or "") for c in message.get("tool_calls") or [] if isinstance(c, dict)]
-    except (KeyError, IndexError, TypeError, AttributeError):
-        return []
+    choices = raw.get("choices") if isinstance(raw, dict) else None
+    message = choices[0].get("message") if isinstance(choices, list) and choices and isinstance(choices[0], dict) else None
+    calls = message.get("tool_calls") if isinstance(message, dict) else None
+    return [str((c.get("function") or {}).get("name") or "") for c in calls if isinstance(c, dict)] if isinstance(calls, list) else []
 
 
 def call_outcome(result: Any) -> dict[str, Any]:
-    """What the live view shows of ``(LLMResponse, metadata)``: the capture's ids, logprobs
-    and top-k (copied: the driver keeps its own), finish reason, request id, duration,
-    the response text and the tool calls it names. Reads only; never raises."""
+    """What the live view shows of ``(LLMResponse, metadata)``: the capture's ids and
+    logprobs, finish reason, request id, duration, the
+    response text and the tool calls it names. Reads only; never raises. The top-k rows
+    are left out (``topk`` says how many the capture holds): twenty objects per token
+    would make one record megabytes, and encoding it holds the interpreter's lock, so the
+    driver's loop would wait for it; they are in the episode the driver saves."""
     response, metadata = (result[0], result[1]) if isinstance(result, tuple) and len(result) == 2 else (result, None)
     meta = metadata if isinstance(metadata, dict) else {}
     capture = meta.get("policy_token_capture")
@@ -625,7 +629,6 @@ def call_outcome(result: Any) -> dict[str, Any]:
     return {
         "prompt_token_ids": _ids(capture.get("prompt_token_ids")), "completion_token_ids": _ids(capture.get("completion_token_ids")),
         "completion_logprobs": _ids(capture.get("completion_logprobs")),
-        "completion_topk_by_position": _ids(capture.get("completion_topk_by_position")),
         "capture_status": capture.get("status"), "capture_missing": _ids(capture.get("missing")), "topk": capture.get("topk"),
         "finish_reason": meta.get("finish_reason"), "request_id": meta.get("context_request_id"),
         "llm_duration_ms": meta.get("llm_duration_ms"), "text": text if isinstance(text, str) else None,

@@ -534,9 +534,10 @@ def call_capture(entry: CallEntry, student_ids: list[int] | None = None) -> Capt
                            status=str(end.get("status") or call.status), key=key, label=label)
     else:  # the real driver's policy_token_capture (psd-run-format §3.3), as the call returned it
         capture = {"status": end.get("capture_status"), "prompt_token_ids": prompt, "completion_token_ids": list(call.completion_ids or ()),
-                   "completion_logprobs": end.get("completion_logprobs"), "completion_topk_by_position": end.get("completion_topk_by_position"),
-                   "topk": end.get("topk"), "missing": end.get("capture_missing") or []}
+                   "completion_logprobs": end.get("completion_logprobs"), "missing": end.get("capture_missing") or []}
         data = from_policy_capture(capture, key=key, label=label, usage=usage)
+        if type(end.get("topk")) is int and end["topk"] > 0:
+            data.notes.append(f"the live view carries no top-{end['topk']} alternatives: they are in the episode the driver saves")
     data.round_index = call.round
     if entry.first_teacher and call.hint_text and prompt:
         data.hint_text = call.hint_text
