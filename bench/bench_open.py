@@ -486,16 +486,11 @@ def run() -> list[tuple[str, str]]:
     doc["status"] = "no_admissible_hints"  # as generated (an interrupted run may have left a burst status)
     saved = json.dumps(doc, indent=2).encode()
     manifest.write_bytes(saved)
-    keys_by_switch: dict[str, list[float]] = {}
-    for mode, off in (("inotify", ""), ("poll", ""), ("inotify", "native_nice")):
-        res = _child(_BURST, str(root), key, mode, "4", _WRITER, str(BENCH_DIR / "writer-log.json"), off=off)
-        if off:
-            keys_by_switch[off] = res.get("keys_ms", [])
-        elif mode == "inotify":
-            keys_by_switch[""] = res.get("keys_ms", [])
+    for mode in ("inotify", "poll"):
+        res = _child(_BURST, str(root), key, mode, "4", _WRITER, str(BENCH_DIR / "writer-log.json"))
         if "error" in res:
-            rows.append((f"live: burst into the open case ({mode}{', ' + off + ' off' if off else ''})", "failed: " + str(res["error"])))
-        elif not off:
+            rows.append((f"live: burst into the open case ({mode})", "failed: " + str(res["error"])))
+        else:
             first = (res["first_seen"] - res["first_write"]) if res["first_seen"] and res["first_write"] else None
             rows.append((f"live: driver writing the open case at full speed ({mode}): status shown vs written (goal < 1 s)",
                          (f"first change shown after {first:.2f} s; " if first is not None else "")
@@ -509,9 +504,6 @@ def run() -> list[tuple[str, str]]:
         runtime = Path(info["case_dir"]) / "runtime"
         if runtime.exists():
             shutil.rmtree(runtime)
-    if keys_by_switch.get("") and keys_by_switch.get("native_nice"):
-        rows.append(("switch native_nice: key (down) -> row painted during the burst (inotify), watcher thread lowered on | off",
-                     f"on {_fmt_ms(keys_by_switch[''])} | off {_fmt_ms(keys_by_switch['native_nice'])}"))
     return rows
 
 
