@@ -18,6 +18,13 @@
   frame that painted it (``bench/frames.py``),
   and a key (tab) is pressed every 100 ms meanwhile, timed to the end of the frame that
   answered it. Goals < 50 ms both.
+- the real driver's policy calls: the pass-through wrapper of ``StageRunner._call_llm``
+  (the in-driver gate's, on a method of the real signature returning a capture of 8,000
+  prompt and 400 completion ids with logprobs and top-20) costs per call the difference
+  between wrapped and unwrapped calls, with its writer thread running (goal < 1 ms); a
+  returned call is on the gate card (the call list's line says its finish reason) after
+  the driver's side received it: from the wrapper seeing the return to the end of the
+  frame that painted it, through the live channel and the card's polling tail (goal < 0.5 s).
 """
 
 from __future__ import annotations
@@ -252,8 +259,131 @@ async def _live_on_screen(seconds: float = 4.0) -> dict[str, float]:
             "max_ms": max(lat) * 1000, "key_median_ms": statistics.median(keys) * 1000, "key_max_ms": max(keys) * 1000}
 
 
+# ---------------------------------------------------------------------- the real driver's policy calls
+class _Probe:
+    """A stage runner whose ``_call_llm`` has the real signature and returns a real-sized capture."""
+
+    stage_name = "psd_teacher_repair"
+
+    def __init__(self, prompt: int = 8000, completion: int = 400) -> None:
+        capture = {"schema_version": "ifv-policy-token-capture-v1", "status": "complete",
+                   "prompt_token_ids": list(range(1, prompt + 1)), "completion_token_ids": list(range(100, 100 + completion)),
+                   "completion_logprobs": [-0.1] * completion,
+                   "completion_topk_by_position": [[{"token_id": k, "probability": 0.05} for k in range(20)] for _ in range(completion)],
+                   "topk": 20, "missing": []}
+        self.result = (None, {"policy_token_capture": capture, "finish_reason": "tool_calls", "context_request_id": "req-000001",
+                              "llm_duration_ms": 900})
+
+    async def _call_llm(self, messages, *, require_tool=False, max_tokens=None, generation_config=None, lifecycle_kind="",
+                        parent_context_request_id="", suppress_tools=False, active_steps=None):
+        return self.result
+
+
+def _gate_in(tmp: str):
+    from eviscene_tui.gate import inproc
+
+    gate = inproc.Gate(gate_dir=None, operator="bench", hint_gate=False, argv=["driver.py"])
+    return inproc, gate, gate.enter_search(Path(tmp) / "search")
+
+
+async def _calls(method, runner, messages, n: int) -> float:
+    t0 = time.perf_counter()
+    for _ in range(n):
+        await method(runner, messages)
+    return time.perf_counter() - t0
+
+
+def measure_wrapper_cost(n: int = 400) -> dict[str, float]:
+    """The wrapper's cost on the driver's path (its writer held, so only what the driver's
+    own thread does is timed), and back to back with the writer encoding each record
+    (the whole CPU the live view takes per call; a real call waits seconds on the network,
+    during which the writer runs)."""
+    import threading
+
+    with tempfile.TemporaryDirectory(prefix="bench-calls-") as tmp:
+        inproc, gate, search = _gate_in(tmp)
+        runner = _Probe()
+        plain = _Probe._call_llm
+        wrapped = gate.live_calls.wrap(plain)
+        messages = [{"role": "user", "content": "x" * 20000}, {"role": "user", "content": "Hint: find the oldest copy first."}]
+        token = inproc._ROUND.set({"round": 0, "search": search, "hints": [(0, "find the oldest copy first.")]})
+        held = threading.Event()
+        write = search.live.write
+
+        def held_write(*args, **kwargs):
+            held.wait()
+            return write(*args, **kwargs)
+
+        try:
+            bare = min(asyncio.run(_calls(plain, runner, messages, n)) for _ in range(3))
+            search.live.write = held_write
+            path = asyncio.run(_calls(wrapped, runner, messages, n))
+            held.set()
+            search.calls.close(timeout=60)
+            search.calls = inproc.CallRecorder(search.live)
+            search.live.write = write
+            t0 = time.perf_counter()
+            asyncio.run(_calls(wrapped, runner, messages, n))
+            search.calls.close(timeout=120)  # until the writer has written every record
+            live = time.perf_counter() - t0
+        finally:
+            inproc._ROUND.reset(token)
+            gate.finish(0)
+        return {"path_ms": (path - bare) / n * 1000, "total_ms": (live - bare) / n * 1000}
+
+
+async def _call_on_screen(calls: int = 12) -> dict[str, float]:
+    import threading
+
+    from textual.app import App
+
+    from eviscene_tui.state.gate import GateSession
+    from eviscene_tui.ui.screens.gate import GateScreen
+    from eviscene_tui.ui.widgets.gate_panel import CallList
+
+    with tempfile.TemporaryDirectory(prefix="bench-calls-screen-") as tmp:
+        inproc, gate, search = _gate_in(tmp)
+        probe = _Probe()
+        lat: list[float] = []
+        try:
+            with frame_clock() as clock:
+                app = App()
+                async with app.run_test(size=(140, 60)):
+                    app.push_screen(GateScreen(GateSession(search.root, operator="bench")))
+                    await asyncio.sleep(0.5)
+                    view = app.screen.query_one(CallList)
+                    for i in range(calls):
+                        returned: list[float] = []
+
+                        def driver(returned: list[float] = returned) -> None:  # the driver's thread: a call starts, then returns
+                            token = inproc._ROUND.set({"round": 0, "search": search})
+                            started = gate.live_calls.started(probe, [], {})
+                            time.sleep(0.05)
+                            returned.append(time.perf_counter())
+                            gate.live_calls.ended(started, probe.result, None)
+                            inproc._ROUND.reset(token)
+
+                        thread = threading.Thread(target=driver)
+                        thread.start()
+                        while view.option_count <= i or "finish" not in str(view.get_option_at_index(i).prompt):
+                            await asyncio.sleep(0.001)
+                        seen = time.perf_counter()
+                        thread.join()
+                        lat.append((await clock.end_after(seen)) - returned[0])
+        finally:
+            gate.finish(0)
+    return {"median_ms": statistics.median(lat) * 1000, "max_ms": max(lat) * 1000, "n": len(lat)}
+
+
 def run() -> list[tuple[str, str]]:
     rows = search_start_rows()
+    cost = measure_wrapper_cost()
+    rows.append(("real driver's policy calls: the _call_llm wrapper's cost per call on the driver's path "
+                 "(8,000 + 400 ids with logprobs, top-20 in the capture; goal < 1 ms)",
+                 f"{cost['path_ms']:.3f} ms (with its writer's encoding and write of each record, back to back: {cost['total_ms']:.3f} ms)"))
+    shown = asyncio.run(_call_on_screen())
+    rows.append((f"real driver's policy calls: a returned call on the gate card after the driver received it ({shown['n']:.0f} calls; goal < 0.5 s)",
+                 f"median {shown['median_ms']:.0f} ms, max {shown['max_ms']:.0f} ms"))
     for poll in ("0.1", "0.05"):
         lat = measure_bundled(poll)
         rows.append((f"bundled driver: decision -> driver resumes, poll {poll} s ({len(lat)} gates; goal < 0.3 s)",

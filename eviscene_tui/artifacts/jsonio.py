@@ -220,10 +220,12 @@ def read_file_bytes(
         return None, [Problem(code=ProblemCode.MISSING_ARTIFACT, path=path, message=f"cannot read: {exc.strerror or exc}")]
 
 
-def read_json(path: str | os.PathLike[str]) -> tuple[Any | None, list[Problem]]:
-    """Read a JSON file. Missing file -> ``missing_artifact``; bad JSON -> ``json_invalid``."""
+def read_json(path: str | os.PathLike[str], *, inside: list[str] | None = None) -> tuple[Any | None, list[Problem]]:
+    """Read a JSON file. Missing file -> ``missing_artifact``; bad JSON -> ``json_invalid``;
+    with ``inside``, a path whose symlinks lead out of those directories is never opened
+    (``path_outside_root``)."""
     p = str(path)
-    data, problems = read_file_bytes(p)
+    data, problems = read_file_bytes(p, inside=inside)
     if data is None:
         return None, problems
     return parse_json_bytes(data, p)
@@ -351,8 +353,9 @@ class BoundRead:
         return not self.problems
 
 
-def read_bound(path: str | os.PathLike[str], *, verify: bool = True) -> BoundRead:
-    """Read a bound envelope in either form, recomputing ``payload_sha256``.
+def read_bound(path: str | os.PathLike[str], *, verify: bool = True, inside: list[str] | None = None) -> BoundRead:
+    """Read a bound envelope in either form, recomputing ``payload_sha256``; ``inside``
+    as for :func:`read_json`.
 
     Never raises. Gzip checks: archive in the same directory, not a symlink, size
     at most 1 GiB, sha of the uncompressed bytes, identity and payload hash equal
@@ -360,7 +363,7 @@ def read_bound(path: str | os.PathLike[str], *, verify: bool = True) -> BoundRea
     """
     result = BoundRead()
     p = Path(path)
-    doc, problems = read_json(p)
+    doc, problems = read_json(p, inside=inside)
     if problems:
         result.problems = problems
         result.form = "missing" if problems[0].code == ProblemCode.MISSING_ARTIFACT else "invalid"

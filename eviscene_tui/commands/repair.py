@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import os
 import sys
 from pathlib import Path
@@ -39,7 +38,7 @@ from eviscene_tui.journal.records import record_key, register_workdir, search_ho
 from eviscene_tui.options import AppOptions
 from eviscene_tui.policy.config import policy_config
 from eviscene_tui.policy.profile import NO_POLICY, ProfileError, resolve_policy_target
-from eviscene_tui.safe_text import safe_text
+from eviscene_tui.safe_text import safe_text, terminal_json
 from eviscene_tui.settings import load_settings
 from eviscene_tui.storage import EvidenceWriteRefused, WorkDir
 
@@ -119,7 +118,7 @@ def build(args: argparse.Namespace) -> tuple[BundledDriver, Path]:
 
 def run(args: argparse.Namespace) -> int:
     driver, root = build(args)
-    print(f"search root: {root}", flush=True)
+    print(safe_text(f"search root: {root}", single_line=True), flush=True)
     try:
         result = asyncio.run(driver.run(resume=args.resume))
     except (SearchError, inproc.GateError, OSError) as exc:
@@ -130,5 +129,6 @@ def run(args: argparse.Namespace) -> int:
         driver.gate.finish(1)
         raise
     driver.gate.finish(0)
-    print(json.dumps(result, ensure_ascii=False, indent=2))
+    sys.stdout.flush()
+    sys.stdout.buffer.write(terminal_json(result, indent=True) + b"\n")
     return 0

@@ -11,6 +11,7 @@ The scenario and profile are live: tests may change them between requests.
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 from eviscene_tui.fake_vllm.server import DEFAULT_PROFILE, DEFAULT_SCENARIO, FakeConfig, FakeRecorder, create_app
@@ -49,7 +50,17 @@ class FakeVLLMServer:
         self._port = runner.port
         return self
 
+    def hold(self, after: int = 0) -> None:
+        """Keep chat requests numbered ``after`` and later (from 0) unanswered until :meth:`release`."""
+        self.config.hold, self.config.hold_from = threading.Event(), after
+
+    def release(self) -> None:
+        """Answer the held requests (and every later one)."""
+        if self.config.hold is not None:
+            self.config.hold.set()
+
     def stop(self) -> None:
+        self.release()  # a held request never keeps the server from stopping
         if self._runner is not None:
             self._runner.stop()
         self._runner = None

@@ -45,6 +45,7 @@ Scenario keys (JSON object; all optional; examples in ``fake_vllm/scenarios/``):
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
 import uuid
 from collections.abc import AsyncGenerator, AsyncIterator
@@ -121,6 +122,10 @@ class FakeConfig:
     scenario: dict[str, Any] = field(default_factory=lambda: dict(DEFAULT_SCENARIO))
     family: str | None = None  # default from personality
     started: float = field(default_factory=time.time)
+    # tests: chat requests numbered ``hold_from`` and later (from 0) wait, before they are
+    # answered, until ``hold`` is set (a request the test keeps in flight while it looks)
+    hold: threading.Event | None = None
+    hold_from: int = 0
 
     @property
     def token_family(self) -> str:
@@ -298,6 +303,14 @@ class _Endpoints:
     def __init__(self, cfg: FakeConfig, rec: FakeRecorder) -> None:
         self.cfg = cfg
         self.rec = rec
+        self.chats = 0  # chat requests planned so far
+
+    async def _held(self) -> None:
+        """Wait while the test holds this request (``FakeConfig.hold``)."""
+        number, self.chats = self.chats, self.chats + 1
+        hold = self.cfg.hold
+        if hold is not None and number >= self.cfg.hold_from and not hold.is_set():
+            await asyncio.to_thread(hold.wait)
 
     # ------------------------------------------------------------------ shared checks
     def err(self, status: int, message: str, param: str | None = None) -> Response:
@@ -462,6 +475,7 @@ class _Endpoints:
         planned = self._plan_chat(body)
         if isinstance(planned, Response):
             return planned
+        await self._held()
         if not body.get("stream"):
             return await self._chat_message(planned)
         return _ClosingStream(self._chat_stream(planned), media_type="text/event-stream")

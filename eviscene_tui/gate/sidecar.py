@@ -119,7 +119,7 @@ class GateDecision:
 
     def as_dict(self) -> dict[str, Any]:
         return {"kind": self.kind, "round": self.round, "index": self.hint_index, "action": self.action, "operator": self.operator,
-                "at": self.at, "step": self.step, "decision_id": self.decision_id}
+                "at": self.at, "step": self.step, "reason": self.reason, "text": self.text or None, "decision_id": self.decision_id}
 
     def describe(self) -> str:
         where = f"round {self.round}" + (f", {self.kind} {self.hint_index}" if self.hint_index is not None else "")

@@ -9,7 +9,8 @@
 - :func:`make_big_capture_ids` — ``n`` Qwen3.5 token ids that decode with the tiny
   tokenizer (chat frames, image-pad runs, text), e.g. 1,000,000 for the token view.
 
-The small cases use the same shapes as ``sample_runs`` but no runtime archives, no
+The small cases use the same shapes as ``sample_runs`` but no runtime archives (their
+traces name none: ``check`` reports a named archive it cannot find), no
 images and text-only prompts (so no ``psd_media``), which keeps each case to ~12-22
 files. Absolute paths lie under ``/data/eviscene/synthetic/<case>`` (the recorded
 ``output_dir``), so a reader maps them back into the case.
@@ -170,7 +171,7 @@ def _step(i: int, case_id: str, *, judgment: bool = False, stage_key: str = "sta
     return step
 
 
-def _trace(case_id: str, steps: list[dict[str, Any]], runtime_path: str) -> dict[str, Any]:
+def _trace(case_id: str, steps: list[dict[str, Any]]) -> dict[str, Any]:
     final = json.loads(steps[-1]["output"])
     return {
         "image_id": f"ep-{case_id}",
@@ -186,8 +187,6 @@ def _trace(case_id: str, steps: list[dict[str, Any]], runtime_path: str) -> dict
             "all_steps": steps,
             "termination": "success",
             "errors": [],
-            "runtime_store": {"schema_version": "ifv-runtime-events-v1", "case_id": case_id, "attempt_id": "rollout",
-                              "runtime_path": runtime_path, "events_path": runtime_path + "/events.jsonl"},
         },
     }
 
@@ -316,7 +315,7 @@ def _teach(w: _Writer, p: str, config_sha: str, case_id: str, steps: list[dict[s
     episode["state"]["all_steps"] = steps[:anchor] + suffix
     episode.update({"verdict": "fake", "judgment": json.loads(suffix[-1]["output"]),
                     "psd_repair": {"role": "teacher", "repair_step_id": step_id, "source_step_index": anchor,
-                                   "terminal_state_replayed": True, "source_runtime_store_path": "source/runtime"}})
+                                   "terminal_state_replayed": True, "source_runtime_store_path": None}})
     w.bound(p + "continuations/hint-00.json", {"run": config_sha, "hint": hint_sha256(hint)},
             {"teacher_steps": teacher, "student_steps": [], "hint": hint, "teacher_complete": True, "student_complete": False,
              "stop_reason": "teacher_episode_complete", "teacher_episode_trace": episode, "local_targets": None})
@@ -344,7 +343,7 @@ def _write_case(dest: Path, index: int) -> None:
     case_id = f"syn-{index:05d}"
     w = _Writer(dest / name, f"{FAKE_ROOT}/{name}")
     steps = [_step(0, case_id), _step(1, case_id), _step(2, case_id, judgment=True)]
-    w.put(TRACE, orjson.dumps(_trace(case_id, steps, "source/runtime")) + b"\n")
+    w.put(TRACE, orjson.dumps(_trace(case_id, steps)) + b"\n")
     if kind.startswith("single_"):
         status = kind[len("single_"):]
         _single_run(w, "", case_id, status, public_rel=None,
@@ -479,8 +478,6 @@ def make_big_trace(path: Path, target_bytes: int) -> dict[str, Any]:
             "runtime_case": {"case_id": case_id},
             "termination": "success",
             "errors": [],
-            "runtime_store": {"schema_version": "ifv-runtime-events-v1", "case_id": case_id, "attempt_id": "rollout",
-                              "runtime_path": "source/runtime/big-case-0001/rollout", "events_path": "source/runtime/big-case-0001/rollout/events.jsonl"},
         }
         prefix = orjson.dumps(head)[:-1] + b',"state":' + orjson.dumps(state_head)[:-1] + b',"all_steps":['
         fh.write(prefix)

@@ -593,7 +593,7 @@ class EvisceneApp(TriageOps, App[int]):
     def open_gate(self, root: Any) -> None:
         """The operator gate screen of a gated driver search (``eviscene-tui gate``)."""
 
-        self.push_screen(GateScreen(GateSession(root, operator=self.options.operator)))
+        self.push_screen(GateScreen(GateSession(root, operator=self.options.operator), self.options))
 
     def open_case_by_key(self, key: str) -> None:
         """Open a case from anywhere (the palette): back to the runs screen first."""

@@ -413,6 +413,22 @@ class GateDecisionRequested(Message):
         self.action = action
 
 
+class GateCallRequested(Message):
+    """Enter on a policy call of the gate card's call list (its entry key)."""
+
+    def __init__(self, key: str) -> None:
+        super().__init__()
+        self.key = key
+
+
+class GateCallCapture(Message):
+    """A worker built the token capture of a completed policy call (or could not: ``error``)."""
+
+    def __init__(self, capture: "CaptureData | None", case: "CaseBundle | None", error: str = "") -> None:
+        super().__init__()
+        self.capture, self.case, self.error = capture, case, error
+
+
 class GateResumed(Message):
     """A worker started the gated driver again with --resume (or could not)."""
 

@@ -176,8 +176,10 @@ def test_fake_vllm_cli_subprocess(tmp_path):
 def test_a_client_that_stops_reading_then_goes_away_is_recorded_without_a_garbage_collection() -> None:
     """A client that stops reading (the server's writes back up) and then goes away: the
     recorder learns of the disconnect with the garbage collector off, so it never depends
-    on a collection finalising the stream's generator (the response closes it)."""
-    with FakeVLLMServer(scenario={"tokens_per_second": None, "content_tokens": 400_000, "reasoning": "", "tool_calls": []}) as s:
+    on a collection finalising the stream's generator (the response closes it). 60,000
+    ids are ~9 MB of events, more than the loopback's buffers hold (and quick to script:
+    400,000 took longer than the read's timeout on a busy machine)."""
+    with FakeVLLMServer(scenario={"tokens_per_second": None, "content_tokens": 60_000, "reasoning": "", "tool_calls": []}) as s:
         body = orjson.dumps({"model": s.config.alias, "stream": True, "messages": [{"role": "user", "content": "hi"}]})
         host, port = s.base_url.removeprefix("http://").split(":")
         was_enabled = gc.isenabled()

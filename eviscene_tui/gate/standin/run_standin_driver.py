@@ -43,6 +43,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--policy-model", default="ifv-qwen3.5-9b")
     parser.add_argument("--hint-count", type=int, default=4)
     parser.add_argument("--hint-level", type=int, default=1)
+    parser.add_argument("--max-suffix-actions", type=int, default=2)
     parser.add_argument("--search-mode", choices=("slate", "feedback", "single"), default="feedback")
     parser.add_argument("--repair-attempts", type=int, default=6)
     parser.add_argument("--proposal-rounds", type=int, default=12)
@@ -160,7 +161,8 @@ async def _run_single(args: argparse.Namespace) -> dict[str, Any]:
         write_json(output_dir / "manifest.json", {"schema_version": "ifv-psd-repair-driver-result-v1", "status": "generating",
                                                   "trace": str(args.trace), "candidate_count": 0, "accepted_count": 0})
     adapter = QwenContinuationAdapter(policy_base_url=args.policy_base_url, policy_model=args.policy_model,
-                                      run_dir=output_dir, case_id=str(trace.get("case_id") or "case"), step_seconds=args.step_seconds)
+                                      run_dir=output_dir, case_id=str(trace.get("case_id") or "case"), step_seconds=args.step_seconds,
+                                      max_suffix_actions=args.max_suffix_actions)
     adapter.proposer_cache_path = output_dir / "proposer-response.json"
     proposals = await _proposals(adapter, args, config, failure_site, public_context, gold, feedback)
     records = load_jsonl(output_dir / "repair_attempts.jsonl")
@@ -173,7 +175,8 @@ async def _run_single(args: argparse.Namespace) -> dict[str, Any]:
         name = f"hint-{index:02d}-teacher.json"
         write_json(output_dir / "episodes" / name, episode)
         verification = judge(site, gold, hint, {"repair_step_id": failure_site["step_id"]})
-        records.append(_attempt_record(args, trace, candidate, failure_site, hint, verification, _teacher_capture(episode), name))
+        suffix = sum(1 for s in episode["state"]["all_steps"] if (s.get("metadata") or {}).get("psd_suffix_step"))
+        records.append(_attempt_record(args, trace, candidate, failure_site, hint, verification, _teacher_capture(episode), name, suffix))
         write_jsonl(output_dir / "repair_attempts.jsonl", records)
     result = {"schema_version": "ifv-psd-repair-driver-result-v1", "status": "generated" if records else "no_admissible_hints",
               "trace": str(args.trace), "candidate_count": len(records),
@@ -264,7 +267,8 @@ async def _teacher_episode(adapter: QwenContinuationAdapter, output_dir: Path, c
 
 
 def _attempt_record(args: argparse.Namespace, trace: dict[str, Any], candidate: dict[str, Any], failure_site: dict[str, Any],
-                    hint: HintProposal, verification: dict[str, Any], teacher_capture: dict[str, Any], name: str) -> dict[str, Any]:
+                    hint: HintProposal, verification: dict[str, Any], teacher_capture: dict[str, Any], name: str,
+                    teacher_steps: int) -> dict[str, Any]:
     """The judged attempt record (the episode written as ``episodes/<name>``)."""
     site, step_id = failure_site["source_step_index"], failure_site["step_id"]
     accepted = verification["passed"] is True
@@ -287,7 +291,7 @@ def _attempt_record(args: argparse.Namespace, trace: dict[str, Any], candidate: 
         "repair_rollout_token_capture": teacher_capture,
         "source_trace_sha256": sha256_file(args.trace),
         "continuation": {"teacher_complete": True, "student_complete": False, "stop_reason": "teacher_episode_complete",
-                         "teacher_step_count": 2, "student_step_count": 0, "hinted_teacher_episode_trace": f"episodes/{name}",
+                         "teacher_step_count": teacher_steps, "student_step_count": 0, "hinted_teacher_episode_trace": f"episodes/{name}",
                          "hinted_teacher_episode_trace_sha256": sha256_file(args.output_dir / "episodes" / name)},
     }
 

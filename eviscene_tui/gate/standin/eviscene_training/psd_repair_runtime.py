@@ -2,10 +2,13 @@
 
 ``QwenContinuationAdapter.propose_hints`` is a scripted hint constructor (one
 canned procedural hint per round, about the current site); ``run_hinted_episode``
-asks the policy server (the bundled fake vLLM, OpenAI chat completions, no
-streaming) for ONE hinted teacher step and writes a runtime archive
-(``runtime/<case>/<attempt>/events.jsonl``, fsynced line by line). Without a
-policy URL it uses a canned step, so tests can run offline.
+runs the hinted teacher suffix through the orchestrator's ``StageRunner`` (the
+stand-in ``eviscene.orchestrator``): up to ``max_suffix_actions`` teacher actions,
+a policy call each (OpenAI chat completions, no streaming, the bundled fake vLLM),
+a scripted tool answering each tool call, then one judgment call; it writes a
+runtime archive (``runtime/<case>/<attempt>/events.jsonl``, fsynced line by line,
+and ``context/req-NNNNNN.json``). Without a policy URL a scripted backend answers,
+so tests can run offline.
 """
 
 from __future__ import annotations
@@ -15,13 +18,13 @@ import hashlib
 import json
 import os
 import time
-import urllib.error
-import urllib.request
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from eviscene.orchestrator.llm_backend import APIBackend, ScriptedBackend
+from eviscene.orchestrator.stage_runner import StageRunner
 from eviscene_training.io import _sha, save_bound, write_json
 
 CANNED_HINTS = (
@@ -76,6 +79,12 @@ class RuntimeStore:
         self.root.mkdir(parents=True, exist_ok=True)
         self.events_path = self.root / "events.jsonl"
         self.sequence = 0
+        self.requests = 0
+
+    def next_request_id(self) -> str:
+        """``req-NNNNNN``: the counter restarts in every store (psd-run-format §2.13)."""
+        self.requests += 1
+        return f"req-{self.requests:06d}"
 
     def event(self, event_type: str, payload: dict[str, Any]) -> None:
         self.sequence += 1
@@ -96,8 +105,10 @@ class RuntimeStore:
 
 
 class QwenContinuationAdapter:
-    def __init__(self, *, policy_base_url: str | None, policy_model: str, run_dir: Path, case_id: str, step_seconds: float = 0.0) -> None:
+    def __init__(self, *, policy_base_url: str | None, policy_model: str, run_dir: Path, case_id: str, step_seconds: float = 0.0,
+                 max_suffix_actions: int = 2) -> None:
         self.policy_base_url = (policy_base_url or "").rstrip("/")
+        self.max_suffix_actions = max_suffix_actions
         self.policy_model = policy_model
         self.run_dir = run_dir
         self.case_id = case_id
@@ -125,73 +136,53 @@ class QwenContinuationAdapter:
             write_json(self.proposer_cache_path.parent / "proposer-hint-audits.json", {"proposals": audits})
         return proposals
 
-    def _policy_call(self, messages: list[dict[str, Any]]) -> dict[str, Any]:
-        tools = [{"type": "function", "function": {"name": name, "description": desc, "parameters": {
-            "type": "object", "properties": {"query": {"type": "string"}}, "required": ["query"]}}}
-            for name, desc in (("reverse_image_search", "find earlier copies of an image"), ("web_search", "search the web"))]
-        body = json.dumps({"model": self.policy_model, "messages": messages, "tools": tools, "max_tokens": 1024, "stream": False,
-                           "return_token_ids": True, "logprobs": True, "top_logprobs": 5}).encode("utf-8")
-        request = urllib.request.Request(self.policy_base_url + "/chat/completions", data=body,
-                                         headers={"Content-Type": "application/json"}, method="POST")
-        with urllib.request.urlopen(request, timeout=60) as response:
-            return json.loads(response.read().decode("utf-8"))
+    def _backend(self) -> Any:
+        if self.policy_base_url:
+            return APIBackend(base_url=self.policy_base_url, model=self.policy_model, capture_policy_tokens=True, topk=5)
+        return ScriptedBackend(model=self.policy_model)
 
     async def run_hinted_episode(self, *, failure_site: dict[str, Any], hint: HintProposal, base_trace: dict[str, Any],
                                  index: int) -> Continuation:
+        """The hinted teacher suffix from the failure site: up to ``max_suffix_actions``
+        ReAct actions of ``psd_teacher_repair`` (a policy call each; a tool call's result
+        goes back into the next call's history), then one ``psd_teacher_judgment`` call."""
         store = RuntimeStore(self.run_dir, self.case_id, f"hint-{index:02d}-{uuid.uuid4().hex[:12]}")
         store.event("case_attempt_started", {"hint_sha256": hint.audit.get("hint_sha256"), "source_step_index": failure_site["source_step_index"]})
         steps = base_trace["state"]["all_steps"]
         site = failure_site["source_step_index"]
-        messages = [
+        messages: list[dict[str, Any]] = [
             {"role": "system", "content": "You are a fact-checking agent. Continue the investigation with one action."},
             {"role": "user", "content": json.dumps({"claim": base_trace.get("claim"), "steps_so_far": [s.get("thought") for s in steps[:site]]})},
             {"role": "user", "content": "Hint: " + hint.text},
         ]
-        store.event("context_request_started", {"request_id": "req-000001", "stage": "psd_teacher_repair"})
-        if self.step_seconds:
-            await asyncio.sleep(self.step_seconds)
-        if self.policy_base_url:
-            try:
-                response = await asyncio.to_thread(self._policy_call, messages)
-            except (urllib.error.URLError, OSError, ValueError) as exc:
-                store.event("context_request_completed", {"request_id": "req-000001", "status": "error", "error": type(exc).__name__})
-                raise
-            choice = (response.get("choices") or [{}])[0]
-            message = choice.get("message") or {}
-            calls = message.get("tool_calls") or []
-            thought = message.get("reasoning") or message.get("reasoning_content") or ""
-            output = message.get("content") or ""
-            prompt_ids = response.get("prompt_token_ids") or list(range(1, 33))
-            completion_ids = choice.get("token_ids") or list(range(100, 100 + max(1, len(output.split()))))
-        else:
-            calls = [{"function": {"name": "reverse_image_search", "arguments": json.dumps({"query": "earliest copy of the photo"})}}]
-            thought, output = "The hint says to find the oldest copy first.", "I will look for the earliest copy."
-            prompt_ids, completion_ids = list(range(1, 33)), list(range(100, 120))
-        call = (calls[0].get("function") if calls else None) or {}
-        try:
-            tool_args = json.loads(call.get("arguments") or "{}") if isinstance(call.get("arguments"), str) else dict(call.get("arguments") or {})
-        except ValueError:
-            tool_args = {"raw": call.get("arguments")}
-        capture = {"schema_version": "ifv-policy-token-capture-v1", "status": "complete", "prompt_token_ids": prompt_ids,
-                   "completion_token_ids": completion_ids, "completion_logprobs": [-0.1] * len(completion_ids),
-                   "completion_topk_by_position": [], "topk": 0, "missing": []}
-        store.event("context_request_completed", {"request_id": "req-000001", "status": "completed",
-                                                  "provider_input_tokens": len(prompt_ids), "provider_output_tokens": len(completion_ids)})
-        teacher_step = {
-            "round": steps[site].get("round", site), "stage_name": "psd_teacher_repair",
-            "action_type": "tool_call" if call else "output", "tool_name": call.get("name"), "tool_args": tool_args,
-            "tool_result": json.dumps({"results": [{"title": "Earliest copy, 2019 archive", "date": "2019-05-02"}]}),
-            "thought": thought, "output": output, "tokens": {"prompt": len(prompt_ids), "completion": len(completion_ids), "thought": 0},
-            "metadata": {"policy_token_capture": capture, "context_request_id": "req-000001",
-                         "policy_input": {"messages": messages}, "policy_action": {"tool": call.get("name"), "arguments": tool_args}},
-        }
-        store.event("tool_result_archived", {"tool_name": call.get("name"), "action_index": 0})
-        judgment = {"round": teacher_step["round"] + 1, "stage_name": "psd_teacher_judgment", "action_type": "output",
-                    "output": "The photo predates the claimed event.", "thought": "", "tool_name": None, "tool_args": {},
-                    "tool_result": "", "tokens": {"prompt": 0, "completion": 0, "thought": 0}, "metadata": {}}
+        backend = self._backend()
+        repair = StageRunner(stage_name="psd_teacher_repair", llm=backend, store=store, tools=TOOLS, max_output_tokens=1024)
+        teacher_steps: list[dict[str, Any]] = []
+        parent = ""
+        for action_index in range(self.max_suffix_actions):
+            if self.step_seconds:
+                await asyncio.sleep(self.step_seconds)
+            response, metadata = await repair.call(messages, require_tool=True, lifecycle_kind="psd_teacher_action",
+                                                   parent_context_request_id=parent, active_steps=len(teacher_steps))
+            parent = metadata["context_request_id"]
+            step, reply = _action_step(steps[site].get("round", site) + action_index, response, metadata, messages)
+            teacher_steps.append(step)
+            messages = messages + reply
+            if step["action_type"] == "tool_call":
+                store.event("tool_result_archived", {"tool_name": step["tool_name"], "action_index": action_index, "stage": "psd_teacher_repair"})
+            else:
+                break
+        judge = StageRunner(stage_name="psd_teacher_judgment", llm=backend, store=store, max_output_tokens=512)
+        verdict_messages = messages + [{"role": "user", "content": "Give your final judgment of the claim."}]
+        response, metadata = await judge.call(verdict_messages, suppress_tools=True, lifecycle_kind="psd_teacher_judgment",
+                                              parent_context_request_id=parent)
+        teacher_steps.append({"round": teacher_steps[-1]["round"] + 1, "stage_name": "psd_teacher_judgment", "action_type": "output",
+                              "output": response.text, "thought": "", "tool_name": None, "tool_args": {}, "tool_result": "",
+                              "tokens": {"prompt": response.prompt_tokens, "completion": response.completion_tokens, "thought": 0},
+                              "metadata": {**metadata, "policy_input": {"messages": verdict_messages}, "policy_action": {"output": response.text}}})
         episode = json.loads(json.dumps(base_trace))
         suffix = []
-        for step in (teacher_step, judgment):
+        for step in teacher_steps:
             row = dict(step)
             row["stage"] = "unified_judgment" if step["stage_name"] == "psd_teacher_judgment" else "unified_react"
             row.pop("stage_name")
@@ -203,4 +194,39 @@ class QwenContinuationAdapter:
                                  "terminal_state_replayed": True, "source_runtime_store_path": failure_site.get("runtime_store_path")}
         episode["termination"] = "success"
         store.event("snapshot_committed", {"steps": len(suffix)})
-        return Continuation(teacher_steps=[teacher_step, judgment], student_steps=[], teacher_episode_trace=episode)
+        return Continuation(teacher_steps=teacher_steps, student_steps=[], teacher_episode_trace=episode)
+
+
+TOOLS = [{"type": "function", "function": {"name": name, "description": desc, "parameters": {
+    "type": "object", "properties": {"query": {"type": "string"}}, "required": ["query"]}}}
+    for name, desc in (("reverse_image_search", "find earlier copies of an image"), ("web_search", "search the web"))]
+
+TOOL_RESULTS = {
+    "reverse_image_search": {"results": [{"title": "Earliest copy, 2019 archive", "date": "2019-05-02"}]},
+    "web_search": {"results": [{"title": "Flood of May 2019 in the old town", "date": "2019-05-03"}]},
+}
+
+
+def _action_step(round_index: int, response: Any, metadata: dict[str, Any], messages: list[dict[str, Any]]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """One teacher action from the policy's answer, and the turns it adds to the history
+    (the answer's own message, rebuilt from ``raw``, and the tool's result)."""
+    message = ((response.raw.get("choices") or [{}])[0].get("message")) or {}
+    calls = message.get("tool_calls") or []
+    call = (calls[0].get("function") if calls else None) or {}
+    try:
+        tool_args = json.loads(call.get("arguments") or "{}") if isinstance(call.get("arguments"), str) else dict(call.get("arguments") or {})
+    except ValueError:
+        tool_args = {"raw": call.get("arguments")}
+    name = call.get("name")
+    result = json.dumps(TOOL_RESULTS.get(str(name), {"results": []})) if name else ""
+    thought = message.get("reasoning") or message.get("reasoning_content") or ""
+    step = {
+        "round": round_index, "stage_name": "psd_teacher_repair", "action_type": "tool_call" if name else "output",
+        "tool_name": name, "tool_args": tool_args, "tool_result": result, "thought": thought, "output": response.text,
+        "tokens": {"prompt": response.prompt_tokens, "completion": response.completion_tokens, "thought": 0},
+        "metadata": {**metadata, "policy_input": {"messages": messages}, "policy_action": {"tool": name, "arguments": tool_args}},
+    }
+    reply: list[dict[str, Any]] = [{"role": "assistant", "content": message.get("content"), "tool_calls": calls or None}]
+    if name:
+        reply.append({"role": "tool", "tool_call_id": calls[0].get("id") or "call-0", "content": result})
+    return step, reply
