@@ -71,7 +71,6 @@ from eviscene_tui.state.triage import TriageMarks
 
 APP_CSS = Path(__file__).with_name("app.tcss")
 #: the OS-level name of the native thread watchfiles runs inotify (or its polling) on
-WATCHER_THREAD = "notify-rs"
 
 
 class EvisceneApp(TriageOps, App[int]):
@@ -499,14 +498,8 @@ class EvisceneApp(TriageOps, App[int]):
         throttle = KeyThrottle(self.REFRESH_GAP)
         poller = EntryPoller(root_abs) if self.options.poll and self.watch_enabled else None
         idle = self.ENTRY_POLL if poller is not None else 0.25
-        next_lowering = 0.0
         open_poller = OpenCasePoller()
         while not worker.is_cancelled:
-            if self.watch_enabled and time.monotonic() >= next_lowering:
-                # the file watcher's native thread (started, or restarted polling, by watch_root)
-                # runs below the UI thread: a driver's burst floods it with events
-                pace.lower_native_threads(WATCHER_THREAD)
-                next_lowering = time.monotonic() + 1.0
             if self.watch_polling:
                 # the polling watcher sees a file that keeps changing once a second: the open
                 # cases' files are looked at here, often (they reach the screens as watcher news)
