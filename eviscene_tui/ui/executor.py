@@ -41,7 +41,8 @@ class DaemonThreadExecutor(ThreadPoolExecutor):
         self._name = name
         self._jobs: queue.SimpleQueue[_Job | None] = queue.SimpleQueue()
         self._daemons: list[threading.Thread] = []
-        self._idle = 0
+        self._idle = 0  # threads waiting for a job that no queued job is promised to yet
+        self._backlog = 0  # queued jobs that found every thread busy (the next free one takes them)
         self._lock = threading.Lock()
         self._closed = False
 
@@ -51,20 +52,30 @@ class DaemonThreadExecutor(ThreadPoolExecutor):
                 raise RuntimeError("cannot schedule new work after shutdown")
             future: Future[T] = Future()
             self._jobs.put((future, fn, args, kwargs))
-            # a new thread unless an idle one will take it (a stuck job never holds up the next)
-            if self._jobs.qsize() > self._idle and len(self._daemons) < self._max:
+            # the job is promised, under the lock, to an idle thread or to a new one, so a
+            # stuck job never holds up the next (counting the queue against threads that
+            # were about to take a job raced: a job could find no thread at all)
+            if self._idle > 0:
+                self._idle -= 1
+            elif len(self._daemons) < self._max:
                 thread = threading.Thread(target=self._work, name=f"{self._name}-{len(self._daemons)}", daemon=True)
                 self._daemons.append(thread)
                 thread.start()
+            else:
+                self._backlog += 1
             return future
 
     def _work(self) -> None:
+        first = True  # a new thread was started for a job already queued
         while True:
-            with self._lock:
-                self._idle += 1
+            if not first:
+                with self._lock:
+                    if self._backlog > 0:
+                        self._backlog -= 1  # a queued job waits for this thread
+                    else:
+                        self._idle += 1
+            first = False
             job = self._jobs.get()
-            with self._lock:
-                self._idle -= 1
             if job is None:
                 return
             future, fn, args, kwargs = job
