@@ -79,9 +79,10 @@ async def test_moved_copy_without_inputs_opens_with_clear_messages(tmp_path: Pat
         assert "source trace not found" in missing and "records it at" in missing and "looked for" in missing
         assert await wait_for(pilot, lambda: screen.integrity is not None, 20)
         assert {code for code, _, _ in screen.integrity} == {"missing_artifact"}
-        await pilot.press("3")  # the run's own files still show
-        await pilot.pause()
-        assert "Round" in str(screen.query_one("#rounds-doc").content) or screen.view.rounds
+        await pilot.press("3")  # the run's own files still show: the run's head line and its attempt
+        assert await wait_for(pilot, lambda: screen.query("#rounds-doc") and "Run  generated" in str(screen.query_one("#rounds-doc").content), 10)
+        rounds = str(screen.query_one("#rounds-doc").content)
+        assert "attempt hint-00" in rounds and "ACCEPTED" in rounds
 
 
 async def test_escaping_episode_path_never_shows_the_file_it_names(tmp_path: Path) -> None:
