@@ -390,6 +390,8 @@ class CaseSession:
         self._tokens_ticket = 0
         self._tokens_hold: pace.ForegroundHold | None = None
         self._last: CaseSnapshot | None = None
+        self._docs_memo: tuple[tuple[object, ...], DocsPart] | None = None
+        self._integrity_memo: tuple[tuple[object, ...], IntegrityPart] | None = None
         self._store: RunsStore | None = None
         self._unwatch_store: Cancel | None = None
 
@@ -413,7 +415,7 @@ class CaseSession:
             docs=self._docs_part(),
             quotes=tuple(self.view.quotes) if self.view is not None else (),
             compare=ComparePart(self.compare, self.trace_missing is not None, self.revealed),
-            integrity=IntegrityPart(tuple(self._integrity_lines())),
+            integrity=self._integrity_part(),
         )
 
     def _publish(self, **cues: Any) -> None:
@@ -876,6 +878,17 @@ class CaseSession:
         return TitlePart(self.view, problems, self.load_error, tuple(_activity_notes(store.get(self.key))), progress)
 
     def _docs_part(self) -> DocsPart:
+        # built again only when what it is made of was replaced: the fill's progress publishes
+        # four times a second, and marking a long rounds timeline is not free
+        inputs = (self.view, self.marks, self.claim_results, self.revealed)
+        memo = self._docs_memo
+        if memo is not None and all(a is b for a, b in zip(memo[0], inputs, strict=True)):
+            return memo[1]
+        part = self._build_docs()
+        self._docs_memo = (inputs, part)
+        return part
+
+    def _build_docs(self) -> DocsPart:
         view = self.view
         if view is None:
             return DocsPart((), (), self.revealed)
@@ -917,14 +930,22 @@ class CaseSession:
             parts.append("problems: " + "; ".join(data.problems[:2]))
         return StatusPart(data.step_count, tuple(parts))
 
-    def _integrity_lines(self) -> list[Line]:
+    def _integrity_part(self) -> IntegrityPart:
+        inputs = (self.integrity, self.view, self.provenance, self._writing is not None and self._writing(self.key))
+        memo = self._integrity_memo
+        if memo is not None and all(a is b for a, b in zip(memo[0], inputs, strict=True)):
+            return memo[1]
+        part = IntegrityPart(tuple(self._integrity_lines(inputs[3])))
+        self._integrity_memo = (inputs, part)
+        return part
+
+    def _integrity_lines(self, writing: bool) -> list[Line]:
         lines: list[Line] = []
         if self.integrity is None:
             lines.append(L(Seg("running the full integrity check\u2026", "dim")))
         rows = self.problem_rows()
         if self.integrity is not None and not rows:
             lines.append(L(Seg("\u2713 no problems found", "ok")))
-        writing = self._writing is not None and self._writing(self.key)
         for code, path, message in rows:
             if writing and code in TRANSIENT_CODES:
                 lines.append(L(S(code, "warn"), Seg("  "), S(path, "accent"), Seg("  being written (a problem only if it stays torn)", "warn")))
