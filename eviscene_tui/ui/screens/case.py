@@ -87,15 +87,18 @@ class CaseTabs(TabbedContent):
 
 
 class _ScreenHost:
-    """The session's host: its steps run in the screen's thread workers (each group one at a
-    time, a new one replacing the last), its delays are the screen's timers."""
+    """A session's host: its steps run in the screen's thread workers (each group one at a
+    time, a new one replacing the last), its delays are the screen's timers. One host per
+    session: a step an earlier case's session starts late still reports to that session."""
 
     def __init__(self, screen: CaseScreen) -> None:
         self.screen = screen
+        self.session: CaseSession | None = None
 
     def run(self, group: str, step: Step) -> None:
-        screen = self.screen
-        screen.run_worker(partial(screen.run_case_step, screen.session, group, step), thread=True, exclusive=True, group=group,
+        screen, session = self.screen, self.session
+        assert session is not None  # set as soon as the session is made
+        screen.run_worker(partial(screen.run_case_step, session, group, step), thread=True, exclusive=True, group=group,
                           exit_on_error=False)
 
     def later(self, seconds: float, callback: Callable[[], None]) -> Cancel:
@@ -113,8 +116,9 @@ class CaseScreen(Screen):
         self.session = self._session_for(ref, key, revealed=False)
 
     def _session_for(self, ref: CaseRef | CaseSummary | Path, key: str | None, *, revealed: bool) -> CaseSession:
-        session = CaseSession(ref, self.options, _ScreenHost(self), key=key, revealed=revealed, prefetched=self._take_prefetched,
-                              writing=self._being_written, gc_hold=gc_hold.hold, gc_release=gc_hold.release)
+        host = _ScreenHost(self)
+        session = host.session = CaseSession(ref, self.options, host, key=key, revealed=revealed, prefetched=self._take_prefetched,
+                                             writing=self._being_written, gc_hold=gc_hold.hold, gc_release=gc_hold.release)
         session.subscribe(self._session_changed)
         return session
 
