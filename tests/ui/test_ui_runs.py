@@ -50,12 +50,12 @@ async def test_incremental_search_and_escape(tmp_path_factory) -> None:
     async with app.run_test(size=(120, 30)) as pilot:
         await wait_scan(pilot, app)
         await pilot.press("slash", "p", "a", "u", "s")
-        await pilot.pause()
         table = app.screen.query_one(RunsTable)
-        assert table.rows and all("paus" in r.haystack for r in table.rows)
+        # the table follows the search when it has been applied (awaited: one refresh is not enough on a loaded machine)
+        assert await wait_for(pilot, lambda: table.rows and len(table.rows) < len(app.store))
+        assert all("paus" in r.haystack for r in table.rows)
         await pilot.press("escape")
-        await pilot.pause()
-        assert len(table.rows) == len(app.store)
+        assert await wait_for(pilot, lambda: len(table.rows) == len(app.store))
 
 
 async def test_search_matches_loaded_hint_text(tmp_path_factory) -> None:

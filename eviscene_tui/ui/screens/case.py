@@ -295,10 +295,11 @@ class CaseScreen(Screen):
             self._show_trace_missing(snap.trace.missing)
 
     def _paint_panels(self, snap: CaseSnapshot, parts: frozenset[str]) -> None:
-        if "docs" in parts:
+        read = snap.title.view is not None  # until the case's files are read its documents say "loading"
+        if "docs" in parts and read:
             self.query_one("#loc-doc", Static).update(doc_content(snap.docs.localization, snap.docs.revealed))
             self.query_one("#rounds-doc", Static).update(doc_content(snap.docs.rounds, snap.docs.revealed))
-        if "quotes" in parts:
+        if "quotes" in parts and read:
             self._paint_quotes(snap)
         if "compare" in parts:
             self._paint_compare(snap)
