@@ -37,7 +37,7 @@ check: $(RUN_STAMP)
 	$(VENV)/bin/eviscene-tui check sample_runs
 
 samples: $(RUN_STAMP)
-	$(PY) -m eviscene_tui.samples sample_runs
+	$(PY) -m eviscene_tui.scaffold.samples sample_runs
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis .mypy_cache .ruff_cache

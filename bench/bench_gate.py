@@ -6,12 +6,25 @@
   :func:`eviscene_tui.gate.decide.decide`; the latency is the time from just before the
   decision file is created to the driver's heartbeat saying it left that gate (written as
   soon as the decision is read). Goal < 0.3 s at the default poll interval (0.1 s).
+- a search started on the realistic 193 MB source trace (``bench.realistic_trace``, the
+  open benchmark's case): ``eviscene-tui repair`` spawned until its round-0 gate waits,
+  and the process's peak RSS (VmHWM) there; beside it the same on a sample case (the
+  command's own start: interpreter, imports, the search root) and a bare ``orjson.loads``
+  of the trace (what the whole parse took before it was read lazily). Goals: the first
+  gate < 1 s after the trace is read, peak RSS < 1.2x the file.
 - the live channel: a writer process appends ``delta`` records (one 4-character token
   each, as vLLM sends them) to a sidecar's ``live.jsonl`` at 5,000 tokens/s while the
   gate screen tails it; the latency is from a record's append to the end of the app's
   frame that painted it (``bench/frames.py``),
   and a key (tab) is pressed every 100 ms meanwhile, timed to the end of the frame that
   answered it. Goals < 50 ms both.
+- the real driver's policy calls: the pass-through wrapper of ``StageRunner._call_llm``
+  (the in-driver gate's, on a method of the real signature returning a capture of 8,000
+  prompt and 400 completion ids with logprobs and top-20) costs per call the difference
+  between wrapped and unwrapped calls, with its writer thread running (goal < 1 ms); a
+  returned call is on the gate card (the call list's line says its finish reason) after
+  the driver's side received it: from the wrapper seeing the return to the end of the
+  frame that painted it, through the live channel and the card's polling tail (goal < 0.5 s).
 """
 
 from __future__ import annotations
@@ -33,7 +46,7 @@ from bench.frames import frame_clock
 from eviscene_tui.gate import protocol as P
 from eviscene_tui.gate.decide import decide
 from eviscene_tui.gate.sidecar import read_status
-from eviscene_tui.gate.standin import driver_args, write_inputs
+from eviscene_tui.scaffold.standin import driver_args, write_inputs
 
 SAMPLES = Path(__file__).resolve().parents[1] / "sample_runs"
 RATE = 5000  # tokens a second through the live channel
@@ -81,7 +94,7 @@ def _decide_until_done(root: Path, proc: subprocess.Popen, gates: int) -> list[f
 
 
 def measure_bundled(poll: str, gates: int = 6) -> list[float]:
-    from eviscene_tui.fake_vllm.harness import FakeVLLMServer
+    from eviscene_tui.scaffold.fake_vllm.harness import FakeVLLMServer
 
     with tempfile.TemporaryDirectory(prefix="bench-gate-") as tmp, FakeVLLMServer(scenario={"tokens_per_second": None}) as server:
         env = {**os.environ, "EVISCENE_GATE_POLL": poll}
@@ -95,6 +108,63 @@ def measure_bundled(poll: str, gates: int = 6) -> list[float]:
             if proc.poll() is None:
                 proc.kill()
             proc.wait()
+
+
+def _peak_rss(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) * 1024
+    return 0
+
+
+def measure_search_start(case: Path) -> dict[str, float]:
+    """``eviscene-tui repair CASE`` from its spawn until the round-0 gate waits: seconds and
+    the process's peak RSS at that gate."""
+    from eviscene_tui.scaffold.fake_vllm.harness import FakeVLLMServer
+
+    with tempfile.TemporaryDirectory(prefix="bench-start-") as tmp, FakeVLLMServer(scenario={"tokens_per_second": None}) as server:
+        root = Path(tmp) / "search"
+        argv = [sys.executable, "-m", "eviscene_tui", "repair", str(case), "--output-dir", str(root),
+                "--workdir", tmp, "--policy-url", server.v1_url, "--policy-model", server.profile_dict()["profile_id"]]
+        started = time.perf_counter()
+        proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=os.environ)
+        try:
+            _wait(lambda: _waiting_on(P.sidecar_for(root)) or proc.poll() is not None, timeout=600)
+            if proc.poll() is not None:
+                raise RuntimeError((proc.stderr.read() if proc.stderr else b"").decode(errors="replace").strip()[-300:])
+            return {"seconds": time.perf_counter() - started, "rss": _peak_rss(proc.pid)}
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+            proc.wait()
+
+
+_BARE = """
+import orjson, sys, time
+t = time.perf_counter()
+orjson.loads(open(sys.argv[1], "rb").read())
+seconds = time.perf_counter() - t
+print(seconds, next(int(l.split()[1]) * 1024 for l in open("/proc/self/status") if l.startswith("VmHWM:")))
+"""
+
+
+def search_start_rows() -> list[tuple[str, str]]:
+    from bench.bench_open import _realistic
+
+    info = _realistic()
+    size = int(info["bytes"])
+    big = measure_search_start(Path(info["case_dir"]))
+    small = measure_search_start(SAMPLES / "feedback-converged-3-rounds")
+    out = subprocess.run([sys.executable, "-c", _BARE, info["path"]], capture_output=True, text=True, check=True)
+    bare_s, bare_rss = (float(x) for x in out.stdout.split())
+    return [
+        (f"search start: spawn -> round-0 gate, {size / 1e6:.0f} MB trace | a sample case (goal: < 1 s more than the sample's)",
+         f"{big['seconds']:.2f} s | {small['seconds']:.2f} s (+{big['seconds'] - small['seconds']:.2f} s for the trace;"
+         f" a bare orjson.loads of it {bare_s:.2f} s)"),
+        ("search start: peak RSS at the round-0 gate (goal < 1.2x the file)",
+         f"{big['rss'] / 1e6:.0f} MB = {big['rss'] / size:.2f}x the file (sample case {small['rss'] / 1e6:.0f} MB;"
+         f" a bare orjson.loads {bare_rss / size:.2f}x)"),
+    ]
 
 
 def measure_standin(poll: str, attempts: int = 3) -> list[float]:
@@ -189,8 +259,131 @@ async def _live_on_screen(seconds: float = 4.0) -> dict[str, float]:
             "max_ms": max(lat) * 1000, "key_median_ms": statistics.median(keys) * 1000, "key_max_ms": max(keys) * 1000}
 
 
+# ---------------------------------------------------------------------- the real driver's policy calls
+class _Probe:
+    """A stage runner whose ``_call_llm`` has the real signature and returns a real-sized capture."""
+
+    stage_name = "psd_teacher_repair"
+
+    def __init__(self, prompt: int = 8000, completion: int = 400) -> None:
+        capture = {"schema_version": "ifv-policy-token-capture-v1", "status": "complete",
+                   "prompt_token_ids": list(range(1, prompt + 1)), "completion_token_ids": list(range(100, 100 + completion)),
+                   "completion_logprobs": [-0.1] * completion,
+                   "completion_topk_by_position": [[{"token_id": k, "probability": 0.05} for k in range(20)] for _ in range(completion)],
+                   "topk": 20, "missing": []}
+        self.result = (None, {"policy_token_capture": capture, "finish_reason": "tool_calls", "context_request_id": "req-000001",
+                              "llm_duration_ms": 900})
+
+    async def _call_llm(self, messages, *, require_tool=False, max_tokens=None, generation_config=None, lifecycle_kind="",
+                        parent_context_request_id="", suppress_tools=False, active_steps=None):
+        return self.result
+
+
+def _gate_in(tmp: str):
+    from eviscene_tui.gate import inproc
+
+    gate = inproc.Gate(gate_dir=None, operator="bench", hint_gate=False, argv=["driver.py"])
+    return inproc, gate, gate.enter_search(Path(tmp) / "search")
+
+
+async def _calls(method, runner, messages, n: int) -> float:
+    t0 = time.perf_counter()
+    for _ in range(n):
+        await method(runner, messages)
+    return time.perf_counter() - t0
+
+
+def measure_wrapper_cost(n: int = 400) -> dict[str, float]:
+    """The wrapper's cost on the driver's path (its writer held, so only what the driver's
+    own thread does is timed), and back to back with the writer encoding each record
+    (the whole CPU the live view takes per call; a real call waits seconds on the network,
+    during which the writer runs)."""
+    import threading
+
+    with tempfile.TemporaryDirectory(prefix="bench-calls-") as tmp:
+        inproc, gate, search = _gate_in(tmp)
+        runner = _Probe()
+        plain = _Probe._call_llm
+        wrapped = gate.live_calls.wrap(plain)
+        messages = [{"role": "user", "content": "x" * 20000}, {"role": "user", "content": "Hint: find the oldest copy first."}]
+        token = inproc._ROUND.set({"round": 0, "search": search, "hints": [(0, "find the oldest copy first.")]})
+        held = threading.Event()
+        write = search.live.write
+
+        def held_write(*args, **kwargs):
+            held.wait()
+            return write(*args, **kwargs)
+
+        try:
+            bare = min(asyncio.run(_calls(plain, runner, messages, n)) for _ in range(3))
+            search.live.write = held_write
+            path = asyncio.run(_calls(wrapped, runner, messages, n))
+            held.set()
+            search.calls.close(timeout=60)
+            search.calls = inproc.CallRecorder(search.live)
+            search.live.write = write
+            t0 = time.perf_counter()
+            asyncio.run(_calls(wrapped, runner, messages, n))
+            search.calls.close(timeout=120)  # until the writer has written every record
+            live = time.perf_counter() - t0
+        finally:
+            inproc._ROUND.reset(token)
+            gate.finish(0)
+        return {"path_ms": (path - bare) / n * 1000, "total_ms": (live - bare) / n * 1000}
+
+
+async def _call_on_screen(calls: int = 12) -> dict[str, float]:
+    import threading
+
+    from textual.app import App
+
+    from eviscene_tui.state.gate import GateSession
+    from eviscene_tui.ui.screens.gate import GateScreen
+    from eviscene_tui.ui.widgets.gate_panel import CallList
+
+    with tempfile.TemporaryDirectory(prefix="bench-calls-screen-") as tmp:
+        inproc, gate, search = _gate_in(tmp)
+        probe = _Probe()
+        lat: list[float] = []
+        try:
+            with frame_clock() as clock:
+                app = App()
+                async with app.run_test(size=(140, 60)):
+                    app.push_screen(GateScreen(GateSession(search.root, operator="bench")))
+                    await asyncio.sleep(0.5)
+                    view = app.screen.query_one(CallList)
+                    for i in range(calls):
+                        returned: list[float] = []
+
+                        def driver(returned: list[float] = returned) -> None:  # the driver's thread: a call starts, then returns
+                            token = inproc._ROUND.set({"round": 0, "search": search})
+                            started = gate.live_calls.started(probe, [], {})
+                            time.sleep(0.05)
+                            returned.append(time.perf_counter())
+                            gate.live_calls.ended(started, probe.result, None)
+                            inproc._ROUND.reset(token)
+
+                        thread = threading.Thread(target=driver)
+                        thread.start()
+                        while view.option_count <= i or "finish" not in str(view.get_option_at_index(i).prompt):
+                            await asyncio.sleep(0.001)
+                        seen = time.perf_counter()
+                        thread.join()
+                        lat.append((await clock.end_after(seen)) - returned[0])
+        finally:
+            gate.finish(0)
+    return {"median_ms": statistics.median(lat) * 1000, "max_ms": max(lat) * 1000, "n": len(lat)}
+
+
 def run() -> list[tuple[str, str]]:
-    rows = []
+    rows = search_start_rows()
+    cost = measure_wrapper_cost()
+    rows.append(("real driver's policy calls: the _call_llm wrapper's cost per call on the driver's path "
+                 "(8,000 + 400 ids with logprobs, top-20 in the capture; goal < 1 ms)",
+                 f"{cost['path_ms']:.3f} ms (with its writer's encoding and write of each record, back to back: {cost['total_ms']:.3f} ms)"))
+    shown = asyncio.run(_call_on_screen())
+    rows.append((f"real driver's policy calls: a returned call on the gate card after the driver received it ({shown['n']:.0f} calls; goal < 0.5 s)",
+                 f"median {shown['median_ms']:.0f} ms, max {shown['max_ms']:.0f} ms"))
     for poll in ("0.1", "0.05"):
         lat = measure_bundled(poll)
         rows.append((f"bundled driver: decision -> driver resumes, poll {poll} s ({len(lat)} gates; goal < 0.3 s)",

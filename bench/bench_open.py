@@ -7,8 +7,10 @@ timed from the key press to the end of the frame that painted it (``bench/frames
 frame encoded as for a terminal):
 
 - open the case (Enter on the runs table) until the failure step is painted, vs bare
-  ``read + orjson.loads`` of the trace file (goal <= 0.5x), and the peak RSS (VmHWM) at
-  that moment and once every row is filled (goal <= 1.2x the file);
+  ``read + orjson.loads`` of the trace file (goal <= 0.2x), on the token-heavy and the
+  text-heavy trace; beside it the byte scan alone (a fresh process, no UI) and the same
+  case with an 18 MB trace (what the case screen itself costs: the floor of the open);
+  the peak RSS (VmHWM) at that moment and once every row is filled (goal <= 1.2x the file);
 - End (last step painted) and Enter on three far steps (step detail shown), straight after
   the open, while the background fill is still running (goal < 100 ms);
 - a search of all steps (``/`` + a phrase no step holds, until the status line answers),
@@ -130,6 +132,15 @@ obj = orjson.loads(Path(sys.argv[1]).read_bytes())
 print(json.dumps({"seconds": time.perf_counter() - t, "rss_kb": peak_rss_kb()}))
 """
 
+_SCAN = r"""
+import json, sys, time
+from eviscene_tui.artifacts.step_index import index_steps
+t, c = time.perf_counter(), time.process_time()
+with open(sys.argv[1], "rb") as fh:
+    index = index_steps(fh)
+print(json.dumps({"seconds": time.perf_counter() - t, "cpu": time.process_time() - c, "steps": len(index) if index is not None else None}))
+"""
+
 _OPEN = _PRELUDE + r"""
 root, key, mode, moment = Path(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[5]
 if mode == "whole":
@@ -198,6 +209,7 @@ async def main():
         TraceSearch(screen.trace, screen.session.corpus if screen.trace.lazy else None).matches(sys.argv[4] + " again")
         out["search_scan_s"] = time.perf_counter() - t
         out["steps"] = data.step_count
+        out["index_s"] = screen.trace.index_seconds
         out["lazy"] = bool(screen.trace.lazy)
     print(json.dumps(out))
 asyncio.run(main())
@@ -334,14 +346,17 @@ def _child(code: str, *args: str, timeout: int = 1800, off: str = "") -> dict:
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-def _realistic(text_heavy: bool = False) -> dict:
+SMALL_PAGE_BYTES = 25_000  # the small trace: the same 720 steps, 18 MB (still indexed)
+
+
+def _realistic(text_heavy: bool = False, page_bytes: int | None = None) -> dict:
     """The realistic case (trace outside the root), generated once; ``text_heavy``: the
-    trace of mostly page text (``bench.realistic_trace``)."""
+    trace of mostly page text (``bench.realistic_trace``); ``page_bytes``: its pages' size."""
     from bench.realistic_trace import write_case
 
     from eviscene_tui.artifacts.case import load_case
 
-    base = BENCH_DIR / ("realistic-text-v1" if text_heavy else "realistic-v1")
+    base = BENCH_DIR / (("realistic-text-v1" if text_heavy else "realistic-v1") if page_bytes is None else f"realistic-text-{page_bytes}-v1")
     info_path = base / ".info.json"
     if info_path.exists():
         info = json.loads(info_path.read_text())
@@ -350,10 +365,10 @@ def _realistic(text_heavy: bool = False) -> dict:
     if not info_path.exists():
         if base.exists():
             shutil.rmtree(base)
-        info = write_case(base, text_heavy=text_heavy)
+        info = write_case(base, text_heavy=text_heavy, page_bytes=page_bytes)
         if load_case(info["case_dir"]).source_trace_path is None:
             shutil.rmtree(base)
-            info = {**write_case(base, inside=True, text_heavy=text_heavy), "inside": True}
+            info = {**write_case(base, inside=True, text_heavy=text_heavy, page_bytes=page_bytes), "inside": True}
         info_path.write_text(json.dumps(info))
     return json.loads(info_path.read_text())
 
@@ -363,7 +378,7 @@ def _data() -> tuple[dict, Path]:
     info = _realistic()
     staging = BENCH_DIR / "staging-case"
     if not staging.exists():
-        from eviscene_tui.samples import generate
+        from eviscene_tui.scaffold.samples import generate
 
         tmp = BENCH_DIR / "staging-samples"
         if tmp.exists():
@@ -402,6 +417,11 @@ def _open_rows(root: Path, key: str, info: dict, label: str) -> list[tuple[str, 
         return rows
     b = bare["seconds"]
     w = f"; whole-file path (before) {whole['shown']:.2f} s = {whole['shown'] / b:.2f}x" if "error" not in whole else ""
+    scan = _child(_SCAN, info["path"])
+    if "error" not in scan:
+        in_app = f"; in the app {idle['index_s']:.2f} s (beside the screen's first paint, one interpreter)" if idle.get("index_s") else ""
+        rows.append((f"open: the byte scan that indexes the steps, alone, {label}",
+                     f"{scan['seconds']:.2f} s (CPU {scan['cpu']:.2f} s) = {scan['seconds'] / bare['seconds']:.2f}x of read+orjson.loads{in_app}"))
     rows.append((f"open: Enter -> failure step painted, {label}, idle | busy (goal <= 0.2x read+orjson.loads)",
                  f"idle {idle['shown']:.2f} s = {idle['shown'] / b:.2f}x | busy {busy['shown']:.2f} s = {busy['shown'] / b:.2f}x"
                  f" of read+orjson.loads {b:.2f} s{w}" + ("" if idle["ok"] and busy["ok"] else " (cursor NOT on the failure step)")))
@@ -439,6 +459,13 @@ def run() -> list[tuple[str, str]]:
     label = f"{size / 1e6:.0f} MB trace, {info['steps']} steps, " + (
         "outside the case root" if outside else "INSIDE the case root (this build does not read inputs outside it)")
     rows.extend(_open_rows(root, key, info, label))
+    small = _realistic(text_heavy=True, page_bytes=SMALL_PAGE_BYTES)
+    floor = [_child(_OPEN, small["root"], Path(small["case_dir"]).name, "indexed", QUERY, moment) for moment in ("idle", "busy")]
+    if all("error" not in res for res in floor):
+        rows.append((f"open: the case screen's own cost: the same case with a {int(small['bytes']) / 1e6:.0f} MB trace, idle | busy",
+                     f"idle {floor[0]['shown']:.2f} s | busy {floor[1]['shown']:.2f} s (no trace work opens a case faster than this)"))
+    else:
+        rows.append(("open: the case screen's own cost", "failed: " + "; ".join(str(res.get("error")) for res in floor)))
     text = _realistic(text_heavy=True)
     rows.extend((label.replace("open:", "open (text-heavy):", 1), figure) for label, figure in _open_rows(
         Path(text["root"]), Path(text["case_dir"]).name, text,
@@ -459,16 +486,11 @@ def run() -> list[tuple[str, str]]:
     doc["status"] = "no_admissible_hints"  # as generated (an interrupted run may have left a burst status)
     saved = json.dumps(doc, indent=2).encode()
     manifest.write_bytes(saved)
-    keys_by_switch: dict[str, list[float]] = {}
-    for mode, off in (("inotify", ""), ("poll", ""), ("inotify", "native_nice")):
-        res = _child(_BURST, str(root), key, mode, "4", _WRITER, str(BENCH_DIR / "writer-log.json"), off=off)
-        if off:
-            keys_by_switch[off] = res.get("keys_ms", [])
-        elif mode == "inotify":
-            keys_by_switch[""] = res.get("keys_ms", [])
+    for mode in ("inotify", "poll"):
+        res = _child(_BURST, str(root), key, mode, "4", _WRITER, str(BENCH_DIR / "writer-log.json"))
         if "error" in res:
-            rows.append((f"live: burst into the open case ({mode}{', ' + off + ' off' if off else ''})", "failed: " + str(res["error"])))
-        elif not off:
+            rows.append((f"live: burst into the open case ({mode})", "failed: " + str(res["error"])))
+        else:
             first = (res["first_seen"] - res["first_write"]) if res["first_seen"] and res["first_write"] else None
             rows.append((f"live: driver writing the open case at full speed ({mode}): status shown vs written (goal < 1 s)",
                          (f"first change shown after {first:.2f} s; " if first is not None else "")
@@ -482,9 +504,6 @@ def run() -> list[tuple[str, str]]:
         runtime = Path(info["case_dir"]) / "runtime"
         if runtime.exists():
             shutil.rmtree(runtime)
-    if keys_by_switch.get("") and keys_by_switch.get("native_nice"):
-        rows.append(("switch native_nice: key (down) -> row painted during the burst (inotify), watcher thread lowered on | off",
-                     f"on {_fmt_ms(keys_by_switch[''])} | off {_fmt_ms(keys_by_switch['native_nice'])}"))
     return rows
 
 

@@ -31,7 +31,7 @@ async def _raw(url: str, body: dict) -> tuple[float, int, float]:
 async def _client_and_view(srv, direct_body: bool = True) -> tuple[float, int, int, str, float, int]:
     from textual.app import App, ComposeResult
 
-    from eviscene_tui.fake_vllm.testing import simple_request
+    from eviscene_tui.scaffold.fake_vllm.testing import simple_request
     from eviscene_tui.policy.accumulate import StreamAccumulator
     from eviscene_tui.policy.client import PolicyClient
     from eviscene_tui.policy.config import PolicyConfig
@@ -55,7 +55,7 @@ async def _client_and_view(srv, direct_body: bool = True) -> tuple[float, int, i
         view.finish(out.status)
         await pilot.pause()  # the last repaint is part of the cost
         took = time.perf_counter() - t0
-        return took, acc.token_count, view.flushes, out.status, time.process_time() - c0, client.direct_streams
+        return took, acc.token_count, view.flushes, out.status, time.process_time() - c0, client.probes.direct_streams
 
 
 class _SubprocessServer:
@@ -76,7 +76,7 @@ class _SubprocessServer:
                                      stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
         line = self.proc.stdout.readline()
         self.v1_url = line.split(" on ")[1].split()[0]
-        from eviscene_tui.fake_vllm.server import DEFAULT_PROFILE
+        from eviscene_tui.scaffold.fake_vllm.server import DEFAULT_PROFILE
 
         self.config = SimpleNamespace(alias=DEFAULT_PROFILE["profile_id"])
 

@@ -43,8 +43,8 @@ def _case() -> tuple[Path, int]:
     """A case root (and its failure step index) whose failure step holds an N_IDS capture."""
     import orjson
 
-    from eviscene_tui.samples import synthetic
-    from eviscene_tui.tokens import tiny
+    from eviscene_tui.scaffold.samples import synthetic
+    from eviscene_tui.scaffold import tiny
 
     root = BENCH_DIR / f"tokens-{N_IDS}"
     case = root / "tokens-case"
@@ -312,9 +312,9 @@ async def _measure_frames(case: Path, failure: int, frames: FrameClock, reduced:
             # (when one is owed: the scrolls may not have made enough garbage for one)
             out["gc_pause"] = None
             if gc_hold.full_collection_pending():
-                deferred = app.deferred_collections
+                deferred = app.probes.deferred_collections
                 t0 = time.perf_counter()
-                await until(lambda: app.deferred_collections > deferred, 10)
+                await until(lambda: app.probes.deferred_collections > deferred, 10)
                 out["gc_pause"] = (time.perf_counter() - t0, full[-1] if len(full) > len(out["gc_full_pages"]) else float("nan"))
             gc.callbacks.remove(on_gc)
             t0 = time.perf_counter()

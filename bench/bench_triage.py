@@ -85,7 +85,7 @@ asyncio.run(main(sys.argv[1], sys.argv[2], int(sys.argv[3])))
 
 
 def _data() -> Path:
-    from eviscene_tui.samples.synthetic import make_many_cases
+    from eviscene_tui.scaffold.samples.synthetic import make_many_cases
 
     root = BENCH_DIR / f"triage-queue-{CASES}"
     if not (root / ".done").exists():

@@ -36,7 +36,7 @@ def _many_cases() -> Path:
     root = BENCH_DIR / f"many-{N_CASES}"
     marker = root / ".complete"
     if not marker.exists():
-        from eviscene_tui.samples.synthetic import make_many_cases
+        from eviscene_tui.scaffold.samples.synthetic import make_many_cases
 
         if root.exists():
             import shutil
@@ -54,7 +54,7 @@ def _big_case() -> tuple[Path, dict]:
     case = root / "big-case"
     info_path = root / ".info.json"
     if not info_path.exists():
-        from eviscene_tui.samples.synthetic import make_big_case
+        from eviscene_tui.scaffold.samples.synthetic import make_big_case
 
         case.mkdir(parents=True, exist_ok=True)
         info = make_big_case(case, TRACE_MB * 1_000_000)

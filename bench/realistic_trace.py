@@ -7,7 +7,8 @@ trace lives OUTSIDE the case root (``<dir>/inputs/<case>/trace.json``) and the r
 
 The text-heavy kind (``text_heavy=True``): the same 720 steps carrying mostly page text
 (~290 kB a step, a 300-id prompt capture, no top-k), about 217 MB: a bare ``orjson.loads``
-is fast on it (strings), so it is the harder figure for the open.
+is fast on it (strings), so it is the harder figure for the open. ``page_bytes`` sets the
+page text's size (the bench's small trace: the case screen's own cost, nearly no trace).
 
 Written deterministically and streamed (one step in memory at a time).
 """
@@ -50,7 +51,7 @@ def _page(i: int, page_bytes: int = PAGE_BYTES) -> str:
     return f"Result page {i}: " + " ".join(words)
 
 
-def _step(i: int, case_id: str, *, last: bool, text_heavy: bool = False) -> dict[str, Any]:
+def _step(i: int, case_id: str, *, last: bool, text_heavy: bool = False, page_bytes: int | None = None) -> dict[str, Any]:
     base = 1000 + i
     prompt = [(base + 37 * k) % 151_000 for k in range((TEXT_PROMPT_IDS if text_heavy else PROMPT_IDS) + (i % 50))]
     completion = [(base + 11 * k) % 151_000 for k in range(COMPLETION_TOKENS)]
@@ -66,7 +67,7 @@ def _step(i: int, case_id: str, *, last: bool, text_heavy: bool = False) -> dict
         action: dict[str, Any] = {"type": "output", "output": out}
     else:
         step = {"round": i + 1, "stage": "unified_react", "action_type": "tool_call", "tool_name": "web_fetch", "tool_args": args,
-                "tool_result": _page(i, TEXT_PAGE_BYTES if text_heavy else PAGE_BYTES), "thought": f"Step {i}: compare the archive dates before searching the claimed event again.",
+                "tool_result": _page(i, page_bytes or (TEXT_PAGE_BYTES if text_heavy else PAGE_BYTES)), "thought": f"Step {i}: compare the archive dates before searching the claimed event again.",
                 "output": None}
         action = {"type": "tool_call", "tool_name": "web_fetch", "arguments": args}
     step["tokens"] = {"prompt": len(prompt), "completion": len(completion), "thought": 0}
@@ -86,7 +87,8 @@ def _step(i: int, case_id: str, *, last: bool, text_heavy: bool = False) -> dict
     return step
 
 
-def write_trace(path: Path, steps: int = STEPS, case_id: str = "real-shape-0001", *, text_heavy: bool = False) -> dict[str, Any]:
+def write_trace(path: Path, steps: int = STEPS, case_id: str = "real-shape-0001", *, text_heavy: bool = False,
+                page_bytes: int | None = None) -> dict[str, Any]:
     """Write the trace; ``{"path", "bytes", "steps", "failure_step_index"}``."""
     path.parent.mkdir(parents=True, exist_ok=True)
     head = {"image_id": "ep-" + case_id, "case_id": case_id, "verdict": "real", "confidence": 0.7, "termination": "success", "error": None}
@@ -102,18 +104,20 @@ def write_trace(path: Path, steps: int = STEPS, case_id: str = "real-shape-0001"
 
         put(orjson.dumps(head)[:-1] + b',"state":' + orjson.dumps(state_head)[:-1] + b',"all_steps":[')
         for i in range(steps):
-            put((b"," if i else b"") + orjson.dumps(_step(i, case_id, last=i == steps - 1, text_heavy=text_heavy)))
+            put((b"," if i else b"") + orjson.dumps(_step(i, case_id, last=i == steps - 1, text_heavy=text_heavy, page_bytes=page_bytes)))
         put(b'],"token_usage":{"prompt":1,"completion":2,"thought":0}}}\n')
     return {"path": str(path), "bytes": written, "steps": steps, "failure_step_index": (steps * 2) // 3, "sha256": h.hexdigest()}
 
 
-def write_case(base: Path, steps: int = STEPS, *, inside: bool = False, text_heavy: bool = False) -> dict[str, Any]:
+def write_case(base: Path, steps: int = STEPS, *, inside: bool = False, text_heavy: bool = False,
+               page_bytes: int | None = None) -> dict[str, Any]:
     """``base/inputs/<case>/trace.json`` and the run directory ``base/runs/<case>`` that
     points at it by absolute path, with a semantic localization of the failure step
     (``inside``: the trace at ``<case>/source/trace.json`` instead)."""
     name = "real-shape-0001"
     case = base / "runs" / name
-    info = write_trace((case / "source" if inside else base / "inputs" / name) / "trace.json", steps, name, text_heavy=text_heavy)
+    info = write_trace((case / "source" if inside else base / "inputs" / name) / "trace.json", steps, name, text_heavy=text_heavy,
+                       page_bytes=page_bytes)
     case.mkdir(parents=True, exist_ok=True)
     trace_path = str(Path(info["path"]).resolve())
     config = {"trace": {"path": trace_path, "sha256": info["sha256"]}, "output_dir": str(case.resolve()), "search_mode": "single",

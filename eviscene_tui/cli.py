@@ -26,6 +26,7 @@ from eviscene_tui.storage import WORKDIR_RULE
 
 if TYPE_CHECKING:
     from eviscene_tui.artifacts.paths import PathMap
+    from eviscene_tui.policy.profile import PolicyTarget
     from eviscene_tui.settings import Settings
 
 # name -> (module, one-line help). Each module exposes ``add_arguments(parser)`` and ``run(args) -> int``.
@@ -34,8 +35,8 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "stream": ("eviscene_tui.commands.stream", "stream a hinted teacher continuation for a case without the UI"),
     "decisions": ("eviscene_tui.commands.decisions", "export the operator decision journal (folded or raw chain)"),
     "labels": ("eviscene_tui.commands.labels", "export one row per case with its current triage label (CSV / JSON for a dataset)"),
-    "fake-vllm": ("eviscene_tui.commands.fake_vllm", "run the bundled vLLM-compatible fake server"),
-    "demo": ("eviscene_tui.commands.demo", "start the fake vLLM server and open the app on sample runs"),
+    "fake-vllm": ("eviscene_tui.scaffold.commands.fake_vllm", "run the bundled vLLM-compatible fake server"),
+    "demo": ("eviscene_tui.scaffold.commands.demo", "start the fake vLLM server and open the app on sample runs"),
     "gate": ("eviscene_tui.commands.gate", "run the EviScene driver with the operator gate in its feedback search"),
     "gate-status": ("eviscene_tui.commands.gate_status", "show a gated search's pending gates, decisions and driver heartbeat"),
     "decide": ("eviscene_tui.commands.decide", "take a gate decision (approve-round, relocalize, stop, approve-hint, add-hint, …)"),
@@ -67,6 +68,29 @@ def add_path_map_argument(parser: argparse.ArgumentParser) -> None:
                         help="look for recorded paths under OLD at NEW instead (repeatable; a moved tree, or inputs copied elsewhere; see the README, Paths)")
 
 
+def add_policy_arguments(parser: argparse.ArgumentParser) -> None:
+    """The policy server's flags, shared by the app, ``stream`` and ``repair``: a serving
+    profile (attested), or a URL and a model name (unattested). One rule reads them:
+    ``policy.profile.resolve_policy_target`` (:func:`policy_target_from_args`)."""
+    parser.add_argument("--policy-profile", help="serving profile (ifv-qwen-serving-profile-v1) of the policy server: attested continuations")
+    parser.add_argument("--policy-url", help="policy base URL for unattested continuations (with --policy-model)")
+    parser.add_argument("--policy-model", help="served model name for unattested continuations (with --policy-url)")
+
+
+def policy_target_from_args(args: argparse.Namespace) -> PolicyTarget:
+    """The policy server the flags name; a bad profile, half a pair or no policy at all is
+    a usage error (one line)."""
+    from eviscene_tui.policy.profile import NO_POLICY, ProfileError, resolve_policy_target  # lazy: only a command that streams reads the flags, so --help stays fast
+
+    try:
+        target = resolve_policy_target(profile=args.policy_profile, url=args.policy_url, model=args.policy_model)
+    except ProfileError as exc:
+        raise UsageError(str(exc)) from None
+    if target is None:
+        raise UsageError(NO_POLICY)
+    return target
+
+
 def path_map_from_args(args: argparse.Namespace, settings: Settings | None = None) -> PathMap:
     """The ``--path-map`` values then the config file's ``[paths] map``; a malformed
     value is a usage error."""
@@ -85,9 +109,7 @@ def add_app_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--poll", action="store_true", help="use a polling file watcher (network filesystems)")
     parser.add_argument("--operator", help="operator name recorded with decisions")
     parser.add_argument("--workdir", help=f"the app's own directory; {WORKDIR_RULE}")
-    parser.add_argument("--policy-profile", help="serving profile (ifv-qwen-serving-profile-v1) of the policy server")
-    parser.add_argument("--policy-url", help="policy base URL for an unattested session")
-    parser.add_argument("--policy-model", help="served model name for an unattested session")
+    add_policy_arguments(parser)
     parser.add_argument("--hint-url", help="OpenAI-compatible hint-constructor base URL")
     parser.add_argument("--hint-model", help="hint-constructor model name")
     parser.add_argument("--tokenizer", help="tokenizer.json (or its folder) for decoding token ids")

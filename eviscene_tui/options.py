@@ -10,6 +10,7 @@ from typing import Any
 from eviscene_tui.artifacts.paths import PathMap
 from eviscene_tui.gate.protocol import operator_identity
 from eviscene_tui.journal.records import read_workdirs, record_key
+from eviscene_tui.policy.profile import PolicyTarget, resolve_policy_target
 from eviscene_tui.settings import Settings, load_settings
 from eviscene_tui.storage import WorkDir, choose_workdir
 
@@ -49,6 +50,12 @@ class AppOptions:
         """Where recorded paths of moved trees / inputs copied elsewhere are looked for
         (``artifacts.paths``): the command line's mappings, then the config file's."""
         return path_map_for(self.path_map_args, self.settings)
+
+    def policy_target(self) -> PolicyTarget | None:
+        """The configured policy server (the one rule, :func:`resolve_policy_target`), None
+        when none is configured. Raises ``ProfileError`` (a readable message) for a bad
+        profile or an incomplete unattested pair."""
+        return resolve_policy_target(profile=self.policy_profile, url=self.policy_url, model=self.policy_model)
 
     @classmethod
     def from_args(cls, root: Path, args: object, *, settings: Settings | None = None) -> AppOptions:

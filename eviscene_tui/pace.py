@@ -24,24 +24,20 @@ screen (:func:`hold_foreground` / :func:`release_foreground`), :func:`yield_to_i
 background work sleeps (at most :data:`FOREGROUND_MAX_WAIT` in all), so the integrity check
 hashing a trace or the trace's fill never shares the cores with it.
 
-The file watcher's native thread is a thread the app cannot pace: :func:`lower_native_threads`
-lowers its scheduling priority instead.
-
 No Textual import here: the artifact loaders and services use it too.
 """
 
 from __future__ import annotations
 
-import os
 import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from eviscene_tui import switches
 
-#: seconds after an input during which background work waits (a key is answered and painted
-#: in 10-20 ms on a quiet 2-core machine, 2-3x that beside a busy driver)
+#: seconds after an input during which background work waits: long enough for the key to be
+#: answered and painted even beside a busy driver, short enough that the work resumes
+#: before the operator notices it paused
 QUIET_AFTER_INPUT = 0.12
 #: the longest one call waits: a stream of keys (auto-repeat) slows background work down,
 #: never stops it
@@ -154,38 +150,3 @@ def yield_to_input(max_wait: float = MAX_WAIT) -> float:
         time.sleep(FOREGROUND_POLL)
         held += FOREGROUND_POLL
     return slept + held
-
-
-#: how much lower than the app's own threads a watcher's native thread runs (nice +10: under
-#: contention the scheduler gives the UI thread ~9 of every 10 slices)
-NATIVE_NICE = 10
-_lowered: set[int] = set()
-
-
-def lower_native_threads(prefix: str, nice: int = NATIVE_NICE) -> int:
-    """Lower the scheduling priority of this process's threads whose OS-level name starts
-    with ``prefix`` (the file watcher's ``notify-rs`` thread: a driver appending to a log
-    at full speed sends it tens of thousands of events a second, and it then took 40% of
-    the core the UI thread runs on). Linux only (``/proc/self/task``); a thread already
-    lowered is left alone. Returns how many threads were lowered now."""
-    if not switches.on("native_nice"):
-        return 0
-    try:
-        tasks = os.listdir("/proc/self/task")
-    except OSError:
-        return 0
-    lowered = 0
-    for name in tasks:
-        tid = int(name)
-        if tid in _lowered:
-            continue
-        try:
-            with open(f"/proc/self/task/{name}/comm", encoding="utf-8", errors="replace") as fh:
-                comm = fh.read().strip()
-            if comm.startswith(prefix):
-                os.setpriority(os.PRIO_PROCESS, tid, max(nice, os.getpriority(os.PRIO_PROCESS, tid)))
-                _lowered.add(tid)
-                lowered += 1
-        except OSError:
-            continue  # the thread ended meanwhile, or the system refuses: it runs as it was
-    return lowered

@@ -119,3 +119,10 @@ def terminal_json(value: Any, *, indent: bool = False, sort_keys: bool = False) 
         return data
     text = data.decode("utf-8")
     return _NON_ASCII.sub(lambda m: _json_escape(m.group()), text).encode("utf-8")
+
+
+def csv_cell(value: str, *, to_terminal: bool) -> str:
+    """One CSV cell as a command writes it: exactly the value when the output goes to a
+    file or a pipe (a dataset pipeline reads what was recorded), through :func:`safe_text`
+    when it goes to a terminal (CSV has no lossless escape for a control character)."""
+    return safe_text(value) if to_terminal else value

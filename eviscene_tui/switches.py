@@ -10,8 +10,6 @@ process they start), or turned off in a running process with :func:`set_off`:
   ``ui/widgets/lean_scrollbar.py``);
 - ``gc_hold``: big data on screen is kept off full garbage collections, which wait for the
   operator's pauses (``ui/gc_hold.py``);
-- ``native_nice``: the file watcher's native thread runs at a lower priority
-  (``pace.lower_native_threads``);
 - ``scan_sleeps``: the runs screen's scan worker sleeps between batches to hand the
   interpreter to the UI thread (``ui/app.py``, ``state/scan.py``).
 
@@ -24,7 +22,7 @@ from __future__ import annotations
 
 import os
 
-NAMES = frozenset({"lean_token_view", "gc_hold", "native_nice", "scan_sleeps"})
+NAMES = frozenset({"lean_token_view", "gc_hold", "scan_sleeps"})
 
 _off: set[str] = {name.strip() for name in os.environ.get("EVISCENE_TUI_OFF", "").split(",") if name.strip() in NAMES}
 

@@ -1,7 +1,8 @@
 """Parse a big trace file with orjson, piece by piece, to keep the memory peak low.
 
-``orjson.loads`` on a whole 200 MB trace peaks at about 3.3x the file: the bytes, orjson's
-intermediate document and the Python objects are alive at once. A trace is almost all
+``orjson.loads`` on a whole trace holds three copies at its peak: the bytes, orjson's
+intermediate document and the Python objects are alive at once (``make bench`` prints
+the peak against the file's size). A trace is almost all
 ``state.all_steps``, so this module reads the file in blocks and parses that array a few
 megabytes of steps at a time; the peak is the Python objects plus one chunk.
 

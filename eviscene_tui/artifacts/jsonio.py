@@ -32,18 +32,51 @@ MAX_ARCHIVE_BYTES = 1 << 30
 
 
 # --------------------------------------------------------------------------- hashing
-def canonical_json_bytes(value: Any, *, floats_likely: bool = False) -> bytes:
+#: digits (the bytes around a float's exponent)
+_DIGITS = frozenset(b"0123456789")
+
+
+def _float_differs(out: bytes) -> bool:
+    """Whether orjson's output holds a float it writes otherwise than Python's repr: one
+    with an exponent (``1e-7``: Python writes one too, but as ``1e-07`` / ``1e+16``: a digit,
+    ``e``, a sign, a digit) or below 1e-4 in plain notation (``0.00001``, where Python writes
+    ``1e-05``). A string holding such text only costs the stdlib's encoder. Byte searches
+    (memory speed), not a pattern (a regular expression ran at a few MB/s here)."""
+    if b"0.0000" in out:
+        return True
+    for sign in (b"e-", b"e+"):
+        k = out.find(sign)
+        while k != -1:
+            if k > 0 and out[k - 1] in _DIGITS and k + 2 < len(out) and out[k + 2] in _DIGITS:
+                return True
+            k = out.find(sign, k + 2)
+    return False
+
+
+def canonical_json_bytes(value: Any, *, floats_likely: bool = False, parsed: bool = False) -> bytes:
     """``json.dumps(x, ensure_ascii=False, sort_keys=True, separators=(",", ":"))`` as UTF-8.
 
     orjson is used when it gives identical bytes (it does for str/int/bool/None/list/dict
     with string keys, and floats whose magnitude is 0 or in [1e-4, 1e16), which both write
-    as the shortest round-trip digits in plain notation) and is ~8x faster; other floats
+    as the shortest round-trip digits in plain notation), since it encodes in C; other floats
     (tiny magnitudes, which Python writes ``1e-05``, inf, nan) go through the stdlib. The
     check for that is a walk, skipped when the caller knows floats are likely (token
     captures carry logprobs), where the stdlib encoder goes first. (An orjson + Fragment
     rewrite of floats was measured slower than the stdlib.)
+
+    ``parsed``: the value is what ``orjson.loads`` gave (a run file read back): it then
+    holds only JSON types, str keys, ints within 64 bits and finite floats, so orjson's
+    bytes are the stdlib's unless they hold a float written otherwise, which a search of
+    them finds (:func:`_float_differs`) at a fraction of the walk's cost.
     """
-    if not floats_likely and _orjson_safe(value):
+    if parsed:
+        try:
+            out = orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
+        except orjson.JSONEncodeError:
+            out = None
+        if out is not None and not _float_differs(out):
+            return out
+    elif not floats_likely and _orjson_safe(value):
         try:
             return orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
         except orjson.JSONEncodeError:
@@ -105,9 +138,9 @@ def _orjson_safe(value: Any, depth: int = 0) -> bool:
     return False
 
 
-def canonical_sha256(value: Any, *, floats_likely: bool = False) -> str:
+def canonical_sha256(value: Any, *, floats_likely: bool = False, parsed: bool = False) -> str:
     """The driver's ``_sha``: sha256 of :func:`canonical_json_bytes`."""
-    return hashlib.sha256(canonical_json_bytes(value, floats_likely=floats_likely)).hexdigest()
+    return hashlib.sha256(canonical_json_bytes(value, floats_likely=floats_likely, parsed=parsed)).hexdigest()
 
 
 def sha256_bytes(data: bytes) -> str:
@@ -187,10 +220,12 @@ def read_file_bytes(
         return None, [Problem(code=ProblemCode.MISSING_ARTIFACT, path=path, message=f"cannot read: {exc.strerror or exc}")]
 
 
-def read_json(path: str | os.PathLike[str]) -> tuple[Any | None, list[Problem]]:
-    """Read a JSON file. Missing file -> ``missing_artifact``; bad JSON -> ``json_invalid``."""
+def read_json(path: str | os.PathLike[str], *, inside: list[str] | None = None) -> tuple[Any | None, list[Problem]]:
+    """Read a JSON file. Missing file -> ``missing_artifact``; bad JSON -> ``json_invalid``;
+    with ``inside``, a path whose symlinks lead out of those directories is never opened
+    (``path_outside_root``)."""
     p = str(path)
-    data, problems = read_file_bytes(p)
+    data, problems = read_file_bytes(p, inside=inside)
     if data is None:
         return None, problems
     return parse_json_bytes(data, p)
@@ -318,8 +353,9 @@ class BoundRead:
         return not self.problems
 
 
-def read_bound(path: str | os.PathLike[str], *, verify: bool = True) -> BoundRead:
-    """Read a bound envelope in either form, recomputing ``payload_sha256``.
+def read_bound(path: str | os.PathLike[str], *, verify: bool = True, inside: list[str] | None = None) -> BoundRead:
+    """Read a bound envelope in either form, recomputing ``payload_sha256``; ``inside``
+    as for :func:`read_json`.
 
     Never raises. Gzip checks: archive in the same directory, not a symlink, size
     at most 1 GiB, sha of the uncompressed bytes, identity and payload hash equal
@@ -327,7 +363,7 @@ def read_bound(path: str | os.PathLike[str], *, verify: bool = True) -> BoundRea
     """
     result = BoundRead()
     p = Path(path)
-    doc, problems = read_json(p)
+    doc, problems = read_json(p, inside=inside)
     if problems:
         result.problems = problems
         result.form = "missing" if problems[0].code == ProblemCode.MISSING_ARTIFACT else "invalid"

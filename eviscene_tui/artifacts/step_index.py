@@ -23,6 +23,13 @@ whose counts agree is taken as it is; it is verified when it is parsed for its r
 viewer parses every range once in the background), and a range that does not parse as
 one object then sends the caller back to the whole-file parse, which reports precisely.
 
+Speed. ``bytes.find`` of a short needle of common JSON bytes (quotes, letters) and a
+``translate`` pass run far below memory speed; a single byte is found at memory speed
+(``memchr``). So the needle is found by its byte rarest in the first MiB (in page text
+the quote, in token ids a letter) and checked around it, and a range whose brackets are
+rare (page text) has the next range's found one by one; dense ones (token ids, top-k
+rows) are still counted by one ``translate`` pass.
+
 What is around the array (the "skeleton") is parsed with the array replaced by a unique
 sentinel string and used only if that sentinel sits exactly at ``state.all_steps`` (or a
 top-level ``all_steps``). Anything unusual - another shape, a first element that is not
@@ -55,6 +62,13 @@ _BACK = 4096  # bytes kept before an unsearched position (whitespace inside a bo
 _WS = frozenset(b" \t\r\n")
 _OPEN, _CLOSE, _COMMA, _COLON = ord("{"), ord("}"), ord(","), ord(":")
 _NOT_MARKS = bytes(c for c in range(256) if c not in b"[]{}")  # deleted: all but brackets and braces
+ANCHOR_MIN_BYTES = 65536  # a first block this big chooses the needle's rarest byte (smaller: the whole needle)
+ANCHOR_MAX_SHARE = 64  # ... when it is at most one in this many bytes
+ANCHOR_SAMPLE_BYTES = 1 << 20  # the bytes counted to choose it
+_MARKS = (b"[", b"]", b"{", b"}")
+#: a range with fewer marks than one in this many bytes has the next range's found one by one
+_SPARSE_RATIO = 2048
+_SPARSE_MAX = 4096  # marks of one kind found one by one before a range is counted by translate
 _DEFER = (-1, -1)  # a boundary check that needs the next block (compared by identity)
 
 
@@ -186,6 +200,10 @@ class _Scan:
         self.starts: array[int] = array("q")
         self.ends: array[int] = array("q")
         self.verified = bytearray()
+        self.anchor = b""
+        self.anchor_at = -1
+        self.sparse = False  # brackets are rare in the steps: counted by finding each one
+        self._choose_anchor()
 
     def run(self) -> bool:
         """Every step but the last cut off; False when a range swallowed more than
@@ -208,12 +226,42 @@ class _Scan:
             if not src.more() and deferred is None:
                 return True  # (a deferred hit is looked at again, knowing the input ended)
 
+    def _find(self, rel: int) -> int:
+        """The next needle in the buffer at or after ``rel`` (-1: none). ``bytes.find`` of
+        a short needle made of common JSON bytes (quotes, letters) runs far below memory
+        speed; a single byte is found at memory speed (``memchr``), so the needle's rarest
+        byte (counted in the first block) is found first and the needle checked around it."""
+        buf, needle, at = self.buf, self.needle, self.anchor_at
+        if at < 0:
+            return buf.find(needle, rel)
+        anchor = self.anchor
+        k = buf.find(anchor, rel + at)
+        while k != -1:
+            h = k - at
+            if buf.startswith(needle, h):
+                return h
+            k = buf.find(anchor, k + 1)
+        return -1
+
+    def _choose_anchor(self) -> None:
+        """The needle's byte least frequent in the bytes read so far (``anchor_at`` -1:
+        search for the whole needle, when no byte of it is rare)."""
+        buf, needle = self.buf, self.needle
+        size = min(len(buf), ANCHOR_SAMPLE_BYTES)
+        if size < ANCHOR_MIN_BYTES:
+            return
+        counts = {b: buf.count(bytes([b]), 0, size) for b in set(needle)}
+        rarest = min(counts, key=lambda b: (counts[b], b))
+        if counts[rarest] * ANCHOR_MAX_SHARE > size:  # that common: the whole-needle search is as fast
+            return
+        self.anchor = bytes([rarest])
+        self.anchor_at = needle.index(rarest)
+
     def _cuts(self, rel: int) -> tuple[int, int | None] | None:
         """Look at each needle in the buffer from ``rel`` on; where the search stopped
         and the hit deferred to the next block (None), or None when it failed."""
-        buf, needle = self.buf, self.needle
         while True:
-            h = buf.find(needle, rel)
+            h = self._find(rel)
             if h == -1:
                 return rel, None
             found = self._boundary(h)
@@ -258,14 +306,14 @@ class _Scan:
         """A boundary whose ``}`` is at ``close`` and next ``{`` at ``brace``: the range
         ends there when it is one step, else it goes on. How far the buffer moved (bytes
         read again in front of it), or None past ``MAX_MERGES``."""
-        buf, base, end = self.buf, self.base, close + 1
+        base, end = self.base, close + 1
         self.counted = end
-        # the range's brackets and braces, in one pass over its bytes (strings included)
-        marks = buf[self.cur - base : end - base].translate(None, _NOT_MARKS)
-        self.depth = marks.count(b"[") - marks.count(b"]")
+        # the range's brackets and braces (strings included)
+        opened, closed, braces, unbraces = self._marks(self.cur - base, end - base)
+        self.depth = opened - closed
         # balanced brackets alone can be faked by a ']' inside a string before a nested
         # object that starts with the step key: a true step also balances its braces
-        ok = self.depth == 0 and marks.count(b"{") == marks.count(b"}")
+        ok = self.depth == 0 and braces == unbraces
         if ok or self._parses(self.cur, end):
             self._take(end, brace, verified=self.depth != 0)
             return 0
@@ -274,6 +322,31 @@ class _Scan:
             return shift
         self.merges += 1  # a cut inside a step: the range goes on
         return shift if self.merges <= MAX_MERGES else None
+
+    def _marks(self, lo: int, hi: int) -> tuple[int, int, int, int]:
+        """How many ``[`` ``]`` ``{`` ``}`` bytes ``buf[lo:hi]`` holds. Where they are dense
+        (token ids, top-k rows) one ``translate`` pass keeps only them; where they are rare
+        (page text) each is found at memory speed. The next range is counted the way the
+        density of this one says."""
+        buf = self.buf
+        if self.sparse:
+            counts = []
+            for mark in _MARKS:
+                n, k = 0, buf.find(mark, lo, hi)
+                while k != -1:
+                    n += 1
+                    if n > _SPARSE_MAX:
+                        self.sparse = False
+                        return self._marks(lo, hi)
+                    k = buf.find(mark, k + 1, hi)
+                counts.append(n)
+            opened, closed, braces, unbraces = counts
+        else:
+            marks = buf[lo:hi].translate(None, _NOT_MARKS)
+            opened, closed = marks.count(b"["), marks.count(b"]")
+            braces, unbraces = marks.count(b"{"), marks.count(b"}")
+            self.sparse = len(marks) * _SPARSE_RATIO < hi - lo
+        return opened, closed, braces, unbraces
 
     def _take(self, end: int, brace: int, *, verified: bool) -> None:
         self.starts.append(self.cur)

@@ -73,10 +73,6 @@ class CaseSummary:
         """What to call the case in a list: case id, else wrapper key, else its path."""
         return self.case_id or self.key or self.rel_path
 
-    @property
-    def problem_count(self) -> int:
-        return len(self.problems)
-
     def search_text(self) -> str:
         """Lower-cased text the runs screen's incremental search matches against."""
         parts = [self.rel_path, self.case_id or "", self.candidate_id or "", self.key or "", *self.hint_texts]

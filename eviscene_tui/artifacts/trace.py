@@ -304,11 +304,6 @@ class SourceTrace:
         except OSError:
             return None
 
-    def briefs_known(self) -> int:
-        """How many steps have their brief built (all of them for an in-memory trace
-        once asked for)."""
-        return sum(1 for b in self._briefs if b is not None)
-
     @property
     def step_count(self) -> int:
         return len(self._steps)
@@ -471,10 +466,6 @@ class SourceTrace:
         raw = self._cut_parse(index)
         return raw if raw is not None else self._lazy.parse(index, keep=False)
 
-    def brief_if_known(self, index: int) -> StepBrief | None:
-        """The brief of step ``index`` if it was built already (never parses)."""
-        return self._briefs[index] if 0 <= index < len(self._briefs) else None
-
     def policy_step_indices(self) -> list[int]:
         """Indices of steps whose ``metadata.policy_input`` and ``policy_action`` are both objects."""
         if self._policy_indices is None and self._lazy is not None:
@@ -634,6 +625,15 @@ def _lists_end(data: bytes, start: int) -> int:
         j += 1
 
 
+_NOT_BRACKETS = bytes(c for c in range(256) if c not in b"[]")
+
+
+def _balanced(data: bytes) -> bool:
+    """As many ``[`` as ``]`` (one ``translate`` pass keeps only them: faster than two counts)."""
+    brackets = data.translate(None, _NOT_BRACKETS)
+    return brackets.count(b"[") * 2 == len(brackets)
+
+
 def without_capture_lists(data: bytes) -> bytes | None:
     """A step's JSON with its token capture's id, logprob and top-k lists emptied (only
     after its ``policy_token_capture`` key, and only where the bytes are what the
@@ -652,14 +652,15 @@ def without_capture_lists(data: bytes) -> bytes | None:
         if m is None:
             continue
         close = data.find(b"]", m.end())
-        if close != -1 and not any(data.count(c, m.end(), close) for c in (b"[", b"{", b'"')):
+        # (``find`` runs at memory speed, ``count`` at a fraction of it)
+        if close != -1 and all(data.find(c, m.end(), close) == -1 for c in (b"[", b"{", b'"')):
             cuts.append((m.end(), close))
     k = data.find(_TOPK_KEY, at)
     if k != -1:
         m = _LIST_OPEN.match(data, k + len(_TOPK_KEY))
         if m is not None:
             end = _lists_end(data, m.end())
-            if end != -1 and data.count(b"[", m.end() - 1, end + 1) == data.count(b"]", m.end() - 1, end + 1):
+            if end != -1 and _balanced(data[m.end() - 1 : end + 1]):
                 cuts.append((m.end(), end))
     if not cuts:
         return data

@@ -43,7 +43,7 @@ from eviscene_tui.gate import protocol as P
 from eviscene_tui.gate.review import used_step
 from eviscene_tui.journal import fold, journals_in_workdir, parse_journal_bytes, stale_paths, verify_chain
 from eviscene_tui.journal.paths import JOURNAL_DIR, REVIEW_JOURNAL, SUPERVISED_DIR, SUPERVISED_SUFFIX, supervised_journal_for_root
-from eviscene_tui.safe_text import safe_text
+from eviscene_tui.safe_text import csv_cell, safe_text, terminal_json
 from eviscene_tui.artifacts.layout import discover_cases
 from eviscene_tui.journal.records import CaseRecords, RecordIndex, is_record_key, read_workdirs, record_key, tree_of
 from eviscene_tui.storage import default_workdir
@@ -215,14 +215,15 @@ def _emit(args: argparse.Namespace, items: list[dict[str, Any]], fields: tuple[s
             "journals": [r.as_dict() | {"missing_from_journal": (missing or {}).get(Path(r.path), [])} for r in reports.values()],
             ("events" if args.events else "decisions"): items,
         }
-        sys.stdout.write(orjson.dumps(doc, option=orjson.OPT_INDENT_2).decode() + "\n")
+        sys.stdout.buffer.write(terminal_json(doc, indent=True) + b"\n")
         return 0
     if args.csv:
+        tty = sys.stdout.isatty()
         buf = io.StringIO()
         w = csv.writer(buf, lineterminator="\n")
         w.writerow(fields)
         for item in items:
-            w.writerow([_cell(item.get(f)) for f in fields])
+            w.writerow([csv_cell(_cell(item.get(f)), to_terminal=tty) for f in fields])
         sys.stdout.write(buf.getvalue())
         return 0
     # human table (terminal output: every value through safe_text)

@@ -7,8 +7,13 @@ JSON: ``{"root", "driver": {"pid", "host", "alive", "last_seen", "state", "waiti
 "relocalizations": [{"round", "asked_step", "used_step", "mismatch"}], "journal": {"ok",
 "events", "broken_at", "problems", "untrusted_decisions", "missing_from_journal"},
 "resume": null | "<why and the command that resumes the search under the gate>",
-"problems": [...]}`` (``problems`` also holds the journal's breaks and the step
-mismatches). Reading only. Exit 0, 1 when ROOT has no gate directory (said on stderr
+"policy_calls": [{"round", "hint", "stage", "status": "running"|"complete"|"failed",
+"started_at", "finished_at", "prompt_tokens", "completion_tokens", "finish_reason",
+"request_id"}], "problems": [...]}`` (``problems`` also holds the journal's breaks,
+the step mismatches and why the live view is unavailable). ``policy_calls`` are the
+policy calls of the rounds run under the gate, from the sidecar's live channel, in
+the order they started: the real driver's ``StageRunner._call_llm`` calls, the bundled
+driver's continuations. Reading only. Exit 0, 1 when ROOT has no gate directory (said on stderr
 with --json), 2 when ROOT does not exist.
 """
 
@@ -18,12 +23,12 @@ import argparse
 import sys
 from pathlib import Path
 
-import orjson
 
-from eviscene_tui.gate.protocol import sidecar_for
+from eviscene_tui.gate.protocol import sidecar_for, utc_iso
 from eviscene_tui.gate.review import journal_check, resume_note, step_checks
 from eviscene_tui.gate.sidecar import GateRequest, read_status
-from eviscene_tui.safe_text import safe_text
+from eviscene_tui.safe_text import safe_text, terminal_json
+from eviscene_tui.state.live import LiveCall, LiveCalls, read_policy_calls
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -76,14 +81,18 @@ def run(args: argparse.Namespace) -> int:
     checks = step_checks(status) if status.exists else []
     journal = journal_check(status.gate_dir) if status.exists else None
     resume = resume_note(status.root) if status.exists else None
+    calls = read_policy_calls(status.gate_dir) if status.exists else LiveCalls()
     extra = [c.describe() for c in checks if c.mismatch] + (list(journal.lines) if journal is not None else [])
+    if calls.unavailable and not any(calls.unavailable in p for p in status.problems):
+        extra.append(calls.unavailable)
     if args.json:
         doc = status.as_json()
         doc["problems"] = doc["problems"] + extra
         doc["relocalizations"] = [c.as_dict() for c in checks]
         doc["journal"] = journal.as_dict() if journal is not None else None
         doc["resume"] = resume
-        sys.stdout.write(orjson.dumps(doc, option=orjson.OPT_INDENT_2).decode() + "\n")
+        doc["policy_calls"] = [c.as_row() for c in calls.in_order()]
+        sys.stdout.buffer.write(terminal_json(doc, indent=True) + b"\n")
         if not status.exists:  # the document alone looks like an idle gate: say why it is empty
             print(_line(f"no gate directory {status.gate_dir}: no driver was gated for {status.root}"), file=sys.stderr)
         return 0 if status.exists else 1
@@ -107,9 +116,38 @@ def run(args: argparse.Namespace) -> int:
     for dec in status.decisions:
         mark = "UNTRUSTED (the journal breaks before it) " if dec.decision_id in untrusted else ""
         print(_line(f"decided: {mark}{dec.describe()}" + (" [consumed]" if dec.consumed else "") + (f" — {dec.reason}" if dec.reason else "")))
+    print_calls(calls.in_order())
     for problem in list(status.problems) + extra:
         print(_line(f"problem: {problem}"))
     return 0
+
+
+SHOWN_CALLS = 12  # the text output's policy calls: the last few (--json has them all)
+
+
+def call_line(call: LiveCall) -> str:
+    """One policy call: where, stage, and its state (running since / tokens, finish, duration)."""
+    where = f"round {call.round}" + (f" hint {call.hint}" if call.hint is not None else "")
+    if call.status == "running":
+        what = f"running since {utc_iso(call.started_at)}"
+    elif call.status == "failed":
+        what = f"failed ({call.error_type or 'error'})"
+    else:
+        duration = call.duration_ms
+        what = (f"{call.prompt_tokens if call.prompt_tokens is not None else '?'} prompt + "
+                f"{call.completion_tokens if call.completion_tokens is not None else '?'} completion tokens, "
+                f"finish {call.finish_reason or '?'}" + (f", {duration / 1000:.2f} s" if duration is not None else ""))
+    request = f" [{call.request_id}]" if call.request_id else ""
+    return f"  {where} · {call.stage or 'unknown stage'}: {what}{request}"
+
+
+def print_calls(calls: list[LiveCall]) -> None:
+    if not calls:
+        return
+    hidden = len(calls) - SHOWN_CALLS
+    print(_line(f"policy calls: {len(calls)}" + (f" (the last {SHOWN_CALLS}; --json lists all)" if hidden > 0 else "")))
+    for call in calls[-SHOWN_CALLS:]:
+        print(_line(call_line(call)))
 
 
 def pending_line(p: GateRequest) -> str:

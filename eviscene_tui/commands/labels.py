@@ -30,10 +30,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import orjson
 
 from eviscene_tui.cli import UsageError, add_path_map_argument, path_map_from_args
-from eviscene_tui.safe_text import safe_text
+from eviscene_tui.safe_text import csv_cell, safe_text, terminal_json
 
 NO_CASE = 3  # as `check`: a mistyped or empty folder is not an empty export
 COLUMNS = ("case", "case_id", "candidate_id", "status", "category", "no_site_reasons", "label", "note", "operator", "labelled_at")
@@ -101,12 +100,13 @@ def run(args: argparse.Namespace) -> int:
     for note in notes:
         sys.stderr.write(f"eviscene-tui labels: {safe_text(note, single_line=True)}\n")
     if args.json:
-        sys.stdout.write(orjson.dumps(rows, option=orjson.OPT_INDENT_2).decode() + "\n")
+        sys.stdout.buffer.write(terminal_json(rows, indent=True) + b"\n")
     elif args.csv:
         buf = io.StringIO()
         writer = csv.DictWriter(buf, fieldnames=COLUMNS, lineterminator="\n")
         writer.writeheader()
-        writer.writerows(rows)
+        tty = sys.stdout.isatty()
+        writer.writerows({k: csv_cell(v, to_terminal=tty) if isinstance(v, str) else v for k, v in row.items()} for row in rows)
         sys.stdout.write(buf.getvalue())
     else:
         _print_table(rows)

@@ -21,13 +21,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import os
 import sys
 from pathlib import Path
 
 from eviscene_tui.artifacts.case import load_case
-from eviscene_tui.cli import UsageError, add_path_map_argument, path_map_from_args
+from eviscene_tui.cli import UsageError, add_path_map_argument, add_policy_arguments, path_map_from_args, policy_target_from_args
 from eviscene_tui.gate import inproc
 from eviscene_tui.gate.bundled import REPAIRS_DIR, repair_label
 from eviscene_tui.gate import protocol as P
@@ -38,8 +37,7 @@ from eviscene_tui.gate.bundled.stages import Budgets, SearchError, SearchSetting
 from eviscene_tui.journal.records import record_key, register_workdir, search_home
 from eviscene_tui.options import AppOptions
 from eviscene_tui.policy.config import policy_config
-from eviscene_tui.policy.profile import NO_POLICY, ProfileError, resolve_policy_target
-from eviscene_tui.safe_text import safe_text
+from eviscene_tui.safe_text import safe_text, terminal_json
 from eviscene_tui.settings import load_settings
 from eviscene_tui.storage import EvidenceWriteRefused, WorkDir
 
@@ -49,9 +47,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("case_path", help="the case to repair (a driver search root or run directory)")
     parser.add_argument("--output-dir", help="the search root (default: <work dir>/repairs/<case key>)")
     parser.add_argument("--workdir", help="the app's work directory (default: the one the app uses for the case)")
-    parser.add_argument("--policy-profile", help="serving profile (ifv-qwen-serving-profile-v1): attested continuations")
-    parser.add_argument("--policy-url", help="policy base URL for unattested continuations (with --policy-model)")
-    parser.add_argument("--policy-model", help="served model name (with --policy-url)")
+    add_policy_arguments(parser)
     parser.add_argument("--hint-url", help="OpenAI-compatible hint constructor (with --hint-model): it proposes hints each round")
     parser.add_argument("--hint-model", help="the hint constructor's model")
     parser.add_argument("--operator", help="who started the search (default: $EVISCENE_OPERATOR, else the login name)")
@@ -81,12 +77,7 @@ def build(args: argparse.Namespace) -> tuple[BundledDriver, Path]:
     for problem in settings.problems:
         print(safe_text(problem, single_line=True), file=sys.stderr)
     options = AppOptions.from_args(case_root, args, settings=settings)
-    try:
-        target = resolve_policy_target(profile=args.policy_profile, url=args.policy_url, model=args.policy_model)
-    except ProfileError as exc:
-        raise UsageError(str(exc)) from None
-    if target is None:
-        raise UsageError(NO_POLICY)
+    target = policy_target_from_args(args)
     if bool(args.hint_url) != bool(args.hint_model):
         raise UsageError("--hint-url and --hint-model go together")
     case = load_case(case_root, path_map=path_map_from_args(args, settings))
@@ -119,7 +110,7 @@ def build(args: argparse.Namespace) -> tuple[BundledDriver, Path]:
 
 def run(args: argparse.Namespace) -> int:
     driver, root = build(args)
-    print(f"search root: {root}", flush=True)
+    print(safe_text(f"search root: {root}", single_line=True), flush=True)
     try:
         result = asyncio.run(driver.run(resume=args.resume))
     except (SearchError, inproc.GateError, OSError) as exc:
@@ -130,5 +121,6 @@ def run(args: argparse.Namespace) -> int:
         driver.gate.finish(1)
         raise
     driver.gate.finish(0)
-    print(json.dumps(result, ensure_ascii=False, indent=2))
+    sys.stdout.flush()
+    sys.stdout.buffer.write(terminal_json(result, indent=True) + b"\n")
     return 0

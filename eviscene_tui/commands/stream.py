@@ -22,13 +22,13 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from eviscene_tui.artifacts.case import CaseBundle, load_case
-from eviscene_tui.cli import UsageError, add_path_map_argument, path_map_from_args
+from eviscene_tui.cli import UsageError, add_path_map_argument, add_policy_arguments, path_map_from_args, policy_target_from_args
 from eviscene_tui.policy.accumulate import StreamAccumulator
 from eviscene_tui.policy.casefile import case_ref, rebuild_for_case, round_hint, site_for_round
 from eviscene_tui.policy.client import PolicyClient
 from eviscene_tui.policy.config import PolicyConfig, policy_config
 from eviscene_tui.policy.events import Attested, Delta, StreamError, ToolCallDelta, event_to_json
-from eviscene_tui.policy.profile import NO_POLICY, PolicyTarget, ProfileError, resolve_policy_target
+from eviscene_tui.policy.profile import PolicyTarget
 from eviscene_tui.policy.request import TeacherRequest, RequestUnavailable, chat_body, redact_images
 from eviscene_tui.policy.session import record_failure, run_continuation
 from eviscene_tui.safe_text import safe_text, terminal_json
@@ -43,9 +43,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     hint = parser.add_mutually_exclusive_group()
     hint.add_argument("--hint", help="hint text (default: the round's hint)")
     hint.add_argument("--hint-file", help="read the hint text from this file")
-    parser.add_argument("--policy-profile", help="serving profile (ifv-qwen-serving-profile-v1): attested session")
-    parser.add_argument("--policy-url", help="policy base URL for an unattested session (with --policy-model)")
-    parser.add_argument("--policy-model", help="served model name for an unattested session")
+    add_policy_arguments(parser)
     parser.add_argument("--workdir", help=f"where records go; {WORKDIR_RULE}")
     parser.add_argument("--config", help="config file ([policy] table: timeouts, temperature, logprobs, hint_placement, api_key)")
     parser.add_argument("--hint-placement", choices=HINT_PLACEMENTS, help="override the configured hint placement (as_run: as the run's own hinted requests show; the default)")
@@ -111,20 +109,10 @@ class _Out:
         self.note(f"error ({ev.kind}{', HTTP ' + str(ev.status) if ev.status else ''}): {ev.message}")
 
 
-def _resolve_target(args: argparse.Namespace) -> PolicyTarget:
-    try:
-        target = resolve_policy_target(profile=args.policy_profile, url=args.policy_url, model=args.policy_model)
-    except ProfileError as exc:
-        raise UsageError(str(exc)) from None
-    if target is None:
-        raise UsageError(NO_POLICY)
-    return target
-
-
 def run(args: argparse.Namespace, *, out: TextIO | None = None, err: TextIO | None = None) -> int:
     o = _Out(bool(args.json), out or sys.stdout, err or sys.stderr)
     root = _case_folder(args.case_path)
-    target = _resolve_target(args)
+    target = policy_target_from_args(args)
     settings = load_settings(args.config)
     for problem in settings.problems:
         o.note(f"warning: {problem}")

@@ -13,10 +13,10 @@
 - :mod:`eviscene_tui.gate.decide`: taking a decision (exclusive create, one winner) and
   journaling it in the gate's hash-chained journal;
 - :mod:`eviscene_tui.gate.review`: what the record says the driver did (the step it used,
-  the journal's chain, the resume state);
-- :mod:`eviscene_tui.gate.standin`: a small STAND-IN of the real driver's contract (not
-  EviScene) for the gate tests; :mod:`eviscene_tui.gate.demo` runs the bundled driver for
-  ``eviscene-tui demo``.
+  the journal's chain, the resume state).
+
+The gate tests' stand-in driver and the demo's gated search are scaffolding
+(``eviscene_tui/scaffold/``), not part of the gate.
 
 The app side is ``state/gate.py`` (``GateSession``), ``state/live.py`` (the live channel's
 tail) and ``ui/widgets/gate_panel.py`` / ``ui/screens/gate.py``; the commands are ``gate``,

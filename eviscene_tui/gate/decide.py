@@ -64,10 +64,6 @@ class DecideResult:
     notes: tuple[str, ...] = ()
 
 
-def default_operator() -> str:
-    return P.operator_identity(None)
-
-
 def journal_path(gate_dir: Path) -> Path:
     return gate_dir / P.JOURNAL_FILE
 

@@ -15,7 +15,13 @@ What it does there:
    wrapped, so no round runs before its decision; ``…psd_repair_search`` (under
    any package path) must have that seam, and for ``…psd_repair_runtime`` it wraps
    ``QwenContinuationAdapter.propose_hints``. A module without its seam fails to
-   import, with a message naming what is missing;
+   import, with a message naming what is missing. For ``…orchestrator.stage_runner``
+   (any package path) it wraps ``StageRunner._call_llm``, pass-through, for the live
+   view: every policy call's start and end go to the sidecar's live channel (from a
+   thread of their own; the call, its arguments and what it returns or raises are
+   untouched). A ``_call_llm`` of another signature is left unwrapped and the live
+   view says "live view unavailable: `StageRunner._call_llm` changed": the rounds
+   stay gated;
 3. runs the driver as ``__main__`` (``runpy.run_path``) with its argv; the exit
    code and stdout/stderr are the driver's. A driver that never entered
    ``run_search`` exits non-zero: nothing was gated.
@@ -33,7 +39,7 @@ it (default ``<root>.eviscene-gate/``; the names are the protocol's)::
     consumed/…                      one-shot decisions taken (stop, cancel) and their closed gates,
                                     and files set aside (for another gate, unreadable)
     applied/<gate name>[.<id>].json what the driver did with a decision
-    live.jsonl                      the live channel (policy calls, streamed deltas)
+    live.jsonl                      the live channel (policy calls as they start and end, streamed deltas)
     decisions.jsonl                 the hash-chained journal (written by the deciders)
 
 The wait is a poll of the decision file (``EVISCENE_GATE_POLL`` seconds,
@@ -52,8 +58,10 @@ import importlib
 import importlib.abc
 import importlib.util
 import inspect
+import itertools
 import json
 import os
+import queue
 import runpy
 import socket
 import sys
@@ -154,6 +162,7 @@ class SearchGate:
         self.problems: dict[str, str] = {}
         self.exit_code: int | None = None
         self.live = P.LiveChannel(gate_dir / P.LIVE_FILE)
+        self.calls = CallRecorder(self.live)  # the real driver's policy calls, written off the driver's thread
         self._lock = threading.Lock()
         # one heartbeat write at a time, so an older state never lands after a newer one
         self._write_lock = threading.Lock()
@@ -203,6 +212,7 @@ class SearchGate:
             self._thread.join(timeout=2)
         with self._lock:
             self.state, self.waiting, self.exit_code = "exited", None, exit_code
+        self.calls.close()
         self.beat()
         self.live.close()
 
@@ -217,9 +227,17 @@ class SearchGate:
             "poll_seconds": P.poll_seconds(), "driver": g.driver, "resume_argv": g.resume_argv,
         }
         P.atomic_replace(self.gate_dir / P.SESSION_FILE, P.document_bytes(session))
+        if g.live_problem:
+            self.live_unavailable(g.live_problem)
         self.set_state("running")
         self._thread = threading.Thread(target=self._beat_loop, name="eviscene-gate-heartbeat", daemon=True)
         self._thread.start()
+
+    def live_unavailable(self, message: str) -> None:
+        """The live view of this driver's policy calls cannot be given: said in the heartbeat
+        (``gate-status`` problems, the card) and in the live channel."""
+        self.note("live", message)
+        self.calls.put("live_unavailable", "", {"message": message})
 
     # ------------------------------------------------------------ publishing and waiting
     def _publish(self, name: str, doc: dict[str, Any]) -> bytes:
@@ -422,6 +440,7 @@ class SearchGate:
             name = P.gate_name(round_index, "hint", index)
             if decision["action"] == P.APPROVE_HINT:
                 kept.append(hint)
+                ctx.setdefault("hints", []).append((index, text))
                 self.applied(name, decision, {})
                 continue
             self.write_rejection(output_dir, name, decision)
@@ -485,6 +504,204 @@ class GateWatch:
         return late
 
 
+# ---------------------------------------------------------------------- the real driver's policy calls, live
+class CallRecorder:
+    """The live records of a driver's policy calls, written by one daemon thread, so
+    the driver's event loop only puts a record on a queue (no file I/O, no await on
+    its path). A channel that cannot be written stops the records (its ``problem`` is
+    in the heartbeat); a write that hangs (a dead mount) holds only this thread."""
+
+    def __init__(self, channel: Any) -> None:
+        self.channel = channel
+        self._queue: queue.SimpleQueue[tuple[str, str, dict[str, Any]] | None] = queue.SimpleQueue()
+        self._thread: threading.Thread | None = None
+        self._lock = threading.Lock()
+        self._closed = False
+
+    @property
+    def stopped(self) -> bool:
+        return self._closed or self.channel.problem is not None
+
+    def put(self, kind: str, call: str, fields: dict[str, Any]) -> None:
+        if self.stopped:
+            return
+        if self._thread is None:
+            with self._lock:
+                if self._thread is None:
+                    self._thread = threading.Thread(target=self._run, name="eviscene-gate-live", daemon=True)
+                    self._thread.start()
+        self._queue.put((kind, call, fields))
+
+    def _run(self) -> None:
+        while True:
+            item = self._queue.get()
+            if item is None:
+                return
+            kind, call, fields = item
+            if self.channel.problem is not None:
+                continue  # stopped: what is still queued is dropped
+            try:
+                self.channel.write(kind, call, **fields)
+            except Exception as exc:  # noqa: BLE001 - a live record never fails the driver
+                self.channel.problem = f"live view unavailable: cannot write {P.LIVE_FILE}: {type(exc).__name__}"
+
+    def close(self, timeout: float = 2.0) -> None:
+        """Write what is queued (for at most ``timeout`` s), then stop."""
+        self._closed = True
+        thread = self._thread
+        if thread is not None:
+            self._queue.put(None)
+            thread.join(timeout)
+
+
+def call_llm_mismatch(method: Any) -> str | None:
+    """Why ``StageRunner._call_llm`` is not the method the live view wraps (None: it is):
+    an async function with exactly :data:`protocol.CALL_LLM_SIGNATURE`."""
+    if method is None or not callable(method):
+        return "StageRunner has no _call_llm" if method is None else "_call_llm is not callable"
+    if not inspect.iscoroutinefunction(method):
+        return "_call_llm is not an async function"
+    try:
+        params = list(inspect.signature(method).parameters.values())
+    except (TypeError, ValueError):
+        return "its signature cannot be read"
+    found = tuple((p.name, p.kind.name, P.REQUIRED if p.default is inspect.Parameter.empty else p.default) for p in params)
+    if found == P.CALL_LLM_SIGNATURE:
+        return None
+    shown = ", ".join(p.name + ("" if p.default is inspect.Parameter.empty else f"={p.default!r}") for p in params)
+    return f"it takes ({shown[:300]})"
+
+
+_CALL_NUMBERS = itertools.count(1)
+_PROCESS_TAG = f"{os.getpid():x}.{os.urandom(3).hex()}"
+
+
+def _hint_of(ctx: dict[str, Any], messages: Any) -> tuple[int | None, str]:
+    """The approved hint of the round whose text the call's messages carry (a teacher
+    continuation's prompt holds its hint), else the round's only approved hint."""
+    hints = ctx.get("hints") or []
+    for index, text in hints:
+        if text and _mentions(messages, text):
+            return index, text
+    return (hints[0][0], hints[0][1]) if len(hints) == 1 else (None, "")
+
+
+def _mentions(messages: Any, text: str) -> bool:
+    """Whether a message's text (a string, or the text parts of a list) holds ``text``."""
+    return any(text in part for message in (messages if isinstance(messages, (list, tuple)) else ()) for part in _texts(message))
+
+
+def _texts(message: Any) -> list[str]:
+    content = message.get("content") if isinstance(message, dict) else getattr(message, "content", None)
+    if isinstance(content, str):
+        return [content]
+    parts = content if isinstance(content, list) else []
+    return [p["text"] for p in parts if isinstance(p, dict) and isinstance(p.get("text"), str)]
+
+
+def _ids(value: Any) -> list[Any] | tuple[Any, ...] | None:
+    """A capture's list as it is (referenced, not copied: copying 30,000 ids would cost the
+    driver's loop more than the whole record; the writer encodes it as it is then, and
+    nothing here ever changes it)."""
+    return value if isinstance(value, (list, tuple)) else None
+
+
+def _tool_names(raw: Any) -> list[str]:
+    choices = raw.get("choices") if isinstance(raw, dict) else None
+    message = choices[0].get("message") if isinstance(choices, list) and choices and isinstance(choices[0], dict) else None
+    calls = message.get("tool_calls") if isinstance(message, dict) else None
+    return [str((c.get("function") or {}).get("name") or "") for c in calls if isinstance(c, dict)] if isinstance(calls, list) else []
+
+
+def call_outcome(result: Any) -> dict[str, Any]:
+    """What the live view shows of ``(LLMResponse, metadata)``: the capture's ids and
+    logprobs, finish reason, request id, duration, the
+    response text and the tool calls it names. Reads only; never raises. The top-k rows
+    are left out (``topk`` says how many the capture holds): twenty objects per token
+    would make one record megabytes, and encoding it holds the interpreter's lock, so the
+    driver's loop would wait for it; they are in the episode the driver saves."""
+    response, metadata = (result[0], result[1]) if isinstance(result, tuple) and len(result) == 2 else (result, None)
+    meta = metadata if isinstance(metadata, dict) else {}
+    capture = meta.get("policy_token_capture")
+    capture = capture if isinstance(capture, dict) else {}
+    text = getattr(response, "text", None)
+    counts = {k: v for k in ("prompt_tokens", "completion_tokens") if type(v := getattr(response, k, None)) is int}
+    return {
+        "prompt_token_ids": _ids(capture.get("prompt_token_ids")), "completion_token_ids": _ids(capture.get("completion_token_ids")),
+        "completion_logprobs": _ids(capture.get("completion_logprobs")),
+        "capture_status": capture.get("status"), "capture_missing": _ids(capture.get("missing")), "topk": capture.get("topk"),
+        "finish_reason": meta.get("finish_reason"), "request_id": meta.get("context_request_id"),
+        "llm_duration_ms": meta.get("llm_duration_ms"), "text": text if isinstance(text, str) else None,
+        "tool_calls": _tool_names(getattr(response, "raw", None)), **counts,
+    }
+
+
+class LiveCalls:
+    """The pass-through wrapper of ``StageRunner._call_llm``: a ``call_started`` record
+    before the await, ``call_complete`` / ``call_failed`` after it. It returns exactly
+    what the method returned and re-raises exactly what it raised; the records are put
+    on the search's :class:`CallRecorder` (no file I/O, no await of its own)."""
+
+    def __init__(self, gate: Gate) -> None:
+        self.gate = gate
+
+    def search_of(self) -> tuple[SearchGate | None, dict[str, Any]]:
+        ctx = _ROUND.get()
+        if ctx is not None:
+            return ctx["search"], ctx
+        searches = list(self.gate.searches.values())
+        return (searches[0], {}) if len(searches) == 1 else (None, {})
+
+    def started(self, runner: Any, messages: Any, kwargs: dict[str, Any]) -> tuple[SearchGate, str, dict[str, Any], float] | None:
+        try:
+            search, ctx = self.search_of()
+            if search is None or search.calls.stopped:
+                return None
+            hint, text = _hint_of(ctx, messages)
+            call = f"{_PROCESS_TAG}.{next(_CALL_NUMBERS):05d}"
+            stage = getattr(runner, "stage_name", None)
+            where = {"round": ctx.get("round"), "hint": hint, "stage": str(stage) if stage is not None else ""}
+            fields = {**where, "streaming": False, "lifecycle_kind": str(kwargs.get("lifecycle_kind") or ""),
+                      "parent_request_id": str(kwargs.get("parent_context_request_id") or ""),
+                      "messages": len(messages) if isinstance(messages, (list, tuple)) else None, "t": time.time()}
+            if text:
+                fields["hint_text"] = text
+            search.calls.put("call_started", call, fields)
+            return search, call, where, time.monotonic()
+        except Exception:  # noqa: BLE001 - the live view never fails the driver
+            return None
+
+    def ended(self, started: tuple[SearchGate, str, dict[str, Any], float] | None, result: Any, error: BaseException | None) -> None:
+        if started is None:
+            return
+        search, call, where, t0 = started
+        try:
+            elapsed = round((time.monotonic() - t0) * 1000.0, 3)
+            if error is not None:  # the type only: a provider's message can hold credentials
+                search.calls.put("call_failed", call, {**where, "status": "failed", "error_type": type(error).__name__, "wall_ms": elapsed})
+            else:
+                search.calls.put("call_complete", call, {**where, "status": "complete", "wall_ms": elapsed, **call_outcome(result)})
+        except Exception:  # noqa: BLE001 - the live view never fails the driver
+            search.calls.channel.problem = search.calls.channel.problem or "live view unavailable: a call's record could not be built"
+
+    def wrap(self, call_llm: Any) -> Any:
+        live = self
+
+        @functools.wraps(call_llm)
+        async def live_call_llm(runner: Any, messages: Any, *args: Any, **kwargs: Any) -> Any:
+            started = live.started(runner, messages, kwargs)
+            try:
+                result = await call_llm(runner, messages, *args, **kwargs)
+            except BaseException as exc:
+                live.ended(started, None, exc)
+                raise
+            live.ended(started, result, None)
+            return result
+
+        live_call_llm.__eviscene_gate__ = True  # type: ignore[attr-defined]  # a marker attribute on the wrapper
+        return live_call_llm
+
+
 class Gate:
     """The gate in this driver process: the import-hook wrappers and one
     :class:`SearchGate` per search root the driver enters."""
@@ -504,6 +721,9 @@ class Gate:
         self.started_at = P.utc_now()
         self.host = socket.gethostname()
         self.searches: dict[Path, SearchGate] = {}
+        self.live_calls = LiveCalls(self)
+        self.live_problem: str | None = None  # why the live view of the policy calls is unavailable
+        self.stage_runner: str | None = None  # the stage runner module whose _call_llm is wrapped
 
     @property
     def entered(self) -> bool:
@@ -619,9 +839,35 @@ class Gate:
         cls.propose_hints = gated_propose_hints
         self.runtime_patched = True
 
+    def wrap_stage_runner(self, module: Any) -> None:
+        """Wrap ``module.StageRunner._call_llm`` for the live view when it has the signature
+        the view knows; otherwise leave it alone and say "live view unavailable" (the
+        rounds stay gated: this seam is not a gate)."""
+        cls = getattr(module, "StageRunner", None)
+        method = getattr(cls, "_call_llm", None) if isinstance(cls, type) else None
+        if getattr(method, "__eviscene_gate__", False):
+            return
+        why = "it has no StageRunner class" if not isinstance(cls, type) else call_llm_mismatch(method)
+        if why is not None:
+            self.set_live_problem(f"{P.CALL_LLM_CHANGED} in {module.__name__} ({why}); its calls are not shown, the rounds are still gated")
+            return
+        cls._call_llm = self.live_calls.wrap(method)  # type: ignore[union-attr]  # a class checked above
+        self.stage_runner = module.__name__
+
+    def set_live_problem(self, message: str) -> None:
+        self.live_problem = message
+        _say(message)
+        for search in self.searches.values():
+            search.live_unavailable(message)
+
     def attach(self, fullname: str, module: Any) -> None:
         tail = fullname.rpartition(".")[2]
-        if tail == SEARCH_MODULE:
+        if P.is_stage_runner(fullname):
+            try:
+                self.wrap_stage_runner(module)
+            except Exception as exc:  # noqa: BLE001 - the live view's seam never fails the driver's import
+                self.set_live_problem(f"{P.CALL_LLM_CHANGED} ({module.__name__}: {type(exc).__name__})")
+        elif tail == SEARCH_MODULE:
             self.wrap_search(module)
         elif tail == RUNTIME_MODULE:
             if self.hint_gate_enabled:
@@ -632,8 +878,9 @@ class Gate:
 
 def is_target(fullname: str) -> bool:
     """The search and runtime modules under any package path (``eviscene_training.…``,
-    ``ifv_training.…``, or e.g. ``training.ifv_training.…``)."""
-    return fullname.rpartition(".")[2] in (SEARCH_MODULE, RUNTIME_MODULE)
+    ``ifv_training.…``, or e.g. ``training.ifv_training.…``), and the orchestrator's
+    stage runner (``eviscene.orchestrator.stage_runner``, ``src.orchestrator.…``)."""
+    return fullname.rpartition(".")[2] in (SEARCH_MODULE, RUNTIME_MODULE) or P.is_stage_runner(fullname)
 
 
 def may_define_search(origin: str | None) -> bool:
@@ -686,6 +933,9 @@ class GateFinder(importlib.abc.MetaPathFinder):
             if not (is_target(fullname) or may_define_search(spec.origin)):
                 return spec  # what the next finder would have given the import system
             if spec.loader is None or not hasattr(spec.loader, "exec_module"):
+                if P.is_stage_runner(fullname):  # the live view's seam only: the import goes on, unwrapped
+                    self.gate.set_live_problem(f"{P.CALL_LLM_CHANGED} ({fullname} has a loader the gate cannot wrap)")
+                    return spec
                 raise GateSeamMissing(f"eviscene-tui gate: cannot wrap the loader of {fullname}")
             spec.loader = _GatedLoader(self.gate, spec.loader)
             return spec

@@ -254,7 +254,11 @@ def digest_ok(doc: dict[str, Any]) -> bool:
 
 
 def utc_now() -> str:
-    t = time.time()
+    return utc_iso(time.time())
+
+
+def utc_iso(t: float) -> str:
+    """An epoch time as the sidecar writes times (UTC, milliseconds)."""
     return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(t)) + f".{int(t * 1000) % 1000:03d}Z"
 
 
@@ -710,6 +714,30 @@ def history_summary(history: Any) -> list[dict[str, Any]]:
 # ---------------------------------------------------------------------- the live channel
 LiveType = Literal["call_started", "delta", "call_complete", "call_failed", "live_unavailable"]
 LIVE_TYPES: tuple[LiveType, ...] = get_args(LiveType)
+CallStatus = Literal["running", "complete", "failed"]  # a policy call of the channel, as gate-status and the card say it
+CALL_STATUSES: tuple[CallStatus, ...] = get_args(CallStatus)
+LIVE_RECORD_PREFIX = b'{"schema_version":"' + LIVE_SCHEMA.encode() + b'","type":"'  # how every record written here begins
+TEACHER_REPAIR_STAGE = "psd_teacher_repair"  # the stage of a hinted teacher continuation's own calls
+
+# The real driver's policy calls (psd-run-format §3.3a): every call of a stage goes through
+# ``StageRunner._call_llm`` of ``…orchestrator.stage_runner`` (any package path). The in-driver
+# gate wraps it only when it has exactly this signature; otherwise the method is left alone
+# and the live view says why (gating is not affected). Each parameter: (name, kind, default);
+# ``REQUIRED`` marks a parameter without a default.
+STAGE_RUNNER_MODULE = "orchestrator.stage_runner"
+REQUIRED = "<required>"
+CALL_LLM_SIGNATURE: tuple[tuple[str, str, Any], ...] = (
+    ("self", "POSITIONAL_OR_KEYWORD", REQUIRED), ("messages", "POSITIONAL_OR_KEYWORD", REQUIRED),
+    ("require_tool", "KEYWORD_ONLY", False), ("max_tokens", "KEYWORD_ONLY", None), ("generation_config", "KEYWORD_ONLY", None),
+    ("lifecycle_kind", "KEYWORD_ONLY", ""), ("parent_context_request_id", "KEYWORD_ONLY", ""), ("suppress_tools", "KEYWORD_ONLY", False),
+    ("active_steps", "KEYWORD_ONLY", None),
+)
+CALL_LLM_CHANGED = "live view unavailable: `StageRunner._call_llm` changed"
+
+
+def is_stage_runner(fullname: str) -> bool:
+    """``eviscene.orchestrator.stage_runner``, ``src.orchestrator.stage_runner``, … (any package path)."""
+    return fullname == STAGE_RUNNER_MODULE or fullname.endswith("." + STAGE_RUNNER_MODULE)
 
 
 class LiveChannel:
@@ -717,12 +745,15 @@ class LiveChannel:
     with one ``write`` each, never fsynced (a live view, not evidence: what a driver
     records for good is in its own files). Every record names its ``call`` (one
     policy call) and the gate's ``round`` / ``hint``; ``call_started`` says who
-    makes it (``stage``) and whether it ``streams``; a streaming call appends one
-    ``delta`` record per streamed event (its ``event``, in ``stream --json`` shape:
-    text, token ids, logprobs, tool calls, usage, finish) as the server sends it; every
-    call ends with ``call_complete`` (ids, text, finish reason, timings) or
-    ``call_failed`` (the exception's type only). A writer that cannot write
-    stops writing, says so once (``problem``) and never raises into the driver."""
+    makes it (``stage``, ``lifecycle_kind``, ``messages``) and whether it ``streams``;
+    a streaming call appends one ``delta`` record per streamed event (its ``event``,
+    in ``stream --json`` shape: text, token ids, logprobs, tool calls, usage, finish)
+    as the server sends it; every call ends with ``call_complete`` (ids, text, finish
+    reason, ``request_id``, timings) or ``call_failed`` (the exception's type only).
+    ``live_unavailable`` (``call`` "") says the live view of this driver cannot be
+    given (``message``). A writer that cannot write (the path is not a regular file,
+    a full or vanished disk) stops writing, says so once (``problem``) and never
+    raises into the driver; it never blocks on what is not a regular file."""
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = Path(path)
@@ -733,21 +764,29 @@ class LiveChannel:
         if self._fd is None and self.problem is None:
             try:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
-                self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+                # non-blocking: a FIFO in its place fails or is refused below, never waited on
+                fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0),
+                             0o644)
             except OSError as exc:
                 self.problem = f"live view unavailable: cannot open {self.path.name}: {exc.strerror or exc}"
+                return None
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                os.close(fd)
+                self.problem = f"live view unavailable: {self.path.name} is not a regular file"
+                return None
+            self._fd = fd
         return self._fd
 
     def write(self, kind: LiveType, call: str, **fields: Any) -> bool:
-        """Append one record; False once the channel cannot be written."""
+        """Append one record (``t``: now, unless given); False once the channel cannot be written."""
         fd = self._open()
         if fd is None:
             return False
         record = {"schema_version": LIVE_SCHEMA, "type": kind, "call": call, "t": time.time(), **fields}
         try:
             os.write(fd, json.dumps(record, ensure_ascii=False, separators=(",", ":"), default=str).encode("utf-8") + b"\n")
-        except OSError as exc:
-            self.problem = f"live view unavailable: cannot write {self.path.name}: {exc.strerror or exc}"
+        except (OSError, ValueError) as exc:  # ValueError: a value json cannot encode (a circular one)
+            self.problem = f"live view unavailable: cannot write {self.path.name}: {getattr(exc, 'strerror', None) or exc}"
             self.close()
             return False
         return True
@@ -761,13 +800,15 @@ class LiveChannel:
             self._fd = None
 
 
-def parse_live(data: bytes) -> tuple[list[dict[str, Any]], int]:
+def parse_live(data: bytes, *, deltas: bool = True) -> tuple[list[dict[str, Any]], int]:
     """The complete records of live-channel bytes and how many bytes they took (a
-    torn last line is left for the next read; a broken complete line is skipped)."""
+    torn last line is left for the next read; a broken complete line is skipped).
+    ``deltas=False``: streamed ``delta`` records are skipped unparsed (a summary of the calls)."""
     end = data.rfind(b"\n") + 1
     out = []
+    skip = LIVE_RECORD_PREFIX + b'delta"'
     for line in data[:end].split(b"\n"):
-        if not line.strip():
+        if not line.strip() or (not deltas and line.startswith(skip)):
             continue
         try:
             value = json.loads(line)

@@ -119,7 +119,7 @@ class GateDecision:
 
     def as_dict(self) -> dict[str, Any]:
         return {"kind": self.kind, "round": self.round, "index": self.hint_index, "action": self.action, "operator": self.operator,
-                "at": self.at, "step": self.step, "decision_id": self.decision_id}
+                "at": self.at, "step": self.step, "reason": self.reason, "text": self.text or None, "decision_id": self.decision_id}
 
     def describe(self) -> str:
         where = f"round {self.round}" + (f", {self.kind} {self.hint_index}" if self.hint_index is not None else "")
@@ -166,15 +166,6 @@ class GateStatus:
     def pending_offering(self, action: str, round_index: int) -> list[GateRequest]:
         """The pending gates of ``round_index`` that offer ``action`` (in gate order)."""
         return [p for p in self.pending if p.round == round_index and p.offer_of(action) is not None]
-
-    def pending_for(self, kind: str, round_index: int) -> list[GateRequest]:
-        return [p for p in self.pending if p.kind == kind and p.round == round_index]
-
-    def decisions_for(self, name: str) -> list[GateDecision]:
-        return [d for d in self.decisions if d.name == name]
-
-    def applied_for(self, decision_id: str) -> Applied | None:
-        return next((a for a in self.applied if a.decision_id == decision_id), None)
 
 
 def gate_dir_for(root: str | os.PathLike[str], gate_dir: str | os.PathLike[str] | None = None) -> Path:

@@ -121,7 +121,3 @@ def merged_events(journals: Iterable[str | os.PathLike[str]], index: RecordIndex
 def merged_triage(journals: Iterable[str | os.PathLike[str]], index: RecordIndex | None = None) -> dict[str, Triage]:
     """record key -> the case's current :class:`Triage` over every journal given."""
     return fold(merged_events(journals, index)).triage_by_case_full()
-
-
-def merged_state(journals: Iterable[str | os.PathLike[str]], index: RecordIndex | None = None) -> DecisionState:
-    return fold(merged_events(journals, index))

@@ -36,6 +36,7 @@ from eviscene_tui.policy.events import (
 )
 from eviscene_tui.policy.config import PolicyConfig
 from eviscene_tui.policy.profile import PolicyTarget, server_root
+from eviscene_tui.probes import ClientProbes
 from eviscene_tui.policy.sse import ChunkWatch, SSEDecoder, SSEOverflow, decode_batch, error_message_of
 
 
@@ -198,7 +199,7 @@ _TLS_CONTEXT: ssl.SSLContext | None = None
 
 def _tls_context() -> ssl.SSLContext:
     """httpx's default verifying TLS context (certifi's CA bundle), built once per process:
-    building it loads the CA bundle (tens of ms), and the app makes a client per stream
+    building it parses the whole CA bundle, and the app makes a client per stream
     and per status poll."""
     global _TLS_CONTEXT
     if _TLS_CONTEXT is None:
@@ -223,7 +224,7 @@ class PolicyClient:
             trust_env=False, verify=tls, headers=headers, timeout=timeout, follow_redirects=False,
             limits=httpx.Limits(max_connections=None, max_keepalive_connections=0),
         )
-        self.direct_streams = 0  # streams whose body was read directly (tests check the fast path is taken)
+        self.probes = ClientProbes()  # which body reader the streams took (tests, bench)
 
     async def __aenter__(self) -> "PolicyClient":
         return self
@@ -359,7 +360,7 @@ class PolicyClient:
                     return
                 tap = trace.claimable(resp)
                 if tap is not None:
-                    self.direct_streams += 1
+                    self.probes.direct_stream()
                 batches = self._direct_batches(tap, url, progress) if tap is not None else self._httpx_batches(resp, progress)
                 async with aclosing(batches) as events_of_reads:
                     async for events in events_of_reads:

@@ -9,14 +9,9 @@ untrusted).
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import TYPE_CHECKING
 
 from eviscene_tui.policy.client import ServerStatus
-from eviscene_tui.policy.profile import NO_POLICY, PolicyTarget, ProfileError, resolve_policy_target
-
-
-if TYPE_CHECKING:
-    from eviscene_tui.options import AppOptions
+from eviscene_tui.policy.profile import NO_POLICY, ProfileError
 
 
 def _count(value: float | None) -> str:
@@ -42,11 +37,4 @@ def status_summary(statuses: Iterable[ServerStatus]) -> str:
     return " | ".join(replica_summary(s) for s in statuses)
 
 
-def target_from_options(options: AppOptions) -> PolicyTarget | None:
-    """The configured policy target (:func:`resolve_policy_target` over the app's options),
-    None when no policy is configured. Raises :class:`ProfileError` (a readable message)
-    for a bad profile or an incomplete unattested pair."""
-    return resolve_policy_target(profile=options.policy_profile, url=options.policy_url, model=options.policy_model)
-
-
-__all__ = ["NO_POLICY", "ProfileError", "replica_summary", "status_summary", "target_from_options"]
+__all__ = ["NO_POLICY", "ProfileError", "replica_summary", "status_summary"]

@@ -9,7 +9,7 @@ results that no longer belong to what it shows (an older load, a closed session)
 Its blocking steps (``_load_step``, ``_fill_step``, …) run off the UI thread: the
 session hands them to its host (:class:`CaseHost`, the screen), whose worker runs the
 step and hands every event the step posts back to :meth:`CaseSession.receive` on the
-UI thread. Subscribers get the :class:`CaseSnapshot` — frozen parts, one per panel —
+UI thread. Subscribers (``state.observable``) get the :class:`CaseSnapshot` — frozen parts, one per panel —
 and an :class:`Update` naming the parts that changed (compared by value, so a reload
 that reads the same files repaints nothing) and what the screen should do once
 (move the cursor, show a tab, run a queued action).
@@ -55,6 +55,7 @@ from eviscene_tui.state.case_view import (
     step_detail_doc,
 )
 from eviscene_tui.state.claims import Claim, ClaimResult, check_claims
+from eviscene_tui.state.observable import Observable
 from eviscene_tui.state.prefetch import Prefetched
 from eviscene_tui.state.rows import CaseRow, duration
 from eviscene_tui.state.runs import RunsStore
@@ -315,7 +316,11 @@ def _no_op() -> None:
     return None
 
 
-class CaseSession:
+#: what subscribers get on each change: the snapshot, and what changed in it
+CaseChange = tuple["CaseSnapshot", "Update"]
+
+
+class CaseSession(Observable[CaseChange]):
     """The live state of one case shown on the case screen."""
 
     def __init__(
@@ -335,6 +340,7 @@ class CaseSession:
         """``prefetched``: the case read ahead (the app's, taken once); ``writing``: whether
         a driver is writing the case with this key (its torn files are not problems yet);
         ``gc_hold``/``gc_release``: keep what the case holds off full garbage collections."""
+        super().__init__()
         self.ref = ref
         self.case_path = ref if isinstance(ref, Path) else ref.path
         self.key = key or self.case_path.name
@@ -345,7 +351,6 @@ class CaseSession:
         self._writing = writing
         self._gc_hold, self._gc_release = gc_hold, gc_release
         self._clock = clock
-        self._subscribers: list[Callable[[CaseSnapshot, Update], None]] = []
         self.closed = False
         self.opened_at = time.perf_counter()
         self.updated_at: float | None = None  # perf_counter of the last case view read (benchmarks)
@@ -395,16 +400,7 @@ class CaseSession:
         self._store: RunsStore | None = None
         self._unwatch_store: Cancel | None = None
 
-    # -- subscribe / snapshot ------------------------------------------------------------------
-    def subscribe(self, callback: Callable[[CaseSnapshot, Update], None]) -> Callable[[], None]:
-        self._subscribers.append(callback)
-
-        def unsubscribe() -> None:
-            if callback in self._subscribers:
-                self._subscribers.remove(callback)
-
-        return unsubscribe
-
+    # -- snapshot ------------------------------------------------------------------------------
     def snapshot(self) -> CaseSnapshot:
         return CaseSnapshot(
             key=self.key,
@@ -425,9 +421,7 @@ class CaseSession:
         last = self._last
         changed = frozenset(p for p in PARTS if last is None or getattr(snap, p) != getattr(last, p))
         self._last = snap
-        update = Update(changed, **cues)
-        for callback in list(self._subscribers):
-            callback(snap, update)
+        self._notify((snap, Update(changed, **cues)))
 
     def watch_store(self, store: RunsStore) -> None:
         """Follow the runs table's row of the case (label, gate, staleness) and its queue."""

@@ -135,15 +135,6 @@ class CaseView:
     claims: list[Claim] = field(default_factory=list)
     claims_at: int | None = None  # the line of ``localization`` the checked claims are shown before
 
-    def summary_line(self) -> str:
-        parts = [self.status]
-        if self.failure_index is not None:
-            parts.append(f"failure step {self.failure_index}")
-        elif self.no_site:
-            parts.append("no recoverable site")
-        parts += [self.title, self.layout]
-        return " \u00b7 ".join(parts)
-
 
 # ----------------------------------------------------------------------------- helpers
 def _rel(path: Any, base: Any) -> str:
@@ -576,10 +567,6 @@ def _checker_line(checker: dict[str, Any]) -> Line:
         segs.append(flag(checker.get(name)))
         segs.append(Seg(f" {name}  ", "dim"))
     return tuple(segs)
-
-
-def attempt_state(attempt: AttemptRecord) -> str:
-    return attempt.state
 
 
 def _rounds_doc(bundle: CaseBundle) -> tuple[list[Line], dict[int, tuple[str, ...]]]:

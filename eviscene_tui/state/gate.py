@@ -19,9 +19,11 @@ import stat
 import subprocess
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import Any, TypeVar, cast
 
+from eviscene_tui.artifacts.fileio import outside_refusal
 from eviscene_tui.artifacts.jsonio import jsonl_lines, read_bound, read_json
 from eviscene_tui.gate import INPROC_PATH
 from eviscene_tui.gate import protocol as proto
@@ -30,6 +32,11 @@ from eviscene_tui.gate.decide import DecideResult, DecideUsage, bound_trace_path
 from eviscene_tui.gate.review import JournalCheck, StepCheck, journal_check, pinned_site, resume_note, step_checks
 from eviscene_tui.gate.sidecar import GateRequest, GateStatus, gate_request, read_status
 from eviscene_tui.safe_text import safe_text
+from eviscene_tui.policy.events import Delta
+from eviscene_tui.state.live import LiveCall, LiveCalls
+from eviscene_tui.state.observable import Observable
+from eviscene_tui.tokens.capture import CaptureData, Check, from_policy_capture, from_stream
+from eviscene_tui.tokens.diff import prompt_diff
 
 
 @dataclass(frozen=True)
@@ -37,6 +44,19 @@ class TraceStep:
     index: int
     stage: str
     label: str  # one line: tool / action and the start of the thought
+
+
+@dataclass(frozen=True)
+class ToolEvent:
+    """A tool call of the running round, from its runtime ``events.jsonl``
+    (``tool_result_archived`` / ``tool_result_reused``): which tool, and the policy call
+    (``after_request``: the last request completed before it in the same archive) it follows."""
+
+    tool: str
+    event_type: str
+    after_request: str | None
+    archive_started: float | None  # when the archive's first event was recorded (epoch), to tell archives apart
+    sequence: int
 
 
 @dataclass(frozen=True)
@@ -56,6 +76,7 @@ class RoundProgress:
     problems: tuple[str, ...] = ()
     recent_events: tuple[str, ...] = ()  # the last few runtime events, one line each
     teacher_steps: tuple[str, ...] = ()  # the hinted teacher episode's steps, once the continuation is stored
+    tool_events: tuple[ToolEvent, ...] = ()  # the tool calls of the round's runtime archives, in archive order
 
 
 @dataclass(frozen=True)
@@ -223,15 +244,45 @@ class _EventsTail:
     count: int = 0
     last: str = ""
     recent: tuple[str, ...] = ()
+    started: float | None = None  # the first event's recorded_at
+    last_request: str | None = None  # the last request completed so far
+    tools: tuple[ToolEvent, ...] = ()
+
+
+TOOL_EVENT_TYPES = ("tool_result_archived", "tool_result_reused")
+MAX_TOOL_EVENTS = 200  # per archive: the card lists the newest
+
+
+def _epoch(value: Any) -> float | None:
+    """``recorded_at`` (ISO 8601, ``Z`` or an offset) as epoch seconds, or None."""
+    if not isinstance(value, str) or not value:
+        return None
+    try:
+        return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return None
+
+
+def _tool_of(row: dict[str, Any], tail: _EventsTail, started: float | None) -> ToolEvent | None:
+    payload = _v if isinstance(_v := row.get("payload"), dict) else {}
+    tool = payload.get("tool_name") or payload.get("tool")
+    if row.get("event_type") not in TOOL_EVENT_TYPES or not isinstance(tool, str):
+        return None
+    sequence = row.get("sequence")
+    return ToolEvent(safe_text(tool, single_line=True, limit=60), str(row.get("event_type")), tail.last_request, started,
+                     sequence if type(sequence) is int else 0)
 
 
 _TAILS: dict[str, _EventsTail] = {}
 
 
-def _read_events(path: Path) -> tuple[_EventsTail, bool]:
+def _read_events(path: Path, inside: list[str]) -> tuple[_EventsTail, bool]:
     """Read only the bytes appended since the last poll; a torn last line (the writer
-    is mid-line) is left for the next poll and reported as torn."""
+    is mid-line) is left for the next poll and reported as torn. A path whose symlinks
+    lead out of the root is never opened."""
     tail = _TAILS.get(str(path)) or _EventsTail()
+    if outside_refusal(str(path), inside) is not None:
+        return tail, False
     try:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))  # a FIFO in its place never blocks
     except OSError:
@@ -249,27 +300,38 @@ def _read_events(path: Path) -> tuple[_EventsTail, bool]:
         os.close(fd)
     complete = data.rfind(b"\n") + 1
     count, last, recent = tail.count, tail.last, list(tail.recent)
+    started, last_request, tools = tail.started, tail.last_request, list(tail.tools)
     for _number, row, error, _at_tail in jsonl_lines(data[:complete]):
         if error is None:
             count += 1
             if isinstance(row, dict):
                 last = str(row.get("event_type") or "")
                 recent.append(_event_line(row))
+                started = started if started is not None else _epoch(row.get("recorded_at"))
+                raw = row.get("payload")
+                payload: dict[str, Any] = raw if isinstance(raw, dict) else {}
+                if last == "context_request_completed" and isinstance(payload.get("request_id"), str):
+                    last_request = payload["request_id"]
+                tool = _tool_of(row, _EventsTail(last_request=last_request), started)
+                if tool is not None:
+                    tools.append(tool)
         # a broken complete line is skipped, as every reader of the archive does
-    tail = _EventsTail(tail.offset + complete, count, last, tuple(recent[-RECENT_EVENTS:]))
+    tail = _EventsTail(tail.offset + complete, count, last, tuple(recent[-RECENT_EVENTS:]), started, last_request,
+                       tuple(tools[-MAX_TOOL_EVENTS:]))
     if len(_TAILS) > 256:
         _TAILS.clear()
     _TAILS[str(path)] = tail
     return tail, bool(data[complete:].strip())
 
 
-def _events(run_dir: Path, recent: list[str] | None = None) -> tuple[int, str, bool]:
+def _events(run_dir: Path, inside: list[str], recent: list[str] | None = None,
+            tools: list[ToolEvent] | None = None) -> tuple[int, str, bool]:
     count, last, torn = 0, "", False
     runtime = run_dir / "runtime"
     if not runtime.is_dir():
         return 0, "", False
     for events in sorted(runtime.glob("*/hint-*/events.jsonl"), key=lambda p: p.stat().st_mtime if p.exists() else 0):
-        tail, torn_here = _read_events(events)
+        tail, torn_here = _read_events(events, inside)
         count += tail.count
         torn = torn or torn_here
         if tail.last:
@@ -277,11 +339,13 @@ def _events(run_dir: Path, recent: list[str] | None = None) -> tuple[int, str, b
         if recent is not None:
             recent.extend(tail.recent)
             del recent[:-RECENT_EVENTS]
+        if tools is not None:
+            tools.extend(tail.tools)
     return count, last, torn
 
 
-def _teacher_lines(path: Path) -> tuple[str, ...]:
-    cont = read_bound(path, verify=False)
+def _teacher_lines(path: Path, inside: list[str]) -> tuple[str, ...]:
+    cont = read_bound(path, verify=False, inside=inside)
     steps = cont.payload.get("teacher_steps") if isinstance(cont.payload, dict) else None
     out = []
     for row in steps if isinstance(steps, list) else []:
@@ -294,19 +358,20 @@ def _teacher_lines(path: Path) -> tuple[str, ...]:
 
 def round_progress(root: Path, round_index: int) -> RoundProgress:
     directory = root / "rounds" / f"round-{round_index:02d}"
+    inside = _inside(root)  # the root's files only: a symlink out of it is never followed
     problems: list[str] = []
     step = None
-    loc, probs = read_json(directory / "semantic-localization.json")
+    loc, probs = read_json(directory / "semantic-localization.json", inside=inside)
     if isinstance(loc, dict):
         for c in loc.get("candidates") or []:
             if isinstance(c, dict) and c.get("selected") and type(c.get("source_step_index")) is int:
                 step = c["source_step_index"]
     proposals: list[str] = []
-    bound = read_bound(directory / "hint-proposals.json", verify=False)
+    bound = read_bound(directory / "hint-proposals.json", verify=False, inside=inside)
     if isinstance(bound.payload, list):
         proposals = [safe_text(str(h.get("text") or ""), single_line=True, limit=160) for h in bound.payload if isinstance(h, dict)]
     audits: list[str] = []
-    doc, probs = read_json(directory / "proposer-hint-audits.json")
+    doc, probs = read_json(directory / "proposer-hint-audits.json", inside=inside)
     if isinstance(doc, dict):
         for row in doc.get("proposals") or []:
             if isinstance(row, dict):
@@ -314,15 +379,20 @@ def round_progress(root: Path, round_index: int) -> RoundProgress:
     elif probs and probs[0].code != "missing_artifact":
         problems.append(f"proposer-hint-audits.json: {probs[0].message}")
     recent: list[str] = []
-    events, last, torn = _events(directory, recent)
-    teacher = _by_stat("teacher", directory / "continuations" / "hint-00.json", _teacher_lines) or ()
-    manifest, probs = read_json(directory / "manifest.json")
+    tools: list[ToolEvent] = []
+    events, last, torn = _events(directory, inside, recent, tools)
+    teacher = _by_stat("teacher", directory / "continuations" / "hint-00.json", lambda p: _teacher_lines(p, inside)) or ()
+    manifest, probs = read_json(directory / "manifest.json", inside=inside)
     status = str(manifest.get("status") or "") if isinstance(manifest, dict) else ""
     if probs and probs[0].code != "missing_artifact":
         problems.append(f"manifest.json: {probs[0].message} (the driver may be writing it)")
     verdict = ""
-    try:
-        raw = proto.read_regular(directory / "repair_attempts.jsonl", limit=proto.MAX_JOURNAL_BYTES)  # never a FIFO
+    try:  # never a FIFO, never through a symlink out of the root
+        attempts = directory / "repair_attempts.jsonl"
+        refused = outside_refusal(str(attempts), inside)
+        if refused is not None:
+            raise refused
+        raw = proto.read_regular(attempts, limit=proto.MAX_JOURNAL_BYTES)
     except (OSError, ValueError):
         raw = b""
     for _n, row, error, _tail in jsonl_lines(raw):
@@ -332,7 +402,12 @@ def round_progress(root: Path, round_index: int) -> RoundProgress:
             else:
                 verdict = "accepted" if row.get("accepted") is True else "not accepted"
     return RoundProgress(round_index, directory, step, tuple(proposals), tuple(audits), events, safe_text(last, single_line=True),
-                         torn, safe_text(status, single_line=True), verdict, tuple(problems), tuple(recent), teacher)
+                         torn, safe_text(status, single_line=True), verdict, tuple(problems), tuple(recent), teacher, tuple(tools))
+
+
+def _inside(root: Path) -> list[str]:
+    """The boundary of a search root's own files (``fileio.outside_refusal``)."""
+    return [os.path.normpath(os.path.abspath(root))]
 
 
 def _latest_round(root: Path) -> int | None:
@@ -345,7 +420,7 @@ def _latest_round(root: Path) -> int | None:
 
 
 def _request_payload(root: Path, round_index: int) -> dict[str, Any] | None:
-    bound = read_bound(root / "requests" / f"round-{round_index:02d}.json", verify=False)
+    bound = read_bound(root / "requests" / f"round-{round_index:02d}.json", verify=False, inside=_inside(root))
     return bound.payload if isinstance(bound.payload, dict) else None
 
 
@@ -395,7 +470,7 @@ def load_snapshot(root: str | os.PathLike[str], gate_dir: str | os.PathLike[str]
             break
     latest = _latest_round(root_path)
     progress = round_progress(root_path, latest) if latest is not None else None
-    manifest, _ = read_json(root_path / "manifest.json")
+    manifest, _ = read_json(root_path / "manifest.json", inside=_inside(root_path))
     search_status = str(manifest.get("status") or "") if isinstance(manifest, dict) else ""
     error = manifest.get("execution_error") if isinstance(manifest, dict) else None
     stopped = search_status == "paused_execution_error" and isinstance(error, dict) and error.get("type") == "OperatorStoppedSearch"
@@ -408,27 +483,114 @@ def load_snapshot(root: str | os.PathLike[str], gate_dir: str | os.PathLike[str]
                         step_checks=tuple(step_checks(status)), journal=journal, resume_note=resume_note(root_path))
 
 
+# ---------------------------------------------------------------------- the running round's calls
+@dataclass(frozen=True)
+class CallEntry:
+    """One line of the running round's call list: a policy call, or a tool call between them.
+    ``first_teacher``: the first ``psd_teacher_repair`` call of its hint (its prompt is where
+    the hint went: the token inspector marks the hint span in it)."""
+
+    call: LiveCall | None = None
+    tool: ToolEvent | None = None
+    first_teacher: bool = False
+
+    @property
+    def key(self) -> str:
+        if self.call is not None:
+            return "call:" + self.call.call
+        tool = self.tool
+        return f"tool:{tool.archive_started}:{tool.sequence}:{tool.after_request}" if tool is not None else "none"
+
+
+def round_entries(calls: list[LiveCall], progress: RoundProgress | None) -> list[CallEntry]:
+    """The policy calls of the running round (``progress.round``, else the newest call's
+    round) in the order they started, each followed by the tool calls its answer led to
+    (the runtime archive's tool events after that call's request, in the same archive).
+    A tool call no listed call accounts for is listed at the end: nothing is dropped."""
+    round_index = progress.round if progress is not None else (calls[-1].round if calls else None)
+    mine = [c for c in calls if c.round == round_index]
+    tools = list(progress.tool_events) if progress is not None and progress.round == round_index else []
+    archives = sorted({t.archive_started for t in tools if t.archive_started is not None})
+    placed: set[int] = set()
+    teachers: set[tuple[int | None, int | None]] = set()
+    out: list[CallEntry] = []
+    for call in mine:
+        first = call.stage == proto.TEACHER_REPAIR_STAGE and (call.round, call.hint) not in teachers
+        if call.stage == proto.TEACHER_REPAIR_STAGE:
+            teachers.add((call.round, call.hint))
+        out.append(CallEntry(call=call, first_teacher=first))
+        if call.request_id is None:
+            continue
+        # the archive this call wrote to: the newest one started by then (recorded_at has second resolution)
+        archive = next((a for a in reversed(archives) if a <= call.started_at + 1.0), None)
+        for i, tool in enumerate(tools):
+            if i not in placed and tool.after_request == call.request_id and tool.archive_started in (archive, None):
+                placed.add(i)
+                out.append(CallEntry(tool=tool))
+    out.extend(CallEntry(tool=tool) for i, tool in enumerate(tools) if i not in placed)
+    return out
+
+
+def call_capture(entry: CallEntry, student_ids: list[int] | None = None) -> CaptureData | None:
+    """The token capture of a completed policy call, for the token inspector (None: the
+    call has no ids to show). The first teacher call of a hint carries the hint: its span
+    is found in the prompt from the hint's text; ``student_ids`` (the failure step's own
+    prompt ids) add the student-vs-teacher diff."""
+    call = entry.call
+    if call is None or not call.has_capture:
+        return None
+    end = call.end
+    where = f"round {call.round}" + (f" · hint {call.hint}" if call.hint is not None else "")
+    label = safe_text(f"{call.stage or 'policy call'} call · {where}" + (f" · {call.request_id}" if call.request_id else ""),
+                      single_line=True, limit=160)
+    key = f"live-call:{call.call}"
+    usage = end.get("usage") if isinstance(end.get("usage"), dict) else None
+    prompt = list(call.prompt_ids or ())
+    if call.streaming:  # the bundled driver's streamed continuation: logprobs came with its deltas
+        logprobs = [lp.to_json() for ev in call.events if isinstance(ev, Delta) for lp in ev.logprobs]
+        data = from_stream(prompt or None, list(call.completion_ids or ()), logprobs=logprobs or None, usage=usage,
+                           status=str(end.get("status") or call.status), key=key, label=label)
+    else:  # the real driver's policy_token_capture (psd-run-format §3.3), as the call returned it
+        capture = {"status": end.get("capture_status"), "prompt_token_ids": prompt, "completion_token_ids": list(call.completion_ids or ()),
+                   "completion_logprobs": end.get("completion_logprobs"), "missing": end.get("capture_missing") or []}
+        data = from_policy_capture(capture, key=key, label=label, usage=usage)
+        if type(end.get("topk")) is int and end["topk"] > 0:
+            data.notes.append(f"the live view carries no top-{end['topk']} alternatives: they are in the episode the driver saves")
+    data.round_index = call.round
+    if entry.first_teacher and call.hint_text and prompt:
+        data.hint_text = call.hint_text
+        data.hint_prompt_len = len(prompt)
+        if student_ids:
+            data.student_ids, data.teacher_ids = list(student_ids), prompt
+            data.prompt_diff = prompt_diff(student_ids, prompt)
+            data.checks.append(Check("info", "student prompt: the failure step's policy_token_capture"))
+    return data
+
+
 # ---------------------------------------------------------------------- session
-class GateSession:
+class GateSession(Observable[GateSnapshot]):
     """One gated search as the app sees it."""
 
     def __init__(self, root: str | os.PathLike[str], gate_dir: str | os.PathLike[str] | None = None, *, operator: str | None = None) -> None:
+        super().__init__()
         self.root = Path(os.path.abspath(os.fspath(root)))
         self.gate_dir = Path(gate_dir) if gate_dir else None
         self.operator = proto.operator_identity(operator)  # the one identity rule of every surface
         self._snapshot: GateSnapshot | None = None
-        self._subscribers: list[Callable[[GateSnapshot], None]] = []
         self._message = ""
         self._message_gate: str | None = None
+        self.live = LiveCalls()  # the live channel's policy calls, as the tail has read them
 
-    def subscribe(self, callback: Callable[[GateSnapshot], None]) -> Callable[[], None]:
-        self._subscribers.append(callback)
+    def take_live(self, records: list[dict[str, Any]], reset: bool) -> list[tuple[LiveCall, list[Any], bool]]:
+        """Fold records the live tail read (``reset``: the channel was replaced: start over);
+        per call touched: (call, its new stream events, whether it started here)."""
+        if reset:
+            self.live = LiveCalls()
+        return self.live.add(records)
 
-        def unsubscribe() -> None:
-            if callback in self._subscribers:
-                self._subscribers.remove(callback)
-
-        return unsubscribe
+    def call_entries(self) -> list[CallEntry]:
+        """The running round's policy calls with the tool calls between them."""
+        return round_entries(self.live.in_order(), self._snapshot.progress if self._snapshot is not None else None)
 
     def snapshot(self) -> GateSnapshot | None:
         return self._snapshot
@@ -446,8 +608,7 @@ class GateSession:
         if self._snapshot is not None and self._snapshot.fingerprint == snapshot.fingerprint:
             return False
         self._snapshot = snapshot
-        for callback in list(self._subscribers):
-            callback(snapshot)
+        self._notify(snapshot)
         return True
 
     def decide(self, action: str, *, step: int | None = None, reason: str = "", text: str = "", checker: dict[str, Any] | None = None,

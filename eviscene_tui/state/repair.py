@@ -22,7 +22,7 @@ from eviscene_tui.gate.launch import log_stamp, start_detached
 from eviscene_tui.gate.sidecar import read_status
 from eviscene_tui.journal.records import search_home
 from eviscene_tui.options import AppOptions
-from eviscene_tui.policy.profile import NO_POLICY, ProfileError, resolve_policy_target
+from eviscene_tui.policy.profile import NO_POLICY, ProfileError
 
 
 @dataclass(frozen=True)
@@ -72,7 +72,7 @@ def plan_repair(options: AppOptions, case_root: Path) -> RepairPlan:
     if status in P.TERMINAL_STATUSES:
         return RepairPlan(root, attach=True, resume=False, argv=(), status=status)  # nothing to run: its gate screen shows how it ended
     try:  # the one policy rule (a bad profile or a half pair reads as everywhere else)
-        target = resolve_policy_target(profile=options.policy_profile, url=options.policy_url, model=options.policy_model)
+        target = options.policy_target()
     except ProfileError as exc:
         return RepairPlan(root, attach=False, resume=False, argv=(), refusal=str(exc), status=status)
     if target is None:

@@ -7,13 +7,14 @@ each change; the UI re-reads :meth:`RunsStore.visible`.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING
 from dataclasses import dataclass, replace
 
 from eviscene_tui.journal.fold import Triage
 from eviscene_tui.journal.records import RecordKey
 from eviscene_tui.safe_text import safe_text
+from eviscene_tui.state.observable import Observable
 from eviscene_tui.state.rows import (
 
     COLUMN_KEYS,
@@ -101,10 +102,11 @@ def group_value(row: CaseRow, name: str) -> str:
     return {"label": "(unlabelled)", "no_site_reason": "(has a site)"}.get(name, "(none)")
 
 
-class RunsStore:
+class RunsStore(Observable[str]):
     """Holds every :class:`CaseRow` by key and derives the visible, sorted list."""
 
     def __init__(self) -> None:
+        super().__init__()
         self._rows: dict[str, CaseRow] = {}
         self._order: list[str] = []  # discovery order (stable tie-break)
         self._visible: list[CaseRow] | None = None
@@ -122,28 +124,16 @@ class RunsStore:
         self.check_done = 0  # cases the full integrity pass has checked
         self.check_total = 0
         self.checking = False
-        self._subscribers: list[Callable[[str], None]] = []
         self._last_search = ""
         self._last_search_result: list[CaseRow] | None = None
         self._counts: dict[str, int] = {name: 0 for name in FILTERS}
-
-    # -- subscription ---------------------------------------------------------------
-    def subscribe(self, callback: Callable[[str], None]) -> Callable[[], None]:
-        self._subscribers.append(callback)
-
-        def unsubscribe() -> None:
-            if callback in self._subscribers:
-                self._subscribers.remove(callback)
-
-        return unsubscribe
 
     def _changed(self, reason: str, *, rows_changed: bool = False) -> None:
         self._visible = None
         self._progress = None
         if rows_changed:
             self._last_search_result = None
-        for callback in list(self._subscribers):
-            callback(reason)
+        self._notify(reason)
 
     # -- rows -------------------------------------------------------------------------
     def __len__(self) -> int:
@@ -202,9 +192,6 @@ class RunsStore:
         if changed:
             self.upsert(changed)
 
-    def label_map(self) -> dict[str, str]:
-        return {k: r.label for k, r in self._rows.items() if r.label}
-
     def clear(self) -> None:
         self._rows.clear()
         self._order.clear()
@@ -216,16 +203,14 @@ class RunsStore:
         self.scan_done = done
         self.scan_total = total
         self.scanning = scanning
-        for callback in list(self._subscribers):
-            callback("progress")
+        self._notify("progress")
 
     def set_check_progress(self, done: int, total: int, checking: bool) -> None:
         """Progress of the background integrity pass (shown in the status line)."""
         self.check_done = done
         self.check_total = total
         self.checking = checking
-        for callback in list(self._subscribers):
-            callback("progress")
+        self._notify("progress")
 
     def apply_checks(self, results: Iterable[tuple[str, tuple[tuple[str, str], ...], tuple[tuple[str, str], ...]]]) -> int:
         """Set the full integrity result of cases: (key, settled, being written) problem

@@ -628,7 +628,7 @@ class OpenCasePoller:
 
     The polling watcher compares whole-second modification times, so a file a driver keeps
     appending to (a runtime ``events.jsonl``, a manifest rewritten every 50 ms) is seen to
-    change once a second at best, and an open case then lagged 1-2 s behind its files.
+    change once a second at best, and an open case would lag behind its files.
     Here each open case's tree is walked and every file's (mtime in ns, size) compared with
     the last walk; a changed, new or removed file is reported. A walk's cost grows with the
     case, so the next walk of a case waits ``min_interval`` or ``1 / budget`` times as long

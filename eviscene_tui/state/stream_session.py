@@ -12,13 +12,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 
 from eviscene_tui.policy.accumulate import StreamAccumulator
 from eviscene_tui.policy.events import Attested, Delta, PolicyEvent, ToolCallDelta
 from eviscene_tui.policy.profile import PolicyTarget
 from eviscene_tui.policy.request import TeacherRequest
+from eviscene_tui.state.observable import Observable
 
 STREAM_STATES = ("idle", "streaming", "complete", "cancelled", "failed")
 
@@ -102,10 +102,11 @@ class StreamSnapshot:
     severity: str
 
 
-class StreamSession:
+class StreamSession(Observable[StreamSnapshot]):
     """The stream screen's state; the screen subscribes and renders snapshots."""
 
     def __init__(self, *, hint: str | None = None, request: TeacherRequest | None = None) -> None:
+        super().__init__()
         self.target: PolicyTarget | None = None
         self.target_error: str | None = None
         self.base_request = request
@@ -124,22 +125,9 @@ class StreamSession:
         self.case_label = "?"
         self.round_label = "current"
         self.server_status = ""  # the latest status poll's summary ("" until one answers)
-        self._subscribers: list[Callable[[StreamSnapshot], None]] = []
-
-    # ------------------------------------------------------------------ subscription
-    def subscribe(self, callback: Callable[[StreamSnapshot], None]) -> Callable[[], None]:
-        self._subscribers.append(callback)
-
-        def unsubscribe() -> None:
-            if callback in self._subscribers:
-                self._subscribers.remove(callback)
-
-        return unsubscribe
 
     def _changed(self) -> None:
-        snap = self.snapshot()
-        for callback in list(self._subscribers):
-            callback(snap)
+        self._notify(self.snapshot())
 
     def snapshot(self) -> StreamSnapshot:
         return StreamSnapshot(

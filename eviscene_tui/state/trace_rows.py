@@ -9,11 +9,7 @@ from __future__ import annotations
 import bisect
 import threading
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
-
-from pydantic import BaseModel
-
-import orjson
+from typing import TYPE_CHECKING
 
 from eviscene_tui.safe_text import safe_text
 
@@ -21,7 +17,6 @@ if TYPE_CHECKING:
     from eviscene_tui.artifacts.trace import StepBrief
 
 PREVIEW = 400  # characters kept per preview (the widget crops to the screen width)
-REJECTION_TYPES = frozenset({"format_error", "output_rejected", "policy_replan"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,69 +30,6 @@ class StepRow:
     is_policy: bool = False
     is_rejection: bool = False
     is_teacher: bool = False
-
-
-def _compact(value: Any, limit: int = PREVIEW) -> str:
-    if value is None or value == "" or value == {} or value == []:
-        return ""
-    if isinstance(value, str):
-        raw = value
-    else:
-        try:
-            raw = orjson.dumps(value, default=str).decode("utf-8", errors="replace")
-        except (TypeError, orjson.JSONEncodeError):
-            raw = str(value)
-    return safe_text(" ".join(raw.split()), single_line=True, limit=limit)
-
-
-def _get(step: Any, name: str) -> Any:
-    if isinstance(step, dict):
-        return step.get(name)
-    return getattr(step, name, None)
-
-
-def _metadata(step: Any) -> dict[str, Any]:
-    meta = _get(step, "metadata")
-    if meta is None:
-        return {}
-    if isinstance(meta, dict):
-        return meta
-    if isinstance(meta, BaseModel):
-        return meta.model_dump()
-    return {}
-
-
-def step_row(index: int, step: Any) -> StepRow:
-    """A :class:`StepRow` from a raw step dict or a ``TraceStep`` model."""
-    if step is None:
-        return StepRow(index=index, stage="?", text="(step could not be read)")
-    meta = _metadata(step)
-    stage = _get(step, "stage") or _get(step, "stage_name") or ""
-    action_type = _get(step, "action_type") or ""
-    tool_name = _get(step, "tool_name") or ""
-    args = _compact(_get(step, "tool_args"), 200)
-    tool = safe_text(tool_name, single_line=True, limit=60)
-    if args:
-        tool = f"{tool}({args})" if tool else args
-    thought = _get(step, "thought")
-    output = _get(step, "output")
-    text_parts = []
-    if thought:
-        text_parts.append("thought: " + _compact(thought))
-    if output:
-        text_parts.append("output: " + _compact(output))
-    is_policy = isinstance(meta.get("policy_input"), dict) and isinstance(meta.get("policy_action"), dict)
-    return StepRow(
-        index=index,
-        stage=safe_text(stage, single_line=True, limit=40),
-        action_type=safe_text(action_type, single_line=True, limit=30),
-        tool=tool,
-        result=_compact(_get(step, "tool_result")),
-        text="  ".join(text_parts),
-        is_policy=is_policy,
-        is_rejection=action_type in REJECTION_TYPES,
-        is_teacher=bool(meta.get("psd_role") == "teacher" or meta.get("psd_suffix_step")),
-    )
 
 
 @dataclass

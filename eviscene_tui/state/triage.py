@@ -25,11 +25,13 @@ import orjson
 from eviscene_tui.artifacts.fileio import read_regular
 from eviscene_tui.artifacts.models import SEMANTIC_CATEGORIES
 from eviscene_tui.artifacts.summary import round_dirs
+from eviscene_tui.gate.bundled import REPAIRS_DIR
 from eviscene_tui.journal.fold import Triage
 from eviscene_tui.journal.records import (
     CaseRecords,
     RecordIndex,
     RecordKey,
+    find_search_root,
     find_supervised_root,
     read_workdirs,
     record_key,
@@ -185,7 +187,7 @@ class CaseRecordSet:
     record: RecordKey
     workdirs: tuple[Path, ...]  # where its records were looked for and found (existing work directories)
     triage: Triage | None  # its current label and note
-    supervised_root: Path | None  # the app's supervised search of it
+    search_root: Path | None  # the bundled driver's search of it (``repair``), else an earlier version's in-app one
 
 
 def case_records(case_root: str | os.PathLike[str], workdir: str | os.PathLike[str], *,
@@ -194,5 +196,8 @@ def case_records(case_root: str | os.PathLike[str], workdir: str | os.PathLike[s
     (``workdir``: where the surface itself writes; ``opened``: the folder it was given)."""
     rk = record_key(case_root)
     marks = load_triage([ListedCase(os.fspath(case_root), os.fspath(case_root), rk)], opened=opened or case_root, workdir=workdir)
-    found = find_supervised_root(case_root, rk, list(marks.workdirs), opened=opened)
+    dirs = list(marks.workdirs)
+    found = find_search_root(case_root, rk, dirs, folder=REPAIRS_DIR, opened=opened)
+    if found is None:
+        found = find_supervised_root(case_root, rk, dirs, opened=opened)
     return CaseRecordSet(rk, marks.workdirs, marks.for_key(rk), found)

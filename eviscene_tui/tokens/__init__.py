@@ -1,1 +1,1 @@
-"""Token ids: tiny test/demo tokenizer, vision id families, decoding, diffs."""
+"""Token ids: vision id families, decoding, diffs (the tiny test/demo tokenizer is scaffolding, ``scaffold/tiny.py``)."""

@@ -78,8 +78,6 @@ class TokenDecoder:
         self._cache: dict[int, str] = {}
 
     # ---- pieces
-    def is_special(self, token_id: int) -> bool:
-        return token_id in self.specials
 
     def special_name(self, token_id: int) -> str | None:
         """Display name of an added/special token (tokenizer or server text: sanitised)."""
@@ -189,7 +187,7 @@ class LocalTokenizerDecoder(TokenDecoder):
     def from_path(cls, path: str | os.PathLike[str]) -> "LocalTokenizerDecoder":
         """The decoder of a ``tokenizer.json`` (or a folder holding one).
 
-        Parsing a real vocabulary takes ~0.5 s, so the parsed tokenizer (and the pieces
+        Parsing a real vocabulary is slow (a noticeable pause), so the parsed tokenizer (and the pieces
         decoded so far) are kept per file, keyed by path, size and mtime: opening the
         inspector again, or on the next case of the same model, does not parse it again.
         Each call returns its own decoder object (its ``notes`` are per resolution)."""

@@ -220,9 +220,6 @@ class FlowLayout:
         self.generation += 1
 
     # ------------------------------------------------------------------ mapping
-    @property
-    def n_lines(self) -> int:
-        return self.lines.total
 
     def __len__(self) -> int:
         return self.lines.total

@@ -85,7 +85,7 @@ class CaptureRound(Protocol):
 
 class CaptureCase(Protocol):
     """What the capture sources read of a case: ``artifacts.case.CaseBundle``, or a
-    stand-in holding only these (``tokens.synthetic.SyntheticCase``)."""
+    stand-in holding only these (``scaffold.synthetic_capture.SyntheticCase``)."""
 
     @property
     def root(self) -> Path | None: ...

@@ -49,6 +49,7 @@ SECTIONS: dict[str, str] = {
     "stream": "Stream screen",
     "gate": "Operator gate",
     "gate.card": "Operator gate: decision card",
+    "gate.calls": "Operator gate: policy calls of the running round",
     "dialog": "Operator dialogs",
     "dialog.tristate": "Operator dialogs: checker value",
     "tokens": "Token inspector",
@@ -174,12 +175,14 @@ ACTIONS: tuple[Action, ...] = (
     A("gate.reject", "gate.card", "x", "decide('reject')", "Reject", "Reject the hint or the attempt (reason)", "gate: reject"),
     A("gate.add", "gate.card", "n", "decide('add')", "Add hint", "Type or edit a hint (audited, then asked again)", "gate: add a hint"),
     A("gate.cancel", "gate.card", "c", "decide('cancel')", "Cancel stream", "Cancel the streaming continuation", "gate: cancel the continuation"),
+    A("gate.call_tokens", "gate.calls", "enter", "open_call", "Tokens", "Open the token inspector on the highlighted completed policy call's capture",
+      "gate: tokens of the highlighted policy call"),
     # -- every operator dialog: one convention (ctrl+s submits, esc cancels; Enter types)
     # not a priority key (nor label.save, stream.send): it reaches the dialog through the
     # focused field's queue, after every key and paste before it, so what is submitted is
     # what the fields show (tests/ui/test_typed_text_keys.py)
     A("dialog.submit", "dialog", "ctrl+s", "submit", "Submit", "Submit the dialog (what its fields show)"),
-    A("dialog.cancel", "dialog", "escape", "cancel", "Cancel", "Close the dialog without deciding"),
+    A("dialog.cancel", "dialog", "escape", "cancel", "Cancel", "Close the dialog without deciding (asks first when something was typed)"),
     A("dialog.tristate.next", "dialog.tristate", "space,enter,right", "cycle(1)", "Next value", "Checker value: unset \u2192 true \u2192 false", show=False),
     A("dialog.tristate.previous", "dialog.tristate", "left", "cycle(-1)", "Previous value", "Checker value, backwards", show=False),
     A("dialog.tristate.true", "dialog.tristate", "t", "set('true')", "True", "Checker value true", show=False),

@@ -29,6 +29,7 @@ from textual.worker import Worker, get_current_worker
 from watchfiles import awatch
 
 from eviscene_tui.options import AppOptions
+from eviscene_tui.probes import AppProbes
 from eviscene_tui.safe_text import safe_text
 from eviscene_tui.state.rows import CaseRow
 from eviscene_tui.state.runs import RunsStore
@@ -59,7 +60,7 @@ from eviscene_tui.artifacts.layout import CaseRef, discover_cases
 from eviscene_tui.artifacts.problems import Problem
 from eviscene_tui.policy.client import PolicyClient
 from eviscene_tui.policy.config import policy_config
-from eviscene_tui.policy.status_line import ProfileError, status_summary, target_from_options
+from eviscene_tui.policy.status_line import ProfileError, status_summary
 from eviscene_tui.state.gate import GateSession
 from eviscene_tui.ui.screens.case import CaseScreen
 from eviscene_tui.ui.screens.gate import GateScreen
@@ -70,7 +71,6 @@ from eviscene_tui.state.triage import TriageMarks
 
 APP_CSS = Path(__file__).with_name("app.tcss")
 #: the OS-level name of the native thread watchfiles runs inotify (or its polling) on
-WATCHER_THREAD = "notify-rs"
 
 
 class EvisceneApp(TriageOps, App[int]):
@@ -103,11 +103,9 @@ class EvisceneApp(TriageOps, App[int]):
         self.settings = options.settings  # read once by the CLI; never re-read here
         self.watch_enabled = watch
         self.scan_seconds: float | None = None
-        self.first_rows_at: float | None = None
         self._scan_started = 0.0
         self._scan_id = 0  # results of an older scan's integrity pass are dropped
         self.check_seconds: float | None = None
-        self.check_processes: set[int] = set()  # process ids that ran the integrity pass (benchmarks, tests)
         self._refresh_queue: queue.Queue[set[str]] = queue.Queue()
         self._stop_watch = asyncio.Event()
         self.watch_ready = asyncio.Event()
@@ -116,7 +114,7 @@ class EvisceneApp(TriageOps, App[int]):
         self._case_screens: dict[str, int] = {}  # case root -> its case screens in the stack
         self.triage = TriageMarks()  # the listed cases' current triage labels (state.triage.load_triage)
         self.reveal_privileged = False  # v on a case screen: for every case until hidden again (this session)
-        self.deferred_collections = 0  # full garbage collections run in the operator's pauses (tests, bench)
+        self.probes = AppProbes()  # what the tests and the bench count (eviscene_tui/probes.py)
 
     # -- lifecycle -----------------------------------------------------------------------
     def on_load(self) -> None:
@@ -170,7 +168,7 @@ class EvisceneApp(TriageOps, App[int]):
         interpreter deferred when the operator pauses (not in the middle of a page scroll)."""
         if gc_hold.idle_collection_due(pace.idle_seconds()):
             gc_hold.collect_deferred()
-            self.deferred_collections += 1
+            self.probes.collected()
 
     async def action_quit(self) -> None:
         self._stop_watch.set()
@@ -182,7 +180,7 @@ class EvisceneApp(TriageOps, App[int]):
         """Poll /health, /version, /v1/models and /metrics of the configured policy."""
 
         try:
-            target = target_from_options(self.options)
+            target = self.options.policy_target()
         except ProfileError as exc:
             self.post_message(M.PolicyStatusChanged("no policy", str(exc)))
             return
@@ -205,7 +203,7 @@ class EvisceneApp(TriageOps, App[int]):
         self.store.set_check_progress(0, 0, False)
         self.store.clear()
         self._scan_started = time.perf_counter()
-        self.first_rows_at = None
+        self.probes.scan_started()
         self.store.set_progress(0, None, True)
         self.scan()
 
@@ -299,8 +297,7 @@ class EvisceneApp(TriageOps, App[int]):
         self.store.upsert(message.rows)
         if message.initial:
             self.store.set_progress(message.done, message.total, True)
-            if self.first_rows_at is None:
-                self.first_rows_at = time.perf_counter() - self._scan_started
+            self.probes.first_rows(time.perf_counter() - self._scan_started)
         if any(r.being_written for r in message.rows):
             keys = {r.key for r in message.rows if r.being_written}
             self.set_timer(self.transient.grace + 0.3, lambda: self._recheck(keys))
@@ -402,7 +399,7 @@ class EvisceneApp(TriageOps, App[int]):
             return
         applied = []
         for result in message.results:
-            self.check_processes.add(result.checked_by)
+            self.probes.checked_by(result.checked_by)
             # a torn file the scan did not read (a round's manifest) is only "being written"
             # when it changed recently, as for the files the scan did read
             self.transient.seed_old(result.key, result.old_problems(self.transient.grace))
@@ -501,14 +498,8 @@ class EvisceneApp(TriageOps, App[int]):
         throttle = KeyThrottle(self.REFRESH_GAP)
         poller = EntryPoller(root_abs) if self.options.poll and self.watch_enabled else None
         idle = self.ENTRY_POLL if poller is not None else 0.25
-        next_lowering = 0.0
         open_poller = OpenCasePoller()
         while not worker.is_cancelled:
-            if self.watch_enabled and time.monotonic() >= next_lowering:
-                # the file watcher's native thread (started, or restarted polling, by watch_root)
-                # runs below the UI thread: a driver's burst floods it with events
-                pace.lower_native_threads(WATCHER_THREAD)
-                next_lowering = time.monotonic() + 1.0
             if self.watch_polling:
                 # the polling watcher sees a file that keeps changing once a second: the open
                 # cases' files are looked at here, often (they reach the screens as watcher news)
@@ -600,7 +591,7 @@ class EvisceneApp(TriageOps, App[int]):
     def open_gate(self, root: Any) -> None:
         """The operator gate screen of a gated driver search (``eviscene-tui gate``)."""
 
-        self.push_screen(GateScreen(GateSession(root, operator=self.options.operator)))
+        self.push_screen(GateScreen(GateSession(root, operator=self.options.operator), self.options))
 
     def open_case_by_key(self, key: str) -> None:
         """Open a case from anywhere (the palette): back to the runs screen first."""

@@ -1,15 +1,15 @@
 """Keep Python's full garbage collections off big, long-lived data while a screen shows it.
 
 A full collection walks every live container. With a 200 MB trace's rows or a 1,000,000-id
-token capture alive, one took 100-160 ms, and it landed in the middle of a key press or a page
-scroll. ``gc.freeze()`` moves every object alive now into the permanent generation, which
+token capture alive, one takes several frames, and it lands in the middle of a key press or a
+page scroll. ``gc.freeze()`` moves every object alive now into the permanent generation, which
 collections skip; the objects are still freed by reference count when dropped (only a reference
 cycle among them waits until the last hold is released). Holds nest: a token screen opened over
 a case screen releases its own hold without unfreezing the case's.
 
 Even with the big data frozen, a full collection still walks what the screens built since
-(the views' line caches: tens of thousands of objects, 12-17 ms on a 2-core machine), which is
-a whole frame budget landing in a page scroll. So while a hold is live the interpreter's
+(the views' line caches: tens of thousands of objects), which can still cost a whole frame
+in the middle of a page scroll. So while a hold is live the interpreter's
 automatic full collections are *deferred*: the young generations are collected as usual (they
 are small and cheap), and the app runs the pending full collection itself when the operator
 pauses (:func:`idle_collection_due`), or regardless once it has waited far longer than the

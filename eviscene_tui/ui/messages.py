@@ -15,6 +15,7 @@ from textual.message import Message
 from eviscene_tui.state.rows import CaseRow
 from eviscene_tui.state.scan import Activity, CheckResult
 if TYPE_CHECKING:
+    from eviscene_tui.artifacts.case import CaseBundle
     from eviscene_tui.state.case_session import CaseEvent, CaseSession
     from eviscene_tui.state.case_view import Line
     from eviscene_tui.state.triage import TriageMarks
@@ -351,6 +352,22 @@ class GateDecisionRequested(Message):
     def __init__(self, action: str) -> None:
         super().__init__()
         self.action = action
+
+
+class GateCallRequested(Message):
+    """Enter on a policy call of the gate card's call list (its entry key)."""
+
+    def __init__(self, key: str) -> None:
+        super().__init__()
+        self.key = key
+
+
+class GateCallCapture(Message):
+    """A worker built the token capture of a completed policy call (or could not: ``error``)."""
+
+    def __init__(self, capture: "CaptureData | None", case: "CaseBundle | None", error: str = "") -> None:
+        super().__init__()
+        self.capture, self.case, self.error = capture, case, error
 
 
 class GateResumed(Message):

@@ -33,6 +33,7 @@ from eviscene_tui.ui import messages as M
 
 if TYPE_CHECKING:
     from eviscene_tui.options import AppOptions
+    from eviscene_tui.probes import AppProbes
     from eviscene_tui.state.runs import RunsStore
 
 UI_STATE = "ui-state.json"  # the runs table's filter, sort and grouping, in the work directory
@@ -67,7 +68,7 @@ class TriageOps:
     triage: TriageMarks
     #: privileged material shown on every case screen until hidden again (this session only)
     reveal_privileged: bool = False
-    labels_loads = 0  # how many times the labels were read (tests, benchmarks)
+    probes: AppProbes
 
     # -- reading --------------------------------------------------------------------------------
     _labels_asked = 0  # the newest read asked for: an older one that ends later is dropped
@@ -96,7 +97,7 @@ class TriageOps:
         self.triage = message.marks
         self.store.set_records(message.marks.records)
         self.store.set_triage(message.marks.by_record)
-        self.labels_loads += 1
+        self.probes.labels_loaded()
         self.check_activity()  # type: ignore[attr-defined]  # the app's: the searches in the work directories just found
 
     def read_workdirs(self) -> list[Path]:

@@ -166,14 +166,14 @@ def test_random_folder(tmp_path_factory, files: dict) -> None:
 def sample_case(tmp_path_factory) -> Path | None:
     """One realistic case from the sample generator (skipped when it is unavailable)."""
     try:  # one case is enough; fall back to the whole tree if the builder API changes
-        from eviscene_tui.samples.cases import hostile_strings
-        from eviscene_tui.samples.tree import Tree
+        from eviscene_tui.scaffold.samples.cases import hostile_strings
+        from eviscene_tui.scaffold.samples.tree import Tree
 
         tree = Tree()
         hostile_strings(tree)
     except Exception:  # noqa: BLE001 - the one-case builder is optional; the whole tree is the fallback
         try:
-            from eviscene_tui.samples import build
+            from eviscene_tui.scaffold.samples import build
         except ImportError:
             pytest.skip("sample generator not available")
         tree = build()

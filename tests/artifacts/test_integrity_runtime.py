@@ -157,6 +157,21 @@ def test_a_runtime_archive_mutation_is_reported(tmp_path: Path, name: str) -> No
     assert all("\n" not in p.message for p in hits)
 
 
+def test_a_source_store_left_behind_by_the_copy_is_reported_once(tmp_path: Path) -> None:
+    """The inputs were copied with the trace but without the rollout's runtime/ folder:
+    one missing_artifact names the archive, where the trace records it and where it was
+    looked for; nothing else about the archive is claimed."""
+    root = copy_case(CASE, tmp_path)
+    store = _source_store(root)
+    shutil.rmtree(store.parent.parent)
+    problems = _check(root)
+    hits = [p for p in problems if "source runtime archive" in p.message]
+    assert len(hits) == 1 and hits[0].code == "missing_artifact", [(p.code, p.message) for p in problems]
+    assert "not found:" in hits[0].message and "looked for at" in hits[0].message
+    assert hits[0].path == str(store)
+    assert problems == hits
+
+
 def test_the_hint_stores_requests_are_those_its_steps_name(tmp_path: Path) -> None:
     root = copy_case(CASE, tmp_path)
     where = request_deleted(root)

@@ -21,9 +21,9 @@ from eviscene_tui.artifacts.integrity import check_case
 from eviscene_tui.artifacts.layout import CaseRef, Layout
 from eviscene_tui.artifacts.paths import PathMap
 from eviscene_tui.artifacts.report import build_check_report
-from eviscene_tui.samples import EXPECTED, copy_case, generate
-from eviscene_tui.samples.cases import ESCAPE_TARGET
-from eviscene_tui.samples.expected import COPIED_WITHOUT_INPUTS_MISSING
+from eviscene_tui.scaffold.samples import EXPECTED, copy_case, generate
+from eviscene_tui.scaffold.samples.cases import ESCAPE_TARGET
+from eviscene_tui.scaffold.samples.expected import COPIED_WITHOUT_INPUTS_MISSING
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -234,7 +234,7 @@ def test_relative_output_dir_is_placed_by_the_media_paths(tmp_path: Path) -> Non
 
 
 def test_wrapper_case_inputs_are_verified_after_a_move(tmp_path: Path) -> None:
-    from eviscene_tui.samples.expected import MULTI_CONVERGED_KEY
+    from eviscene_tui.scaffold.samples.expected import MULTI_CONVERGED_KEY
 
     moved = tmp_path / "copy" / "sample_runs"
     generate(moved)

@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from eviscene_tui.artifacts import trace as trace_module
 from eviscene_tui.artifacts.chunked_trace import parse_trace_chunked
 from eviscene_tui.artifacts.trace import load_trace, load_trace_bytes
-from eviscene_tui.samples import generate
+from eviscene_tui.scaffold.samples import generate
 from trace_fixtures import STEP, VALUE, dump
 
 def _parse(data: bytes, chunk: int, block: int) -> object:

@@ -12,6 +12,8 @@ import gzip
 import io
 import json
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import orjson
@@ -21,6 +23,7 @@ from hypothesis import strategies as st
 
 from eviscene_tui.artifacts.jsonio import canonical_sha256
 from eviscene_tui.artifacts.problems import ProblemCode
+from eviscene_tui.artifacts import step_index
 from eviscene_tui.artifacts.step_index import index_steps
 from eviscene_tui.artifacts.trace import LazySteps, load_trace
 from trace_fixtures import STEP, TRICKY_TEXT, VALUE, dump, step
@@ -63,6 +66,30 @@ def _check(data: bytes, block: int) -> object:
     return index
 
 
+#: the scan's fast paths, forced on the tiny documents of these tests (a real trace takes
+#: them from its size and its bytes): the needle found by one of its bytes ("anchor"), and
+#: a range's brackets found one by one ("sparse"; "sparse-fallback": it gives up at once)
+SCAN_PATHS = {
+    "plain": {},
+    "anchor": {"ANCHOR_MIN_BYTES": 1, "ANCHOR_MAX_SHARE": 1},
+    "sparse": {"_SPARSE_RATIO": 1 << 40},
+    "sparse-fallback": {"_SPARSE_RATIO": 1 << 40, "_SPARSE_MAX": 1},
+    "all": {"ANCHOR_MIN_BYTES": 1, "ANCHOR_MAX_SHARE": 1, "_SPARSE_RATIO": 1 << 40},
+}
+
+
+@contextmanager
+def scan_path(name: str) -> Iterator[None]:
+    saved = {key: getattr(step_index, key) for key in SCAN_PATHS[name]}
+    for key, value in SCAN_PATHS[name].items():
+        setattr(step_index, key, value)
+    try:
+        yield
+    finally:
+        for key, value in saved.items():
+            setattr(step_index, key, value)
+
+
 @settings(max_examples=300, deadline=None)
 @given(
     steps=st.lists(STEP, max_size=12),
@@ -70,15 +97,46 @@ def _check(data: bytes, block: int) -> object:
     tail=st.dictionaries(st.sampled_from(["errors", "termination", "after"]), VALUE, max_size=3),
     style=st.integers(0, 3),
     block=st.integers(1, 97),
+    path=st.sampled_from(sorted(SCAN_PATHS)),
 )
-def test_same_steps_as_orjson(steps: list, head: dict, tail: dict, style: int, block: int) -> None:
+def test_same_steps_as_orjson(steps: list, head: dict, tail: dict, style: int, block: int, path: str) -> None:
     doc = {**head, "state": {"runtime_case": {"x": 1}, "all_steps": steps, **tail}, **tail}
     data = dump(doc, style)
-    if _check(data, block) is None and "all_steps" not in json.dumps(head) and steps:
-        pytest.fail("declined a plain trace")
+    with scan_path(path):
+        if _check(data, block) is None and "all_steps" not in json.dumps(head) and steps:
+            pytest.fail("declined a plain trace")
 
 
-def test_nested_objects_with_the_step_key_are_not_cut() -> None:
+def test_the_fast_paths_are_taken_on_trace_shaped_bytes() -> None:
+    # page text (brackets rare) and token ids (brackets dense) in one trace of a few MB: the
+    # needle is found by its rarest byte, and the text steps' brackets one by one
+    text = {"round": 0, "tool_result": "page " * 60_000, "metadata": {"ids": [1, 2, 3]}}
+    tokens = {"round": 1, "tool_result": "x", "metadata": {"topk": [[{"token_id": k, "p": 0.5}] for k in range(20_000)]}}
+    steps = [dict(text, round=i) if i % 3 else dict(tokens, round=i) for i in range(12)]
+    data = orjson.dumps({"image_id": "e", "state": {"all_steps": steps}, "verdict": "real"})
+    scan = step_index._Scan(step_index._Source(io.BytesIO(data), step_index.BLOCK_BYTES, None, None), b'"round"', 0)
+    scan.src.more()
+    scan._choose_anchor()
+    assert scan.anchor_at >= 0  # "round" has a byte that is rare in these bytes
+    index = _check(data, step_index.BLOCK_BYTES)
+    assert index is not None and len(index) == 12
+    ran = {"sparse": 0}
+    real = step_index._Scan._marks
+
+    def marks(self, lo, hi):
+        ran["sparse"] += self.sparse
+        return real(self, lo, hi)
+
+    step_index._Scan._marks = marks
+    try:
+        assert _check(data, 1 << 16) is not None
+    finally:
+        step_index._Scan._marks = real
+    assert ran["sparse"] > 0
+
+
+@pytest.mark.parametrize("path", sorted(SCAN_PATHS))
+def test_nested_objects_with_the_step_key_are_not_cut(path: str) -> None:
     steps = [
         {"round": i, "policy_input": {"tools": [{"round": 0, "t": "x"}, {"round": 1}]}, "thought": '},{"round": [[', "x": [[{"round": 2}, {"round": 3}]]}
         for i in range(60)
@@ -87,18 +145,20 @@ def test_nested_objects_with_the_step_key_are_not_cut() -> None:
     for style in range(4):
         data = dump(doc, style)
         for block in (1, 7, 64, 1 << 20):
-            index = _check(data, block)
+            with scan_path(path):
+                index = _check(data, block)
             assert index is not None and len(index) == 60
 
 
 @settings(max_examples=150, deadline=None)
-@given(st.binary(max_size=400), st.integers(1, 32))
-def test_random_bytes_never_raise_and_never_invent(data: bytes, block: int) -> None:
+@given(st.binary(max_size=400), st.integers(1, 32), st.sampled_from(sorted(SCAN_PATHS)))
+def test_random_bytes_never_raise_and_never_invent(data: bytes, block: int, path: str) -> None:
     try:
         expected = orjson.loads(data)
     except orjson.JSONDecodeError:
         expected = None
-    got = _indexed(data, block)
+    with scan_path(path):
+        got = _indexed(data, block)
     if got is not None and expected is not None and ValueError not in got[1]:
         index, ranges = got
         where = expected["state"] if index.steps_at == "state" else expected
@@ -285,7 +345,8 @@ def test_the_cut_empties_the_capture_lists_and_keeps_everything_else() -> None:
     assert without_capture_lists(orjson.dumps({"round": 1})) is None
 
 
-def test_strings_that_fake_the_bracket_counts_do_not_cut_astep() -> None:
+@pytest.mark.parametrize("path", sorted(SCAN_PATHS))
+def test_strings_that_fake_the_bracket_counts_do_not_cut_astep(path: str) -> None:
     # ']' and '}' in a string before a nested object that starts with the step key balance
     # the counts of a cut inside the step: the index must still find the steps, not decline
     faked = [
@@ -296,7 +357,8 @@ def test_strings_that_fake_the_bracket_counts_do_not_cut_astep() -> None:
     for steps in faked:
         data = dump({"state": {"runtime_case": {"x": 1}, "all_steps": steps}}, 0)
         for block in (1, 5, 97, 1 << 20):
-            index = _check(data, block)
+            with scan_path(path):
+                index = _check(data, block)
             assert index is not None and len(index) == len(steps)
 
 

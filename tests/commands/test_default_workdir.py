@@ -21,7 +21,7 @@ pytestmark = pytest.mark.skipif(not (SAMPLES / "feedback-converged-3-rounds").is
 
 
 def _tree(tmp_path: Path) -> Path:
-    from eviscene_tui.samples import copy_case
+    from eviscene_tui.scaffold.samples import copy_case
 
     tree = tmp_path / "exp" / "runs-A"
     for name in ("feedback-converged-3-rounds", "single-generating", "multi-case"):

@@ -23,7 +23,7 @@ NO_SITE = "search-no-recoverable-site"
 
 
 def _tree(tmp_path: Path) -> Path:
-    from eviscene_tui.samples import copy_case
+    from eviscene_tui.scaffold.samples import copy_case
 
     tree = tmp_path / "runs"
     for name in (NO_SITE, "single-generating", "multi-case"):
@@ -87,3 +87,27 @@ def test_check_json_names_the_case_and_candidate_of_a_no_site_case(tmp_path, cap
     entry = next(c for c in doc["cases"] if c["path"] == NO_SITE)
     assert entry["case_id"] == "case-rally-tbilisi-0042"
     assert entry["candidate_id"] == "psd-candidate:03c05bf1f568306d4be1b02c141a70128e146757fbc19714e1193ad8f39758ca"
+
+
+HOSTILE = "bidi \u202eevil\u202c, csi \x9b2J, line\u2028sep, esc \x1b[2J"
+
+
+def test_hostile_notes_leave_json_lossless_and_terminal_safe(tmp_path, capsys, monkeypatch):
+    """A note holding controls a terminal acts on: ``--json`` escapes them (and parses to
+    the very note), ``--csv`` into a pipe keeps the note exact, ``--csv`` to a terminal
+    shows it through safe_text."""
+    tree = _tree(tmp_path)
+    j = open_review_journal(tmp_path / "w", operator="alice")
+    add_triage_label(j, record_key(tree / NO_SITE).key, "unrecoverable", HOSTILE)
+    j.close()
+    assert main(["labels", str(tree), "--json", "--workdir", str(tmp_path / "w")]) == 0
+    out = capsys.readouterr().out
+    assert not any(c in out for c in "\u202e\u202c\x9b\u2028\x1b")
+    assert {r["case"]: r for r in json.loads(out)}[NO_SITE]["note"] == HOSTILE
+    assert main(["labels", str(tree), "--csv", "--workdir", str(tmp_path / "w")]) == 0
+    piped = {r["case"]: r for r in csv.DictReader(io.StringIO(capsys.readouterr().out))}
+    assert piped[NO_SITE]["note"] == HOSTILE
+    monkeypatch.setattr("sys.stdout.isatty", lambda: True)
+    assert main(["labels", str(tree), "--csv", "--workdir", str(tmp_path / "w")]) == 0
+    shown = capsys.readouterr().out
+    assert not any(c in shown for c in "\u202e\x9b\x1b") and "\u241b[2J" in shown

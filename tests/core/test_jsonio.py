@@ -3,6 +3,7 @@ import hashlib
 import json
 from pathlib import Path
 
+import orjson
 import pytest
 from hypothesis import given, settings, strategies as st
 
@@ -66,6 +67,25 @@ def test_floats_take_orjson_only_where_it_writes_the_drivers_bytes():
             expected = json.dumps(x, ensure_ascii=False, sort_keys=True, separators=(",", ":")).encode()
             assert jsonio.canonical_json_bytes(x) == expected, x
     assert jsonio._orjson_safe([0.5, 1e-4, "x"]) and not jsonio._orjson_safe([0.5, 1e-05]) and not jsonio._orjson_safe(float("inf"))
+
+
+parsed_values = st.recursive(
+    st.none() | st.booleans() | st.integers(min_value=-(2**63) + 1, max_value=2**63 - 1)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.sampled_from([1e-05, -1e-05, 9.99e-05, 1e-4, 1e16, 1.5e-7, 5e-324, 1e300, 0.1])
+    | st.text() | st.sampled_from(["1e-5", "3e+7", "0.00001", "hint-00", "re-check", "x0.0000y"]),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
+    max_leaves=20,
+)
+
+
+@given(parsed_values)
+def test_canonical_bytes_of_a_parsed_value_match_the_drivers_json_dumps(value):
+    # a run file read back (orjson.loads): orjson's bytes unless a float is written otherwise
+    parsed = orjson.loads(json.dumps(value, ensure_ascii=False))
+    expected = json.dumps(parsed, ensure_ascii=False, sort_keys=True, separators=(",", ":")).encode()
+    assert jsonio.canonical_json_bytes(parsed, parsed=True) == expected
+    assert jsonio.canonical_sha256(parsed, parsed=True) == jsonio.canonical_sha256(parsed)
 
 
 def test_hint_sha_strips():

@@ -1,12 +1,8 @@
-"""pace: background work gives way to the operator's last input, and nothing else waits; the
-file watcher's native thread is lowered below the app's own threads."""
+"""pace: background work gives way to the operator's last input, and nothing else waits."""
 
 from __future__ import annotations
 
-import os
-import sys
 import threading
-from pathlib import Path
 
 import pytest
 
@@ -114,27 +110,3 @@ def test_background_nests_and_is_per_thread(clock: _Clock) -> None:
         other.start()
         other.join()
     assert seen == [False] and not pace.in_background()
-
-
-def _nice(tid: int) -> int:
-    return os.getpriority(os.PRIO_PROCESS, tid)
-
-
-@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="native thread names come from /proc (Linux)")
-def test_the_watchers_native_thread_is_lowered_once(tmp_path: Path) -> None:
-    from watchfiles._rust_notify import RustNotify  # lazy: only this test starts a watcher thread
-
-    before = {int(t) for t in os.listdir("/proc/self/task")}
-    watcher = RustNotify([str(tmp_path)], False, False, 50, True, True)
-    try:
-        started = [int(t) for t in os.listdir("/proc/self/task") if int(t) not in before]
-        names = {t: Path(f"/proc/self/task/{t}/comm").read_text().strip() for t in started}
-        watcher_threads = [t for t, name in names.items() if name.startswith("notify-rs")]
-        assert watcher_threads, f"no notify-rs thread among the new threads {names}"
-        own = _nice(threading.get_native_id())
-        assert pace.lower_native_threads("notify-rs") >= 1
-        assert all(_nice(t) == max(own, pace.NATIVE_NICE) for t in watcher_threads)
-        assert _nice(threading.get_native_id()) == own  # this thread (the UI thread's kind) is not lowered
-        assert pace.lower_native_threads("notify-rs") == 0  # already lowered: left alone
-    finally:
-        watcher.close()

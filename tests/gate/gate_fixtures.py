@@ -25,9 +25,9 @@ from typing import Any, Callable
 import pytest
 from conftest import sigint_as_in_a_terminal, wait_until_sync
 
-from eviscene_tui.fake_vllm.harness import FakeVLLMServer
+from eviscene_tui.scaffold.fake_vllm.harness import FakeVLLMServer
 from eviscene_tui.gate.sidecar import read_status
-from eviscene_tui.gate.standin import StandinInputs, driver_args, write_inputs
+from eviscene_tui.scaffold.standin import StandinInputs, driver_args, write_inputs
 
 CLI = [sys.executable, "-m", "eviscene_tui"]
 ENV = {**os.environ, "EVISCENE_GATE_POLL": "0.05", "PYTHONUNBUFFERED": "1", "PYTHONFAULTHANDLER": "1"}

@@ -28,7 +28,7 @@ from starlette.routing import Route
 
 from eviscene_tui.artifacts.jsonio import canonical_sha256, encode_bound, pretty_json_bytes, sha256_file
 from eviscene_tui.gate.sidecar import read_status
-from eviscene_tui.tokens.tiny import encode
+from eviscene_tui.scaffold.tiny import encode
 
 KEY = "0123456789abcdef"
 SYSTEM = "You are a fact-checking agent. Use tools, then give a verdict."

@@ -13,7 +13,7 @@ import textwrap
 from pathlib import Path
 
 from eviscene_tui.gate import INPROC_PATH
-from eviscene_tui.gate.standin import DRIVER_PATH
+from eviscene_tui.scaffold.standin import DRIVER_PATH
 
 from gate_fixtures import CLI, ENV, EXIT_TIMEOUT, decide, finish, make_case, manifest, pending, start_gate, status, stop, wait_until
 

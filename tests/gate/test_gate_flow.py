@@ -81,10 +81,12 @@ def test_approve_relocalize_reject_stop_resume_converge(tmp_path, fake_vllm):  #
         assert finish(proc) == 0
     out, _err = output_of(proc)
     assert json.loads(out)["status"] == "converged"
-    # the teacher steps came from the fake vLLM, with the approved hints in the request (rounds 0 and 2 only)
+    # the teacher steps came from the fake vLLM, with the approved hints in the requests (rounds 0 and 2 only):
+    # per continuation two teacher actions (the tool call's result back in the history) and the judgment
     bodies = [r["body"] for r in fake_vllm.recorder.requests if r["path"] == "/v1/chat/completions"]
-    assert len(bodies) == 2
-    assert bodies[-1]["messages"][-1]["content"] == "Hint: " + hint2["hint"]["text"]
+    assert len(bodies) == 6 and not any(b.get("stream") for b in bodies)
+    assert bodies[3]["messages"][-1]["content"] == "Hint: " + hint2["hint"]["text"]
+    assert [bool(b.get("tools")) for b in bodies[3:]] == [True, True, False]
     episode = json.loads((case.root / "rounds" / "round-02" / "episodes" / "hint-00-teacher.json").read_text(encoding="utf-8"))
     assert episode["state"]["all_steps"][5]["tool_name"] == "reverse_image_search"
     assert manifest(case)["status"] == "converged"

@@ -10,7 +10,7 @@ import pytest
 
 from eviscene_tui.gate.decide import decide
 from eviscene_tui.gate.sidecar import read_status
-from eviscene_tui.gate.standin import DRIVER_PATH, driver_args, write_inputs
+from eviscene_tui.scaffold.standin import DRIVER_PATH, driver_args, write_inputs
 
 from gate_fixtures import CLI, ENV, EXIT_TIMEOUT, wait_until
 

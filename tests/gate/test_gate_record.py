@@ -319,3 +319,14 @@ def test_a_one_shot_decision_the_driver_takes_at_once_is_reported_taken(tmp_path
     result = decide_in_process(root, "stop", 0, operator="alice")
     assert result.taken and result.journaled, result.message
     assert not list((gdir / "consumed").glob("round-00.orphan.*"))
+
+
+def test_gate_status_json_escapes_what_a_terminal_acts_on_and_stays_lossless(tmp_path):
+    root = tmp_path / "search"
+    root.mkdir()
+    _gate_without_driver(root)
+    reason = "bidi \u202eevil\u202c, csi \x9b2J, line\u2028sep"
+    assert decide_in_process(root, "stop", 0, reason=reason, operator="alice").taken
+    out = run_cli("gate-status", str(root), "--json").stdout
+    assert not any(c in out for c in "\u202e\u202c\x9b\u2028")
+    assert reason in json.dumps(json.loads(out), ensure_ascii=False)

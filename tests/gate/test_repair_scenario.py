@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import json
 
-from eviscene_tui.fake_vllm.harness import FakeVLLMServer
-from eviscene_tui.fake_vllm.hints import LEAKY, POOL, DemoHintServer
+from eviscene_tui.scaffold.fake_vllm.harness import FakeVLLMServer
+from eviscene_tui.scaffold.fake_vllm.hints import LEAKY, POOL, DemoHintServer
 from eviscene_tui.gate.sidecar import read_status
 
 from gate_fixtures import finish, output_of, run_cli, wait_until

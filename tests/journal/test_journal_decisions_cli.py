@@ -135,3 +135,15 @@ def test_decisions_into_a_closed_pipe_exits_quietly(tmp_path):
     assert proc.wait(timeout=60) == 0, err
     assert first.startswith(b" seq") or b"seq" in first
     assert "Traceback" not in err and "BrokenPipe" not in err
+
+
+def test_decisions_json_escapes_what_a_terminal_acts_on_and_stays_lossless(tmp_path, capsys):
+    root, work, sroot = _setup(tmp_path)
+    hostile = "bidi \u202eevil\u202c, csi \x9b2J, line\u2028sep"
+    j = Journal(review_journal_path(work), operator="bob")
+    j.append("comment", target={"case": "caseA"}, reason=hostile)
+    j.close()
+    assert main(["decisions", str(root), "--json"]) == 0
+    out = capsys.readouterr().out
+    assert not any(c in out for c in "\u202e\u202c\x9b\u2028")
+    assert [r["reason"] for r in json.loads(out)["decisions"] if r["action"] == "comment"] == ["look \x1b[2J again", hostile]

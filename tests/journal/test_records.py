@@ -27,7 +27,7 @@ pytestmark = pytest.mark.skipif(not SAMPLES.is_dir(), reason="sample_runs not ge
 
 
 def _copy(name: str, dest: Path) -> Path:
-    from eviscene_tui.samples import copy_case
+    from eviscene_tui.scaffold.samples import copy_case
 
     return copy_case(SAMPLES, name, dest)
 
@@ -138,8 +138,13 @@ def test_case_records_gathers_one_case_from_everywhere(tmp_path):
     register_workdir(tmp_path / "scratch", rk, case)
     got = case_records(case, tmp_path / "w-of-a-headless-command")
     assert got.record.key == rk.key and got.triage is not None and got.triage.label == "localizer_miss"
-    assert got.supervised_root == sroot.resolve() or got.supervised_root == sroot
+    assert got.search_root is not None and got.search_root.resolve() == sroot.resolve()  # an earlier version's search
     assert (tmp_path / "runs.eviscene-tui").resolve() in got.workdirs
+    repair = tmp_path / "scratch" / "repairs" / rk.key  # the bundled driver's search goes first
+    repair.mkdir(parents=True)
+    (repair / "search-state.json").write_text("{}")
+    again = case_records(case, tmp_path / "w-of-a-headless-command")
+    assert again.search_root is not None and again.search_root.resolve() == repair.resolve()
 
 
 def test_a_fifo_or_a_link_out_of_the_root_is_never_opened_for_the_key(tmp_path):

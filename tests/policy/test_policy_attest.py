@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from eviscene_tui.fake_vllm import FakeVLLMServer
-from eviscene_tui.fake_vllm.testing import collect, target_for
+from eviscene_tui.scaffold.fake_vllm import FakeVLLMServer
+from eviscene_tui.scaffold.fake_vllm.testing import collect, target_for
 from eviscene_tui.policy.client import PolicyClient, parse_metrics, validate_live_model
 from eviscene_tui.policy.config import PolicyConfig
 from eviscene_tui.policy.profile import ProfileError, load_target_from_profile, target_from_profile_dict
@@ -106,7 +106,7 @@ def test_config_file_and_env(tmp_path, monkeypatch):
 
 
 async def test_thinking_default_follows_profile():
-    from eviscene_tui.fake_vllm.server import DEFAULT_PROFILE
+    from eviscene_tui.scaffold.fake_vllm.server import DEFAULT_PROFILE
 
     with FakeVLLMServer(scenario={"tokens_per_second": None}, profile={**DEFAULT_PROFILE, "thinking_enabled": False}) as s:
         acc = await collect(target_for(s))
@@ -115,7 +115,7 @@ async def test_thinking_default_follows_profile():
 
 async def test_tokenizer_endpoints_through_the_client(srv):
     from eviscene_tui.policy.client import PolicyHTTPError
-    from eviscene_tui.tokens.tiny import encode
+    from eviscene_tui.scaffold.tiny import encode
 
     async with PolicyClient(target_for(srv), PolicyConfig()) as c:
         ids = await c.tokenize(prompt="the image")

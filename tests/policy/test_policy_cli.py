@@ -13,7 +13,7 @@ import orjson
 import pytest
 from conftest import sigint_as_in_a_terminal
 
-from eviscene_tui.fake_vllm import FakeVLLMServer
+from eviscene_tui.scaffold.fake_vllm import FakeVLLMServer
 
 REPO = Path(__file__).resolve().parents[2]
 SAMPLE = REPO / "sample_runs" / "feedback-converged-3-rounds"
@@ -32,7 +32,7 @@ def _tree_hash(root: Path) -> str:
 
 @pytest.fixture
 def case(tmp_path):
-    from eviscene_tui.samples import copy_case
+    from eviscene_tui.scaffold.samples import copy_case
 
     return copy_case(SAMPLE.parent, SAMPLE.name, tmp_path / "runs")
 
@@ -169,7 +169,7 @@ def test_stream_on_a_tree_written_elsewhere_and_moved(tmp_path):
     trace (the original location is gone), and the --path-map flag is accepted."""
     import shutil as _shutil
 
-    from eviscene_tui.samples import generate
+    from eviscene_tui.scaffold.samples import generate
 
     written = tmp_path / "cluster" / "sample_runs"
     generate(written, base=str(written))
@@ -198,7 +198,7 @@ def test_case_without_a_failure_site_is_refused_before_writing(tmp_path, capsys)
     """A search that found no recoverable site has no failure step to continue: `stream`
     says so and exits 2 (bad usage) without writing a record to the work directory."""
     from eviscene_tui.cli import main
-    from eviscene_tui.samples import copy_case
+    from eviscene_tui.scaffold.samples import copy_case
 
     case = copy_case(SAMPLE.parent, "search-no-recoverable-site", tmp_path / "runs")
     wd = tmp_path / "wd"

@@ -15,8 +15,8 @@ from conftest import wait_until
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from eviscene_tui.fake_vllm import FakeVLLMServer
-from eviscene_tui.fake_vllm.testing import chat_body, simple_request, target_for
+from eviscene_tui.scaffold.fake_vllm import FakeVLLMServer
+from eviscene_tui.scaffold.fake_vllm.testing import chat_body, simple_request, target_for
 from eviscene_tui.policy.accumulate import StreamAccumulator
 from eviscene_tui.policy.client import PolicyClient
 from eviscene_tui.policy.direct_body import BodyTap, ChunkedDecoder, ChunkedError
@@ -165,7 +165,7 @@ async def _run(srv: FakeVLLMServer, direct: bool, config: PolicyConfig | None = 
     async with PolicyClient(target, cfg) as client:
         async for ev in client.continuation(chat_body(request or simple_request(), cfg, model=target.model)):
             acc.add(ev)
-        return acc, client.direct_streams
+        return acc, client.probes.direct_streams
 
 
 def _summary(acc: StreamAccumulator) -> dict:
@@ -229,7 +229,7 @@ async def test_cancel_mid_stream_closes_the_connection_on_the_direct_path() -> N
                 if got >= 50:
                     break
             await stream.aclose()
-            assert client.direct_streams == 1
+            assert client.probes.direct_streams == 1
         await wait_until(lambda: srv.recorder.disconnects, what="the server seeing the client go away")
 
 

@@ -8,8 +8,8 @@ import socket
 import orjson
 import pytest
 
-from eviscene_tui.fake_vllm import FakeVLLMServer
-from eviscene_tui.fake_vllm.testing import collect, simple_request, target_for, unattested_for
+from eviscene_tui.scaffold.fake_vllm import FakeVLLMServer
+from eviscene_tui.scaffold.fake_vllm.testing import collect, simple_request, target_for, unattested_for
 from eviscene_tui.policy.client import PolicyClient
 from eviscene_tui.policy.config import PolicyConfig
 from eviscene_tui.policy.profile import unattested_target

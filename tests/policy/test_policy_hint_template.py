@@ -127,7 +127,7 @@ def test_rebuild_for_a_sample_case_learns_the_runs_placement_and_falls_back_with
 
     from eviscene_tui.artifacts.case import load_case
     from eviscene_tui.policy.casefile import observed_hint_template, rebuild_for_case
-    from eviscene_tui.samples import generate
+    from eviscene_tui.scaffold.samples import generate
 
     root = tmp_path / "runs"
     generate(root)
@@ -163,7 +163,7 @@ def test_hint_where_reads_like_a_sentence() -> None:
 def test_a_hinted_request_that_is_not_one_insertion_is_noted(tmp_path, monkeypatch) -> None:
     from eviscene_tui.artifacts.case import load_case
     from eviscene_tui.policy import casefile
-    from eviscene_tui.samples import generate
+    from eviscene_tui.scaffold.samples import generate
 
     root = tmp_path / "runs"
     generate(root)
@@ -187,7 +187,7 @@ def test_the_placement_names_the_request_where_it_was_read_in_a_moved_copy(tmp_p
     names the archived request this copy read, inside it, not the recorded path."""
     from eviscene_tui.artifacts.case import load_case
     from eviscene_tui.policy.casefile import rebuild_for_case
-    from eviscene_tui.samples import copy_case
+    from eviscene_tui.scaffold.samples import copy_case
 
     repo = Path(__file__).resolve().parents[2] / "sample_runs"
     case_dir = copy_case(repo, "feedback-converged-3-rounds", tmp_path / "copy")

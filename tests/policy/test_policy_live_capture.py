@@ -7,7 +7,7 @@ from eviscene_tui.policy.accumulate import StreamAccumulator
 from eviscene_tui.policy.capture import LIVE_KEY, LIVE_TEACHER_KEY, LiveSnapshot, live_capture
 from eviscene_tui.policy.events import Attestation, Attested, Delta, Done, Finished, PromptTokens, TokenLogprob, TopLogprob, Usage
 from eviscene_tui.tokens.sources import source_step_prompt_ids
-from eviscene_tui.tokens.synthetic import SyntheticCase
+from eviscene_tui.scaffold.synthetic_capture import SyntheticCase
 
 
 def _acc(prompt, completion, *, lps=False, done=True):

@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from eviscene_tui.fake_vllm.testing import collect, simple_request
+from eviscene_tui.scaffold.fake_vllm.testing import collect, simple_request
 from eviscene_tui.policy.config import PolicyConfig
 from eviscene_tui.policy.profile import unattested_target
 

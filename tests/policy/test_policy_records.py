@@ -9,8 +9,8 @@ import orjson
 import pytest
 from conftest import wait_until
 
-from eviscene_tui.fake_vllm import FakeVLLMServer
-from eviscene_tui.fake_vllm.testing import simple_request, target_for
+from eviscene_tui.scaffold.fake_vllm import FakeVLLMServer
+from eviscene_tui.scaffold.fake_vllm.testing import simple_request, target_for
 from eviscene_tui.policy.accumulate import StreamAccumulator
 from eviscene_tui.policy.client import PolicyClient
 from eviscene_tui.policy.events import Delta

@@ -10,7 +10,7 @@ import pytest
 
 from eviscene_tui.artifacts.jsonio import canonical_json_bytes, pretty_json_bytes
 from eviscene_tui.artifacts.runtime_archive import RuntimeStore, request_from_policy_input
-from eviscene_tui.fake_vllm.testing import TOOLS, png_data_url
+from eviscene_tui.scaffold.fake_vllm.testing import TOOLS, png_data_url
 from eviscene_tui.policy.config import PolicyConfig
 from eviscene_tui.policy.request import (
     HINT_CLOSE,

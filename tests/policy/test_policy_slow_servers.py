@@ -9,7 +9,7 @@ import pytest
 
 from slow_servers import answering_as, endless_line, serving, slow_events, trickle
 
-from eviscene_tui.fake_vllm.testing import simple_request
+from eviscene_tui.scaffold.fake_vllm.testing import simple_request
 from eviscene_tui.policy.client import PolicyClient
 from eviscene_tui.policy.config import PolicyConfig
 from eviscene_tui.policy.profile import unattested_target

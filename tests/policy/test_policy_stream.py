@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from eviscene_tui.fake_vllm import FakeVLLMServer
-from eviscene_tui.fake_vllm.testing import collect, simple_request, target_for, unattested_for
+from eviscene_tui.scaffold.fake_vllm import FakeVLLMServer
+from eviscene_tui.scaffold.fake_vllm.testing import collect, simple_request, target_for, unattested_for
 from eviscene_tui.policy.config import PolicyConfig
-from eviscene_tui.tokens.tiny import encode, special_id
+from eviscene_tui.scaffold.tiny import encode, special_id
 from policy_helpers import body_path  # noqa: F401 - autouse: every test runs on both body paths
 
 
@@ -122,4 +122,4 @@ async def test_the_fixture_really_switches_the_body_path(nightly, body_path):  #
     async with PolicyClient(target, PolicyConfig()) as client:
         async for _ in client.continuation(chat_body(simple_request(), client.config, model=target.model)):
             pass
-        assert client.direct_streams == (1 if body_path == "direct-body" else 0)
+        assert client.probes.direct_streams == (1 if body_path == "direct-body" else 0)

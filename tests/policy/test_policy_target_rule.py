@@ -10,8 +10,7 @@ import pytest
 from conftest import ScreenHarness, wait_until
 from textual.widgets import Static
 
-from eviscene_tui.cli import UsageError
-from eviscene_tui.commands.stream import _resolve_target
+from eviscene_tui.cli import UsageError, policy_target_from_args
 from eviscene_tui.options import AppOptions
 from eviscene_tui.policy.profile import NO_POLICY, ProfileError, resolve_policy_target
 from eviscene_tui.state.repair import plan_repair
@@ -56,7 +55,7 @@ async def test_only_policy_url_reads_the_same_everywhere(tmp_path: Path) -> None
 
     args = argparse.Namespace(policy_profile=None, policy_url="http://127.0.0.1:9/v1", policy_model=None)
     with pytest.raises(UsageError, match=r"--policy-model is missing"):
-        _resolve_target(args)
+        policy_target_from_args(args)
 
 
 async def test_no_policy_reads_the_same_everywhere(tmp_path: Path) -> None:
@@ -67,4 +66,4 @@ async def test_no_policy_reads_the_same_everywhere(tmp_path: Path) -> None:
         assert screen.target_error == NO_POLICY
     assert plan_repair(options, tmp_path).refusal == NO_POLICY
     with pytest.raises(UsageError, match="no policy server configured"):
-        _resolve_target(argparse.Namespace(policy_profile=None, policy_url=None, policy_model=None))
+        policy_target_from_args(argparse.Namespace(policy_profile=None, policy_url=None, policy_model=None))

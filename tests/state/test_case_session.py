@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from eviscene_tui.options import AppOptions
-from eviscene_tui.samples import copy_case, generate
+from eviscene_tui.scaffold.samples import copy_case, generate
 from eviscene_tui.settings import Settings
 from eviscene_tui.state import case_session
 from eviscene_tui.state.case_session import (
@@ -106,7 +106,7 @@ def _session(samples: Path, tmp_path: Path, name: str = "feedback-converged-3-ro
     session = CaseSession(case, options, host, clock=host.clock, **kw)
     host.session = session
     seen: list[tuple[CaseSnapshot, Update]] = []
-    session.subscribe(lambda snap, update: seen.append((snap, update)))
+    session.subscribe(seen.append)
     return session, host, seen
 
 

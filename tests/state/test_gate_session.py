@@ -77,6 +77,35 @@ def test_round_progress_reads_partly_written_files(tmp_path):
     assert round_progress(root, 0).verdict == "accepted"
 
 
+
+def test_round_progress_never_reads_through_a_symlink_out_of_the_root(tmp_path):
+    """The gate card reads the round's files as the integrity check does: a symlink that
+    leads out of the search root is never opened (its outside content never shows)."""
+    root = tmp_path / "search"
+    run = root / "rounds" / "round-00"
+    events = run / "runtime" / "case" / "hint-00-abc" / "events.jsonl"
+    events.parent.mkdir(parents=True)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "loc.json").write_text(json.dumps({"candidates": [{"selected": True, "source_step_index": 7}]}))
+    (outside / "audits.json").write_text(json.dumps({"proposals": [{"passed": False, "reason": "SECRET-AUDIT"}]}))
+    (outside / "manifest.json").write_text(json.dumps({"status": "SECRET-STATUS"}))
+    (outside / "events.jsonl").write_text(json.dumps({"sequence": 1, "event_type": "SECRET-EVENT"}) + "\n")
+    (outside / "attempts.jsonl").write_text(json.dumps({"local_verification": {"passed": True}, "accepted": True}) + "\n")
+    for name, target in (("semantic-localization.json", "loc.json"), ("proposer-hint-audits.json", "audits.json"),
+                         ("manifest.json", "manifest.json"), ("repair_attempts.jsonl", "attempts.jsonl")):
+        (run / name).symlink_to(outside / target)
+    events.symlink_to(outside / "events.jsonl")
+    p = round_progress(root, 0)
+    assert (p.localization_step, p.audits, p.status, p.events, p.verdict) == (None, (), "", 0, "")
+    assert "SECRET" not in repr(p)
+    for name in ("semantic-localization.json", "manifest.json"):  # the same files inside the root are read
+        (run / name).unlink()
+    (run / "semantic-localization.json").write_text(json.dumps({"candidates": [{"selected": True, "source_step_index": 5}]}))
+    (run / "manifest.json").write_text(json.dumps({"status": "generated"}))
+    p = round_progress(root, 0)
+    assert (p.localization_step, p.status) == (5, "generated")
+
 def test_marker_and_session_without_a_gate(tmp_path):
     root = tmp_path / "plain-search"
     root.mkdir()

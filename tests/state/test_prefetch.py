@@ -17,7 +17,7 @@ pytestmark = pytest.mark.skipif(not SAMPLES.is_dir(), reason="sample_runs not ge
 
 
 def test_a_case_read_ahead_is_dropped_once_its_files_change(tmp_path):
-    from eviscene_tui.samples import copy_case
+    from eviscene_tui.scaffold.samples import copy_case
 
     case = copy_case(SAMPLES, "search-no-recoverable-site", tmp_path / "runs")
     options = AppOptions.from_args(tmp_path / "runs", argparse.Namespace(), settings=Settings())

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from eviscene_tui.artifacts.layout import discover_cases
-from eviscene_tui.samples import generate
+from eviscene_tui.scaffold.samples import generate
 from eviscene_tui.state.scan import build_row, check_refs, checked_rows, scan_large
 
 

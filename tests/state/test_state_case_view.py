@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from eviscene_tui.artifacts.case import load_case
-from eviscene_tui.samples import generate
+from eviscene_tui.scaffold.samples import generate
 from eviscene_tui.state.case_view import build_case_view, build_compare, closest_step, pick_teacher_step
 
 

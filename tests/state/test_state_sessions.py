@@ -3,7 +3,7 @@
 import json
 
 from eviscene_tui.artifacts.jsonio import encode_bound
-from eviscene_tui.fake_vllm.testing import simple_request
+from eviscene_tui.scaffold.fake_vllm.testing import simple_request
 from eviscene_tui.gate.bundled import repair_root
 from eviscene_tui.journal.paths import supervised_root_path
 from eviscene_tui.policy.events import Attestation, Attested, Delta, ToolCallDelta

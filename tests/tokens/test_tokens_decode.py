@@ -7,7 +7,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from eviscene_tui.tokens import tiny
+from eviscene_tui.scaffold import tiny
 from eviscene_tui.tokens.decode import (
     DecodeSource,
     LocalTokenizerDecoder,
@@ -147,7 +147,7 @@ def test_tokenizer_file_is_parsed_once_per_version(tmp_path):
     changed file is parsed again; each resolution has its own notes."""
     import os
 
-    from eviscene_tui.tokens import tiny
+    from eviscene_tui.scaffold import tiny
     from eviscene_tui.tokens.decode import LocalTokenizerDecoder
 
     path = tmp_path / "tokenizer.json"
@@ -165,7 +165,7 @@ def test_tokenizer_file_is_parsed_once_per_version(tmp_path):
 
 
 def test_vision_family_guessed_from_framing_without_scanning_everything():
-    from eviscene_tui.tokens import tiny
+    from eviscene_tui.scaffold import tiny
     from eviscene_tui.tokens.vision import guess_from_ids
 
     def framed(family: str, times: int) -> list[int]:

@@ -7,7 +7,7 @@ import math
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from eviscene_tui.tokens import tiny
+from eviscene_tui.scaffold import tiny
 from eviscene_tui.tokens.capture import from_policy_capture, logprob_bucket, normalise_topk
 from eviscene_tui.tokens.diff import align, alignment_summary, prompt_diff
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from eviscene_tui.tokens import tiny
+from eviscene_tui.scaffold import tiny
 from eviscene_tui.tokens.decode import LocalTokenizerDecoder, RawDecoder
 from eviscene_tui.tokens.hintspan import compare_beyond, hint_span, locate_text
 

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from eviscene_tui.tokens import tiny
+from eviscene_tui.scaffold import tiny
 from eviscene_tui.tokens.decode import LocalTokenizerDecoder
 from eviscene_tui.tokens.layout import CellLayout, RowLayout, find_pad_runs
 from eviscene_tui.tokens.search import find_offset, matching_ids, parse_query

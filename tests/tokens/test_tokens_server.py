@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from eviscene_tui.fake_vllm.harness import FakeVLLMServer
-from eviscene_tui.tokens import tiny
+from eviscene_tui.scaffold.fake_vllm.harness import FakeVLLMServer
+from eviscene_tui.scaffold import tiny
 from eviscene_tui.tokens.decode import DecodeSource, ServerDecoder, resolve_decoder
 
 

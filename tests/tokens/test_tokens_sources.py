@@ -7,10 +7,10 @@ from pathlib import Path
 import orjson
 import pytest
 
-from eviscene_tui.tokens import tiny
+from eviscene_tui.scaffold import tiny
 from eviscene_tui.tokens.decode import LocalTokenizerDecoder
 from eviscene_tui.tokens.sources import CaptureError, enumerate_captures, load_capture, locate_hint
-from eviscene_tui.tokens.synthetic import HINT, HINT_TEXT, synthetic_case
+from eviscene_tui.scaffold.synthetic_capture import HINT, HINT_TEXT, synthetic_case
 
 
 @pytest.fixture
@@ -98,7 +98,7 @@ def test_bad_keys(case, key, msg):
 
 def test_with_sample_generator(tmp_path: Path):
     """The deterministic sample runs open through the real CaseBundle."""
-    from eviscene_tui import samples
+    from eviscene_tui.scaffold import samples
     from eviscene_tui.artifacts.case import CaseBundle
 
     samples.generate(tmp_path / "s")
@@ -144,8 +144,8 @@ def test_each_case_lists_only_the_recorded_continuations_that_name_it(tmp_path: 
 
 async def test_recorded_continuation_from_policy_recorder(tmp_path: Path, case):
     """A continuation recorded by the policy client opens as a capture."""
-    fake = pytest.importorskip("eviscene_tui.fake_vllm.testing")
-    from eviscene_tui.fake_vllm import FakeVLLMServer
+    fake = pytest.importorskip("eviscene_tui.scaffold.fake_vllm.testing")
+    from eviscene_tui.scaffold.fake_vllm import FakeVLLMServer
     from eviscene_tui.policy.client import PolicyClient
     from eviscene_tui.policy.config import PolicyConfig
     from eviscene_tui.policy.session import run_continuation

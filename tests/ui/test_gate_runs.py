@@ -102,7 +102,7 @@ async def test_a_gated_root_outside_the_opened_folder_is_a_row_and_G_opens_only_
     opened = tmp_path / "runs"
     sample = Path(__file__).resolve().parents[2] / "sample_runs" / "feedback-converged-3-rounds"
     shutil.copytree(sample, opened / "feedback-converged-3-rounds")
-    from eviscene_tui.gate.standin import write_inputs
+    from eviscene_tui.scaffold.standin import write_inputs
 
     demo = tmp_path / "runs.eviscene-tui" / "demo" / "gated-standin"
     case = Case(demo, write_inputs(demo / "inputs" / "standin-flood-photo"), demo / "repairs" / "search-0001")

@@ -106,7 +106,7 @@ async def test_the_app_runs_a_deferred_collection_when_the_operator_pauses(tmp_p
         with monkeypatch.context() as typing:
             typing.setattr(pace, "idle_seconds", lambda: 0.0)  # an operator who never stops typing
             app.collect_garbage_when_idle()
-            assert app.deferred_collections == 0 and gc_hold.full_collection_pending()
+            assert app.probes.deferred_collections == 0 and gc_hold.full_collection_pending()
         # then pauses: the app's own timer collects
-        await wait_until(lambda: app.deferred_collections >= 1, pilot=pilot, what="the deferred collection in the pause")
+        await wait_until(lambda: app.probes.deferred_collections >= 1, pilot=pilot, what="the deferred collection in the pause")
         assert not gc_hold.full_collection_pending()

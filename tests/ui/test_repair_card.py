@@ -16,8 +16,8 @@ from conftest import wait_until
 from textual.app import App
 from textual.widgets import Input, OptionList, TextArea
 
-from eviscene_tui.fake_vllm.harness import FakeVLLMServer
-from eviscene_tui.fake_vllm.hints import POOL, DemoHintServer
+from eviscene_tui.scaffold.fake_vllm.harness import FakeVLLMServer
+from eviscene_tui.scaffold.fake_vllm.hints import POOL, DemoHintServer
 from eviscene_tui.gate.sidecar import read_status
 from eviscene_tui.state.gate import GateSession
 from eviscene_tui.ui.screens.dialogs import HintEditor, ReasonPrompt, StepPicker, VerdictForm

@@ -10,7 +10,7 @@ import signal
 
 from ui_helpers import copy_case, open_case, wait_for
 
-from eviscene_tui.fake_vllm.harness import FakeVLLMServer
+from eviscene_tui.scaffold.fake_vllm.harness import FakeVLLMServer
 from eviscene_tui.gate.bundled import repair_root
 from eviscene_tui.gate.sidecar import read_status
 from eviscene_tui.journal.records import record_key

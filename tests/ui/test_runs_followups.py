@@ -8,7 +8,7 @@ from ui_helpers import copy_case, make_app, open_case, wait_for, wait_scan
 
 from eviscene_tui.gate.bundled import repair_root
 from eviscene_tui.journal.records import record_key
-from eviscene_tui.samples.tree import Tree
+from eviscene_tui.scaffold.samples.tree import Tree
 from eviscene_tui.storage import default_workdir
 
 CASE = "feedback-converged-3-rounds"

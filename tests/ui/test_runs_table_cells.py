@@ -75,3 +75,27 @@ async def test_the_filter_bar_names_the_awaiting_filter_key(tmp_path_factory, tm
         bar = str(app.screen.query_one("#filter-bar").content)
         assert "w awaiting 0" in bar and "u unlabelled only" in bar
         assert "w awaiting" in screen_text(app)
+
+
+async def test_a_narrow_filter_bar_wraps_between_filters_never_inside_one(tmp_path_factory, tmp_path):
+    """At 120 and at 80 columns the bar needs more than one line: each filter's key, name
+    and count stay on one line (``w`` used to end one line and ``awaiting 0`` begin the next)."""
+    from conftest import screen_text
+
+    copy_case(tmp_path_factory, "single-generating", tmp_path / "runs")
+    args = argparse.Namespace(theme=None, poll=False, operator="t", workdir=None, config=None)
+    app = EvisceneApp(AppOptions.from_args(tmp_path / "runs", args, settings=Settings()), watch=False)
+    items = ("a all 1", "t triage 0", "c converged 0", "x problems 0", "L labelled 0", "w awaiting 0", "u unlabelled only")
+    async with app.run_test(size=(120, 30)) as pilot:
+        await wait_scan(pilot, app)
+        for width in (120, 80):
+            await pilot.resize_terminal(width, 30)
+            def bar_lines() -> list[str]:
+                return [line.strip() for line in str(app.screen.query_one("#filter-bar").content).split("\n")]
+
+            await wait_for(pilot, lambda width=width: len(bar_lines()) > 1 and all(len(line) <= width - 2 for line in bar_lines()))
+            lines = bar_lines()
+            for item in items:
+                assert any(item in line for line in lines), (item, lines)
+            shown = screen_text(app)
+            assert all(item in shown for item in items), shown

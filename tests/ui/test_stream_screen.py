@@ -9,8 +9,8 @@ import pytest
 from conftest import ScreenHarness, screen_text, wait_until
 from textual.app import App
 
-from eviscene_tui.fake_vllm import FakeVLLMServer
-from eviscene_tui.fake_vllm.testing import simple_request
+from eviscene_tui.scaffold.fake_vllm import FakeVLLMServer
+from eviscene_tui.scaffold.fake_vllm.testing import simple_request
 from eviscene_tui.options import AppOptions
 from eviscene_tui.policy.config import PolicyConfig
 from eviscene_tui.policy.recording import list_records
@@ -45,7 +45,7 @@ async def test_cancel_key_mid_stream_at_5000_tps(tmp_path):
             assert view.acc.token_count < 20000  # stopped well before the end (20,000 at 5,000 tok/s = 4 s)
             # coalesced: far fewer pane updates than tokens
             content = screen.query_one("#pane-content", TextPane)
-            assert content.appends < view.acc.token_count / 5
+            assert content.probes.appends < view.acc.token_count / 5
             assert view.flushes < view.acc.token_count / 5  # flushed on a timer, not per token (bench_policy prints the flush count)
             await wait_until(lambda: srv.recorder.disconnects)
             assert "CANCELLED" not in content.text
@@ -166,7 +166,7 @@ async def test_real_sample_case_request_hint_and_stream(tmp_path):
 
     from eviscene_tui.artifacts.case import load_case
 
-    from eviscene_tui.samples import copy_case
+    from eviscene_tui.scaffold.samples import copy_case
 
     case_dir = copy_case(SAMPLE.parent, SAMPLE.name, tmp_path / "runs")
     case = load_case(case_dir)
@@ -276,8 +276,8 @@ async def test_token_inspector_on_the_live_and_last_continuation(tmp_path):
 
     from eviscene_tui.artifacts.trace import SourceTrace
     from eviscene_tui.policy.request import chat_body
-    from eviscene_tui.tokens import tiny
-    from eviscene_tui.tokens.synthetic import SyntheticCase
+    from eviscene_tui.scaffold import tiny
+    from eviscene_tui.scaffold.synthetic_capture import SyntheticCase
     from eviscene_tui.ui.screens.tokens import TokenScreen
 
     hint = "Check the photo's date first."
@@ -436,7 +436,7 @@ async def test_a_hostile_run_hint_is_shown_sanitised_in_the_hint_box_and_sent_as
     from textual.geometry import Region
 
     from eviscene_tui.artifacts.case import load_case
-    from eviscene_tui.samples import copy_case
+    from eviscene_tui.scaffold.samples import copy_case
     from eviscene_tui.ui.widgets.untrusted_edit import UntrustedTextArea
 
     case = load_case(copy_case(REPO / "sample_runs", "hostile-strings", tmp_path / "runs"))

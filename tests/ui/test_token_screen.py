@@ -15,11 +15,11 @@ from textual.geometry import Offset, Region
 from textual.scrollbar import ScrollBar
 from textual.widget import Widget
 
-from eviscene_tui.tokens import tiny
+from eviscene_tui.scaffold import tiny
 from eviscene_tui.tokens.decode import LocalTokenizerDecoder, RawDecoder
-from eviscene_tui.tokens.synthetic import HINT, big_case, synthetic_case
+from eviscene_tui.scaffold.synthetic_capture import HINT, big_case, synthetic_case
 from eviscene_tui.options import AppOptions
-from eviscene_tui.samples.synthetic import make_big_capture_ids
+from eviscene_tui.scaffold.samples.synthetic import make_big_capture_ids
 from eviscene_tui import pace
 from eviscene_tui.ui import gc_hold
 from eviscene_tui.ui.screens.tokens import TokenScreen
@@ -223,7 +223,7 @@ async def test_the_token_view_flags_a_media_binding_drift(tmp_path: Path):
     from eviscene_tui.artifacts.case import load_case
     from eviscene_tui.artifacts.report import checked_case
     from eviscene_tui.artifacts.layout import discover
-    from eviscene_tui.samples import copy_case
+    from eviscene_tui.scaffold.samples import copy_case
 
     repo = Path(__file__).resolve().parents[2] / "sample_runs"
     root = copy_case(repo, "damaged", tmp_path / "copy")
@@ -338,7 +338,7 @@ def test_a_failed_terminal_probe_is_said_beside_the_preview(monkeypatch) -> None
 
 async def test_server_decoding_in_screen(tmp_path: Path):
     """No tokenizer: the screen decodes through the fake server's /detokenize (real loopback)."""
-    from eviscene_tui.fake_vllm.harness import FakeVLLMServer
+    from eviscene_tui.scaffold.fake_vllm.harness import FakeVLLMServer
 
     case = synthetic_case(tmp_path / "run")
     with FakeVLLMServer(personality="nightly") as srv:
@@ -420,7 +420,7 @@ def _rebuilt_case():
     """A case whose round 0 archived the hinted prompt with the tools as a list, while the live
     server renders them as JSON (as the fake vLLM server does in the demo)."""
     from eviscene_tui.artifacts.models import AttemptRecord
-    from eviscene_tui.tokens.synthetic import SyntheticCase, SyntheticRound, _trace
+    from eviscene_tui.scaffold.synthetic_capture import SyntheticCase, SyntheticRound, _trace
 
     student = _chat(TOOLS_LIST, "Claim: a flooded street.")
     archived = _chat(TOOLS_LIST, "Claim: a flooded street.", LIVE_HINT)
@@ -716,21 +716,21 @@ async def test_the_next_page_is_rendered_ahead_while_the_operator_reads(tmp_path
                 await pilot.press("f")
             await pilot.press("pagedown")  # the cursor to the bottom row
             await wait_until(lambda: view.ahead_pending == 0, pilot=pilot, what="the page below rendered ahead")
-            built = view.lines_built
+            built = view.probes.lines_built
             await pilot.press("pagedown")
             await wait_until(lambda: view.ahead_pending == 0, pilot=pilot)
-            assert view.lines_built - built >= height - 2  # the page after this one, ahead again
-            built = view.lines_built
+            assert view.probes.lines_built - built >= height - 2  # the page after this one, ahead again
+            built = view.probes.lines_built
             with monkeypatch.context() as typing:  # an operator who keeps pressing keys
                 typing.setattr(pace, "last_input", lambda: float("inf"))
                 await pilot.press("pagedown")
                 await wait_until(lambda: view.ahead_pending == 0, pilot=pilot)
                 # the page came from the lines rendered ahead (only the cursor's line is new), and
                 # nothing more was rendered ahead while keys kept coming
-                assert view.lines_built - built <= 2, mode
+                assert view.probes.lines_built - built <= 2, mode
                 await pilot.press("pagedown")
                 await wait_until(lambda: view.ahead_pending == 0, pilot=pilot)
-                assert view.lines_built - built >= height - 2  # not ahead this time: rendered when shown
+                assert view.probes.lines_built - built >= height - 2  # not ahead this time: rendered when shown
 
 
 async def test_the_views_lean_scrollbar_draws_what_textuals_scrollbar_draws(tmp_path: Path):

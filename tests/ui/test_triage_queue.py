@@ -30,7 +30,7 @@ async def _label_of(root: Path, key: str, *, workdir: Path | None = None) -> str
     app = _app(root, workdir=workdir)
     async with app.run_test(size=(120, 30)) as pilot:
         await wait_scan(pilot, app)
-        await wait_for(pilot, lambda: app.labels_loads > 0)
+        await wait_for(pilot, lambda: app.probes.labels_loads > 0)
         row = app.store.get(key)
         assert row is not None, f"{key} not listed from {root}"
         return row.label
@@ -94,7 +94,7 @@ async def test_an_earlier_versions_work_directory_keeps_opening(tmp_path_factory
 
 
 def _queue(tmp_path: Path, n: int = 6) -> Path:
-    from eviscene_tui.samples.synthetic import make_many_cases
+    from eviscene_tui.scaffold.samples.synthetic import make_many_cases
 
     root = tmp_path / "queue"
     make_many_cases(root, n, workers=1)

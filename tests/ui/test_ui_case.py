@@ -217,7 +217,7 @@ async def test_triage_label_is_recorded_outside_the_root_and_filterable(tmp_path
     from eviscene_tui.ui.widgets.runs_table import RunsTable
 
     root = tmp_path / "runs"
-    from eviscene_tui.samples import copy_case as copy_sample
+    from eviscene_tui.scaffold.samples import copy_case as copy_sample
 
     copy_sample(sample_root(tmp_path_factory), "search-no-recoverable-site", root)
     work = tmp_path / "work"

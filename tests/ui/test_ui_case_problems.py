@@ -123,7 +123,7 @@ def test_place_problems_picks_the_most_specific_line() -> None:
 
 
 async def test_slate_root_is_labelled_unsupported_everywhere_and_never_waits(tmp_path) -> None:
-    from eviscene_tui.samples.synthetic import make_slate_case
+    from eviscene_tui.scaffold.samples.synthetic import make_slate_case
     from eviscene_tui.state.rows import COLUMNS, cell_text
 
     root = tmp_path / "runs"

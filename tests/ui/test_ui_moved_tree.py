@@ -11,8 +11,8 @@ from pathlib import Path
 from textual.widgets import Static
 from ui_helpers import make_app, open_case, screen_text, wait_for
 
-from eviscene_tui.samples import copy_case, generate
-from eviscene_tui.samples.stories import FLOOD
+from eviscene_tui.scaffold.samples import copy_case, generate
+from eviscene_tui.scaffold.samples.stories import FLOOD
 from eviscene_tui.ui.widgets.trace_view import TraceView
 
 

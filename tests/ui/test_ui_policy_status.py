@@ -2,7 +2,7 @@
 
 from pathlib import Path
 
-from eviscene_tui.fake_vllm.harness import FakeVLLMServer
+from eviscene_tui.scaffold.fake_vllm.harness import FakeVLLMServer
 from eviscene_tui.options import AppOptions
 from eviscene_tui.ui.app import EvisceneApp
 from conftest import wait_until

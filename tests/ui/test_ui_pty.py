@@ -49,7 +49,7 @@ def build_hostile_root(tmp_factory, dest: Path) -> Path:
 
     root = dest / "runs"
     case = root / "hostile"
-    from eviscene_tui.samples import copy_case
+    from eviscene_tui.scaffold.samples import copy_case
 
     copy_case(sample_root(tmp_factory), "feedback-converged-3-rounds", root, name="hostile")
     trace_path = load_case(case).source_trace_path
@@ -74,8 +74,9 @@ def _visible(raw: bytes) -> bytes:
     return _CONTROL.sub(b"", raw)
 
 
-def run_in_pty(argv: list[str], script: list[tuple[bytes | None, bytes]], *, cols: int = 100, rows: int = 32, timeout: float = 120.0) -> tuple[bytes, int]:
-    """Run ``python argv`` in a pty and drive it by ``script``: each ``(marker, key)``
+def run_in_pty(argv: list[str], script: list[tuple[bytes | None, bytes]], *, cols: int = 100, rows: int = 32, timeout: float = 120.0,
+               program: str = sys.executable) -> tuple[bytes, int]:
+    """Run ``program argv`` (this Python by default) in a pty and drive it by ``script``: each ``(marker, key)``
     sends ``key`` once ``marker`` has appeared in what the app wrote since the previous
     key (``None``: once it wrote anything since then). Waits are for what is on screen,
     never for a time; ``timeout`` only bounds the whole run. Returns (output, status)."""
@@ -86,7 +87,7 @@ def run_in_pty(argv: list[str], script: list[tuple[bytes | None, bytes]], *, col
         os.environ["LINES"] = str(rows)
         os.environ.pop("TEXTUAL", None)
         try:
-            os.execv(sys.executable, [sys.executable, *argv])
+            os.execv(program, [program, *argv])
         finally:
             os._exit(127)
     fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
@@ -182,7 +183,7 @@ def test_the_stream_screen_writes_a_hostile_run_hint_sanitised(tmp_path: Path) -
     """The hostile-strings sample's hint carries ``ESC ] 0 ; hint BEL`` (a terminal
     title) and a bidi override; the stream screen's hint editor shows them as
     placeholders, so neither reaches the terminal."""
-    from eviscene_tui.samples import copy_case
+    from eviscene_tui.scaffold.samples import copy_case
 
     sample = Path(__file__).resolve().parents[2] / "sample_runs"
     if not (sample / "hostile-strings").is_dir():

@@ -26,7 +26,7 @@ SAMPLE_AGE = 3600.0
 def sample_root(tmp_factory) -> Path:
     """Generated sample_runs (once per test process), read-only by convention."""
     if "root" not in _SAMPLES:
-        from eviscene_tui.samples import generate
+        from eviscene_tui.scaffold.samples import generate
 
         root = tmp_factory.mktemp("ui-samples") / "runs"
         generate(root)
@@ -49,7 +49,7 @@ def scanned_sample(root: Path) -> ScannedTree:
 
 def copy_case(tmp_factory, name: str, dest: Path) -> Path:
     """Copy one sample case into ``dest`` with its inputs beside it (as rsynced off the cluster)."""
-    from eviscene_tui.samples import copy_case as copy_sample
+    from eviscene_tui.scaffold.samples import copy_case as copy_sample
 
     return copy_sample(sample_root(tmp_factory), name, dest)
 

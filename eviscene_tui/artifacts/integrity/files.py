@@ -147,9 +147,9 @@ class CaseFiles:
         result.payload = doc.get("payload")
         result.payload_sha256 = doc.get("payload_sha256")
         if result.payload_sha256 is not None:
-            # continuations and search-state carry token captures (float logprobs)
-            floats = base(path) == "search-state.json" or base(parent(path)) == "continuations"
-            actual = canonical_sha256(result.payload, floats_likely=floats)
+            # the payload is what orjson parsed: its canonical bytes are orjson's unless a float
+            # is written otherwise (jsonio.canonical_json_bytes); no walk of it
+            actual = canonical_sha256(result.payload, parsed=True)
             if actual != result.payload_sha256:
                 result.problems.append(
                     Problem(

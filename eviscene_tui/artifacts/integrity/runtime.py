@@ -27,6 +27,7 @@ from eviscene_tui.artifacts.integrity.context import CaseContext
 from eviscene_tui.artifacts.integrity.reading import HEX64, as_dict, as_list, join, read_json, short
 from eviscene_tui.artifacts.jsonio import jsonl_lines, read_file_bytes
 from eviscene_tui.artifacts.models import SCHEMA_CONTEXT_LEDGER, SCHEMA_RUNTIME_EVENTS
+from eviscene_tui.artifacts.paths import missing_input_message
 from eviscene_tui.artifacts.problems import ProblemCode
 
 REQUEST_ID = re.compile(r"^req-\d{6,}$")
@@ -102,9 +103,14 @@ class RuntimeStores:
         near = [os.path.dirname(trace_local)] if trace_local else []
         found = self.ctx.paths.source(values[0], near=near)
         if not found.ok or found.path is None:
-            # not found: the case view says so where the archive is needed (the failure
-            # step's request); check verifies the archive it finds (the bundled demo's
-            # stand-in trace names one it never wrote)
+            # the trace was found but not the rollout's archive beside it (a copy that
+            # left runtime/ behind): its requests and blobs cannot be verified. Without
+            # the trace, its own "not found" says the inputs were left behind.
+            if not trace_local or not self.ctx.tree.exists(trace_local):
+                return
+            self.ctx.add(ProblemCode.MISSING_ARTIFACT, found.looked_at[0] if found.looked_at else found.recorded,
+                         missing_input_message("source runtime archive (the trace's state.runtime_store)",
+                                               self.ctx.tree.rel(trace_local), found))
             return
         store = found.path
         self.store(store, outside=not self.ctx.tree.in_boundary(store), descriptor=desc)

@@ -13,17 +13,25 @@ driver differs from the driver, the difference is visible in the data:
   step (the app does not execute tools); its ``stop_reason`` is
   ``teacher_episode_complete`` for a judgment step and ``bounded_suffix_exhausted``
   otherwise.
+
+A big source trace is read lazily (``source.py``): its ``state.all_steps`` is then a
+:class:`~eviscene_tui.artifacts.trace.LazySteps`, each step parsed from its byte range
+when it is read. The lookups over every step (policy steps, step ids, the site's
+projected index) go through :func:`step_facts` (a light projection made once per trace,
+from the steps parsed without their token captures), never through the steps themselves.
 """
 
 from __future__ import annotations
 
 import copy
 import math
-from typing import Any, Mapping, Sequence
+import weakref
+from typing import Any, Mapping, NamedTuple, Sequence
 
 import orjson
 
 from eviscene_tui.artifacts.jsonio import canonical_sha256
+from eviscene_tui.artifacts.trace import LazySteps, SourceTrace
 from eviscene_tui.policy.events import TokenLogprob
 from eviscene_tui.gate.protocol import CHECK_NAMES
 
@@ -56,9 +64,10 @@ def round_name(index: int) -> str:
 
 
 # ------------------------------------------------------------------ trace helpers
-def trace_steps_of(trace: Mapping[str, Any]) -> list[Any]:
+def trace_steps_of(trace: Mapping[str, Any]) -> Sequence[Any]:
+    """``state.all_steps``: a list, or for a lazily read trace its :class:`LazySteps`."""
     steps = _map(trace.get("state")).get("all_steps")
-    return steps if isinstance(steps, list) else []
+    return steps if isinstance(steps, (list, LazySteps)) else []
 
 
 def is_policy_step(step: Any) -> bool:
@@ -66,9 +75,47 @@ def is_policy_step(step: Any) -> bool:
     return isinstance(meta.get("policy_input"), dict) and isinstance(meta.get("policy_action"), dict)
 
 
+class StepFacts(NamedTuple):
+    """What the lookups over every step need of one step."""
+
+    policy: bool  # is_policy_step
+    stage: str  # step_stage
+    interaction_id: Any  # metadata.interaction_id
+
+
+def facts_of(step: Any) -> StepFacts:
+    return StepFacts(is_policy_step(step), step_stage(step), _map(_map(step).get("metadata")).get("interaction_id"))
+
+
+_FACTS: weakref.WeakKeyDictionary[LazySteps, list[StepFacts]] = weakref.WeakKeyDictionary()
+
+
+def step_facts(trace: Mapping[str, Any]) -> list[StepFacts]:
+    """The facts of every step. A lazily read trace makes them once, a step at a time,
+    from the step parsed without its token capture's lists (``SourceTrace.light_step``:
+    the facts never read those lists); that parse also checks each step's byte range
+    (a range that is not one object is recorded in ``LazySteps.bad``)."""
+    steps = trace_steps_of(trace)
+    if not isinstance(steps, LazySteps):
+        return [facts_of(step) for step in steps]
+    known = _FACTS.get(steps)
+    if known is None:
+        source = SourceTrace(dict(trace), steps=steps)
+        known = _FACTS[steps] = [facts_of(source.light_step(i)) for i in range(len(steps))]
+    return known
+
+
+def trace_canonical_sha256(trace: Mapping[str, Any]) -> str:
+    """The canonical sha of the whole trace (§6); a lazily read one hashed step by step."""
+    steps = trace_steps_of(trace)
+    if isinstance(steps, LazySteps):
+        return SourceTrace(dict(trace), steps=steps).canonical_sha256()
+    return canonical_sha256(dict(trace))
+
+
 def policy_step_indices(trace: Mapping[str, Any]) -> list[int]:
     """The steps where the policy acted (a site can only be one of them)."""
-    return [i for i, step in enumerate(trace_steps_of(trace)) if is_policy_step(step)]
+    return [i for i, facts in enumerate(step_facts(trace)) if facts.policy]
 
 
 def step_stage(step: Any) -> str:
@@ -91,15 +138,14 @@ def case_id_of(trace: Mapping[str, Any]) -> str:
 
 
 def step_id_for(trace: Mapping[str, Any], index: int) -> str:
-    step = _map(trace_steps_of(trace)[index])
-    meta = _map(step.get("metadata"))
-    ex = example_type_of(step_stage(step))
-    iid = meta.get("interaction_id")
+    facts = step_facts(trace)[index] if isinstance(trace_steps_of(trace), LazySteps) else facts_of(trace_steps_of(trace)[index])
+    ex = example_type_of(facts.stage)
+    iid = facts.interaction_id
     return f"{episode_id_of(trace)}:{ex}:{iid}" if iid else f"{episode_id_of(trace)}:{ex}:{index + 1}"
 
 
 def projected_step_index(trace: Mapping[str, Any], source_index: int) -> int:
-    return sum(1 for s in trace_steps_of(trace)[:source_index] if is_policy_step(s))
+    return sum(1 for facts in step_facts(trace)[:source_index] if facts.policy)
 
 
 # ------------------------------------------------------------------ site
@@ -248,7 +294,7 @@ def operator_localization(
     return {
         "schema_version": SEMLOC_SCHEMA,
         "passed": True,
-        "source_trace_canonical_sha256": canonical_sha256(dict(trace)),
+        "source_trace_canonical_sha256": trace_canonical_sha256(trace),
         "candidates": [
             {
                 "source_step_index": source_index,

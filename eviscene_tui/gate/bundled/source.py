@@ -5,18 +5,31 @@ or run); :func:`inputs_from_files` takes a source trace + candidate file (and
 optional public / private context files). Either gives :class:`CaseInputs`:
 the raw trace, its file sha, the candidate seed, contexts, and the initial
 failure site (the driver's current site; an explicit ``source_step_index`` wins).
+
+The source trace is read through the step index (``artifacts.trace.load_trace``, lazy):
+its ``state.all_steps`` stays on disk as a :class:`~eviscene_tui.artifacts.trace.LazySteps`
+(a step parsed from its byte range when it is read), and the lookups over every step use
+a light projection of them (``records.step_facts``, made here, which also checks every
+range). A 200 MB trace of token captures then starts a search in about the time of that
+scan and projection, in a third of its size in memory, where the whole parse took seconds
+and about ten times its size (``make bench``, gate area). A trace the index declines, or
+one whose range is not one object, is parsed whole, as before. A gzip trace is decompressed
+into an unnamed temporary file (the system's temporary directory: nothing is left behind). The file's sha is computed meanwhile on another thread (hashing lets go
+of the interpreter).
 """
 
 from __future__ import annotations
 
 import os
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from eviscene_tui.artifacts.case import CaseBundle
 from eviscene_tui.artifacts.jsonio import read_json, read_jsonl, sha256_file
-from eviscene_tui.gate.bundled.records import site_from_candidate, site_from_trace, trace_steps_of
+from eviscene_tui.artifacts.trace import load_trace as load_source_trace
+from eviscene_tui.gate.bundled.records import site_from_candidate, site_from_trace, step_facts, trace_steps_of
 
 
 class InputError(ValueError):
@@ -49,18 +62,32 @@ def _binding(path: Path | None) -> dict[str, Any] | None:
 
 
 def _load_trace(path: Path) -> dict[str, Any]:
-    raw, problems = read_json(path)
-    if not isinstance(raw, dict):
+    trace, problems = load_source_trace(path, lazy=True)
+    if trace is not None and trace.lazy:
+        step_facts(trace.raw)  # every step's range parsed once (its facts kept, not the step)
+        if trace.broken is not None:  # a range that is not one object: the whole parse says precisely what is wrong
+            trace, problems = load_source_trace(path, lazy=False)
+    if trace is None:
         detail = problems[0].message if problems else "not a JSON object"
         raise InputError(f"the source trace {path} cannot be read: {detail}")
+    raw = trace.raw
     if not trace_steps_of(raw):
         raise InputError(f"the source trace {path} has no state.all_steps")
     return raw
 
 
 def load_trace(path: Path) -> dict[str, Any]:
-    """The source trace at ``path`` (:class:`InputError` when unreadable or without steps)."""
+    """The source trace at ``path`` (:class:`InputError` when unreadable or without steps);
+    its ``state.all_steps`` may be a :class:`LazySteps` (see the module's docstring)."""
     return _load_trace(path)
+
+
+def _trace_and_sha(path: Path) -> tuple[dict[str, Any], str]:
+    """The trace (``_load_trace``) and the sha of its file, hashed on another thread meanwhile."""
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="trace-sha") as pool:
+        digest = pool.submit(sha256_file, path)
+        trace = _load_trace(path)
+        return trace, digest.result()
 
 
 def _initial_site(trace: dict[str, Any], candidate: dict[str, Any] | None, attempt_site: dict[str, Any] | None,
@@ -85,7 +112,7 @@ def inputs_from_case(case: CaseBundle, *, label: str | None = None, source_step_
     trace_path = case.source_trace_path
     if trace_path is None:
         raise InputError(f"the source trace of {root} cannot be found (see the case's integrity problems)")
-    trace = _load_trace(Path(trace_path))
+    trace, trace_sha = _trace_and_sha(Path(trace_path))
     candidate = None
     candidate_file: Path | None = None
     attempt_site = None
@@ -134,7 +161,7 @@ def inputs_from_case(case: CaseBundle, *, label: str | None = None, source_step_
         label=label or root.name,
         trace=trace,
         trace_path=Path(trace_path).resolve(),
-        trace_sha256=sha256_file(trace_path),
+        trace_sha256=trace_sha,
         site=site,
         candidate=candidate,
         candidate_binding=_binding(candidate_file),
@@ -160,7 +187,7 @@ def inputs_from_files(
 ) -> CaseInputs:
     """From a source trace + candidate file (a JSON object, or a JSONL whose last row is used)."""
     trace_path = Path(trace)
-    raw = _load_trace(trace_path)
+    raw, trace_sha = _trace_and_sha(trace_path)
     cand = None
     if candidate is not None:
         cpath = Path(candidate)
@@ -180,7 +207,7 @@ def inputs_from_files(
         label=label or trace_path.stem,
         trace=raw,
         trace_path=trace_path.resolve(),
-        trace_sha256=sha256_file(trace_path),
+        trace_sha256=trace_sha,
         site=site,
         candidate=cand,
         candidate_binding=_binding(Path(candidate)) if candidate else None,

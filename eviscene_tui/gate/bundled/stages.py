@@ -296,9 +296,6 @@ def earlier_teacher_episodes(history: Sequence[Mapping[str, Any]]) -> list[dict[
 
 
 # ================================================================ continuation
-def last_error_doc(retry: int, error_type: str) -> dict[str, Any]:
-    """``generation-last-error.json`` as the driver writes it (the error's type only)."""
-    return {"hint_index": 0, "retry": retry, "error_type": error_type, "archive": None}
 
 
 def continuation_identity(config: Mapping[str, Any], hint_sha: str) -> dict[str, Any]:
@@ -434,5 +431,3 @@ def round_row(
         "no_further_hint": P.no_further_hint(list(records), list(audit), status),
     }
     return row
-
-

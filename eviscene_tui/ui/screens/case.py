@@ -26,6 +26,7 @@ from eviscene_tui.safe_text import safe_text
 from eviscene_tui.state.case_session import (
     GROUPS,
     Cancel,
+    CaseChange,
     CaseEvent,
     CaseSession,
     CaseSnapshot,
@@ -33,7 +34,6 @@ from eviscene_tui.state.case_session import (
     Step,
     StepContext,
     StepCrashed,
-    Update,
 )
 from eviscene_tui.state.case_view import CaseView, CompareView, L, ProblemMark, Seg
 from eviscene_tui.state.prefetch import Prefetched
@@ -255,8 +255,9 @@ class CaseScreen(Screen):
         self.app.open_gate(self.case_path)  # type: ignore[attr-defined]  # the EvisceneApp's
 
     # -- the session's updates ---------------------------------------------------------------
-    def _session_changed(self, snap: CaseSnapshot, update: Update) -> None:
+    def _session_changed(self, change: CaseChange) -> None:
         """Repaint the panels whose part changed, then do what the update asks once."""
+        snap, update = change
         parts = update.parts
         tv = self.query_one(TraceView)
         if "trace" in parts:

@@ -7,7 +7,8 @@ fields, an optional multi-line editor (``TextArea``) and checker values
 
 - ``ctrl+s`` submits (the one submit key); when ``validate`` returns a message the
   dialog stays open with the message inside it and everything typed kept;
-- ``escape`` cancels (closes without deciding);
+- ``escape`` cancels (closes without deciding); when anything was typed or changed it
+  asks first (``y`` discards, ``n`` goes back to the dialog with everything kept);
 - Enter never submits: in a one-line field it moves to the next field, in the editor
   it types a new line, in a step list it picks the step and moves to the note;
 - a relocalize note is optional everywhere (it is the decision's journaled reason);
@@ -37,6 +38,7 @@ from rich.text import Text
 from eviscene_tui.safe_text import safe_text
 from eviscene_tui.state.gate import TraceStep
 from eviscene_tui.ui.actions import bindings
+from eviscene_tui.ui.screens.confirm import ConfirmScreen
 from eviscene_tui.ui.widgets.untrusted_edit import UntrustedTextArea
 
 TRI_VALUES = ("unset", "true", "false")
@@ -125,6 +127,7 @@ class FormScreen(ModalScreen["dict[str, Any] | None"]):
         self.checker = list(checker)
         self.validate = validate
         self.error = ""
+        self.initial: dict[str, Any] | None = None  # the values as the dialog opened (what Esc compares)
 
     def compose(self) -> ComposeResult:
         with VerticalScroll(id="form"):
@@ -175,6 +178,7 @@ class FormScreen(ModalScreen["dict[str, Any] | None"]):
         return at if at is not None else next((n for n, (_i, policy, _s) in enumerate(trace) if policy), None)
 
     def on_mount(self) -> None:
+        self.initial = self.typed()
         if self.trace is not None:
             # a step is picked from the trace: the list has the keys, highlighting the current site
             steps = self.query_one("#form-trace", OptionList)
@@ -218,8 +222,29 @@ class FormScreen(ModalScreen["dict[str, Any] | None"]):
                 return
         self.dismiss(values)
 
+    def typed(self) -> dict[str, Any]:
+        """What the operator typed or set: the fields, the editor, the checker values (a
+        highlighted step of a trace list is where the keys are, not something typed)."""
+        return FormScreen.values(self)
+
+    def edited(self) -> bool:
+        """Something was typed or set since the dialog opened."""
+        return self.initial is not None and self.typed() != self.initial
+
     def action_cancel(self) -> None:
-        self.dismiss(None)
+        if not self.edited():
+            self.dismiss(None)
+            return
+
+        def done(discard: bool | None) -> None:
+            if discard:
+                self.dismiss(None)
+
+        self.app.push_screen(
+            ConfirmScreen(f"{self.title_text}: not submitted", ["What you typed or changed in this dialog is not saved."],
+                          "Discard it and close?"),
+            done,
+        )
 
     @on(Button.Pressed, "#form-ok")
     def _ok(self) -> None:

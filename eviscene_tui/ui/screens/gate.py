@@ -11,6 +11,7 @@ from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 from textual.screen import Screen
 
+from eviscene_tui.options import AppOptions
 from eviscene_tui.safe_text import safe_text
 from eviscene_tui.state.gate import GateSession
 from eviscene_tui.ui.actions import BY_ID, applied_keymap, bindings, effective_keys
@@ -24,13 +25,14 @@ __all__ = ["GateCard", "GatePanel", "GateScreen", "ReasonPrompt", "StepPicker", 
 class GateScreen(Screen[None]):
     BINDINGS = bindings("gate")
 
-    def __init__(self, session: GateSession) -> None:
+    def __init__(self, session: GateSession, options: AppOptions | None = None) -> None:
         super().__init__()
         self.session = session
+        self.options = options
 
     def compose(self) -> ComposeResult:
         with VerticalScroll(id="gate-body"):
-            yield GatePanel(self.session, id="gate-panel")
+            yield GatePanel(self.session, options=self.options, id="gate-panel")
         yield KeyFooter()
 
     def on_mount(self) -> None:

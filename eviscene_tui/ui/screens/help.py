@@ -110,14 +110,6 @@ def section_content(scope: str, keymap: dict[str, str], display: Callable[[Bindi
     return Content("\n").join(lines)
 
 
-def help_content(keymap: dict[str, str], display: Callable[[Binding], str] | None = None, *, width: int | None = None,
-                 config: Path | None = None) -> Content:
-    """The whole help text (every section); ``config`` is the settings file in use."""
-    grid = grid_widths(keymap, display)
-    parts = [_header(config)] + [section_content(scope, keymap, display, width=width, grid=grid) for scope in SECTIONS]
-    return Content("\n\n").join(parts)
-
-
 def _header(config: Path | None) -> Content:
     """The title line and where to override keys: the settings file the app was started
     with (``--config``, the environment, or the default location it looked at)."""

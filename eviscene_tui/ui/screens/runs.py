@@ -146,6 +146,23 @@ class GroupChooser(ModalScreen[str | None]):
         self.dismiss(None)
 
 
+def _wrap_items(items: list[Content], width: int) -> list[Content]:
+    """``items`` in lines of at most ``width`` cells, separated by a space; a line breaks
+    between two items, never inside one (a filter's key, name and count stay together)."""
+    lines: list[Content] = []
+    line: list[Content] = []
+    used = 0
+    for item in items:
+        if line and used + 1 + item.cell_length > width:
+            lines.append(Content(" ").join(line))
+            line, used = [], 0
+        used += item.cell_length + (1 if line else 0)
+        line.append(item)
+    if line:
+        lines.append(Content(" ").join(line))
+    return lines
+
+
 class RunsScreen(Screen):
     """Home screen. Filters are one key each; ``/`` searches case ids and hint texts."""
 
@@ -201,6 +218,7 @@ class RunsScreen(Screen):
 
     def on_resize(self) -> None:
         self._paint_title()
+        self._paint_filter_bar()  # the bar wraps between its items at the new width
 
     def on_screen_resume(self) -> None:
         # back from a case / supervised screen: re-read the supervised searches' files now
@@ -261,7 +279,8 @@ class RunsScreen(Screen):
         toggle = ",".join(effective_keys(BY_ID["runs.unlabelled"], keymap))
         unlabelled = Content.from_markup("[b]$k[/b] unlabelled only", k=toggle)
         parts.append(unlabelled.stylize("reverse") if self.store.unlabelled_only else unlabelled)
-        self.query_one("#filter-bar", Static).update(Content(" ").join(parts))
+        bar = self.query_one("#filter-bar", Static)
+        bar.update(Content("\n").join(_wrap_items(parts, bar.content_size.width or self.app.size.width - 2)))
 
     def _paint_status(self) -> None:
         store = self.store

@@ -28,7 +28,7 @@ class StepDetailScreen(ModalScreen["str | None"]):
         self._painted = painted  # called once the detail is on screen
 
     def compose(self) -> ComposeResult:
-        # a Line-API view: a step's whole page text would take a Static ~0.4 s to lay out
+        # a Line-API view: a Static would lay out a step's whole page text before the first paint
         yield DocView(doc_content(self.doc, self.revealed), id="detail-doc", classes="detail-body")
         yield KeyFooter()
 

@@ -466,8 +466,8 @@ class TokenScreen(Screen[None]):
         """Keep Python's full garbage collections off a big capture.
 
         A full collection walks every live container; with a 1,000,000-id capture (its id
-        list, logprob and top-k rows, and the copies the trace step holds) each one took
-        130-160 ms and landed in the middle of a page scroll. ``gc.freeze`` moves every
+        list, logprob and top-k rows, and the copies the trace step holds) each one takes
+        several frames and lands in the middle of a page scroll. ``gc.freeze`` moves every
         object alive now into the permanent generation, which collections skip; the
         objects are still freed by reference count when dropped (only a reference cycle
         among them would wait for the unfreeze at unmount). Taken once the capture is

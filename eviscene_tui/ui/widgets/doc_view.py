@@ -2,7 +2,7 @@
 the view has been, and only the visible lines rendered.
 
 A step's detail holds its whole tool result (page text of ~56 kB in real traces, one
-logical line); ``Content.wrap`` of such a document takes 15-30 ms per width (and a
+logical line); ``Content.wrap`` wraps such a document whole for each width (and a
 scrollbar appearing changes the width once), all before the first paint. This view
 wraps from the top just the lines the screen shows, paints, and wraps the rest in short
 slices while the app is idle (or at once when a key asks for the end).

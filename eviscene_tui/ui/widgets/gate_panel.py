@@ -25,21 +25,35 @@ from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.containers import Vertical
-from textual.widgets import Static
+from textual.widgets import OptionList, Static
+from textual.widgets.option_list import Option
 from textual.worker import get_current_worker
 
+from eviscene_tui.artifacts.case import load_case
 from eviscene_tui.gate import protocol as P
 from eviscene_tui.gate.sidecar import GateRequest
+from eviscene_tui.options import AppOptions
 from eviscene_tui.safe_text import safe_text
-from eviscene_tui.state.gate import GateSession, GateSnapshot, resume_refusal
-from eviscene_tui.state.live import LiveCall, LiveCalls, LiveTail
+from eviscene_tui.state.gate import CallEntry, GateSession, GateSnapshot, ToolEvent, call_capture, resume_refusal
+from eviscene_tui.state.live import LiveCall, LiveTail
 from eviscene_tui.state.stream_session import LiveFeed
+from eviscene_tui.tokens.sources import source_step_prompt_ids
 from eviscene_tui.ui.actions import BY_ID, bindings
-from eviscene_tui.ui.messages import GateDecisionDone, GateDecisionRequested, GateResumed, GateSnapshotLoaded, LiveRecords
+from eviscene_tui.ui.messages import (
+    GateCallCapture,
+    GateCallRequested,
+    GateDecisionDone,
+    GateDecisionRequested,
+    GateResumed,
+    GateSnapshotLoaded,
+    LiveRecords,
+)
 from eviscene_tui.ui.screens.dialogs import HintEditor, ReasonPrompt, StepPicker, VerdictForm
+from eviscene_tui.ui.screens.tokens import TokenScreen
 from eviscene_tui.ui.widgets.stream_view import StreamView
 
 POLL_SECONDS = 0.5
+CALL_CLOCK_SECONDS = 1.0  # a running call's "running for N s" is redrawn this often
 LIVE_POLL_SECONDS = 0.008  # the live channel is looked at this often (an fstat when nothing came)
 VERB_ACTION_IDS = {verb: f"gate.{verb}" for verb in P.VERBS}  # the card key of each verb (ui/actions.py)
 
@@ -322,6 +336,74 @@ def render_live_title(call: LiveCall | None) -> Text:
     return text
 
 
+def call_prompt(entry: CallEntry, now: float) -> Text:
+    """One policy call of the running round: its stage, then "running for N s", or its
+    tokens, finish reason and duration (or the failure's type)."""
+    call = entry.call
+    text = Text()
+    if call is None:
+        return text
+    text.append(_s(call.stage or "policy call", 40), style="bold")
+    if call.lifecycle_kind and call.lifecycle_kind != call.stage:
+        text.append(f" ({_s(call.lifecycle_kind, 40)})", style="dim")
+    if call.hint is not None:
+        text.append(f" · hint {call.hint}")
+    if call.status == "running":
+        text.append(f" · running for {max(0, int(now - call.started_at))} s", style="yellow")
+        return text
+    if call.status == "failed":
+        text.append(f" · failed: {_s(call.error_type or 'error', 60)}", style="red")
+        return text
+    prompt, completion, duration = call.prompt_tokens, call.completion_tokens, call.duration_ms
+    text.append(f" · {prompt if prompt is not None else '?'} prompt + {completion if completion is not None else '?'} completion tokens"
+                f" · finish {_s(call.finish_reason or '?', 30)}" + (f" · {duration / 1000:.2f} s" if duration is not None else ""), style="green")
+    if call.tool_calls:
+        text.append(" → " + ", ".join(_s(t, 40) for t in call.tool_calls))
+    if call.request_id:
+        text.append(f"  [{_s(call.request_id, 40)}]", style="dim")
+    if entry.first_teacher and call.hint_text:
+        text.append(" · hint in its prompt", style="dim")
+    return text
+
+
+def tool_prompt(tool: ToolEvent) -> Text:
+    text = Text()
+    text.append(f"    tool call: {_s(tool.tool, 60)}", style="cyan")
+    if tool.event_type == "tool_result_reused":
+        text.append(" (result reused)", style="dim")
+    return text
+
+
+def render_calls_title(session: GateSession, entries: list[CallEntry]) -> Text:
+    text = Text()
+    calls = [e.call for e in entries if e.call is not None]
+    text.append("Policy calls of the running round", style="bold")
+    if calls:
+        text.append(f" · {len(calls)} ({sum(c.status == 'running' for c in calls)} running) · Enter on a completed call: its tokens",
+                    style="dim")
+    elif not entries:
+        text.append(" · none yet", style="dim")
+    if session.live.unavailable:
+        text.append("\n  " + _s(session.live.unavailable, 300), style="bold yellow")
+    return text
+
+
+class CallList(OptionList):
+    """The running round's policy calls, as they start and return, with the tool calls
+    between them (those lines cannot be picked). Enter opens the token inspector on a
+    completed call's capture."""
+
+    DEFAULT_CSS = """
+    CallList { height: auto; max-height: 14; border: none; padding: 0 1; }
+    """
+    BINDINGS = bindings("gate.calls")
+
+    def action_open_call(self) -> None:
+        option = self.highlighted_option
+        if option is not None and option.id is not None:
+            self.post_message(GateCallRequested(option.id))
+
+
 # ---------------------------------------------------------------------- the card
 class GateCard(Static, can_focus=True):
     """The pending gate; its decision keys are live only while it has focus, and only
@@ -366,13 +448,17 @@ class GatePanel(Vertical):
     GatePanel #gate-stream { height: 16; }
     """
 
-    def __init__(self, session: GateSession, *, compact: bool = False, id: str | None = None) -> None:
+    def __init__(self, session: GateSession, *, compact: bool = False, options: AppOptions | None = None, id: str | None = None) -> None:
         super().__init__(id=id, classes="-compact" if compact else "")
         self.session = session
         self.compact = compact
+        # the app's options (the token inspector's decoder); a screen without them reads the root alone
+        self.options = options or AppOptions(root=session.root, workdir=session.root.parent / (session.root.name + ".eviscene-tui"))
         self._unsubscribe = session.subscribe(self._render_snapshot)
         self._resumed: list[subprocess.Popen[bytes]] = []  # drivers started with R: reaped when they exit
-        self.live = LiveCalls()
+        self._call_keys: list[str] = []
+        self._call_plain: dict[str, str] = {}
+        self._entries: dict[str, CallEntry] = {}
         self._feed: LiveFeed | None = None
         self._feed_call: str | None = None
         self._live_title: tuple[str, str] | None = None
@@ -384,12 +470,15 @@ class GatePanel(Vertical):
             yield Static(render_live_title(None), id="gate-live-title", classes="gate-text")
             yield StreamView(id="gate-stream")
             yield Static(Text(""), id="gate-progress", classes="gate-text")
+            yield Static(render_calls_title(self.session, []), id="gate-calls-title", classes="gate-text")
+            yield CallList(id="gate-calls")
             yield Static(Text(""), id="gate-history", classes="gate-text")
 
     def on_mount(self) -> None:
         self._poll()
         self.set_interval(POLL_SECONDS, self._poll)
         if not self.compact:
+            self.set_interval(CALL_CLOCK_SECONDS, self._call_clock)
             self.run_worker(self._tail, thread=True, exclusive=True, group="gate-live", exit_on_error=False)
 
     def on_unmount(self) -> None:
@@ -426,15 +515,90 @@ class GatePanel(Vertical):
             if not self.compact:
                 self.query_one("#gate-progress", Static).update(render_progress(snap))
                 self.query_one("#gate-history", Static).update(render_history(snap))
+                self._refresh_calls()
         self.screen.refresh_bindings()
+
+    # ------------------------------------------------------------ the running round's policy calls
+    def _refresh_calls(self) -> None:
+        """Redraw the call list from the session: new calls are appended, changed ones
+        redrawn in place (the highlighted call stays highlighted)."""
+        entries = self.session.call_entries()
+        view = self.query_one("#gate-calls", CallList)
+        now = time.time()
+        keys = [e.key for e in entries]
+        prompts = [call_prompt(e, now) if e.call is not None else tool_prompt(e.tool) if e.tool is not None else Text("") for e in entries]
+        self._entries = dict(zip(keys, entries))
+        known = len(self._call_keys)
+        if keys[:known] == self._call_keys:
+            for key, prompt in zip(keys[:known], prompts[:known]):
+                if self._call_plain.get(key) != prompt.plain:
+                    view.replace_option_prompt(key, prompt)
+            if len(keys) > known:
+                view.add_options([Option(p, id=k, disabled=self._entries[k].call is None) for k, p in zip(keys[known:], prompts[known:])])
+        else:  # another round, or the channel started over
+            highlighted = view.highlighted_option.id if view.highlighted_option is not None else None
+            view.clear_options()
+            view.add_options([Option(p, id=k, disabled=self._entries[k].call is None) for k, p in zip(keys, prompts)])
+            if highlighted in self._entries:
+                view.highlighted = keys.index(highlighted)
+        self._call_keys = keys
+        self._call_plain = {k: p.plain for k, p in zip(keys, prompts)}
+        self.query_one("#gate-calls-title", Static).update(render_calls_title(self.session, entries))
+
+    def _call_clock(self) -> None:
+        if any(e.call is not None and e.call.status == "running" for e in self._entries.values()):
+            self._refresh_calls()
+
+    @on(GateCallRequested)
+    def _call_requested(self, message: GateCallRequested) -> None:
+        message.stop()
+        entry = self._entries.get(message.key)
+        call = entry.call if entry is not None else None
+        if entry is None or call is None:
+            return
+        if call.status == "running":
+            self.notify("this call is still running: its tokens come when it returns", markup=False)
+            return
+        if not call.has_capture:
+            why = f"it failed ({call.error_type or 'error'})" if call.status == "failed" else "its record holds no token ids"
+            self.notify(safe_text(f"no tokens to show: {why}", single_line=True), severity="warning", markup=False)
+            return
+        snap = self.session.snapshot()
+        step = snap.progress.localization_step if snap is not None and snap.progress is not None else None
+        self.run_worker(partial(self._capture_worker, entry, step), thread=True, exclusive=True, group="gate-call-capture",
+                        exit_on_error=False)
+
+    def _capture_worker(self, entry: CallEntry, step: int | None) -> None:
+        """The call's capture and the search root as a case (its serving profile decodes the
+        ids; its failure step's prompt is the student side of the hint's diff)."""
+        try:
+            case = load_case(self.session.root, path_map=self.options.path_map)
+            student = None
+            if entry.first_teacher:
+                try:
+                    student = source_step_prompt_ids(case, step)
+                except Exception:  # noqa: BLE001 - a damaged trace only loses the diff
+                    student = None
+            self.post_message(GateCallCapture(call_capture(entry, student), case))
+        except Exception as exc:  # noqa: BLE001 - said on the screen
+            self.post_message(GateCallCapture(None, None, f"{type(exc).__name__}: {exc}"))
+
+    @on(GateCallCapture)
+    def _call_capture(self, message: GateCallCapture) -> None:
+        message.stop()
+        if message.capture is None:
+            self.notify(safe_text(f"cannot open the token inspector: {message.error or 'no token ids'}", single_line=True),
+                        severity="error", markup=False)
+            return
+        self.app.push_screen(TokenScreen(message.case, self.options, capture=message.capture))
 
     @on(LiveRecords)
     def _live_records(self, message: LiveRecords) -> None:
         message.stop()
-        if message.reset:
-            self.live = LiveCalls()
         view = self.query_one("#gate-stream", StreamView)
-        for call, events, fresh in self.live.add(message.records):
+        for call, events, fresh in self.session.take_live(message.records, message.reset):
+            if not call.streaming:
+                continue  # a call the driver does not stream (the real driver's): listed with the calls, not streamed
             if fresh or self._feed is None or self._feed_call != call.call:
                 self._feed = view.attach(LiveFeed(accumulate=True))
                 self._feed_call = call.call
@@ -444,13 +608,15 @@ class GatePanel(Vertical):
                 timings = call.end.get("timings") if isinstance(call.end.get("timings"), dict) else None
                 view.finish("complete" if call.status == "complete" else "cancelled" if call.end.get("status") == "cancelled" else "failed",
                             timings=timings)
-        latest = self.live.latest
+        latest = self.session.live.latest_streaming
         title = (latest.call, latest.status) if latest is not None else None
         if title != self._live_title:  # the title changes with the call, not with each batch of tokens
             self._live_title = title
             self.query_one("#gate-live-title", Static).update(render_live_title(latest))
         if message.records:
             view.flush_soon()
+        if message.reset or any(r["type"] != "delta" for r in message.records):  # a call started or ended
+            self._refresh_calls()
 
     # ------------------------------------------------------------ deciding
     @on(GateDecisionRequested)

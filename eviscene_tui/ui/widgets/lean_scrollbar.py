@@ -1,9 +1,9 @@
 """A vertical scrollbar that renders its rows straight from the bar's geometry.
 
 Textual's ``ScrollBar`` draws itself through the general widget pipeline (a Rich renderable
-rendered by the console, split into lines, each line restyled and filtered): about 60 us a
-row, 2-3 ms for a 45-row bar, and it is drawn again on every page of a big token capture -
-a fifth of the page's frame. :class:`LeanScrollBar` keeps every behaviour of Textual's bar
+rendered by the console, split into lines, each line restyled and filtered) for every row,
+and it is drawn again on every page of a big token capture, a large part of the page's
+frame (``make bench`` prints it with the ``lean_token_view`` switch on and off). :class:`LeanScrollBar` keeps every behaviour of Textual's bar
 (its styles, hover and grab colours, mouse actions) and only renders faster: the bar's
 segments from ``ScrollBarRender.render_bar``, laid on the widget's base style as Textual
 does, one strip a row, through the app's line filters. Anything unusual (a horizontal bar,

@@ -327,10 +327,3 @@ class RunsTable(ScrollView, can_focus=True):
             if index == self.cursor and event.chain >= 2:
                 self.action_select()
             self.cursor = index
-
-
-def column_for(key: str) -> Column | None:
-    for column in COLUMNS:
-        if column.key == key:
-            return column
-    return None

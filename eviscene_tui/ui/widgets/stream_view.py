@@ -29,6 +29,7 @@ from textual.widget import Widget
 
 from eviscene_tui.policy.accumulate import StreamAccumulator
 from eviscene_tui.policy.events import PolicyEvent
+from eviscene_tui.probes import ViewProbes
 from eviscene_tui.safe_text import safe_text
 from eviscene_tui.state.stream_session import LiveFeed
 
@@ -59,7 +60,7 @@ class TextPane(ScrollView, can_focus=True):
         self._wrap_width = 0
         self._strips: dict[int, Strip] = {}  # row index -> rendered row (full width, before scroll_x crop)
         self._style: Style | None = None
-        self.appends = 0  # number of append() calls (tests check coalescing)
+        self.probes = ViewProbes()  # appends, for the tests of the feed's coalescing
 
     # ------------------------------------------------------------------ data
     @property
@@ -84,7 +85,7 @@ class TextPane(ScrollView, can_focus=True):
     def append(self, text: str) -> None:
         if not text:
             return
-        self.appends += 1
+        self.probes.appended()
         follow = self.scroll_offset.y >= self.max_scroll_y - 1
         # split first: a newline defeats safe_text's all-printable fast path (it then checks
         # every character); sanitising the lines separately gives the same result, and a

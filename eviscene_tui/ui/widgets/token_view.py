@@ -49,6 +49,7 @@ from eviscene_tui.tokens.flow import FlowLayout, Frag, id_positions
 from eviscene_tui.tokens.layout import CellLayout, PadRun, RowLayout
 from eviscene_tui.tokens.search import find_offset, parse_query
 from eviscene_tui import pace, switches
+from eviscene_tui.probes import ViewProbes
 from eviscene_tui.ui.actions import bindings
 from eviscene_tui.ui.widgets.lean_scrollbar import LeanScrollBar, plain_box
 from eviscene_tui.tokens.vision import FAMILY_SPECIALS, VisionIds
@@ -202,7 +203,7 @@ class TokenView(ScrollView, can_focus=True):
         self._ahead_scheduled = False
         self._size_drifted = False  # the flowing line count drifted in a paint; synced once idle
         self._ahead_since = 0.0  # when the plan was made (input after it stops the plan)
-        self.lines_built = 0  # lines rendered afresh (not from the cache), for tests and the bench
+        self.probes = ViewProbes()  # lines rendered afresh (not from the cache), for tests and the bench
         self._styles: dict[str, Style] = {}
         self._pieces_gen = 0
         self._search_gen = 0
@@ -364,10 +365,6 @@ class TokenView(ScrollView, can_focus=True):
             got = self.get_component_rich_style(f"token-view--{name}", partial=True)
             self._styles[name] = got
         return got
-
-    def cell_info(self, cell: int) -> tuple[int, int, PadRun | None]:
-        assert self.cells is not None
-        return self.cells.cell(cell)
 
     @property
     def cursor_offset(self) -> int:
@@ -644,7 +641,7 @@ class TokenView(ScrollView, can_focus=True):
         return self._base
 
     def render_line(self, y: int) -> Strip:
-        # no apply_offsets: nothing here reads mouse offsets, and it costs ~1 ms a line
+        # no apply_offsets: nothing here reads mouse offsets, and it copies every segment of the line
         scroll_x, scroll_y = self.scroll_offset
         return self._line_strip(scroll_y + y, scroll_x, self.scrollable_content_region.width, self._base_style)
 
@@ -663,7 +660,7 @@ class TokenView(ScrollView, can_focus=True):
         if cached is None:
             cached = self._render_row(row_index, row.cell_start, row.cell_end, row.kind, cursor_col, base)
             self._strip_cache[key] = cached
-            self.lines_built += 1
+            self.probes.line_built()
         return cached.crop_extend(scroll_x, scroll_x + width, base)
 
     def _gutter(self, first_offset: int, base: Style) -> list[Segment]:
@@ -723,7 +720,7 @@ class TokenView(ScrollView, can_focus=True):
         if strip is None:
             strip = self._render_flow_line(frags, base)
             self._strip_cache[key] = strip
-            self.lines_built += 1
+            self.probes.line_built()
         return strip
 
     def _render_flow_line(self, frags: list[Frag], base: Style) -> Strip:

@@ -1,0 +1,1 @@
+"""STAND-IN of ``eviscene.orchestrator`` (NOT EviScene): the stage runner and the LLM backend."""
