@@ -167,7 +167,7 @@ async def main():
             # idle: every row filled, the integrity check answered, the comparison shown
             if moment == "idle":
                 await until(lambda: data.filled() == data.step_count and screen.integrity is not None
-                            and not screen._integrity_running and screen.compare is not None, timeout=600, step=0.05)
+                            and not screen.session.integrity_running and screen.compare is not None, timeout=600, step=0.05)
                 await pilot.pause(0.3)
 
         # End: the last step painted (busy: straight after the failure step was painted)
@@ -197,7 +197,7 @@ async def main():
             send_key(app, "space" if ch == " " else ch)
         await until(lambda: screen.query_one("#trace-search").value == sys.argv[4])
         t = time.perf_counter()
-        await until(lambda: (screen._search_status or "").startswith("no step contains"), timeout=120)
+        await until(lambda: (screen.session.search_status or "").startswith("no step contains"), timeout=120)
         out["search_keys_s"] = time.perf_counter() - t
         send_key(app, "escape")
         await until(lambda: data.filled() == data.step_count, timeout=600, step=0.05)
@@ -206,7 +206,7 @@ async def main():
         out["rss_filled_kb"] = peak_rss_kb()
         from eviscene_tui.state.trace_search import TraceSearch
         t = time.perf_counter()
-        TraceSearch(screen.trace, screen._corpus if screen.trace.lazy else None).matches(sys.argv[4] + " again")
+        TraceSearch(screen.trace, screen.session.corpus if screen.trace.lazy else None).matches(sys.argv[4] + " again")
         out["search_scan_s"] = time.perf_counter() - t
         out["steps"] = data.step_count
         out["index_s"] = screen.trace.index_seconds

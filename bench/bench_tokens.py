@@ -227,7 +227,7 @@ async def _measure_frames(case: Path, failure: int, frames: FrameClock, reduced:
             async def settled(case_screen: CaseScreen) -> None:
                 """The case's background work done: every row filled, the integrity check answered."""
                 await until(lambda: case_screen.trace_rows.filled() == case_screen.trace_rows.step_count
-                            and case_screen.integrity is not None and not case_screen._integrity_running, 120)
+                            and case_screen.integrity is not None and not case_screen.session.integrity_running, 120)
                 await pilot.pause(0.5)
 
             # busy: k at a moment the operator may choose after the failure step is painted, while

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 import stat
+import subprocess
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
@@ -26,6 +27,7 @@ from eviscene_tui.artifacts.fileio import outside_refusal
 from eviscene_tui.artifacts.jsonio import jsonl_lines, read_bound, read_json
 from eviscene_tui.gate import INPROC_PATH
 from eviscene_tui.gate import protocol as proto
+from eviscene_tui.gate.launch import log_stamp, start_detached
 from eviscene_tui.gate.decide import DecideResult, DecideUsage, bound_trace_path, decide
 from eviscene_tui.gate.review import JournalCheck, StepCheck, journal_check, pinned_site, resume_note, step_checks
 from eviscene_tui.gate.sidecar import GateRequest, GateStatus, gate_request, read_status
@@ -652,6 +654,24 @@ class GateSession(Observable[GateSnapshot]):
         if session.get("hint_gate") is False:
             gate_opts.append("--no-hint-gate")
         return [python, str(INPROC_PATH), *gate_opts, "--", *argv]
+
+    def resume_driver(self, argv: list[str]) -> DriverStart:
+        """Process start (from a worker thread): run ``argv`` (:meth:`resume_argv`'s) detached,
+        its output in a log in the sidecar."""
+        log = self.gate_dir_path / f"driver-resume-{log_stamp()}.log"
+        try:
+            proc = start_detached(argv, log)
+        except OSError as exc:
+            return DriverStart(None, f"cannot start the driver: {exc}")
+        return DriverStart(proc, f"driver resumed under the gate (pid {proc.pid}; log {log})")
+
+
+@dataclass(frozen=True)
+class DriverStart:
+    """A driver started again (``process``), or why not (``process`` None), as one line."""
+
+    process: subprocess.Popen[bytes] | None
+    message: str
 
 
 def gate_marker(root: str | os.PathLike[str]) -> str:

@@ -12,13 +12,13 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
 from eviscene_tui.artifacts.jsonio import read_bound
 from eviscene_tui.gate import protocol as P
 from eviscene_tui.gate.bundled import REPAIRS_DIR
+from eviscene_tui.gate.launch import log_stamp, start_detached
 from eviscene_tui.gate.sidecar import read_status
 from eviscene_tui.journal.records import search_home
 from eviscene_tui.options import AppOptions
@@ -84,7 +84,5 @@ def plan_repair(options: AppOptions, case_root: Path) -> RepairPlan:
 def start_repair(plan: RepairPlan) -> tuple[subprocess.Popen[bytes], Path]:
     """Start the driver (detached: its own session; its output in a log beside its root)."""
     plan.root.parent.mkdir(parents=True, exist_ok=True)
-    log = plan.root.parent / f"{plan.root.name}.repair-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}-{os.getpid()}.log"
-    with open(log, "ab") as out:
-        proc = subprocess.Popen(list(plan.argv), stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
-    return proc, log
+    log = plan.root.parent / f"{plan.root.name}.repair-{log_stamp()}-{os.getpid()}.log"
+    return start_detached(plan.argv, log), log

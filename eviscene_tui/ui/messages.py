@@ -14,12 +14,10 @@ from textual.message import Message
 
 from eviscene_tui.state.rows import CaseRow
 from eviscene_tui.state.scan import Activity, CheckResult
-from eviscene_tui.state.trace_rows import TraceRows
 if TYPE_CHECKING:
     from eviscene_tui.artifacts.case import CaseBundle
-    from eviscene_tui.artifacts.trace import SourceTrace
-    from eviscene_tui.state.case_view import CaseView, Line
-    from eviscene_tui.state.trace_search import SearchHit
+    from eviscene_tui.state.case_session import CaseEvent, CaseSession
+    from eviscene_tui.state.case_view import Line
     from eviscene_tui.state.triage import TriageMarks
     import subprocess
 
@@ -130,72 +128,15 @@ class PolicyStatusChanged(Message):
         self.text = text
 
 
-class CaseLoaded(Message):
-    def __init__(self, request: int, bundle: CaseBundle, view: CaseView) -> None:
+class CaseStepDone(Message):
+    """An event a step of a case session posted from its worker (``state.case_session``:
+    the case read, the trace's rows, the comparison, the integrity check, a search hit):
+    the screen hands it to ``session``, which drops it if it is stale."""
+
+    def __init__(self, session: CaseSession, event: CaseEvent) -> None:
         super().__init__()
-        self.request = request
-        self.bundle = bundle
-        self.view = view
-
-
-class CaseLoadFailed(Message):
-    def __init__(self, request: int, message: str) -> None:
-        super().__init__()
-        self.request = request
-        self.message = message
-
-
-class TraceReady(Message):
-    """The source trace is parsed; ``rows`` holds at least the window around the
-    failure step (the rest arrives as :class:`TraceRowsFilled`)."""
-
-    def __init__(self, request: int, data: TraceRows, trace: SourceTrace) -> None:
-        super().__init__()
-        self.request = request
-        self.data = data
-        self.trace = trace
-
-
-class TraceLoading(Message):
-    """What the trace worker is doing before the trace is ready (a gzip trace's first
-    open decompresses it, which is slower): shown in the trace status line."""
-
-    def __init__(self, request: int, text: str) -> None:
-        super().__init__()
-        self.request = request
-        self.text = text
-
-
-class TraceRowsFilled(Message):
-    def __init__(self, request: int, start: int, end: int) -> None:
-        super().__init__()
-        self.request = request
-        self.start = start
-        self.end = end
-
-
-class TraceRowsComplete(Message):
-    """The background fill built every row of the trace (request ``request``)."""
-
-    def __init__(self, request: int) -> None:
-        super().__init__()
-        self.request = request
-
-
-class TraceSearchDone(Message):
-    """A search of the trace's steps finished."""
-
-    def __init__(self, hit: SearchHit, error: str | None = None) -> None:
-        super().__init__()
-        self.hit = hit
-        self.error = error
-
-
-class TraceFailed(Message):
-    def __init__(self, request: int, message: str) -> None:
-        super().__init__()
-        self.request = request
-        self.message = message
+        self.session = session
+        self.event = event
 
 
 class StepDetailReady(Message):

@@ -71,6 +71,21 @@ def _exercise(root: Path) -> None:
     _ = case.private_context  # must not raise
 
 
+#: the files the root loader always reads
+ROOT_FILES = ("manifest.json", "repair_attempts.jsonl", "search-state.json")
+
+
+def _not_json(data: bytes, *, lines: bool = False) -> bool:
+    """``data`` does not parse as JSON (as JSON lines: some non-blank line does not)."""
+    try:
+        for piece in data.split(b"\n") if lines else [data]:
+            if piece.strip() or not lines:
+                orjson.loads(piece)
+    except orjson.JSONDecodeError:
+        return True
+    return False
+
+
 def _copy(template: Path) -> Path:
     dest = Path(tempfile.mkdtemp(prefix="a1fuzz-")) / "case"
     shutil.copytree(template, dest, symlinks=True)
@@ -87,7 +102,7 @@ def test_random_bytes_into_case(templates: dict[str, Path], data: st.DataObject)
         original = target.read_bytes()
         mode = data.draw(st.sampled_from(["random", "truncate", "flip"]))
         if mode == "random":
-            new = data.draw(st.binary(max_size=200))
+            new = b"\xff" + data.draw(st.binary(max_size=200))  # never JSON (0xff starts no UTF-8 text)
         elif mode == "truncate":
             new = original[: data.draw(st.integers(0, max(0, len(original) - 1)))]
         else:
@@ -96,15 +111,25 @@ def test_random_bytes_into_case(templates: dict[str, Path], data: st.DataObject)
         target.write_bytes(new)
         _exercise(root)
         case = load_case(root)
-        if target.name in ("manifest.json", "repair_attempts.jsonl", "search-state.json") and target.parent == root and new != original:
-            # these are always read by the root loader: a change that breaks JSON shows up as a problem
-            try:
-                if target.suffix == ".jsonl":
-                    [orjson.loads(line) for line in new.split(b"\n") if line.strip()]
-                else:
-                    orjson.loads(new)
-            except orjson.JSONDecodeError:
-                assert case.problems, f"no problem for broken {target.name}"
+        if target.name in ROOT_FILES and target.parent == root and _not_json(new, lines=target.suffix == ".jsonl"):
+            # these are always read by the root loader: a change that breaks JSON is a problem of that file
+            assert any(str(p.path).endswith(target.name) for p in case.problems), f"no problem for broken {target.name}"
+    finally:
+        shutil.rmtree(root.parent, ignore_errors=True)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(name=st.sampled_from(ROOT_FILES), junk=st.binary(max_size=200))
+def test_random_bytes_in_a_root_file_are_a_problem_of_that_file(templates: dict[str, Path], name: str, junk: bytes) -> None:
+    """Every draw asserts: bytes that are never JSON in a file the root loader always reads
+    come back as a problem naming that file (and nothing escapes)."""
+    root = _copy(templates["search"])
+    try:
+        target = root / name
+        assert target.is_file()
+        target.write_bytes(b"\xff" + junk)
+        case = load_case(root)
+        assert any(str(p.path).endswith(name) for p in case.problems), [p.path for p in case.problems]
     finally:
         shutil.rmtree(root.parent, ignore_errors=True)
 

@@ -68,9 +68,22 @@ def test_compare_marks_differences(samples: Path) -> None:
     trace, _ = bundle.trace()
     teacher, label = pick_teacher_step(bundle, site.source_step_index)
     assert teacher is not None
-    compare = build_compare(trace.step(site.source_step_index), teacher, source_index=site.source_step_index, teacher_label=label)
-    marks = [seg.text for line in compare.left for seg in line if seg.style == "mark"]
-    assert marks, "at least one field differs between the source and teacher step"
+    source = trace.step(site.source_step_index)
+    compare = build_compare(source, teacher, source_index=site.source_step_index, teacher_label=label)
+
+    def fields(lines, style):  # the field names on lines that start with ``style`` (≠ marks a difference)
+        return [line[1].text for line in lines if len(line) > 1 and line[0].style == style and line[1].style == "key"]
+
+    def words(lines, style):
+        return {seg.text for line in lines for seg in line if seg.style == style}
+
+    # the teacher searched nothing: it fetched the older 2019 page instead (the sample's repair)
+    assert fields(compare.left, "mark") == fields(compare.right, "mark") == ["thought", "tool_name", "tool_args"]
+    assert fields(compare.left, "dim") == fields(compare.right, "dim") == ["action_type", "output"]
+    assert {"web_search", "Search"} <= words(compare.left, "del") and {"fetch_page", "Open"} <= words(compare.right, "ins")
+    # a step beside itself marks nothing
+    same = build_compare(source, source, source_index=site.source_step_index, teacher_label=label)
+    assert fields(same.left, "mark") == [] and not words(same.left, "del") and not words(same.right, "ins")
 
 
 def test_hostile_case_strings_are_sanitised(samples: Path) -> None:

@@ -6,7 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from rich.cells import cell_len
 
-from eviscene_tui.tokens.flow import NEWLINE_MARK, TAB_MARK, FlowLayout, _Fenwick, id_positions
+from eviscene_tui.tokens.flow import NEWLINE_MARK, TAB_MARK, FlowLayout, id_positions
 from eviscene_tui.tokens.layout import CellLayout
 
 piece = st.one_of(
@@ -75,11 +75,39 @@ def test_lazy_estimates_become_exact_only_where_shown():
     assert lines[0] == ["ab", NEWLINE_MARK] and lines[1] == ["cd"] and lines[2][0].endswith("…")
 
 
-def test_fenwick_and_positions():
-    f = _Fenwick([3, 1, 4, 1, 5])
-    assert [f.prefix(i) for i in range(6)] == [0, 3, 4, 8, 9, 14]
-    assert [f.find(y) for y in range(14)] == [0, 0, 0, 1, 2, 2, 2, 2, 3, 4, 4, 4, 4, 4]
-    assert f.set(1, 6) == 5 and f.total == 19 and f.find(8) == 1 and f.find(9) == 2
+@settings(max_examples=60, deadline=None)
+@given(
+    widths=st.lists(st.integers(0, 40), min_size=20, max_size=120),
+    width=st.integers(8, 30),
+    order=st.randoms(use_true_random=False),
+)
+def test_lines_stay_in_place_whatever_order_segments_are_wrapped_in(widths: list[int], width: int, order) -> None:
+    """Line counts start as estimates and become exact as segments are wrapped, in whatever
+    order the view asks for them (a jump to the end, then the top, then the middle): every
+    line y then shows what the text wrapped from the top shows at y, and every cell's line
+    holds that cell."""
+    texts = ["w" * n + " " if n % 7 else "\n" for n in widths]  # short and long pieces, some newlines
+
+    def make() -> FlowLayout:
+        cells = CellLayout(list(range(len(texts))), None)
+        return FlowLayout(cells, width, lambda c: (texts[c], None), line_starts=[i + 1 for i, t in enumerate(texts) if t == "\n"], chunk=16)
+
+    reference = make()
+    expected = [[(f.cell, f.text) for f in line] for seg in range(len(reference.seg_starts)) for line in reference.wrap(seg)]
+    layout = make()
+    segments = list(range(len(layout.seg_starts)))
+    order.shuffle(segments)
+    for seg in segments:
+        layout.segment_of_line(layout.line_of_cell(layout.seg_starts[seg]))  # wraps it, moving the lines after it
+    assert len(layout) == len(expected)
+    assert [[(f.cell, f.text) for f in layout.line(y)] for y in range(len(layout))] == expected
+    for cell in range(len(texts)):
+        if texts[cell].strip():
+            assert cell in {f.cell for f in layout.line(layout.line_of_cell(cell))}
+    assert layout.line(len(layout)) == [] and layout.line(-1) == []
+
+
+def test_id_positions():
     assert id_positions([1, 2, 1, 3, 1], 1) == [0, 2, 4] and id_positions([1, 2], 9) == []
     assert id_positions((5, 1, 5), 5) == [0, 2]
 

@@ -142,15 +142,15 @@ async def test_a_key_pressed_while_the_case_files_are_read_runs_when_they_are(tm
     async with app.run_test(size=(120, 30), notifications=True) as pilot:
         screen = await open_case(pilot, app, CASE)
         # as right after the trace is painted: the case's files are not read yet
-        screen.bundle = None
+        screen.session.bundle = None
         screen.action_open_repair()
 
         def told() -> bool:
             return any("Still reading the case's files" in n and "repair search opens as soon as" in n for n in notices)
 
         assert await wait_for(pilot, told)
-        screen.integrity = None  # the queued key then stops at the integrity consent
-        screen.load()
+        screen.session.integrity = None  # the queued key then stops at the integrity consent
+        screen.session.load()
         # the queued key runs once the files are read
         # (the sample app has no policy configured: the repair then says so, as g would)
         assert await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen) or any("no policy server configured" in n for n in notices))

@@ -338,7 +338,7 @@ async def test_the_localization_tab_scrolls_at_once_and_the_why_is_reachable_at_
         await wait_for(pilot, lambda: bool(screen.query("#localization-scroll")) and app.focused is screen.query_one("#localization-scroll"))
         scroll = screen.query_one("#localization-scroll", VerticalScroll)
         assert "Why no recoverable site was found" in screen_text(app)
-        await wait_for(pilot, lambda: screen._claim_results is not None)
+        await wait_for(pilot, lambda: screen.session.claim_results is not None)
         await pilot.press("pagedown")
         await wait_for(pilot, lambda: scroll.scroll_y > 0)  # PgDn scrolls at once, no focus to move first
         await pilot.press("down")

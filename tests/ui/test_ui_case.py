@@ -257,7 +257,7 @@ async def test_search_in_the_trace_by_keyboard(tmp_path_factory) -> None:
         # whole tool results are searched (not just the one-line preview), case-insensitively
         await pilot.press(*"PAIPORTA")
         ok = await wait_for(pilot, lambda: "steps for" in screen_text(app) or "no step contains" in screen_text(app))
-        assert ok, (box.value, screen._search_status, screen_text(app)[-400:])
+        assert ok, (box.value, screen.session.search_status, screen_text(app)[-400:])
         assert tv.cursor == 2  # the first step whose text holds it (step 3 mentions it too)
         assert "match 1 of 2 steps" in screen_text(app)
         # a query matching several steps: down / Enter go forward, up back, wrapping around

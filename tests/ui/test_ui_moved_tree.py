@@ -79,9 +79,10 @@ async def test_moved_copy_without_inputs_opens_with_clear_messages(tmp_path: Pat
         assert "source trace not found" in missing and "records it at" in missing and "looked for" in missing
         assert await wait_for(pilot, lambda: screen.integrity is not None, 20)
         assert {code for code, _, _ in screen.integrity} == {"missing_artifact"}
-        await pilot.press("3")  # the run's own files still show
-        await pilot.pause()
-        assert "Round" in str(screen.query_one("#rounds-doc").content) or screen.view.rounds
+        await pilot.press("3")  # the run's own files still show: the run's head line and its attempt
+        assert await wait_for(pilot, lambda: screen.query("#rounds-doc") and "Run  generated" in str(screen.query_one("#rounds-doc").content), 10)
+        rounds = str(screen.query_one("#rounds-doc").content)
+        assert "attempt hint-00" in rounds and "ACCEPTED" in rounds
 
 
 async def test_escaping_episode_path_never_shows_the_file_it_names(tmp_path: Path) -> None:
@@ -122,12 +123,12 @@ async def test_feedback_search_copied_without_inputs_finishes_its_integrity_chec
 async def test_an_integrity_check_that_raises_is_shown_not_waited_for(tmp_path: Path, monkeypatch) -> None:
     """A full check that raises something unexpected ends as an "error" row on the
     Integrity tab (the badge counts it), not as "running the full integrity check" forever."""
-    from eviscene_tui.ui.screens import case as case_screen
+    from eviscene_tui.state import case_session
 
     def broken(*_a, **_kw):
         raise KeyError("no such binding")
 
-    monkeypatch.setattr(case_screen, "checked_case", broken)
+    monkeypatch.setattr(case_session, "checked_case", broken)
     samples = tmp_path / "samples"
     generate(samples, base="/data/eviscene/sample_runs")
     root = tmp_path / "a"

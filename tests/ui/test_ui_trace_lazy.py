@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import gc
 import threading
-import time
 from pathlib import Path
 
 import orjson
@@ -23,7 +22,8 @@ from eviscene_tui import pace
 from eviscene_tui.artifacts import trace as trace_module
 from eviscene_tui.artifacts.jsonio import encode_bound, pretty_json_bytes
 from eviscene_tui.ui import gc_hold
-from eviscene_tui.ui.screens import case as case_module
+from eviscene_tui.state import case_session
+from eviscene_tui.state.case_session import CaseSession
 from eviscene_tui.ui.screens.case import CaseScreen
 from eviscene_tui.ui.widgets.runs_table import RunsTable
 from eviscene_tui.ui.widgets.trace_view import TraceView
@@ -103,7 +103,7 @@ async def test_indexed_trace_opens_on_the_failure_step_fills_rows_and_searches(t
         # the background fill builds every row, and the policy steps become known
         assert await wait_for(pilot, lambda: screen.trace_rows.filled() == STEPS, 20)
         assert await wait_for(pilot, lambda: len(screen.trace_rows.policy_indices) == STEPS, 5)
-        assert "reading steps" not in str(screen.query_one("#trace-status").content)
+        assert await wait_for(pilot, lambda: "reading steps" not in str(screen.query_one("#trace-status").content), 5)
         # once every row is built, full garbage collections are kept off the trace's parts
         assert await wait_for(pilot, lambda: gc_hold.holds() == 2 and gc.get_freeze_count() > 0, 10)  # shown, then filled
         # search over the byte ranges / the corpus: a tool result far from the window
@@ -153,12 +153,12 @@ async def test_step_detail_of_a_far_step_shows_what_the_whole_file_path_shows(tm
         assert view.wrapped_lines == expected.wrap(view.scrollable_content_region.width)
         await pilot.press("escape")
         assert await wait_for(pilot, lambda: app.screen is screen, 5)
-        assert not screen._fill_gate.held or await wait_for(pilot, lambda: not screen._fill_gate.held, 5)
+        assert not screen.session.fill_gate.held or await wait_for(pilot, lambda: not screen.session.fill_gate.held, 5)
 
 
 async def test_scrolling_past_the_filled_rows_parses_them_on_demand(tmp_path: Path, indexed, monkeypatch) -> None:
     # no background fill: only the window and what the view asks for get built
-    monkeypatch.setattr(CaseScreen, "_background_fill", lambda self, *a, **k: None)
+    monkeypatch.setattr(CaseSession, "_fill_step", lambda self, *a, **k: None)
     write_case(tmp_path)
     app = make_app(tmp_path / "runs")
     async with app.run_test(size=(120, 40)) as pilot:
@@ -187,13 +187,13 @@ async def test_gzip_trace_says_so_and_spools_in_the_work_dir(tmp_path: Path, ind
     before = sorted(os.listdir(gz.parent))
     app = make_app(tmp_path / "runs")
     loading: list[str] = []
-    original = CaseScreen._on_trace_loading
+    original = CaseSession._on_trace_loading
 
-    def spy(self, message):  # the notice shown while the gzip trace is decompressed
-        loading.append(message.text)
-        original(self, message)
+    def spy(self, event):  # the notice shown while the gzip trace is decompressed
+        loading.append(event.text)
+        original(self, event)
 
-    monkeypatch.setattr(CaseScreen, "_on_trace_loading", spy)
+    monkeypatch.setattr(CaseSession, "_on_trace_loading", spy)
     async with app.run_test(size=(120, 40)) as pilot:
         screen = await _open(pilot, app, "lazy-case")
         assert any("gzip" in text and "slower" in text for text in loading)
@@ -251,41 +251,6 @@ async def test_open_case_follows_a_burst_of_writes(tmp_path: Path, indexed, poll
         assert len(written) > 3
 
 
-async def test_a_burst_reloads_the_open_case_at_most_once_per_gap(tmp_path: Path, indexed, monkeypatch) -> None:
-    """Changes arriving without pause: a reload starts RELOAD_DELAY after the first, the
-    next never sooner than RELOAD_GAP after the previous one started, and the last change
-    is always read (a reload follows it)."""
-    monkeypatch.setattr(case_module, "RELOAD_GAP", 0.3)
-    case = write_case(tmp_path)
-    app = make_app(tmp_path / "runs")
-    starts: list[float] = []
-    original = CaseScreen.load
-
-    def counting_load(self) -> None:
-        starts.append(time.monotonic())
-        original(self)
-
-    monkeypatch.setattr(CaseScreen, "load", counting_load)
-    async with app.run_test(size=(120, 40)) as pilot:
-        screen = await _open(pilot, app, "lazy-case")
-        assert await wait_for(pilot, lambda: not screen._loading, 10)
-        opened = len(starts)
-        manifest = case / "manifest.json"
-        last_change = 0.0
-        for _n in range(40):  # a change every 25 ms, for a second
-            manifest.write_bytes(manifest.read_bytes().replace(b'"status": "', b'"status": "x', 1))
-            # a load started from here on reads this write (one may start within the pause
-            # below: timing the change after the pause waited for a reload that had come)
-            last_change = time.monotonic()
-            screen.case_files_changed({str(manifest)})
-            await pilot.pause(0.025)
-        assert await wait_for(pilot, lambda: starts[-1] > last_change and not screen._loading, 10)
-        burst = starts[opened - 1:]
-        assert len(burst) >= 3  # reloaded during the burst, not only after it
-        assert all(b - a >= case_module.RELOAD_GAP for a, b in zip(burst, burst[1:], strict=False))
-        assert "x" * 40 + "no_admissible_hints" in str(screen.query_one("#case-title").content)
-
-
 async def test_a_reload_with_the_same_problems_does_not_repaint_the_panels(tmp_path: Path, indexed) -> None:
     """The Integrity and Compare panels are repainted only when what they show changed
     (a driver's burst reloads the case with the same problems again and again); a new
@@ -297,16 +262,17 @@ async def test_a_reload_with_the_same_problems_does_not_repaint_the_panels(tmp_p
         await pilot.press("5")
         doc = screen.query_one("#integrity-doc")
         compare = screen.query_one("#compare-left")
-        assert await wait_for(pilot, lambda: screen.integrity is not None and screen.compare is not None and not screen._integrity_running, 20)
+        assert await wait_for(pilot, lambda: screen.integrity is not None and screen.compare is not None and not screen.session.integrity_running, 20)
         painted, compared = doc.content, compare.content
-        checks = screen._request
-        screen.load()  # files unchanged: same view, same check result
-        assert await wait_for(pilot, lambda: screen._request > checks and not screen._loading and not screen._integrity_running
-                              and screen._integrity_timer is None, 20)
+        session = screen.session
+        checks = session.load_count
+        session.load()  # files unchanged: same view, same check result
+        assert await wait_for(pilot, lambda: session.load_count > checks and not session.loading and not session.integrity_running
+                              and not session.integrity_waiting, 20)
         await pilot.pause()
         assert doc.content is painted and compare.content is compared
         (case / "scratch.json.tmp").write_bytes(b"{}")  # a leftover temporary file: a new problem
-        screen.load()
+        session.load()
         assert await wait_for(pilot, lambda: "scratch.json.tmp" in str(doc.content), 20)
 
 
@@ -324,7 +290,7 @@ async def test_the_background_fill_and_the_live_checks_give_way_to_keys(tmp_path
 
     monkeypatch.setattr(pace, "yield_to_input", recording)
     ran: dict[str, list[bool]] = {"fill": [], "check": []}
-    original_fill, original_check = CaseScreen._fill_rows, case_module.checked_case
+    original_fill, original_check = CaseSession.fill_rows, case_session.checked_case
 
     def fill_spy(self, *args):
         ran["fill"].append(pace.in_background())
@@ -334,21 +300,11 @@ async def test_the_background_fill_and_the_live_checks_give_way_to_keys(tmp_path
         ran["check"].append(pace.in_background())
         return original_check(*args, **kwargs)
 
-    monkeypatch.setattr(CaseScreen, "_fill_rows", fill_spy)
-    monkeypatch.setattr(case_module, "checked_case", check_spy)
+    monkeypatch.setattr(CaseSession, "fill_rows", fill_spy)
+    monkeypatch.setattr(case_session, "checked_case", check_spy)
     async with app.run_test(size=(120, 40)) as pilot:
         screen = await _open(pilot, app, "lazy-case")
         assert await wait_for(pilot, lambda: screen.trace_rows.filled() == STEPS and screen.integrity is not None, 20)
         assert not pace.in_background()  # the UI thread
     assert ran["fill"] == [True] and ran["check"] and all(ran["check"])
     assert yielded.count(True) >= STEPS  # the fill gave way (when a key was recent) between its steps
-
-
-def test_a_due_reload_is_never_timed_at_zero_seconds(tmp_path) -> None:
-    """A reload already due gets the shortest timer, not 0 s: Textual's timer divides by its
-    interval when it wakes late (a loaded machine), which raised at the app's shutdown."""
-    from eviscene_tui.ui.screens.case import MIN_TIMER, CaseScreen
-
-    screen = CaseScreen(tmp_path, make_app(tmp_path).options)
-    screen._reload_started = -1e9  # the last reload started long ago: the next one is due now
-    assert screen._reload_wait(0.0) == MIN_TIMER > 0

@@ -58,8 +58,6 @@ from eviscene_tui.artifacts.integrity.context import CaseContext
 from eviscene_tui.artifacts.integrity.layouts import CaseCheck
 from eviscene_tui.artifacts.integrity.media_binding import pad_id_for_ids, pad_runs
 from eviscene_tui.artifacts.integrity.reading import read_json, read_jsonl, safe_read_bound
-from eviscene_tui.artifacts.jsonio import canonical_json_bytes as canonical_bytes
-from eviscene_tui.artifacts.jsonio import canonical_sha256
 from eviscene_tui.artifacts.layout import CaseRef
 from eviscene_tui.artifacts.models import KNOWN_SCHEMAS
 from eviscene_tui.artifacts.paths import InputProvenance, PathMap
@@ -96,8 +94,6 @@ def check_case(
 
 __all__ = [
     "KNOWN_SCHEMAS",
-    "canonical_bytes",
-    "canonical_sha256",
     "check_case",
     "pad_id_for_ids",
     "pad_runs",

@@ -694,15 +694,8 @@ class GatePanel(Vertical):
         self.run_worker(partial(self._resume_worker, argv), thread=True, group="gate-resume", exit_on_error=False)
 
     def _resume_worker(self, argv: list[str]) -> None:
-        gate_dir = self.session.gate_dir_path
-        log = gate_dir / f"driver-resume-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}.log"
-        try:
-            with open(log, "ab") as out:
-                proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
-        except OSError as exc:
-            self.post_message(GateResumed(f"cannot start the driver: {exc}", False))
-            return
-        self.post_message(GateResumed(f"driver resumed under the gate (pid {proc.pid}; log {log})", True, proc))
+        started = self.session.resume_driver(argv)
+        self.post_message(GateResumed(started.message, started.process is not None, started.process))
 
     @on(GateResumed)
     def _on_resumed(self, message: GateResumed) -> None:
