@@ -21,10 +21,11 @@ PACKAGE = Path(__file__).resolve().parents[2] / "eviscene_tui"
 ROOM = "scaffold"
 
 #: inside floor 2, bottom up: each service imports only the ones listed before it. The
-#: gate's protocol module (standard library only, it also runs inside a driver) is below
-#: the journal, which spells its action names; the rest of the gate journals its
-#: decisions and runs continuations, so it sits above the journal and the policy client.
-FLOOR_2 = ("gate/protocol", "tokens", "policy", "journal", "gate", "options")
+#: gate journals its decisions and runs continuations, so it sits above the journal and
+#: the policy client. The gate's protocol module (standard library only, it also runs
+#: inside a driver) is on floor 1: it imports nothing of the package, and the integrity
+#: check applies its feedback rule (one copy of the driver's rules).
+FLOOR_2 = ("tokens", "policy", "journal", "gate", "options")
 
 #: inside the room, bottom up, as :data:`FLOOR_2`; its commands are commands (floor 5)
 ROOM_PARTS = ("scaffold/loopback", "scaffold/tiny", "scaffold/synthetic_capture", "scaffold/fake_vllm", "scaffold/samples",
@@ -32,7 +33,7 @@ ROOM_PARTS = ("scaffold/loopback", "scaffold/tiny", "scaffold/synthetic_capture"
 
 #: a unit (the longest prefix of a module's path that is listed) -> (floor, rung)
 UNITS: dict[str, tuple[float, int]] = {
-    **{name: (1, 0) for name in ("artifacts", "settings", "safe_text", "storage", "pace", "switches", "probes")},
+    **{name: (1, 0) for name in ("artifacts", "settings", "safe_text", "storage", "pace", "switches", "probes", "gate/protocol")},
     **{name: (2, rung) for rung, name in enumerate(FLOOR_2)},
     **{name: (2.5, rung) for rung, name in enumerate(ROOM_PARTS)},
     "scaffold/commands": (5, 0),
