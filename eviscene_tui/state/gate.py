@@ -276,6 +276,10 @@ def _tool_of(row: dict[str, Any], tail: _EventsTail, started: float | None) -> T
 _TAILS: dict[str, _EventsTail] = {}
 
 
+#: at most this much of an events log is read per poll (a huge log is caught up over several polls)
+EVENTS_READ_BYTES = 8 << 20
+
+
 def _read_events(path: Path, inside: list[str]) -> tuple[_EventsTail, bool]:
     """Read only the bytes appended since the last poll; a torn last line (the writer
     is mid-line) is left for the next poll and reported as torn. A path whose symlinks
@@ -293,12 +297,14 @@ def _read_events(path: Path, inside: list[str]) -> tuple[_EventsTail, bool]:
             return tail, False
         if st.st_size < tail.offset:  # replaced or truncated: start again
             tail = _EventsTail()
-        data = os.pread(fd, max(st.st_size - tail.offset, 0), tail.offset)
+        data = os.pread(fd, min(max(st.st_size - tail.offset, 0), EVENTS_READ_BYTES), tail.offset)
     except OSError:
         return tail, False
     finally:
         os.close(fd)
     complete = data.rfind(b"\n") + 1
+    if complete == 0 and len(data) == EVENTS_READ_BYTES:
+        complete = len(data)  # one line longer than a poll reads is no event: passed over, never held whole
     count, last, recent = tail.count, tail.last, list(tail.recent)
     started, last_request, tools = tail.started, tail.last_request, list(tail.tools)
     for _number, row, error, _at_tail in jsonl_lines(data[:complete]):

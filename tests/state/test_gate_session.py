@@ -106,6 +106,22 @@ def test_round_progress_never_reads_through_a_symlink_out_of_the_root(tmp_path):
     p = round_progress(root, 0)
     assert (p.localization_step, p.status) == (5, "generated")
 
+
+def test_a_huge_events_log_is_read_a_bounded_piece_per_poll(tmp_path, monkeypatch):
+    """An events log far bigger than a poll reads is caught up over several polls, and a
+    line longer than a poll reads is passed over rather than held whole."""
+    import eviscene_tui.state.gate as G
+
+    monkeypatch.setattr(G, "EVENTS_READ_BYTES", 256)
+    root = tmp_path / "search"
+    events = root / "rounds" / "round-00" / "runtime" / "case" / "hint-00-abc" / "events.jsonl"
+    events.parent.mkdir(parents=True)
+    lines = [json.dumps({"sequence": i, "event_type": f"e{i}"}) for i in range(1, 41)]
+    events.write_text("\n".join(lines[:20]) + "\n" + "x" * 1000 + "\n" + "\n".join(lines[20:]) + "\n")
+    seen = [round_progress(root, 0).events for _ in range(12)]
+    assert seen[0] < 40 and seen == sorted(seen)  # a bounded piece per poll, never going back
+    assert seen[-1] == 40 and round_progress(root, 0).last_event == "e40"
+
 def test_marker_and_session_without_a_gate(tmp_path):
     root = tmp_path / "plain-search"
     root.mkdir()
