@@ -237,7 +237,7 @@ async def _live_on_screen(seconds: float = 4.0) -> dict[str, float]:
                     next_key = time.perf_counter() + 0.1
                     while writer.poll() is None:
                         await asyncio.sleep(0.001)
-                        events_painted, at = view.flushed  # one delta record is one event: the last painted is its seq
+                        events_painted, at = view.probes.last_flush  # one delta record is one event: the last painted is its seq
                         if events_painted and (not handed or handed[-1][1] != at):
                             handed.append((events_painted - 1, at))
                         if time.perf_counter() >= next_key:

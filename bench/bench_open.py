@@ -107,7 +107,7 @@ async def open_case(app, pilot, key, moment="idle"):
     if moment == "busy":
         await until(lambda: app.screen.query(RunsTable) and app.screen.query_one(RunsTable).select_key(key))
     else:
-        await until(lambda: app.scan_seconds is not None and app.check_seconds is not None)
+        await until(lambda: app.probes.scan_seconds is not None and app.probes.check_seconds is not None)
         await pilot.pause(0.5)
         assert app.screen.query_one(RunsTable).select_key(key)
     await pilot.pause()
@@ -118,11 +118,11 @@ async def open_case(app, pilot, key, moment="idle"):
         if not isinstance(s, CaseScreen) or s.trace_rows is None:
             return False
         tv = s.query_one(TraceView)
-        return tv.failure_painted_at is not None or s.trace_rows.failure_index is None
+        return tv.probes.failure_painted_at is not None or s.trace_rows.failure_index is None
     await until(painted)
     screen = app.screen
     tv = screen.query_one(TraceView)
-    return screen, tv, await frame_end(tv.failure_painted_at or time.perf_counter()) - start
+    return screen, tv, await frame_end(tv.probes.failure_painted_at or time.perf_counter()) - start
 """
 
 _BARE = _PRELUDE + r"""
@@ -174,8 +174,8 @@ async def main():
         await settle()
         t = time.perf_counter()
         send_key(app, "end")
-        await until(lambda: tv.row_painted is not None and tv.row_painted[0] == last and tv.row_painted[1] > t)
-        out["end_ms"] = (await frame_end(tv.row_painted[1]) - t) * 1000
+        await until(lambda: tv.probes.last_row_painted is not None and tv.probes.last_row_painted[0] == last and tv.probes.last_row_painted[1] > t)
+        out["end_ms"] = (await frame_end(tv.probes.last_row_painted[1]) - t) * 1000
         # step detail of far steps (the first steps: the fill reaches them last), three
         # of them: one figure on a loaded machine is mostly noise
         out["detail_ms"] = []
@@ -201,7 +201,7 @@ async def main():
         out["search_keys_s"] = time.perf_counter() - t
         send_key(app, "escape")
         await until(lambda: data.filled() == data.step_count, timeout=600, step=0.05)
-        out["fill_s"] = time.perf_counter() - screen.opened_at
+        out["fill_s"] = time.perf_counter() - screen.session.probes.opened_at
         await pilot.pause(0.3)
         out["rss_filled_kb"] = peak_rss_kb()
         from eviscene_tui.state.trace_search import TraceSearch
@@ -222,7 +222,7 @@ async def main():
     app = make_app(root, watch=True, poll=poll)
     times = []
     async with app.run_test(size=(120, 40)) as pilot:
-        await until(lambda: app.scan_seconds is not None)
+        await until(lambda: app.probes.scan_seconds is not None)
         await until(app.watch_ready.is_set)
         await pilot.pause(0.5)
         for n in range(5):
@@ -281,8 +281,8 @@ async def main():
             target = tv.cursor + 1 if tv.cursor + 1 < screen.trace_rows.step_count else 0
             t = time.perf_counter()
             send_key(app, "down" if target else "home")
-            await until(lambda: tv.row_painted is not None and tv.cursor == target and tv.row_painted[1] > t, timeout=10, step=0.001)
-            return (await frame_end(tv.row_painted[1]) - t) * 1000
+            await until(lambda: tv.probes.last_row_painted is not None and tv.cursor == target and tv.probes.last_row_painted[1] > t, timeout=10, step=0.001)
+            return (await frame_end(tv.probes.last_row_painted[1]) - t) * 1000
 
         idle_keys = []  # the same key before the driver writes
         for _ in range(8):

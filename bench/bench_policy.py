@@ -55,7 +55,7 @@ async def _client_and_view(srv, direct_body: bool = True) -> tuple[float, int, i
         view.finish(out.status)
         await pilot.pause()  # the last repaint is part of the cost
         took = time.perf_counter() - t0
-        return took, acc.token_count, view.flushes, out.status, time.process_time() - c0, client.probes.direct_streams
+        return took, acc.token_count, view.probes.flushes, out.status, time.process_time() - c0, client.probes.direct_streams
 
 
 class _SubprocessServer:

@@ -185,7 +185,7 @@ async def _measure_frames(case: Path, failure: int, frames: FrameClock, reduced:
     app = EvisceneApp(AppOptions.from_args(case.parent, args, settings=Settings()), watch=False)
     try:
         async with app.run_test(size=(160, 50)) as pilot:
-            await until(lambda: app.scan_seconds is not None)
+            await until(lambda: app.probes.scan_seconds is not None)
             table = app.screen.query_one(RunsTable)
             # the row's key is relative to the tree that holds the opened folder (the bench
             # directory holds other benchmarks' cases, so that tree may be the bench
@@ -200,9 +200,9 @@ async def _measure_frames(case: Path, failure: int, frames: FrameClock, reduced:
                 await pilot.pause()
                 await pilot.press("enter")
                 await until(lambda: isinstance(app.screen, CaseScreen) and app.screen.trace_rows is not None
-                            and app.screen.query_one(TraceView).failure_painted_at is not None)
+                            and app.screen.query_one(TraceView).probes.failure_painted_at is not None)
                 screen = app.screen
-                painted_at = screen.query_one(TraceView).failure_painted_at
+                painted_at = screen.query_one(TraceView).probes.failure_painted_at
                 frame = frames.after(painted_at)
                 while frame is None:
                     await asyncio.sleep(0.001)

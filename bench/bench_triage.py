@@ -56,7 +56,7 @@ async def main(root, workdir, count):
     app = EvisceneApp(AppOptions.from_args(Path(root), args, settings=Settings()), watch=False)
     out = {"ms": [], "keys": 2}
     async with app.run_test(size=(120, 40)) as pilot:
-        await until(lambda: app.scan_seconds is not None)
+        await until(lambda: app.probes.scan_seconds is not None)
         await pilot.press("n")  # the no-site queue
         await until(lambda: app.store.filter_name == "nosite" and app.store.visible())
         queue = [r.key for r in app.store.visible()]
@@ -72,8 +72,8 @@ async def main(root, workdir, count):
             t = time.perf_counter()
             send_key(app, "1")
             # the case screen shows the next case of the queue (the same screen, read ahead)
-            await until(lambda: isinstance(app.screen, CaseScreen) and app.screen.key == queue[i + 1] and app.screen.updated_at is not None)
-            painted = await FRAMES.end_after(app.screen.updated_at)
+            await until(lambda: isinstance(app.screen, CaseScreen) and app.screen.key == queue[i + 1] and app.screen.session.probes.updated_at is not None)
+            painted = await FRAMES.end_after(app.screen.session.probes.updated_at)
             out["ms"].append((painted - t) * 1000)
             await pilot.pause(0.3)  # the operator reads the case (and the journal write ends)
         await until(lambda: sum(1 for k in queue if app.store.get(k).label) >= len(out["ms"]))

@@ -112,13 +112,13 @@ async def _runs_first_paint(root: Path) -> tuple[float, float, int, float, list[
                     table = app.screen.query_one(RunsTable)
                 except Exception:  # noqa: BLE001 - screen not mounted yet
                     table = None
-                painted = table.first_row_painted_at if table is not None else None
+                painted = table.probes.first_row_painted_at if table is not None else None
                 frame = frames.after(painted) if painted is not None else None
                 if frame is not None:  # the end of the frame that painted the first row
                     first = frame[0] - started
                     break
                 await asyncio.sleep(0.005)
-            keys_task = asyncio.ensure_future(_keys_while(app, frames, lambda: app.check_seconds is not None))
+            keys_task = asyncio.ensure_future(_keys_while(app, frames, lambda: app.probes.check_seconds is not None))
             full, count, checked = await _scan_and_check(app, started)
             keys = await keys_task
     return first or float("nan"), full, count, checked, keys
@@ -126,12 +126,12 @@ async def _runs_first_paint(root: Path) -> tuple[float, float, int, float, list[
 
 async def _scan_and_check(app, started: float) -> tuple[float, int, float]:
     """Seconds from ``started`` to the full scan and to the integrity pass, and the cases."""
-    while app.scan_seconds is None and time.perf_counter() - started < 600:
+    while app.probes.scan_seconds is None and time.perf_counter() - started < 600:
         await asyncio.sleep(0.05)
     full = time.perf_counter() - started
     count = len(app.store)
     # the background integrity pass (the same problems as `check`) after the scan
-    while app.check_seconds is None and time.perf_counter() - started < 1200:
+    while app.probes.check_seconds is None and time.perf_counter() - started < 1200:
         await asyncio.sleep(0.05)
     checked = time.perf_counter() - started
     return full, count, checked
@@ -168,7 +168,7 @@ case = Path(sys.argv[1])
 async def main():
     app = EvisceneApp(AppOptions.from_args(case, object(), settings=Settings()), watch=False)
     async with app.run_test(size=(120, 40)) as pilot:
-        while app.scan_seconds is None:
+        while app.probes.scan_seconds is None:
             await asyncio.sleep(0.01)
         await pilot.pause()
         screen = CaseScreen(case, app.options, key=case.name)
@@ -178,10 +178,10 @@ async def main():
         while time.perf_counter() - start < 600:
             if screen.trace_rows is not None:
                 tv = screen.query_one(TraceView)
-                if tv.failure_painted_at is not None or screen.trace_rows.failure_index is None:
+                if tv.probes.failure_painted_at is not None or screen.trace_rows.failure_index is None:
                     break
             await asyncio.sleep(0.002)
-        painted = tv.failure_painted_at if tv is not None and tv.failure_painted_at else time.perf_counter()
+        painted = tv.probes.failure_painted_at if tv is not None and tv.probes.failure_painted_at else time.perf_counter()
         shown = await FRAMES.end_after(painted) - start  # the end of the frame that painted it
         await pilot.pause()
         tv = screen.query_one(TraceView)

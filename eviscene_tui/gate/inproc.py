@@ -723,7 +723,6 @@ class Gate:
         self.searches: dict[Path, SearchGate] = {}
         self.live_calls = LiveCalls(self)
         self.live_problem: str | None = None  # why the live view of the policy calls is unavailable
-        self.stage_runner: str | None = None  # the stage runner module whose _call_llm is wrapped
 
     @property
     def entered(self) -> bool:
@@ -852,7 +851,6 @@ class Gate:
             self.set_live_problem(f"{P.CALL_LLM_CHANGED} in {module.__name__} ({why}); its calls are not shown, the rounds are still gated")
             return
         cls._call_llm = self.live_calls.wrap(method)  # type: ignore[union-attr]  # a class checked above
-        self.stage_runner = module.__name__
 
     def set_live_problem(self, message: str) -> None:
         self.live_problem = message

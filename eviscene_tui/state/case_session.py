@@ -34,6 +34,7 @@ from eviscene_tui.artifacts.report import checked_case
 from eviscene_tui.artifacts.summary import CaseSummary
 from eviscene_tui.artifacts.trace import SourceTrace, load_trace
 from eviscene_tui.options import AppOptions
+from eviscene_tui.probes import CaseProbes
 from eviscene_tui.safe_text import safe_text
 from eviscene_tui.state.case_view import (
     CaseView,
@@ -352,9 +353,7 @@ class CaseSession(Observable[CaseChange]):
         self._gc_hold, self._gc_release = gc_hold, gc_release
         self._clock = clock
         self.closed = False
-        self.opened_at = time.perf_counter()
-        self.updated_at: float | None = None  # perf_counter of the last case view read (benchmarks)
-        self.failure_shown_at: float | None = None  # seconds from opening to the failure step's rows
+        self.probes = CaseProbes()  # when it opened and last read the case, for the bench
         # the case
         self.bundle: CaseBundle | None = None
         self.view: CaseView | None = None
@@ -653,7 +652,7 @@ class CaseSession(Observable[CaseChange]):
         self.bundle, self.view, self.load_error = event.bundle, event.view, None
         queued, self._deferred = self._deferred, None
         self._place_marks()
-        self.updated_at = time.perf_counter()
+        self.probes.view_read()
         goto = None
         tab = None
         if first and self.view.no_site:
@@ -685,7 +684,6 @@ class CaseSession(Observable[CaseChange]):
             return
         self._trace_load = event.load
         self.trace, self.trace_rows = event.trace, event.data
-        self.failure_shown_at = time.perf_counter() - self.opened_at
         self._hold_gc()
         goto = self.view.closest_step if self.view is not None and self.view.no_site else None
         self._publish(trace_shown=True, goto=goto)

@@ -119,7 +119,6 @@ class RunsStore(Observable[str]):
         self.group_by = ""  # "" or a GROUPS key: rows ordered by it, a header line per group
         self.selected: set[str] = set()  # row keys picked with space (labelled together)
         self.scan_done = 0
-        self.scan_total: int | None = None
         self.scanning = False
         self.check_done = 0  # cases the full integrity pass has checked
         self.check_total = 0
@@ -199,9 +198,8 @@ class RunsStore(Observable[str]):
         self._changed("rows", rows_changed=True)
 
     # -- scan progress ----------------------------------------------------------------
-    def set_progress(self, done: int, total: int | None, scanning: bool) -> None:
+    def set_progress(self, done: int, scanning: bool) -> None:
         self.scan_done = done
-        self.scan_total = total
         self.scanning = scanning
         self._notify("progress")
 

@@ -119,7 +119,6 @@ class StreamSession(Observable[StreamSnapshot]):
         self.feed: LiveFeed | None = None
         self.sent_request: TeacherRequest | None = None
         self.last_status: str | None = None
-        self.last_acc: StreamAccumulator | None = None
         self.message = ""
         self.severity = "info"
         self.case_label = "?"
@@ -216,9 +215,8 @@ class StreamSession(Observable[StreamSnapshot]):
         self._changed()
         return self.feed
 
-    def ended(self, status: str, acc: StreamAccumulator | None = None) -> None:
+    def ended(self, status: str) -> None:
         if self.feed is not None:
             self.feed.finish(status)
-            acc = acc or self.feed.acc
-        self.last_status, self.last_acc = status, acc
+        self.last_status = status
         self._changed()

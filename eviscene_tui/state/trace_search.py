@@ -92,7 +92,6 @@ class SearchCorpus:
     def __init__(self) -> None:
         self._texts: dict[int, str] = {}
         self._lock = threading.Lock()
-        self.stored_chars = 0
 
     def add(self, index: int, raw: Any) -> None:
         if raw is None:
@@ -101,7 +100,6 @@ class SearchCorpus:
         with self._lock:
             if index not in self._texts:
                 self._texts[index] = text
-                self.stored_chars += len(text)
 
     def __contains__(self, index: int) -> bool:
         return index in self._texts

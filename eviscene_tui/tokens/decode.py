@@ -180,7 +180,6 @@ class LocalTokenizerDecoder(TokenDecoder):
                 self.specials[row["id"]] = SpecialToken(row["id"], row["content"], bool(row.get("special", False)))
                 added[row["id"]] = row["content"]
         self.vision = vision.from_added_tokens(added, "tokenizer.json added tokens")
-        self.vocab_size = self._tok.get_vocab_size(with_added_tokens=True)
         self._bytes: dict[int, bytes] = {}
 
     @classmethod

@@ -149,8 +149,6 @@ class FlowLayout:
             starts = [0]
         self.seg_starts = starts
         self.seg_ends = [*starts[1:], n]
-        natural_set = set(natural)
-        self.forced = {s for s in starts if s not in natural_set}  # cut inside a long message
         self.avg = self._average_width(n)
         self.lines = _Fenwick([self._estimate(i) for i in range(len(starts))])
         self.exact: list[bool] = [False] * len(starts)

@@ -102,10 +102,8 @@ class EvisceneApp(TriageOps, App[int]):
         self.case_index = CaseIndex()
         self.settings = options.settings  # read once by the CLI; never re-read here
         self.watch_enabled = watch
-        self.scan_seconds: float | None = None
         self._scan_started = 0.0
         self._scan_id = 0  # results of an older scan's integrity pass are dropped
-        self.check_seconds: float | None = None
         self._refresh_queue: queue.Queue[set[str]] = queue.Queue()
         self._stop_watch = asyncio.Event()
         self.watch_ready = asyncio.Event()
@@ -199,12 +197,11 @@ class EvisceneApp(TriageOps, App[int]):
     def start_scan(self) -> None:
         self._scan_id += 1
         self.workers.cancel_group(self, "integrity")
-        self.check_seconds = None
         self.store.set_check_progress(0, 0, False)
         self.store.clear()
         self._scan_started = time.perf_counter()
         self.probes.scan_started()
-        self.store.set_progress(0, None, True)
+        self.store.set_progress(0, True)
         self.scan()
 
     def _adopt_scan(self, tree: ScannedTree) -> None:
@@ -213,11 +210,12 @@ class EvisceneApp(TriageOps, App[int]):
         pass's messages."""
         self._scan_id += 1
         self._scan_started = time.perf_counter()
+        self.probes.scan_started()
         rows = [replace(row) for row in tree.rows]  # the store's own rows (a tree's are shared)
-        self.store.set_progress(0, None, True)
-        self._on_batch(M.SummariesBatch(rows, done=len(rows), total=None, initial=True))
-        self.scan_seconds = 0.0
-        self.store.set_progress(len(rows), len(rows), False)
+        self.store.set_progress(0, True)
+        self._on_batch(M.SummariesBatch(rows, done=len(rows), initial=True))
+        self.probes.scan_finished(0.0)
+        self.store.set_progress(len(rows), False)
         for problem in tree.problems[:5]:
             self.notify(safe_text(problem, limit=300), title="discovery", severity="warning", markup=False)
         checks = list(tree.checks)
@@ -246,7 +244,7 @@ class EvisceneApp(TriageOps, App[int]):
             for results in scan_large(refs, os.path.abspath(key_base), cancelled=lambda: worker.is_cancelled, path_map=self.options.path_map):
                 done += len(results)
                 checked += len(results)
-                self.post_message(M.SummariesBatch([row for row, _check in results], done=done, total=None, initial=True))
+                self.post_message(M.SummariesBatch([row for row, _check in results], done=done, initial=True))
                 self.post_message(M.IntegrityChecked(scan_id, [check for _row, check in results], done=checked, total=checked))
         # the gated searches the app was told about outside the opened folder (not written yet: added once they are)
         extra = (build_row(ref, key_base, self.transient, initial=True)
@@ -265,7 +263,7 @@ class EvisceneApp(TriageOps, App[int]):
                 return done
             first = done == 0
             done += len(batch)
-            self.post_message(M.SummariesBatch(batch, done=done, total=None, initial=True))
+            self.post_message(M.SummariesBatch(batch, done=done, initial=True))
             # hand the GIL to the UI thread: a long pause after the first batch so the
             # first rows paint at once, a short one per batch to keep keys responsive
             if switches.on("scan_sleeps"):
@@ -296,7 +294,7 @@ class EvisceneApp(TriageOps, App[int]):
             self.case_index.add(row)
         self.store.upsert(message.rows)
         if message.initial:
-            self.store.set_progress(message.done, message.total, True)
+            self.store.set_progress(message.done, True)
             self.probes.first_rows(time.perf_counter() - self._scan_started)
         if any(r.being_written for r in message.rows):
             keys = {r.key for r in message.rows if r.being_written}
@@ -313,8 +311,8 @@ class EvisceneApp(TriageOps, App[int]):
 
     @on(M.ScanFinished)
     def _on_scan_finished(self, message: M.ScanFinished) -> None:
-        self.scan_seconds = message.seconds
-        self.store.set_progress(message.count, message.count, False)
+        self.probes.scan_finished(message.seconds)
+        self.store.set_progress(message.count, False)
         for problem in message.problems[:5]:
             self.notify(safe_text(problem, limit=300), title="discovery", severity="warning", markup=False)
         self.start_integrity_pass()
@@ -366,7 +364,7 @@ class EvisceneApp(TriageOps, App[int]):
         if items:
             self.check_integrity(self._scan_id, items)
         else:
-            self.check_seconds = 0.0
+            self.probes.check_finished(0.0)
 
     @work(thread=True, exclusive=True, group="integrity", exit_on_error=False)
     def check_integrity(self, scan_id: int, items: list[tuple[str, CaseRef]]) -> None:
@@ -415,7 +413,7 @@ class EvisceneApp(TriageOps, App[int]):
     def _on_integrity_finished(self, message: M.IntegrityFinished) -> None:
         if message.scan != self._scan_id:
             return
-        self.check_seconds = message.seconds
+        self.probes.check_finished(message.seconds)
         self.store.set_check_progress(message.count, self.store.check_total, False)
         if message.error:
             self.notify("Integrity check stopped: " + safe_text(message.error, single_line=True, limit=300), severity="error", markup=False)
@@ -569,7 +567,7 @@ class EvisceneApp(TriageOps, App[int]):
         if removed:
             self.post_message(M.CasesRemoved(removed))
         if rows:
-            self.post_message(M.SummariesBatch(rows, done=len(rows), total=None, initial=False))
+            self.post_message(M.SummariesBatch(rows, done=len(rows), initial=False))
 
     # -- actions -------------------------------------------------------------------------
     def action_help(self) -> None:

@@ -37,11 +37,10 @@ if TYPE_CHECKING:
 class SummariesBatch(Message):
     """A batch of case rows from the scan (or a re-summary after a change)."""
 
-    def __init__(self, rows: list[CaseRow], *, done: int, total: int | None, initial: bool) -> None:
+    def __init__(self, rows: list[CaseRow], *, done: int, initial: bool) -> None:
         super().__init__()
         self.rows = rows
         self.done = done
-        self.total = total
         self.initial = initial
 
 

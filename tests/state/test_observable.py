@@ -40,9 +40,9 @@ def test_the_sessions_and_the_store_notify_through_it(tmp_path: Path) -> None:
     store = RunsStore()
     reasons: list[str] = []
     stop = store.subscribe(reasons.append)
-    store.set_progress(1, 2, True)
+    store.set_progress(1, True)
     stop()
-    store.set_progress(2, 2, False)
+    store.set_progress(2, False)
     assert reasons == ["progress"]
     assert isinstance(GateSession(tmp_path), Observable) and isinstance(StreamSession(), Observable)
 

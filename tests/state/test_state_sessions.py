@@ -49,7 +49,7 @@ def test_stream_session_prefills_the_hint_once_and_tracks_the_stream():
     feed = session.start(req)
     assert session.streaming and session.sent_request is req and feed is session.feed
     session.ended("complete")
-    assert not session.streaming and session.last_status == "complete" and session.last_acc is feed.acc
+    assert not session.streaming and session.last_status == "complete" and feed.state == "complete"
     assert seen[-1].state == "complete"
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import signal
 
 from conftest import wait_until
-from ui_helpers import make_app, screen_text, wait_scan
+from ui_helpers import make_app, scanned, screen_text, wait_scan
 
 from eviscene_tui.ui.screens.gate import GateCard, GateScreen
 
@@ -139,7 +139,7 @@ async def test_a_gated_root_outside_the_opened_folder_is_a_row_and_G_opens_only_
             await pilot.press("escape")
 
             await pilot.press("ctrl+r")  # a rescan lists it at once
-            await wait_until(lambda: app.scan_seconds is not None and gated_row() is not None, timeout=TIMEOUT, pilot=pilot,
+            await wait_until(lambda: scanned(app) and gated_row() is not None, timeout=TIMEOUT, pilot=pilot,
                              what="the gated row after a rescan")
             assert [r.key for r in app.store.rows()].count(row.key) == 1
         # the scan itself lists the gated root once it exists (not only the runs screen's refresh)

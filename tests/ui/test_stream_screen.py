@@ -46,7 +46,7 @@ async def test_cancel_key_mid_stream_at_5000_tps(tmp_path):
             # coalesced: far fewer pane updates than tokens
             content = screen.query_one("#pane-content", TextPane)
             assert content.probes.appends < view.acc.token_count / 5
-            assert view.flushes < view.acc.token_count / 5  # flushed on a timer, not per token (bench_policy prints the flush count)
+            assert view.probes.flushes < view.acc.token_count / 5  # flushed on a timer, not per token (bench_policy prints the flush count)
             await wait_until(lambda: srv.recorder.disconnects)
             assert "CANCELLED" not in content.text
             # the app keeps working: send again, complete this time

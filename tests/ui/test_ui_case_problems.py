@@ -5,7 +5,7 @@ count of ``check``, each problem is marked on the object it concerns in the Roun
 from __future__ import annotations
 
 from textual.widgets import TabbedContent
-from ui_helpers import make_app, open_case, sample_root, screen_text, wait_for
+from ui_helpers import make_app, open_case, sample_root, screen_text, wait_checked, wait_for
 
 from eviscene_tui.artifacts.report import build_check_report
 
@@ -130,7 +130,7 @@ async def test_slate_root_is_labelled_unsupported_everywhere_and_never_waits(tmp
     make_slate_case(root / "slate-search")
     app = make_app(root)
     async with app.run_test(size=(140, 40)) as pilot:
-        assert await wait_for(pilot, lambda: app.check_seconds is not None, 30)
+        await wait_checked(pilot, app)
         row = app.store.get("slate-search")
         status = cell_text(row, next(c for c in COLUMNS if c.key == "status"))
         assert status.startswith("unsupported layout") and "slate" in status

@@ -37,7 +37,7 @@ async def test_moved_tree_trace_compare_tokens_and_provenance(tmp_path: Path) ->
         failure = screen.view.failure_index
         assert failure is not None and screen.trace_rows is not None and screen.trace_rows.failure_index == failure
         tv = screen.query_one(TraceView)
-        assert await wait_for(pilot, lambda: tv.cursor == failure and tv.failure_painted_at is not None)
+        assert await wait_for(pilot, lambda: tv.cursor == failure and tv.probes.failure_painted_at is not None)
         assert Path(screen.trace.path) == root / "inputs" / "feedback-converged-3-rounds" / "trace.json"
         assert await wait_for(pilot, lambda: screen.integrity is not None, 20)
         status = str(screen.query_one("#trace-status", Static).content)

@@ -8,7 +8,7 @@ import shutil
 import stat
 from pathlib import Path
 
-from ui_helpers import make_app, open_case, sample_root, wait_for
+from ui_helpers import make_app, open_case, sample_root, scanned, wait_for
 
 from eviscene_tui.ui.screens.runs import RunsScreen
 from eviscene_tui.ui.screens.step_detail import StepDetailScreen
@@ -47,5 +47,5 @@ async def test_scripted_session_leaves_root_identical(tmp_path_factory, tmp_path
             await pilot.press("escape", "2", "3", "v", "4", "5", "1", "escape")
             await wait_for(pilot, lambda: isinstance(app.screen, RunsScreen), 5)
         await pilot.press("t", "n", "a", "s", "S", "slash", "c", "escape", "ctrl+r")
-        await wait_for(pilot, lambda: app.scan_seconds is not None and not app.store.scanning, 20)
+        await wait_for(pilot, lambda: scanned(app), 20)
     assert tree_hash(root) == before

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ui_helpers import make_app, sample_root, screen_text, wait_for, wait_scan
+from ui_helpers import make_app, sample_root, screen_text, wait_checked, wait_for, wait_scan
 
 from eviscene_tui.ui.widgets.runs_table import RunsTable
 
@@ -170,8 +170,7 @@ async def test_problem_counts_equal_check_json(tmp_path_factory, capsysbinary) -
     app = make_app(root, transient_grace=0.0)
     async with app.run_test(size=(160, 40)) as pilot:
         await wait_scan(pilot, app)
-        assert await wait_for(pilot, lambda: app.check_seconds is not None, 30), "integrity pass did not finish"
-        await pilot.pause()
+        await wait_checked(pilot, app)
         assert {r.key: r.problems for r in app.store.rows()} == expected
         assert all(r.checked for r in app.store.rows())
         await pilot.press("x")
@@ -194,7 +193,7 @@ async def test_changed_case_is_checked_again(tmp_path_factory, tmp_path) -> None
     app = make_app(root, transient_grace=0.0)
     async with app.run_test(size=(160, 40)) as pilot:
         await wait_scan(pilot, app)
-        assert await wait_for(pilot, lambda: app.check_seconds is not None, 30)
+        await wait_checked(pilot, app)
         row = app.store.get("feedback-converged-3-rounds")
         assert row is not None and row.checked and row.problems == 0
         episode = next((root / "feedback-converged-3-rounds" / "rounds").glob("round-*/episodes/*.json"))
@@ -253,7 +252,7 @@ async def test_integrity_pass_uses_worker_processes_inside_the_app(tmp_path, not
     app = make_app(root, transient_grace=0.0)
     async with app.run_test(size=(120, 30), notifications=True) as pilot:
         await wait_scan(pilot, app, timeout=120)
-        assert await wait_for(pilot, lambda: app.check_seconds is not None, 240), "integrity pass did not finish"
+        await wait_checked(pilot, app, 240)
         errors = [n for n in notices if "Integrity check" in n]
         assert not errors, errors
         assert all(r.checked for r in app.store.rows())

@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
-from ui_helpers import make_app, sample_root, wait_for
+from ui_helpers import make_app, sample_root, wait_checked, wait_for
 
 FIXED = 1_795_000_000  # 2026-11-18 UTC
 
@@ -33,8 +33,7 @@ def fixed_root(tmp_path_factory, tmp_path: Path, monkeypatch) -> Path:
 
 async def _scanned(pilot) -> None:
     app = pilot.app
-    await wait_for(pilot, lambda: app.scan_seconds is not None and app.check_seconds is not None, 30)
-    await pilot.pause()
+    await wait_checked(pilot, app)
 
 
 def _open(key: str, *keys: str):

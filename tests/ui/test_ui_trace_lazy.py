@@ -230,12 +230,12 @@ async def test_open_case_follows_a_burst_of_writes(tmp_path: Path, indexed, poll
     async with app.run_test(size=(120, 40)) as pilot:
         screen = await _open(pilot, app, "lazy-case")
         assert await wait_for(pilot, app.watch_ready.is_set, 5)
-        loaded_before = screen.updated_at
+        shown_before = screen.view
         thread = threading.Thread(target=driver, daemon=True)
         thread.start()
         try:
             # updated while the driver is still writing
-            assert await wait_for(pilot, lambda: screen.updated_at != loaded_before and "generating-" in str(screen.query_one("#case-title").content), 10)
+            assert await wait_for(pilot, lambda: screen.view is not shown_before and "generating-" in str(screen.query_one("#case-title").content), 10)
             seen = str(screen.query_one("#case-title").content)
             assert await wait_for(pilot, lambda: str(screen.query_one("#case-title").content) != seen, 10)
             assert not stop.is_set()

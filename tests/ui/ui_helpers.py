@@ -77,8 +77,25 @@ async def wait_for(pilot, predicate: Callable[[], object], timeout: float = DEFA
     return True
 
 
+def scanned(app) -> bool:
+    """The scan is over: every case it found is in the store and the status line no longer
+    says "scanning" (the app starts its scan while it mounts, before a test's first line)."""
+    return not app.store.scanning
+
+
+def checked(app) -> bool:
+    """The scan and its integrity pass are over: every listed case shows its final problem
+    count and the status line no longer says "checking integrity"."""
+    return not app.store.scanning and not app.store.checking
+
+
 async def wait_scan(pilot, app, timeout: float = 20.0) -> None:
-    assert await wait_for(pilot, lambda: app.scan_seconds is not None, timeout), "scan did not finish"
+    assert await wait_for(pilot, lambda: scanned(app), timeout), "scan did not finish"
+    await pilot.pause()
+
+
+async def wait_checked(pilot, app, timeout: float = 30.0) -> None:
+    assert await wait_for(pilot, lambda: checked(app), timeout), "integrity pass did not finish"
     await pilot.pause()
 
 

@@ -534,7 +534,6 @@ class Case:
         steps.append(run.judge(len(s.acts), s.verdict, stage="unified_judgment", seed=f"{self.case_id}:src:judge"))
         store.finish()
         self.source_store = store
-        self.source_messages = run.messages
         v = s.verdict
         judgment = {"verdict": v.verdict, "confidence": v.confidence, "overall_assessment": v.assessment}
         trace = {

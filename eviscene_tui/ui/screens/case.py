@@ -193,14 +193,6 @@ class CaseScreen(Screen):
     def marks(self) -> list[ProblemMark]:
         return self.session.marks
 
-    @property
-    def updated_at(self) -> float | None:
-        return self.session.updated_at
-
-    @property
-    def opened_at(self) -> float:
-        return self.session.opened_at
-
     def problem_rows(self) -> list[ProblemRow]:
         return self.session.problem_rows()
 

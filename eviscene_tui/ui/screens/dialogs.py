@@ -291,7 +291,6 @@ class ReasonPrompt(FormScreen):
         placeholder = "reason (journaled)" + ("; required" if required else "; optional")
         super().__init__(title, [("reason", "reason", placeholder)], context=context,
                          validate=self._reason_given if required else None)
-        self.required = required
 
     @staticmethod
     def _reason_given(values: dict[str, Any]) -> str | None:

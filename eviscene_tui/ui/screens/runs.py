@@ -451,7 +451,7 @@ class RunsScreen(Screen):
         # a gated search the app was told about whose driver wrote its root after the scan
         changed.extend(extra_rows(root, extra, known, key_root))
         if changed:
-            self.app.post_message(SummariesBatch(changed, done=len(changed), total=None, initial=False))
+            self.app.post_message(SummariesBatch(changed, done=len(changed), initial=False))
 
     def action_open_gate(self) -> None:
         """The gate of the highlighted case, or a message saying it has none."""

@@ -172,10 +172,6 @@ class StreamScreen(Screen):
     def last_status(self, value: str | None) -> None:
         self.session.last_status = value
 
-    @property
-    def last_acc(self) -> StreamAccumulator | None:
-        return self.session.last_acc
-
     # ------------------------------------------------------------------ layout
     def compose(self) -> ComposeResult:
         yield Static("", id="stream-title", markup=False)
@@ -427,7 +423,7 @@ class StreamScreen(Screen):
         view = self.query_one(StreamView)
         view.reset(out.accumulator)
         view.finish("failed")
-        self.session.ended("failed", out.accumulator)
+        self.session.ended("failed")
         self._message(f"Request unavailable: {reason} — recorded as a failed attempt: {out.path or out.save_error}", "error")
 
     def action_cancel_stream(self) -> None:
@@ -453,7 +449,7 @@ class StreamScreen(Screen):
     def on_stream_ended(self, message: StreamEnded) -> None:
         view = self.query_one(StreamView)
         view.finish(message.status)
-        self.session.ended(message.status, message.acc)
+        self.session.ended(message.status)
         self._summary(message.status, message.acc)
 
     def _summary(self, status: str, acc: StreamAccumulator) -> None:

@@ -7,8 +7,6 @@ they scroll into view.
 
 from __future__ import annotations
 
-import time
-
 from rich.cells import cell_len, set_cell_size
 from rich.segment import Segment
 from rich.style import Style
@@ -20,6 +18,7 @@ from textual.reactive import reactive
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
+from eviscene_tui.probes import ViewProbes
 from eviscene_tui.ui.actions import bindings
 from eviscene_tui.state.rows import COLUMNS, CaseRow, Column, cell_text, column_widths, empty_columns, shorten_middle, shorten_start
 
@@ -100,7 +99,7 @@ class RunsTable(ScrollView, can_focus=True):
         self.sort_reverse = False
         self._cache: LRUCache[tuple, Strip] = LRUCache(2048)
         self._layout: list[tuple[Column, int]] = []
-        self.first_row_painted_at: float | None = None  # perf_counter of the first painted case row (benchmarks)
+        self.probes = ViewProbes()  # when the first case row was painted, for the bench
         self.selected: frozenset[str] = frozenset()  # row keys selected with space
         self.groups: list[tuple[int, str, int, int]] = []  # (first row, title, rows, labelled) per group
         self._lines: list[int] = []  # display line -> row index (>= 0) or group header -(n + 1)
@@ -252,8 +251,8 @@ class RunsTable(ScrollView, can_focus=True):
             strip = self._group_strip(group)
         else:
             strip = self._header_strip() if index < 0 else self._row_strip(index, index == self.cursor)
-        if index >= 0 and self.first_row_painted_at is None:
-            self.first_row_painted_at = time.perf_counter()
+        if index >= 0:
+            self.probes.painted_row(index)
         total = self.virtual_size.width
         strip = strip.crop_extend(scroll_x, scroll_x + max(width, 1), self.rich_style)
         del total

@@ -227,9 +227,7 @@ class StreamView(Vertical):
         self._badge = "unattested"  # session kind until a call's attestation result arrives (set_badge / Attested)
         self._idle = True
         self._timings: dict[str, Any] | None = None  # measured timings of a replayed feed (see finish)
-        self.flushes = 0
-        self.flushed: tuple[int, float] = (0, 0.0)
-        self._started_at: float | None = None
+        self.probes = ViewProbes()  # its flushes, for the tests and the bench
         self._last_flush = 0.0
         self._min_gap = 0.0  # grows to 1/HEAVY_FLUSH_HZ while a very fast stream floods the panes
 
@@ -266,7 +264,6 @@ class StreamView(Vertical):
         self._feed = feed
         self._idle = False
         self._timings = None
-        self._started_at = time.monotonic()
         for pane in self.query(TextPane):
             pane.clear()
         feed.dirty = True
@@ -321,8 +318,7 @@ class StreamView(Vertical):
         if not force and now - self._last_flush < self._min_gap:
             return  # keep buffering: the next tick flushes
         self._last_flush = now
-        self.flushes += 1
-        self.flushed = (feed.events, time.perf_counter())  # how many events were painted, and when (benchmarks)
+        self.probes.flushed(feed.events)
         appended = 0
         texts, tools = feed.take()
         with self.app.batch_update():

@@ -7,7 +7,6 @@ Rows not built yet paint as a dim placeholder.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterable
 
 from rich.segment import Segment
@@ -20,6 +19,7 @@ from textual.reactive import reactive
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
+from eviscene_tui.probes import ViewProbes
 from eviscene_tui.ui.actions import bindings
 from eviscene_tui.state.trace_rows import StepRow, TraceRows
 
@@ -85,8 +85,7 @@ class TraceView(ScrollView, can_focus=True):
     def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
         super().__init__(id=id, classes=classes)
         self.data: TraceRows | None = None
-        self.failure_painted_at: float | None = None  # perf_counter of the first paint of the failure step (benchmarks)
-        self.row_painted: tuple[int, float] | None = None  # (step, perf_counter) of the last built row painted (benchmarks)
+        self.probes = ViewProbes()  # when rows and the failure step were painted, for the bench
         self.marks: frozenset[int] = frozenset()  # steps matching the current search (a marker in the gutter)
         self._cache: LRUCache[tuple, Strip] = LRUCache(4096)
         self._wanted: tuple[int, int] | None = None  # the last RowsWanted range posted
@@ -229,11 +228,10 @@ class TraceView(ScrollView, can_focus=True):
             self._want(index)
         strip = self._build(index, part, row, is_failure, width)
         if row is not None and part == 0:
-            self.row_painted = (index, time.perf_counter())
+            self.probes.painted_row(index)
         if is_failure:
             strip = strip.apply_style(self.get_component_rich_style("trace--failure"))
-            if self.failure_painted_at is None:
-                self.failure_painted_at = time.perf_counter()
+            self.probes.painted_failure()
         if is_cursor:
             strip = strip.apply_style(self.get_component_rich_style("trace--cursor"))
         strip = strip.crop_extend(scroll_x, scroll_x + max(width, 1), self.rich_style)
