@@ -1096,12 +1096,6 @@ class JudgeSummary(Finalization):
     train_cases_sha256: str | None = None
 
 
-class JudgeCacheEntry(Tolerant):
-    identity: dict[str, Any] | None = None
-    response: Any = None
-    response_sha256: str | None = None
-
-
 # --------------------------------------------------------------------------- runtime archive
 class RuntimeEvent(Tolerant):
     """One ``events.jsonl`` line (§2.13)."""

@@ -340,11 +340,6 @@ class SourceTrace:
     def verdict(self) -> Any:
         return self.raw.get("verdict")
 
-    @property
-    def psd_repair(self) -> dict[str, Any] | None:
-        value = self.raw.get("psd_repair")
-        return value if isinstance(value, dict) else None
-
     # ---------------------------------------------------------------- hashes
     def canonical_sha256(self) -> str:
         """Canonical JSON sha of the whole trace (§6); computed once. An indexed trace is

@@ -191,9 +191,6 @@ class DecisionState:
     def cases_with_label(self, label: str) -> list[str]:
         return sorted(case for case, labels in self.triage_by_case().items() if label in labels)
 
-    def comments(self, case: str | None = None) -> list[Decision]:
-        return [d for d in self.decisions if d.active and d.action == "comment" and (case is None or d.target.get("case") == case)]
-
 
 def fold(events: Iterable[dict[str, Any]]) -> DecisionState:
     state = DecisionState()

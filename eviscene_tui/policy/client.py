@@ -167,10 +167,6 @@ class StreamProgress:
     def event(self) -> None:
         self.last_event = self._clock()
 
-    @property
-    def flowing(self) -> bool:
-        return self.last_event is not None
-
     def _quiet_until(self) -> float:
         c = self.config
         return self.last_event + c.stall_timeout if self.last_event is not None else self.started + c.read_timeout

@@ -119,7 +119,6 @@ class CaseView:
     # that line is read from; a path ending in "/" stands for everything under it
     round_anchors: dict[int, tuple[str, ...]] = field(default_factory=dict)
     problems: list[tuple[str, str, str]] = field(default_factory=list)
-    round_indices: list[int] = field(default_factory=list)
     latest_round: int | None = None
     latest_hint: str | None = None  # raw hint text for the stream screen (not displayed from here)
     hint_count: int = 0
@@ -200,7 +199,6 @@ def build_case_view(bundle: CaseBundle, *, key: str, base: Any = None) -> CaseVi
         layout=safe_text(bundle.layout, single_line=True),
     )
     rounds = bundle.rounds
-    view.round_indices = [r.index for r in rounds]
     view.latest_round = rounds[-1].index if rounds else None
     latest_round_status = rounds[-1].status if rounds else None
     if site is not None and site.source_step_index is not None:
