@@ -74,7 +74,7 @@ class CheckReport(TypedDict):
     problems: list[ProblemJson]
 
 
-PARALLEL_MIN_CASES = 400
+PARALLEL_MIN_CASES = 400  # below this one thread is faster than starting processes (``check`` and the app's scan)
 CHUNK = 250
 
 

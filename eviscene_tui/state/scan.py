@@ -22,7 +22,7 @@ from eviscene_tui.artifacts.integrity import safe_read_bound
 from eviscene_tui.artifacts.layout import CaseRef, discover_cases
 from eviscene_tui.artifacts.paths import PathMap
 from eviscene_tui.artifacts.problems import Problem
-from eviscene_tui.artifacts.report import checked_case
+from eviscene_tui.artifacts.report import PARALLEL_MIN_CASES, checked_case
 from eviscene_tui.artifacts.summary import summarize_case
 from eviscene_tui.gate.bundled import REPAIRS_DIR
 from eviscene_tui.gate.protocol import GATES_DIR, SIDECAR_SUFFIX
@@ -125,7 +125,6 @@ def check_refs(items: list[tuple[str, CaseRef]], base: str, path_map: PathMap | 
     return out
 
 
-PARALLEL_MIN_CASES = 400  # below this one thread is faster than starting processes
 POOL_CHUNK = 100
 THREAD_CHUNK = 10
 

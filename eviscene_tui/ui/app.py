@@ -28,6 +28,7 @@ from textual.screen import Screen
 from textual.worker import Worker, get_current_worker
 from watchfiles import awatch
 
+from eviscene_tui.artifacts.report import PARALLEL_MIN_CASES
 from eviscene_tui.options import AppOptions
 from eviscene_tui.probes import AppProbes
 from eviscene_tui.safe_text import safe_text
@@ -39,7 +40,6 @@ from eviscene_tui.state.scan import (
     EntryPoller,
     KeyThrottle,
     LockedTransient,
-    PARALLEL_MIN_CASES,
     OpenCasePoller,
     ScannedTree,
     activity,

@@ -244,7 +244,7 @@ async def test_integrity_pass_uses_worker_processes_inside_the_app(tmp_path, not
     (whose stderr is a capture object) that must work and agree with ``check``."""
     from eviscene_tui.artifacts.report import build_check_report
     from eviscene_tui.scaffold.samples.synthetic import make_many_cases
-    from eviscene_tui.state.scan import PARALLEL_MIN_CASES
+    from eviscene_tui.artifacts.report import PARALLEL_MIN_CASES
 
     root = tmp_path / "many"
     make_many_cases(root, PARALLEL_MIN_CASES + 20)
