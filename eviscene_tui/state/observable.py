@@ -1,5 +1,5 @@
 """``subscribe`` + notify, once, for every Textual-free session and store of floor 3
-(``RunsStore``, ``GateSession``, ``StreamSession``): a screen subscribes, gets the
+(``RunsStore``, ``CaseSession``, ``GateSession``, ``StreamSession``): a screen (the gate's panel) subscribes, gets the
 changes (a snapshot, or a short reason), and calls what ``subscribe`` returned when it
 goes."""
 

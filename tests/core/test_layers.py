@@ -160,3 +160,25 @@ def test_the_checker_sees_a_service_above_its_place_and_the_room() -> None:
     assert violations("scaffold/samples/tree.py", [(1, "eviscene_tui.scaffold.tiny")]) == []
     assert violations("scaffold/commands/demo.py", [(1, "eviscene_tui.ui.launch")]) == []
     assert violations("gate/decide.py", [(1, "eviscene_tui.journal")]) == []
+
+
+def standard_library_only(imports: list[tuple[int, str]]) -> list[str]:
+    """The imports of a module that must run anywhere (inside a driver) that are not of the
+    standard library: anything of the package or a third party."""
+    import sys
+
+    return [f"{line}: {module}" for line, module in imports
+            if module.split(".")[0] not in sys.stdlib_module_names]
+
+
+def test_the_protocol_module_and_the_probes_import_the_standard_library_only() -> None:
+    """The gate's protocol module runs inside a driver (it imports nothing of the package);
+    the probes are recorded into from floor 1 up (the policy client too)."""
+    wrong = []
+    for rel in ("gate/protocol.py", "probes.py"):
+        wrong += [f"{rel}:{found}" for found in standard_library_only(_imports(PACKAGE / rel))]
+    assert not wrong, "\n".join(wrong)
+
+
+def test_the_standard_library_check_sees_the_package_and_a_third_party() -> None:
+    assert standard_library_only([(1, "eviscene_tui.safe_text"), (2, "orjson"), (3, "json"), (4, "os.path")]) == ["1: eviscene_tui.safe_text", "2: orjson"]
