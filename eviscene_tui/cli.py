@@ -77,6 +77,13 @@ def add_policy_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--policy-model", help="served model name for unattested continuations (with --policy-url)")
 
 
+def add_hint_arguments(parser: argparse.ArgumentParser) -> None:
+    """The hint constructor's flags, shared by the app (it hands them to the searches it
+    starts) and ``repair``: an OpenAI-compatible server that proposes hints each round."""
+    parser.add_argument("--hint-url", help="OpenAI-compatible hint constructor base URL (with --hint-model): it proposes hints each round")
+    parser.add_argument("--hint-model", help="the hint constructor's model name (with --hint-url)")
+
+
 def policy_target_from_args(args: argparse.Namespace) -> PolicyTarget:
     """The policy server the flags name; a bad profile, half a pair or no policy at all is
     a usage error (one line)."""
@@ -110,8 +117,7 @@ def add_app_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--operator", help="operator name recorded with decisions")
     parser.add_argument("--workdir", help=f"the app's own directory; {WORKDIR_RULE}")
     add_policy_arguments(parser)
-    parser.add_argument("--hint-url", help="OpenAI-compatible hint-constructor base URL")
-    parser.add_argument("--hint-model", help="hint-constructor model name")
+    add_hint_arguments(parser)
     parser.add_argument("--tokenizer", help="tokenizer.json (or its folder) for decoding token ids")
     parser.add_argument("--config", help="config file (default: $EVISCENE_TUI_CONFIG or the XDG config dir)")
 

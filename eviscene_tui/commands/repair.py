@@ -26,7 +26,7 @@ import sys
 from pathlib import Path
 
 from eviscene_tui.artifacts.case import load_case
-from eviscene_tui.cli import UsageError, add_path_map_argument, add_policy_arguments, path_map_from_args, policy_target_from_args
+from eviscene_tui.cli import UsageError, add_hint_arguments, add_path_map_argument, add_policy_arguments, path_map_from_args, policy_target_from_args
 from eviscene_tui.gate import inproc
 from eviscene_tui.gate.bundled import REPAIRS_DIR, repair_label
 from eviscene_tui.gate import protocol as P
@@ -48,8 +48,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--output-dir", help="the search root (default: <work dir>/repairs/<case key>)")
     parser.add_argument("--workdir", help="the app's work directory (default: the one the app uses for the case)")
     add_policy_arguments(parser)
-    parser.add_argument("--hint-url", help="OpenAI-compatible hint constructor (with --hint-model): it proposes hints each round")
-    parser.add_argument("--hint-model", help="the hint constructor's model")
+    add_hint_arguments(parser)
     parser.add_argument("--operator", help="who started the search (default: $EVISCENE_OPERATOR, else the login name)")
     parser.add_argument("--resume", action="store_true", help="go on with the search in --output-dir (decisions taken are replayed)")
     parser.add_argument("--config", help="config file ([policy] and [supervised] budgets)")
