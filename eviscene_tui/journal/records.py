@@ -41,7 +41,7 @@ from platformdirs import user_data_path
 
 from eviscene_tui.artifacts.identity import CaseIdentity, read_identity
 from eviscene_tui.journal.paths import SUPERVISED_DIR, case_key, review_journal_path
-from eviscene_tui.storage import WORKDIR_SUFFIX, append_line, workdir_beside
+from eviscene_tui.storage import WORKDIR_SUFFIX, append_line
 
 APP_NAME = "eviscene-tui"
 REGISTRY_NAME = "workdirs.jsonl"
@@ -166,13 +166,6 @@ def registered_workdirs(keys: Iterable[str]) -> list[Path]:
 
 
 # ---------------------------------------------------------------------- the read rule
-def ancestor_workdirs(case_root: str | os.PathLike[str]) -> list[Path]:
-    """``<A>.eviscene-tui`` for the case and each of its ancestors ``A`` (nearest first),
-    whether or not they exist."""
-    p = Path(os.path.abspath(os.fspath(case_root)))
-    return [workdir_beside(folder) for folder in (p, *p.parents) if folder.parent != folder]
-
-
 def read_workdirs(
     case_roots: Iterable[str | os.PathLike[str]],
     write_workdir: str | os.PathLike[str] | None = None,
@@ -343,7 +336,6 @@ __all__ = [
     "CaseRecords",
     "RecordIndex",
     "RecordKey",
-    "ancestor_workdirs",
     "find_search_root",
     "find_supervised_root",
     "is_record_key",
