@@ -93,11 +93,14 @@ class ViewProbes:
     def appended(self) -> None:
         self.appends += 1
 
-    def painted_row(self, row: int) -> None:
-        now = time.perf_counter()
-        self.last_row_painted = (row, now)
+    def painted_first_row(self) -> None:
+        """A row was rendered (only the first counts: a view that calls this on every row
+        pays no clock read after it)."""
         if self.first_row_painted_at is None:
-            self.first_row_painted_at = now
+            self.first_row_painted_at = time.perf_counter()
+
+    def painted_row(self, row: int) -> None:
+        self.last_row_painted = (row, time.perf_counter())
 
     def painted_failure(self) -> None:
         if self.failure_painted_at is None:

@@ -161,3 +161,17 @@ def test_first_rows_keeps_the_first_and_a_scan_starts_again() -> None:
     assert app.first_rows_at == 0.5
     app.scan_started()
     assert app.first_rows_at is None
+
+
+def test_a_views_paint_probes_keep_the_first_paint_and_the_last_row() -> None:
+    view = probes.ViewProbes()
+    view.painted_first_row()
+    first = view.first_row_painted_at
+    view.painted_first_row()
+    assert first is not None and view.first_row_painted_at == first
+    view.painted_row(3)
+    view.painted_row(7)
+    assert view.last_row_painted is not None and view.last_row_painted[0] == 7
+    view.flushed(10)
+    view.flushed(25)
+    assert view.flushes == 2 and view.last_flush[0] == 25

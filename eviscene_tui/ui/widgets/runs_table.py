@@ -252,7 +252,7 @@ class RunsTable(ScrollView, can_focus=True):
         else:
             strip = self._header_strip() if index < 0 else self._row_strip(index, index == self.cursor)
         if index >= 0:
-            self.probes.painted_row(index)
+            self.probes.painted_first_row()
         total = self.virtual_size.width
         strip = strip.crop_extend(scroll_x, scroll_x + max(width, 1), self.rich_style)
         del total
