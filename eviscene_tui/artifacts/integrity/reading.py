@@ -19,7 +19,7 @@ from eviscene_tui.artifacts.jsonio import (
     read_file_bytes,
     read_bound,
 )
-from eviscene_tui.artifacts.models import KNOWN_SCHEMAS
+from eviscene_tui.artifacts.schemas import KNOWN_SCHEMAS
 from eviscene_tui.artifacts.problems import Problem, ProblemCode
 
 MAX_PARSE_BYTES = 20 << 20  # generic JSON parse and source-trace capture check only below this
