@@ -41,7 +41,21 @@ def schema_family(schema: str) -> str:
 
 KNOWN_FAMILIES = frozenset(schema_family(s) for s in KNOWN_SCHEMAS)
 
-join = os.path.join
+
+def _join(head: str, *names: str) -> str:
+    """``os.path.join`` of ``str`` paths on POSIX, the same result without its generic
+    machinery (bytes, path-likes): every check of every case joins paths dozens of times."""
+    for name in names:
+        if name.startswith("/"):
+            head = name
+        elif not head or head.endswith("/"):
+            head += name
+        else:
+            head = f"{head}/{name}"
+    return head
+
+
+join = _join if os.sep == "/" and os.altsep is None else os.path.join
 parent = os.path.dirname
 
 
