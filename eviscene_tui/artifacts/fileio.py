@@ -97,14 +97,22 @@ _KIND_BY_PARENT: dict[str, str] = {
 _BLOB_RE = re.compile(r"^[0-9a-f]{64}\.")
 
 
+def _split(text: str) -> tuple[str, str]:
+    """``os.path.split`` of a POSIX ``str`` path (every file read asks for its kind)."""
+    head, sep, name = text.rpartition("/")
+    if sep:
+        head = head.rstrip("/") or sep * (len(head) + 1)
+    return head, name
+
+
 def kind_of(path: str | os.PathLike[str]) -> str:
     """The kind of file ``path`` names (a key of :data:`LIMITS`), from its name."""
-    text = os.fspath(path)
-    head, name = os.path.split(text)
+    text = path if isinstance(path, str) else os.fspath(path)
+    head, name = os.path.split(text) if os.sep != "/" else _split(text)
     kind = _KIND_BY_NAME.get(name)
     if kind is not None:
         return kind
-    parent = os.path.basename(head)
+    parent = head.rpartition(os.sep)[2]
     if name.endswith(".meta.json"):
         return "config"
     if _BLOB_RE.match(name) and len(os.path.basename(os.path.dirname(head))) == 6 and parent and len(parent) == 2:

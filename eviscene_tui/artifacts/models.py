@@ -31,55 +31,31 @@ from pydantic import (
     model_validator,
 )
 
-from eviscene_tui.artifacts.jsonio import BOUND_GZIP_SCHEMA
-from eviscene_tui.artifacts.layout import RUN_SCHEMA, SEARCH_SCHEMA
 from eviscene_tui.artifacts.problems import Problem, ProblemCode
+from eviscene_tui.artifacts.schemas import (  # re-exported: the models' callers import them from here
+    SCHEMA_RUN_RESULT as SCHEMA_RUN_RESULT,
+    SCHEMA_FEEDBACK_SEARCH as SCHEMA_FEEDBACK_SEARCH,
+    SCHEMA_CANDIDATE as SCHEMA_CANDIDATE,
+    SCHEMA_ATTEMPT as SCHEMA_ATTEMPT,
+    SCHEMA_HINT_AUDIT as SCHEMA_HINT_AUDIT,
+    SCHEMA_SEMANTIC_LOCALIZATION as SCHEMA_SEMANTIC_LOCALIZATION,
+    SCHEMA_LOCAL_VERIFICATION as SCHEMA_LOCAL_VERIFICATION,
+    SCHEMA_VERIFICATION_BUNDLE as SCHEMA_VERIFICATION_BUNDLE,
+    SCHEMA_FINALIZATION as SCHEMA_FINALIZATION,
+    SCHEMA_TOKEN_CAPTURE as SCHEMA_TOKEN_CAPTURE,
+    SCHEMA_RUNTIME_EVENTS as SCHEMA_RUNTIME_EVENTS,
+    SCHEMA_CONTEXT_LEDGER as SCHEMA_CONTEXT_LEDGER,
+    SCHEMA_SERVING_PROFILE as SCHEMA_SERVING_PROFILE,
+    SCHEMA_CHECKPOINT_MANIFEST as SCHEMA_CHECKPOINT_MANIFEST,
+    SCHEMA_BOUND_GZIP as SCHEMA_BOUND_GZIP,
+    SCHEMA_MEDIA_V1 as SCHEMA_MEDIA_V1,
+    SCHEMA_MEDIA_V2 as SCHEMA_MEDIA_V2,
+    SCHEMA_MEDIA_V3 as SCHEMA_MEDIA_V3,
+    KNOWN_SCHEMAS as KNOWN_SCHEMAS,
+    RUN_FILE_ARGUMENTS as RUN_FILE_ARGUMENTS,
+)
 
 M = TypeVar("M", bound=BaseModel)
-
-# --------------------------------------------------------------------------- schema strings
-SCHEMA_RUN_RESULT = RUN_SCHEMA  # layout discovers cases by it
-SCHEMA_FEEDBACK_SEARCH = SEARCH_SCHEMA
-SCHEMA_CANDIDATE = "ifv-psd-candidate-v1"
-SCHEMA_ATTEMPT = "ifv-psd-repair-attempt-v1"
-SCHEMA_HINT_AUDIT = "ifv-psd-hint-audit-v1"
-SCHEMA_SEMANTIC_LOCALIZATION = "ifv-psd-semantic-localization-v1"
-SCHEMA_LOCAL_VERIFICATION = "ifv-psd-local-verification-v1"
-SCHEMA_VERIFICATION_BUNDLE = "ifv-psd-repair-verification-bundle-v1"
-SCHEMA_FINALIZATION = "ifv-psd-repair-finalization-v1"
-SCHEMA_TOKEN_CAPTURE = "ifv-policy-token-capture-v1"
-SCHEMA_RUNTIME_EVENTS = "ifv-runtime-events-v1"
-SCHEMA_CONTEXT_LEDGER = "ifv-context-ledger-v1"
-SCHEMA_SERVING_PROFILE = "ifv-qwen-serving-profile-v1"
-SCHEMA_CHECKPOINT_MANIFEST = "ifv-qwen-checkpoint-manifest-v1"
-SCHEMA_BOUND_GZIP = BOUND_GZIP_SCHEMA  # jsonio writes and reads the envelope
-SCHEMA_MEDIA_V1 = "ifv-psd-media-v1"
-SCHEMA_MEDIA_V2 = "ifv-psd-media-v2"
-SCHEMA_MEDIA_V3 = "ifv-psd-media-v3"
-
-#: Every ``schema_version`` string the reference documents (§2, §3, §5).
-KNOWN_SCHEMAS: frozenset[str] = frozenset(
-    {
-        SCHEMA_RUN_RESULT,
-        SCHEMA_FEEDBACK_SEARCH,
-        SCHEMA_CANDIDATE,
-        SCHEMA_ATTEMPT,
-        SCHEMA_HINT_AUDIT,
-        SCHEMA_SEMANTIC_LOCALIZATION,
-        SCHEMA_LOCAL_VERIFICATION,
-        SCHEMA_VERIFICATION_BUNDLE,
-        SCHEMA_FINALIZATION,
-        SCHEMA_TOKEN_CAPTURE,
-        SCHEMA_RUNTIME_EVENTS,
-        SCHEMA_CONTEXT_LEDGER,
-        SCHEMA_SERVING_PROFILE,
-        SCHEMA_CHECKPOINT_MANIFEST,
-        SCHEMA_BOUND_GZIP,
-        SCHEMA_MEDIA_V1,
-        SCHEMA_MEDIA_V2,
-        SCHEMA_MEDIA_V3,
-    }
-)
 
 #: The six checks of a local verification (``judge/hint-NN.json``) and of ``checker``.
 CHECK_NAMES: tuple[str, ...] = (
@@ -428,22 +404,7 @@ class RunInputs(Tolerant):
     is kept as a string.
     """
 
-    FILE_ARGUMENTS: ClassVar[tuple[str, ...]] = (
-        "trace",
-        "candidate",
-        "audit",
-        "gold",
-        "public_context",
-        "private_context",
-        "image",
-        "train_cases",
-        "policy_serving_profile",
-        "round_start_checkpoint_manifest",
-        "semantic_verification",
-        "verification_bundle",
-        "source_access_policy",
-        "search_media",
-    )
+    FILE_ARGUMENTS: ClassVar[tuple[str, ...]] = RUN_FILE_ARGUMENTS
 
     output_dir: str | None = None
     trace: FileBinding | str | None = None

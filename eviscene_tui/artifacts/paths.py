@@ -100,7 +100,12 @@ MAX_PATH_CHARS = 4096
 
 
 def _norm(path: str) -> str:
-    return os.path.normpath(os.path.abspath(path))
+    """``os.path.normpath(os.path.abspath(path))``. An absolute path with no empty, ``.``
+    or ``..`` component and no trailing separator is that already (checked in C; the
+    resolver normalises every candidate of every recorded path)."""
+    if path.startswith("/") and "//" not in path and "/." not in path and not path.endswith("/") and os.sep == "/":
+        return path
+    return os.path.abspath(path)  # abspath normalises: a second normpath is a no-op
 
 
 def _usable(value: object) -> str | None:
@@ -299,13 +304,14 @@ class PathResolver:
     path_map: PathMap = field(default_factory=PathMap)
     lookup: Callable[[str], str | None] | None = None
     no_symlinks: bool = False  # set by a caller whose walk saw no symlink under the boundary
+    real_boundary: str | None = None  # ``os.path.realpath(boundary)`` when the caller has it already
 
     def __post_init__(self) -> None:
         self.root = _norm(self.root)
         self.boundary = _norm(self.boundary) if self.boundary else self.root
         self._allowed_lex = [self.boundary]
         try:
-            self._allowed_real = [os.path.realpath(self.boundary)]
+            self._allowed_real = [self.real_boundary or os.path.realpath(self.boundary)]
         except (OSError, ValueError):
             self._allowed_real = [self.boundary]
         self._written: list[Rebase] = []  # recorded directory -> the local directory it names

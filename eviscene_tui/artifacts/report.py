@@ -20,14 +20,15 @@ import multiprocessing
 import os
 import threading
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from concurrent.futures import ProcessPoolExecutor
+from itertools import islice
 from pathlib import Path
 from typing import NotRequired, TypedDict
 
 from eviscene_tui.artifacts.integrity import check_case, safe_read_bound
 from eviscene_tui.artifacts.jsonio import read_json
-from eviscene_tui.artifacts.layout import CaseRef, discover
+from eviscene_tui.artifacts.layout import CaseRef, discover_cases
 from eviscene_tui.artifacts.paths import InputProvenance, PathMap
 from eviscene_tui.artifacts.problems import Problem, ProblemCode
 from eviscene_tui.artifacts.summary import CaseSummary, summarize_case
@@ -75,7 +76,7 @@ class CheckReport(TypedDict):
 
 
 PARALLEL_MIN_CASES = 400  # below this one thread is faster than starting processes (``check`` and the app's scan)
-CHUNK = 250
+CHUNK = 100  # small enough that the last chunks keep every worker busy to the end
 
 
 def _rel(path: str | os.PathLike[str], base: str) -> str:
@@ -158,6 +159,27 @@ def _chunk_entries(refs: list[CaseRef], base: str, path_map: PathMap | None = No
     return [case_entry(ref, base, path_map) for ref in refs]
 
 
+def _pooled_entries(
+    refs: list[CaseRef], more: Iterator[CaseRef], base: str, path_map: PathMap | None, n_workers: int
+) -> list[CaseEntry]:
+    """The entries of ``refs`` and of the cases ``more`` still yields, checked in a process
+    pool one chunk at a time: the walk goes on here while the workers check what it found
+    (a large folder's walk is a good part of the whole). Every case found is appended to
+    ``refs``."""
+    # fork is fastest, but forking a process that runs other threads (the app) is unsafe
+    method = "fork" if threading.active_count() == 1 and "fork" in multiprocessing.get_all_start_methods() else "spawn"
+    try:
+        with ProcessPoolExecutor(max_workers=n_workers, mp_context=multiprocessing.get_context(method)) as pool:
+            futures = [pool.submit(_chunk_entries, refs[i : i + CHUNK], base, path_map) for i in range(0, len(refs), CHUNK)]
+            for chunk in iter(lambda: list(islice(more, CHUNK)), []):
+                refs.extend(chunk)
+                futures.append(pool.submit(_chunk_entries, chunk, base, path_map))
+            return [e for future in futures for e in future.result()]
+    except (OSError, RuntimeError):  # no fork / no semaphores / a broken pool: one process
+        refs.extend(more)
+        return _chunk_entries(refs, base, path_map)
+
+
 def _wrapper_problems(wrappers: Iterable[Path]) -> list[Problem]:
     """Wrapper-level files (``inputs.json`` bound envelope, ``progress.json``)."""
     out: list[Problem] = []
@@ -194,20 +216,15 @@ def build_check_report(
     """
     root = Path(root)
     base = os.path.abspath(root)
-    refs, discovery_problems = discover(root)
-    refs.sort(key=lambda r: _rel(r.path, base))
+    discovery_problems: list[Problem] = []
+    found = discover_cases(root, discovery_problems)
+    refs = list(islice(found, PARALLEL_MIN_CASES))
     n_workers = workers if workers is not None else (os.cpu_count() or 1)
     entries: list[CaseEntry]
     if n_workers > 1 and len(refs) >= PARALLEL_MIN_CASES:
-        chunks = [refs[i : i + CHUNK] for i in range(0, len(refs), CHUNK)]
-        # fork is fastest, but forking a process that runs other threads (the app) is unsafe
-        method = "fork" if threading.active_count() == 1 and "fork" in multiprocessing.get_all_start_methods() else "spawn"
-        try:
-            with ProcessPoolExecutor(max_workers=n_workers, mp_context=multiprocessing.get_context(method)) as pool:
-                entries = [e for part in pool.map(_chunk_entries, chunks, [base] * len(chunks), [path_map] * len(chunks)) for e in part]
-        except (OSError, RuntimeError):  # no fork / no semaphores: fall back to one process
-            entries = _chunk_entries(refs, base, path_map)
+        entries = _pooled_entries(refs, found, base, path_map, n_workers)
     else:
+        refs.extend(found)
         entries = _chunk_entries(refs, base, path_map)
     entries.sort(key=lambda e: e["path"])
 

@@ -128,7 +128,7 @@ def _read_small(path: str, limit: int = MAX_SUMMARY_FILE) -> tuple[bytes | None,
 
 
 def _abs(path: Path | str) -> str:
-    return os.path.normpath(os.path.abspath(path))
+    return os.path.abspath(path)  # abspath normalises already: a second normpath is a no-op
 
 
 def read_manifest_status(path: Path | str) -> tuple[str, dict[str, Any] | None, list[Problem]]:

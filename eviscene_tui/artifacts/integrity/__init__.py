@@ -59,7 +59,7 @@ from eviscene_tui.artifacts.integrity.layouts import CaseCheck
 from eviscene_tui.artifacts.integrity.media_binding import pad_id_for_ids, pad_runs
 from eviscene_tui.artifacts.integrity.reading import read_json, read_jsonl, safe_read_bound
 from eviscene_tui.artifacts.layout import CaseRef
-from eviscene_tui.artifacts.models import KNOWN_SCHEMAS
+from eviscene_tui.artifacts.schemas import KNOWN_SCHEMAS
 from eviscene_tui.artifacts.paths import InputProvenance, PathMap
 from eviscene_tui.artifacts.problems import Problem, ProblemCode
 

@@ -9,7 +9,7 @@ import os
 
 from eviscene_tui.artifacts.integrity.context import CaseContext
 from eviscene_tui.artifacts.integrity.reading import MAX_PARSE_BYTES, as_dict, as_list, read_json
-from eviscene_tui.artifacts.models import SCHEMA_TOKEN_CAPTURE
+from eviscene_tui.artifacts.schemas import SCHEMA_TOKEN_CAPTURE
 from eviscene_tui.artifacts.problems import ProblemCode
 
 TEACHER_ACTION_REACT = ("psd_teacher_repair", "tool_call")

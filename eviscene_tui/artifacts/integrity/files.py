@@ -34,7 +34,7 @@ from eviscene_tui.artifacts.jsonio import (
     sha256_bytes,
     sha256_file,
 )
-from eviscene_tui.artifacts.models import KNOWN_SCHEMAS
+from eviscene_tui.artifacts.schemas import KNOWN_SCHEMAS
 from eviscene_tui.artifacts.problems import Problem, ProblemCode
 
 #: what a ``schema_version`` may be: one string, a set of them, or None (any known family at a known version)

@@ -8,11 +8,11 @@ import os
 
 from eviscene_tui.artifacts.integrity.context import CaseContext
 from eviscene_tui.artifacts.integrity.reading import as_dict, as_list, join, safe_read_bound
-from eviscene_tui.artifacts.models import RunInputs
+from eviscene_tui.artifacts.schemas import RUN_FILE_ARGUMENTS
 from eviscene_tui.artifacts.paths import INPUT_WHAT
 
 # run-inputs identity keys that hold {path, sha256} file bindings (§2.2)
-FILE_ARGS = RunInputs.FILE_ARGUMENTS
+FILE_ARGS = RUN_FILE_ARGUMENTS
 
 
 def _slice(binding: dict[str, object]) -> tuple[int, int] | None:

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from eviscene_tui.artifacts.integrity.context import CaseContext
 from eviscene_tui.artifacts.integrity.reading import EPISODE_RE, HEX64, as_dict, as_list, base, join, short
 from eviscene_tui.artifacts.jsonio import canonical_sha256, hint_sha256
-from eviscene_tui.artifacts.models import SCHEMA_FINALIZATION, SCHEMA_LOCAL_VERIFICATION, SCHEMA_VERIFICATION_BUNDLE
+from eviscene_tui.artifacts.schemas import SCHEMA_FINALIZATION, SCHEMA_LOCAL_VERIFICATION, SCHEMA_VERIFICATION_BUNDLE
 from eviscene_tui.artifacts.problems import ProblemCode
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from eviscene_tui.artifacts.integrity.context import CaseContext
 from eviscene_tui.artifacts.integrity.reading import as_dict, as_list, join
-from eviscene_tui.artifacts.models import SCHEMA_HINT_AUDIT, SCHEMA_SEMANTIC_LOCALIZATION
+from eviscene_tui.artifacts.schemas import SCHEMA_HINT_AUDIT, SCHEMA_SEMANTIC_LOCALIZATION
 
 
 class Proposals:

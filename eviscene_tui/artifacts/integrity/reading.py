@@ -19,7 +19,7 @@ from eviscene_tui.artifacts.jsonio import (
     read_file_bytes,
     read_bound,
 )
-from eviscene_tui.artifacts.models import KNOWN_SCHEMAS
+from eviscene_tui.artifacts.schemas import KNOWN_SCHEMAS
 from eviscene_tui.artifacts.problems import Problem, ProblemCode
 
 MAX_PARSE_BYTES = 20 << 20  # generic JSON parse and source-trace capture check only below this
@@ -41,7 +41,21 @@ def schema_family(schema: str) -> str:
 
 KNOWN_FAMILIES = frozenset(schema_family(s) for s in KNOWN_SCHEMAS)
 
-join = os.path.join
+
+def _join(head: str, *names: str) -> str:
+    """``os.path.join`` of ``str`` paths on POSIX, the same result without its generic
+    machinery (bytes, path-likes): every check of every case joins paths dozens of times."""
+    for name in names:
+        if name.startswith("/"):
+            head = name
+        elif not head or head.endswith("/"):
+            head += name
+        else:
+            head = f"{head}/{name}"
+    return head
+
+
+join = _join if os.sep == "/" and os.altsep is None else os.path.join
 parent = os.path.dirname
 
 

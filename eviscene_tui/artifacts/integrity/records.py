@@ -10,7 +10,7 @@ from eviscene_tui.artifacts.integrity.captures import Captures
 from eviscene_tui.artifacts.integrity.context import CaseContext
 from eviscene_tui.artifacts.integrity.media_binding import MediaBinding
 from eviscene_tui.artifacts.integrity.reading import EPISODE_RE, as_dict, join
-from eviscene_tui.artifacts.models import SCHEMA_ATTEMPT, SCHEMA_CANDIDATE, SCHEMA_HINT_AUDIT
+from eviscene_tui.artifacts.schemas import SCHEMA_ATTEMPT, SCHEMA_CANDIDATE, SCHEMA_HINT_AUDIT
 from eviscene_tui.artifacts.problems import ProblemCode
 
 

@@ -11,7 +11,7 @@ from eviscene_tui.artifacts.fileio import ReadRefused
 from eviscene_tui.artifacts.integrity.context import CaseContext
 from eviscene_tui.artifacts.integrity.reading import CONTEXT_RE, HEX64, MAX_PARSE_BYTES, join, read_json, short
 from eviscene_tui.artifacts.jsonl_append import scan_jsonl_appended
-from eviscene_tui.artifacts.models import SCHEMA_CONTEXT_LEDGER, SCHEMA_RUNTIME_EVENTS
+from eviscene_tui.artifacts.schemas import SCHEMA_CONTEXT_LEDGER, SCHEMA_RUNTIME_EVENTS
 from eviscene_tui.artifacts.problems import ProblemCode
 
 

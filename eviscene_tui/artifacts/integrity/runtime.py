@@ -26,7 +26,7 @@ import re
 from eviscene_tui.artifacts.integrity.context import CaseContext
 from eviscene_tui.artifacts.integrity.reading import HEX64, as_dict, as_list, join, read_json, short
 from eviscene_tui.artifacts.jsonio import jsonl_lines, read_file_bytes
-from eviscene_tui.artifacts.models import SCHEMA_CONTEXT_LEDGER, SCHEMA_RUNTIME_EVENTS
+from eviscene_tui.artifacts.schemas import SCHEMA_CONTEXT_LEDGER, SCHEMA_RUNTIME_EVENTS
 from eviscene_tui.artifacts.paths import missing_input_message
 from eviscene_tui.artifacts.problems import ProblemCode
 

@@ -47,6 +47,7 @@ class CaseTree:
 
     def __init__(self, root: str, wrapper: str | None, findings: Findings) -> None:
         self.root = root
+        self._below = root + os.sep  # the prefix of every path inside the case
         self.wrapper = wrapper
         self.findings = findings
         self.allowed_real: list[str] = []
@@ -73,7 +74,7 @@ class CaseTree:
             return path
 
     def in_case(self, path: str) -> bool:
-        return path.startswith(self.root + os.sep) or path == self.root
+        return path.startswith(self._below) or path == self.root
 
     def is_file(self, path: str) -> bool:
         """A regular file (or a symlink to one, which the walk reported separately)."""
@@ -164,7 +165,7 @@ class CaseTree:
     def _entry(self, d: str, e: os.DirEntry[str], files: list[str], dirs: list[str], stack: list[str]) -> None:
         """Sort one directory entry: a symlink (checked), a folder (walked), a leftover
         ``*.tmp`` (reported), or a regular file (kept)."""
-        p = join(d, e.name)
+        p = e.path  # join(d, e.name), made by scandir
         try:
             if e.is_symlink():
                 self.has_symlinks = True
