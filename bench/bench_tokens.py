@@ -158,10 +158,12 @@ async def _measure_frames(case: Path, failure: int, frames: FrameClock, reduced:
         return float("nan") if frame is None else frame[1] - c0
 
     app: EvisceneApp | None = None
+    scrolling = [False]  # a page series is running (full collections are counted only then)
 
     async def pages(view: TokenView, n: int, name: str) -> None:
         """``n`` page-down keys, each timed to the frame that painted the new page."""
         assert app is not None
+        scrolling[0] = True
         got, cpus = [], []
         before = view.scroll_offset.y
         app.simulate_key("pagedown")  # the first one may move the cursor to the bottom row only
@@ -177,6 +179,7 @@ async def _measure_frames(case: Path, failure: int, frames: FrameClock, reduced:
             got.append(painted_after(t0, y=y) or 0.0)
             cpus.append(cpu_after(t0, c0, y=y))
             await asyncio.sleep(0.03)  # a key repeat's pace: the next key comes before the view is idle
+        scrolling[0] = False
         out[name] = got
         out[name + "_cpu"] = cpus
 
@@ -281,8 +284,10 @@ async def _measure_frames(case: Path, failure: int, frames: FrameClock, reduced:
             view = screen.query_one("#token-view", TokenView)
             out["ids"] = len(view.data.ids) if view.data is not None else 0
 
-            # full garbage collections (generation 2) during the page scrolls, timed
+            # full garbage collections (generation 2), timed: those during the page scrolls
+            # (not in the pauses between two series, where a deferred one is meant to run)
             full: list[float] = []
+            during: list[float] = []
             started: list[float] = []
 
             def on_gc(phase: str, info: dict) -> None:
@@ -291,6 +296,8 @@ async def _measure_frames(case: Path, failure: int, frames: FrameClock, reduced:
                         started[:] = [time.perf_counter()]
                     elif started:
                         full.append(time.perf_counter() - started[0])
+                        if scrolling[0]:
+                            during.append(full[-1])
 
             gc.callbacks.append(on_gc)
             await pilot.pause(1.0)
@@ -309,7 +316,8 @@ async def _measure_frames(case: Path, failure: int, frames: FrameClock, reduced:
             await pages(view, PAGES, "flow_pages")
             if not reduced:
                 await lean_pair(view, "flow_pages_lean")
-            out["gc_full_pages"] = list(full)
+            out["gc_full_pages"] = list(during)
+            collections = len(full)
             if reduced:
                 gc.callbacks.remove(on_gc)
                 return out
@@ -320,7 +328,7 @@ async def _measure_frames(case: Path, failure: int, frames: FrameClock, reduced:
                 deferred = app.probes.deferred_collections
                 t0 = time.perf_counter()
                 await until(lambda: app.probes.deferred_collections > deferred, 10)
-                out["gc_pause"] = (time.perf_counter() - t0, full[-1] if len(full) > len(out["gc_full_pages"]) else float("nan"))
+                out["gc_pause"] = (time.perf_counter() - t0, full[-1] if len(full) > collections else float("nan"))
             gc.callbacks.remove(on_gc)
             t0 = time.perf_counter()
             gc.collect()  # what one full collection costs while the capture is shown
