@@ -787,7 +787,7 @@ class CaseSession(Observable[CaseChange]):
         self._host.run("case-integrity", partial(self._integrity_step, self.bundle, self.view))
 
     def _integrity_step(self, bundle: CaseBundle, view: CaseView | None, ctx: StepContext) -> None:
-        layout = Layout(bundle.layout) if bundle.layout in Layout._value2member_map_ else Layout.UNKNOWN
+        layout = Layout.of(bundle.layout)
         ref = self.ref if isinstance(self.ref, CaseRef) else CaseRef(path=self.case_path, layout=layout)
         try:
             checked: list[InputProvenance] = []
