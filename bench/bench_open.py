@@ -146,8 +146,7 @@ root, key, mode, moment = Path(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[
 if mode == "whole":
     from eviscene_tui.artifacts import trace as trace_module
     trace_module.LAZY_MIN_BYTES = trace_module.LAZY_MIN_GZ_BYTES = 1 << 62
-    if moment == "plain":  # the whole-file path without its chunked parse (artifacts/chunked_trace.py)
-        trace_module.CHUNKED_MIN_BYTES = trace_module.CHUNKED_MIN_GZ_BYTES = 1 << 62
+    if moment == "plain":  # the whole-file path without its chunked parse (EVISCENE_TUI_OFF=chunked_trace)
         moment = "idle"
 
 async def main():
@@ -408,7 +407,7 @@ def _open_rows(root: Path, key: str, info: dict, label: str) -> list[tuple[str, 
     idle = _child(_OPEN, str(root), key, "indexed", QUERY, "idle")
     busy = _child(_OPEN, str(root), key, "indexed", QUERY, "busy")
     whole = _child(_OPEN, str(root), key, "whole", QUERY, "idle")
-    plain = _child(_OPEN, str(root), key, "whole", QUERY, "plain")
+    plain = _child(_OPEN, str(root), key, "whole", QUERY, "plain", off="chunked_trace")
     for name, res in (("bare orjson", bare), ("indexed open, idle", idle), ("indexed open, busy", busy), ("whole-file open", whole),
                       ("whole-file open without the chunked parse", plain)):
         if "error" in res:

@@ -11,7 +11,9 @@ process they start), or turned off in a running process with :func:`set_off`:
 - ``gc_hold``: big data on screen is kept off full garbage collections, which wait for the
   operator's pauses (``ui/gc_hold.py``);
 - ``scan_sleeps``: the runs screen's scan worker sleeps between batches to hand the
-  interpreter to the UI thread (``ui/app.py``, ``state/scan.py``).
+  interpreter to the UI thread (``ui/app.py``, ``state/scan.py``);
+- ``chunked_trace``: a big trace that the step index declines is parsed in chunks of steps
+  rather than with one ``orjson.loads`` (``artifacts/chunked_trace.py``: a lower memory peak).
 
 The streaming client's direct body reader has its own setting (``[policy] direct_body``).
 
@@ -22,7 +24,7 @@ from __future__ import annotations
 
 import os
 
-NAMES = frozenset({"lean_token_view", "gc_hold", "scan_sleeps"})
+NAMES = frozenset({"lean_token_view", "gc_hold", "scan_sleeps", "chunked_trace"})
 
 _off: set[str] = {name.strip() for name in os.environ.get("EVISCENE_TUI_OFF", "").split(",") if name.strip() in NAMES}
 

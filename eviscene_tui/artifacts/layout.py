@@ -84,6 +84,14 @@ class Layout(StrEnum):
     SLATE = "slate"
     UNKNOWN = "unknown"
 
+    @classmethod
+    def of(cls, value: str) -> "Layout":
+        """The layout named ``value``; ``UNKNOWN`` for a name that is none of them."""
+        try:
+            return cls(value)
+        except ValueError:
+            return cls.UNKNOWN
+
 
 @dataclass(frozen=True, slots=True)
 class CaseRef:

@@ -42,6 +42,7 @@ from typing import Any, BinaryIO
 
 import orjson
 
+from eviscene_tui import switches
 from eviscene_tui.artifacts.chunked_trace import _sentinel, parse_trace_chunked
 from eviscene_tui.artifacts.fileio import LIMITS, ReadRefused, not_regular, open_regular, read_regular, too_large
 from eviscene_tui.artifacts.jsonio import canonical_json_bytes, canonical_sha256, sha256_file
@@ -815,7 +816,7 @@ def load_trace(
         indexed = _index_trace(p, gz=gz, spool_dir=Path(spool_dir) if spool_dir is not None else None)
         if indexed is not None:
             return indexed, []
-    if st.st_size >= (CHUNKED_MIN_GZ_BYTES if gz else CHUNKED_MIN_BYTES):
+    if st.st_size >= (CHUNKED_MIN_GZ_BYTES if gz else CHUNKED_MIN_BYTES) and switches.on("chunked_trace"):
         parsed = _parse_in_chunks(p, gz=gz)
         if parsed is not None:
             return _trace_from_document(parsed[0], p, parsed[1])

@@ -589,6 +589,9 @@ class CaseSession(Observable[CaseChange]):
         if trace is None:
             return
         self.fill_gate.hold()
+        # the rows on screen are what the operator waits for (End, a page key): the case's
+        # other background work (the integrity check hashing the trace) waits for them too
+        foreground = pace.ForegroundHold()
         try:
             # the rows on screen first (posted at once), then the margin around them
             visible = (start + end) // 2 - (end - start) // 6, (start + end) // 2 + (end - start) // 6 + 1
@@ -599,7 +602,9 @@ class CaseSession(Observable[CaseChange]):
                     if data.rows[i] is None:
                         data.rows[i] = row_from_brief(trace.quick_brief(i))
                 ctx.post(RowsFilled(load, lo, hi))
+                foreground.release()  # the margin is not waited for
         finally:
+            foreground.release()
             self.fill_gate.release()
 
     def _compare_now(self, bundle: CaseBundle, trace: SourceTrace, failure_index: int | None) -> CompareDone:
@@ -780,7 +785,7 @@ class CaseSession(Observable[CaseChange]):
         self._host.run("case-integrity", partial(self._integrity_step, self.bundle, self.view))
 
     def _integrity_step(self, bundle: CaseBundle, view: CaseView | None, ctx: StepContext) -> None:
-        layout = Layout(bundle.layout) if bundle.layout in Layout._value2member_map_ else Layout.UNKNOWN
+        layout = Layout.of(bundle.layout)
         ref = self.ref if isinstance(self.ref, CaseRef) else CaseRef(path=self.case_path, layout=layout)
         try:
             checked: list[InputProvenance] = []
@@ -1038,11 +1043,15 @@ class CaseSession(Observable[CaseChange]):
         self._host.run("trace-search", partial(self._search_step, self._search, query, start, direction, include_start))
 
     def _search_step(self, search: TraceSearch, query: str, start: int, direction: int, include_start: bool, ctx: StepContext) -> None:
+        # the operator waits for the answer: the trace's fill and the integrity check wait for it
+        foreground = pace.ForegroundHold()
         try:
             hit = search.find(query, start, direction, include_start=include_start, cancelled=ctx.cancelled)
         except Exception as exc:  # noqa: BLE001 - shown in the status line, never crashes the screen
             ctx.post(SearchDone(SearchHit(None, 0, (), query), error=f"{type(exc).__name__}: {exc}"))
             return
+        finally:
+            foreground.release()
         if hit is not None:  # None: a newer search replaced this one
             ctx.post(SearchDone(hit))
 

@@ -38,7 +38,7 @@ class Prefetched:
 
 
 def _fingerprint(path: Path, bundle: CaseBundle) -> tuple[Any, ...]:
-    layout = Layout(bundle.layout) if bundle.layout in Layout._value2member_map_ else Layout.UNKNOWN
+    layout = Layout.of(bundle.layout)
     return summary_fingerprint(CaseRef(path=path, layout=layout))
 
 

@@ -17,7 +17,7 @@ from itertools import islice
 from multiprocessing import resource_tracker
 from pathlib import Path
 
-from eviscene_tui import switches
+from eviscene_tui import pace, switches
 from eviscene_tui.artifacts.integrity import safe_read_bound
 from eviscene_tui.artifacts.layout import CaseRef, discover_cases
 from eviscene_tui.artifacts.paths import PathMap
@@ -119,6 +119,7 @@ def check_refs(items: list[tuple[str, CaseRef]], base: str, path_map: PathMap | 
     """Check each (row key, case) fully. A module-level function so a process pool can run it."""
     out: list[CheckResult] = []
     for key, ref in items:
+        pace.yield_to_input()  # in the app's integrity pass (background work): a key goes first
         started = time.time()
         _summary, problems = checked_case(ref, base, path_map=path_map)
         out.append(CheckResult(key, tuple(problem_pairs(problems)), started, os.getpid()))
@@ -127,6 +128,18 @@ def check_refs(items: list[tuple[str, CaseRef]], base: str, path_map: PathMap | 
 
 POOL_CHUNK = 100
 THREAD_CHUNK = 10
+#: how much lower the pool's processes run than the app: the app's own process (a key, a
+#: capture opened with k) goes first when they share a core, and the pool still has every
+#: core the app leaves idle
+POOL_NICE = 5
+
+
+def _pool_worker_start() -> None:
+    """A pool process starts at a lower priority than the app (Unix; elsewhere as it is)."""
+    try:
+        os.nice(POOL_NICE)
+    except (AttributeError, OSError):
+        pass
 
 
 def _start_resource_tracker() -> None:
@@ -176,7 +189,7 @@ def integrity_pass(
     chunks = [items[i : i + POOL_CHUNK] for i in range(0, len(items), POOL_CHUNK)]
     try:
         _start_resource_tracker()
-        pool = ProcessPoolExecutor(max_workers=n_workers, mp_context=context)
+        pool = ProcessPoolExecutor(max_workers=n_workers, mp_context=context, initializer=_pool_worker_start)
         pending = {pool.submit(check_refs, chunk, base, path_map): chunk for chunk in chunks}
     except (OSError, RuntimeError, ValueError):  # no semaphores, no process: check in this thread
         yield from integrity_pass(items, base, cancelled=cancelled, workers=1, path_map=path_map)
@@ -231,7 +244,7 @@ def scan_large(
     context = multiprocessing.get_context("spawn")  # the app runs threads: forking it is unsafe
     try:
         _start_resource_tracker()
-        pool = ProcessPoolExecutor(max_workers=n_workers, mp_context=context)
+        pool = ProcessPoolExecutor(max_workers=n_workers, mp_context=context, initializer=_pool_worker_start)
     except (OSError, RuntimeError, ValueError):
         for chunk in iter(lambda: list(islice(refs, THREAD_CHUNK)), []):
             if cancelled():

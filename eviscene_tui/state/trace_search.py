@@ -37,6 +37,8 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from eviscene_tui import pace
+
 if TYPE_CHECKING:
     from eviscene_tui.artifacts.trace import SourceTrace
 
@@ -188,8 +190,10 @@ class TraceSearch:
         holds = self._step_test(needle)
         out: list[int] = []
         for n, i in enumerate(candidates):
-            if cancelled is not None and n % 32 == 0 and cancelled():
-                return None
+            if n % 32 == 0:
+                if cancelled is not None and cancelled():
+                    return None
+                pace.yield_to_input()  # the claims' searches are background work: a key goes first
             if holds(i):
                 out.append(i)
         if len(self._found) >= self.KEEP:

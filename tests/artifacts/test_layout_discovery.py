@@ -179,3 +179,8 @@ def test_ref_for_path(tmp_path: Path) -> None:
     assert k2 == CaseRef(tmp_path / "canary" / "repairs" / "k2", Layout.UNKNOWN, tmp_path / "canary", "k2")
     assert ref_for_path(tmp_path / "notes") is None
     assert ref_for_path(tmp_path / "missing") is None
+
+
+def test_a_layout_from_its_name() -> None:
+    assert Layout.of("feedback_search") is Layout.FEEDBACK_SEARCH and Layout.of("slate") is Layout.SLATE
+    assert Layout.of("something else") is Layout.UNKNOWN and Layout.of("") is Layout.UNKNOWN

@@ -159,3 +159,24 @@ def test_gzip_traces_are_parsed_in_chunks_with_their_size_and_limits(tmp_path: P
     monkeypatch.setattr(trace_module, "MAX_GZIP_TRACE_BYTES", 1 << 31)
     trace, problems = load_trace(gz)
     assert trace is None and "gzip" in problems[0].message
+
+
+def test_the_chunked_parse_has_a_switch(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``chunked_trace`` off (the bench's on/off pair): a big trace the index declines is
+    parsed with one orjson.loads, to the same trace."""
+    from eviscene_tui import switches
+
+    calls: list[object] = []
+    real = trace_module.parse_trace_chunked
+    monkeypatch.setattr(trace_module, "parse_trace_chunked", lambda fh, **kw: calls.append(1) or real(fh, **kw))
+    monkeypatch.setattr(trace_module, "CHUNKED_MIN_BYTES", 0)
+    monkeypatch.setattr(trace_module, "LAZY_MIN_BYTES", 1 << 62)
+    path = tmp_path / "trace.json"
+    path.write_bytes(b'{"state": {"all_steps": [{"round": 1, "stage": "unified_react"}, {"round": 2}]}}')
+    chunked, _ = load_trace(path)
+    switches.set_off("chunked_trace")
+    try:
+        plain, _ = load_trace(path)
+    finally:
+        switches.set_off("chunked_trace", False)
+    assert calls == [1] and chunked is not None and plain is not None and chunked.raw == plain.raw

@@ -321,3 +321,47 @@ def test_a_hit_of_an_older_query_is_dropped(samples: Path, tmp_path: Path) -> No
     assert seen[-1][1].marks == frozenset()
     session.search_closed()
     assert session.search_status is None
+
+
+def test_a_search_and_the_rows_on_screen_hold_the_foreground_while_they_run(samples: Path, tmp_path: Path,
+                                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """The operator waits for a search's answer and for the rows on screen (End on a trace
+    the fill has not reached): the case's background work waits while they run, and each
+    hold is given back (an error too)."""
+    from eviscene_tui import pace
+    from eviscene_tui.state.trace_search import TraceSearch
+
+    session, host, _seen = _session(samples, tmp_path)
+    session.load()
+    host.settle()
+    held: list[bool] = []
+    real_find = TraceSearch.find
+
+    def find(self, *args, **kwargs):
+        held.append(pace.foreground_held())
+        return real_find(self, *args, **kwargs)
+
+    monkeypatch.setattr(TraceSearch, "find", find)
+    session.search("zzz-nothing", 1, 0)
+    host.run_step("trace-search")
+    assert held == [True] and not pace.foreground_held()
+    monkeypatch.setattr(TraceSearch, "find", lambda self, *a, **k: 1 / 0)
+    session.search("zzz-other", 1, 0)
+    host.run_step("trace-search")
+    assert session.search_status.startswith("search failed") and not pace.foreground_held()
+
+    data = session.trace_rows
+    data.rows[:] = [None] * data.step_count  # rows the fill has not built
+    built: list[bool] = []
+    real_brief = session.trace.quick_brief
+
+    def quick_brief(i: int):
+        built.append(pace.foreground_held())
+        return real_brief(i)
+
+    monkeypatch.setattr(session.trace, "quick_brief", quick_brief)
+    session.rows_wanted(0, data.step_count)
+    host.run_step("trace-demand")
+    visible = [i for i in range(data.step_count) if data.rows[i] is not None]
+    assert len(visible) == data.step_count and built[0] and not built[-1]  # the margin after the rows on screen
+    assert not pace.foreground_held()

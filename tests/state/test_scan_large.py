@@ -11,6 +11,8 @@ import pytest
 
 from eviscene_tui.artifacts.layout import discover_cases
 from eviscene_tui.scaffold.samples import generate
+from eviscene_tui import pace
+from eviscene_tui.state import scan
 from eviscene_tui.state.scan import build_row, check_refs, checked_rows, scan_large
 
 
@@ -43,3 +45,41 @@ def test_scan_large_reads_every_case_once_in_worker_processes(samples: Path) -> 
     assert len(pairs) == len(refs) * 10
     assert sorted(row.key for row, _check in pairs) == sorted(build_row(ref, samples, None).key for ref in refs * 10)
     assert {check.checked_by for _row, check in pairs} and os.getpid() not in {check.checked_by for _row, check in pairs}
+
+
+def test_the_pool_runs_below_the_app(samples: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The pool's processes start at a lower priority (the app's own process goes first
+    when they share a core): both pools are made with the start function that lowers it."""
+    made: list[object] = []
+    real = scan.ProcessPoolExecutor
+
+    def pool(*args, **kwargs):
+        made.append(kwargs.get("initializer"))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(scan, "ProcessPoolExecutor", pool)
+    refs = list(discover_cases(samples))
+    base = os.path.abspath(samples)
+    assert list(scan_large(iter(refs), base, workers=2))
+    items = [(ref.path.name, ref) for ref in refs] * (scan.PARALLEL_MIN_CASES // len(refs) + 1)
+    assert list(scan.integrity_pass(items, base, workers=2))
+    assert made == [scan._pool_worker_start, scan._pool_worker_start]
+    with real(max_workers=1, initializer=scan._pool_worker_start) as lowered:
+        assert lowered.submit(os.nice, 0).result() == min(19, os.nice(0) + scan.POOL_NICE)
+
+
+def test_checking_cases_gives_way_to_the_operator_between_cases(samples: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Before each case the check asks the operator's clock (``pace.yield_to_input``: a
+    no-op outside background work, as in the pool's processes)."""
+    asked: list[str] = []
+
+    class Clock:
+        @staticmethod
+        def yield_to_input(max_wait: float = pace.MAX_WAIT) -> float:
+            asked.append("yield")
+            return 0.0
+
+    monkeypatch.setattr(scan, "pace", Clock)
+    refs = list(discover_cases(samples))[:3]
+    check_refs([(ref.path.name, ref) for ref in refs], os.path.abspath(samples))
+    assert asked == ["yield"] * len(refs)

@@ -61,3 +61,34 @@ def test_longer_queries_rescan_only_earlier_matches_and_cancel_stops_a_scan() ->
     assert s.find("valencia", 0, cancelled=lambda: True) is None
     assert step_matches({"tool_args": {"b": [1, {"c": None}]}}, '"C":NULL')
     assert not step_matches({"tool_args": {"b": 1}}, "")
+
+
+
+def test_a_scan_in_background_work_gives_way_to_the_operator(monkeypatch) -> None:
+    """The claims' searches run as background work: a scan of the steps waits while the
+    operator's foreground work (a capture opened with k) is held (here released by the
+    scan's first wait), and outside background work it never waits."""
+    from eviscene_tui import pace
+
+    steps = STEPS * 40  # more than one stretch of 32 steps between two looks at the clock
+    s = TraceSearch(SourceTrace({"state": {"all_steps": steps}}, None, size_bytes=0))
+    hold = pace.ForegroundHold()
+    waits: list[float] = []
+
+    def sleep(seconds: float) -> None:
+        waits.append(seconds)
+        hold.release()
+
+    monkeypatch.setattr(pace.time, "sleep", sleep)
+    try:
+        with pace.background():
+            found = s.matches("valencia")
+    finally:
+        hold.release()
+    assert waits == [pace.FOREGROUND_POLL]
+    assert found == [i for i in range(len(steps)) if i % len(STEPS) == 0]
+    hold = pace.ForegroundHold()
+    try:
+        assert s.matches("flood") == found and waits == [pace.FOREGROUND_POLL]  # not background work: no wait
+    finally:
+        hold.release()

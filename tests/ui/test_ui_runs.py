@@ -260,3 +260,25 @@ async def test_integrity_pass_uses_worker_processes_inside_the_app(tmp_path, not
         import os
 
         assert app.probes.check_processes and os.getpid() not in app.probes.check_processes, "the pass ran in the app's own process"
+
+
+async def test_the_integrity_pass_is_background_work(tmp_path_factory, monkeypatch) -> None:
+    """The runs screen's integrity pass (every case's bound inputs hashed) gives way to the
+    operator: each case is checked inside ``pace.background()``, where a key or a capture
+    opened with k goes first."""
+    from eviscene_tui import pace
+    from eviscene_tui.state import scan
+
+    real = scan.checked_case
+    seen: list[bool] = []
+
+    def checked_case(*args, **kwargs):
+        seen.append(pace.in_background())
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(scan, "checked_case", checked_case)
+    app = make_app(sample_root(tmp_path_factory), scanned=False)
+    async with app.run_test(size=(120, 30)) as pilot:
+        await wait_scan(pilot, app)
+        assert await wait_for(pilot, lambda: app.check_seconds is not None)
+        assert seen and all(seen)

@@ -12,6 +12,7 @@ import os
 import re
 import zlib
 
+from eviscene_tui import pace
 from eviscene_tui.artifacts.jsonio import (
     BoundRead,
     jsonl_file_rows,
@@ -24,6 +25,7 @@ from eviscene_tui.artifacts.problems import Problem, ProblemCode
 
 MAX_PARSE_BYTES = 20 << 20  # generic JSON parse and source-trace capture check only below this
 MAX_LEDGER_BYTES = 1 << 30
+YIELD_BEFORE_PARSE = 1 << 20  # files this big give way to the operator before they are parsed
 MEMO_MAX = 2 << 20  # files up to this size (outside runtime archives) are read once per check and kept
 HEX64 = re.compile(r"^[0-9a-f]{64}$")
 HINT_FILE_RE = re.compile(r"^hint-(\d+)\.json$")
@@ -107,6 +109,10 @@ def read_json(path: str, cache: dict[str, bytes] | None = None) -> tuple[object,
     data, problems = read_bytes(path, cache)
     if data is None:
         return None, problems
+    if len(data) >= YIELD_BEFORE_PARSE:
+        # one parse holds the interpreter throughout (a source trace with a big capture):
+        # in background work it starts only once the operator's key or capture is served
+        pace.yield_to_input()
     return parse_json_bytes(data, path)
 
 

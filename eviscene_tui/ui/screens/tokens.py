@@ -435,7 +435,7 @@ class TokenScreen(Screen[None]):
             prompt = _c((safe_text(ref.label, single_line=True), ""), ("  " + size, "$foreground-muted"))
             picker.add_option(Option(prompt, id=ref.key))
         # open with a row highlighted: the capture on screen, else the first one
-        keys = [o.id for o in picker._options]
+        keys = [o.id for o in picker.options]
         want = self.data.key if self.data is not None and self.data.key in keys else next((r.key for r in message.refs), None)
         if want is not None:
             picker.highlighted = keys.index(want)
