@@ -437,6 +437,8 @@ class CaseSession(Observable[CaseChange]):
         if self.closed:
             return
         self.load_count += 1
+        if self.load_count == 1:
+            self._hold_gc()  # from the open on: a full collection would land before the failure step is painted
         self._reload_started = self._clock()
         self.loading = True
         self._host.run("case-load", partial(self._load_step, self.load_count, self.trace))
@@ -711,7 +713,9 @@ class CaseSession(Observable[CaseChange]):
         """Keep full garbage collections off what the case holds now: the trace's index and
         rows stay for as long as the case is open, and a full collection walking them
         stalled keys during the fill and a driver's burst (see ui/gc_hold.py). Taken when
-        the trace is shown and again when every row is built."""
+        the case is first loaded (the open allocates enough to start a full collection of
+        everything the app holds, in the middle of the screen's first paint), when the
+        trace is shown and again when every row is built."""
         self._gc_hold()
         self.gc_holds += 1
 

@@ -131,7 +131,7 @@ def test_a_case_opens_trace_first_then_compare_fill_and_integrity(samples: Path,
     assert session.trace_rows.filled() == session.trace_rows.step_count
     assert snap.title.problems == 0 and session.integrity == []
     assert any("no problems found" in seg.text for line in snap.integrity.lines for seg in line)
-    assert session.gc_holds == 2  # the trace shown, every row built
+    assert session.gc_holds == 3  # the open, the trace shown, every row built
 
 
 def test_a_stale_load_is_discarded(samples: Path, tmp_path: Path) -> None:
@@ -153,7 +153,7 @@ def test_a_closed_session_drops_what_its_steps_post_and_gives_back_its_holds(sam
     session, host, seen = _session(samples, tmp_path, gc_hold=lambda: held.append(1), gc_release=held.pop)
     session.load()
     host.run_step("case-load")
-    assert held == [1] and session.gc_holds == 1
+    assert held == [1, 1] and session.gc_holds == 2  # the open, the trace shown
     count = len(seen)
     session.close()
     assert held == [] and session.gc_holds == 0

@@ -105,7 +105,7 @@ async def test_indexed_trace_opens_on_the_failure_step_fills_rows_and_searches(t
         assert await wait_for(pilot, lambda: len(screen.trace_rows.policy_indices) == STEPS, 5)
         assert await wait_for(pilot, lambda: "reading steps" not in str(screen.query_one("#trace-status").content), 5)
         # once every row is built, full garbage collections are kept off the trace's parts
-        assert await wait_for(pilot, lambda: gc_hold.holds() == 2 and gc.get_freeze_count() > 0, 10)  # shown, then filled
+        assert await wait_for(pilot, lambda: gc_hold.holds() == 3 and gc.get_freeze_count() > 0, 10)  # opened, shown, then filled
         # search over the byte ranges / the corpus: a tool result far from the window
         await pilot.press("slash")
         await pilot.press(*"result-393")

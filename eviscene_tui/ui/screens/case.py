@@ -107,12 +107,18 @@ class _ScreenHost:
 
 class CaseScreen(Screen):
     BINDINGS = bindings("case")
+    #: the widget focused as the screen is composed (Textual's default, the first focusable
+    #: widget, is the tab bar: focus then moved again at mount, each move restyling the screen)
+    AUTO_FOCUS = "#trace-view"
 
     def __init__(self, ref: CaseRef | CaseSummary | Path, options: AppOptions, *, key: str | None = None) -> None:
         """``ref``: the case's runs row handle (its ``CaseRef``, or the summary it was built
         from), or the case folder itself."""
         super().__init__()
         self.options = options
+        self._panels_in_dom = False  # the other tabs' bodies are mounted (see _mount_panels)
+        self._badge_painted: int | None = -1  # the problem count on the Integrity tab's label (None: "…"; -1: none yet)
+        self._privilege_painted: bool | None = None  # the privilege bar says shown (True) or hidden
         self.session = self._session_for(ref, key, revealed=False)
 
     def _session_for(self, ref: CaseRef | CaseSummary | Path, key: str | None, *, revealed: bool) -> CaseSession:
@@ -276,8 +282,15 @@ class CaseScreen(Screen):
             self._prefetch_next()
         if update.tab is not None:
             self.call_after_refresh(self.action_tab, update.tab)
-        if update.trace_shown:
+        if update.trace_shown and (snap.trace.rows is None or snap.trace.rows.failure_index is None):
             self.call_after_refresh(self._mount_panels)
+        # (with a failure step they are mounted once the frame that painted it is out:
+        # TraceView.FailureShown; their mount and first paint would otherwise delay it)
+
+    @on(TraceView.FailureShown)
+    def _failure_shown(self, message: TraceView.FailureShown) -> None:
+        message.stop()
+        self._mount_panels()
 
     def _paint_trace(self, snap: CaseSnapshot) -> None:
         tv = self.query_one(TraceView)
@@ -302,7 +315,7 @@ class CaseScreen(Screen):
     def _paint_all(self) -> None:
         """Every panel from the session's snapshot (the tab bodies were just mounted)."""
         self._paint_title()
-        if self._panels_ready():  # (not when the screen was removed while they were mounted)
+        if self.query("#integrity-doc"):  # (not when the screen was removed while they were mounted)
             self._paint_panels(self.session.snapshot(), frozenset(("docs", "quotes", "compare", "integrity")))
 
     def _show_trace_missing(self, why: str) -> None:
@@ -326,6 +339,9 @@ class CaseScreen(Screen):
     def _paint_problem_badge(self, snap: CaseSnapshot) -> None:
         """The problem count on the Integrity tab's label."""
         count = snap.title.problems
+        if count == self._badge_painted:
+            return  # (a new label lays the tab bar out again, and most updates leave it as it is)
+        self._badge_painted = count
         tab = self.query_one(TabbedContent).get_tab("integrity")
         if count is None:
             tab.label = Content("5 Integrity \u2026")
@@ -456,6 +472,7 @@ class CaseScreen(Screen):
         when a tab other than the trace was chosen before they existed."""
         for mount in mounts:
             await mount
+        self._panels_in_dom = True
         self._paint_all()
         active = self.query_one(TabbedContent).active
         if active != "trace" and self.query_one(CaseTabs).shown == active:
@@ -478,8 +495,9 @@ class CaseScreen(Screen):
 
     def _panels_ready(self) -> bool:
         """The tab bodies are mounted lazily (after the trace tab paints); once they are,
-        :meth:`_paint_mounted_panels` paints them all."""
-        return bool(self.query("#integrity-doc") and self.query("#quotes") and self.query("#compare-left"))
+        :meth:`_paint_mounted_panels` paints them all. (A flag: every update of the session
+        asks, and a query walks the whole screen.)"""
+        return self._panels_in_dom
 
     def _paint_quotes(self, snap: CaseSnapshot) -> None:
         # a reload while a driver writes the case mostly changes its status: the quotes
@@ -496,6 +514,9 @@ class CaseScreen(Screen):
             quotes.highlighted = highlighted
 
     def _paint_privilege_bar(self) -> None:
+        if self._privilege_painted is self.session.revealed:
+            return  # (an update lays the screen out again)
+        self._privilege_painted = self.session.revealed
         bar = self.query_one("#privilege-bar", Static)
         if self.session.revealed:
             bar.update(Content("\u26a0 PRIVILEGED MATERIAL SHOWN (gold, expected verdict, judge/localizer explanations, private context) \u00b7 v hides"))
@@ -772,6 +793,7 @@ class CaseScreen(Screen):
         self.query_one("#trace-search", SearchBox).add_class("-hidden")
         self.query_one("#trace-status", Static).update(Content("reading the source trace\u2026"), layout=False)
         self.query_one(TabbedContent).get_tab("integrity").label = Content("5 Integrity \u2026")
+        self._badge_painted = None
         if self.query("#loc-doc"):
             loading = Content("loading\u2026")
             for doc in ("#loc-doc", "#rounds-doc", "#compare-left", "#compare-right", "#integrity-doc"):

@@ -73,6 +73,10 @@ class TraceView(ScrollView, can_focus=True):
             super().__init__()
             self.index = index
 
+    class FailureShown(Message):
+        """The failure step was painted for the first time since the trace was set (posted
+        from the paint: it arrives once that frame is out)."""
+
     class RowsWanted(Message):
         """Rows ``start..end`` are on screen but not built yet (an indexed trace whose
         background fill has not reached them): the screen builds them on demand."""
@@ -89,6 +93,7 @@ class TraceView(ScrollView, can_focus=True):
         self.marks: frozenset[int] = frozenset()  # steps matching the current search (a marker in the gutter)
         self._cache: LRUCache[tuple, Strip] = LRUCache(4096)
         self._wanted: tuple[int, int] | None = None  # the last RowsWanted range posted
+        self._failure_shown = False  # FailureShown posted for the trace set
         # every step takes the same number of lines, so a line maps to its step in O(1)
         # however long the trace; wrapping only changes that number
         self.lines_per_step = LINES_PER_STEP
@@ -112,6 +117,7 @@ class TraceView(ScrollView, can_focus=True):
     # -- data --------------------------------------------------------------------------
     def set_trace(self, data: TraceRows, *, focus_step: int | None = None) -> None:
         self.data = data
+        self._failure_shown = False
         self._cache.clear()
         self.virtual_size = Size(WIDTH, max(1, data.step_count * self.lines_per_step))
         target = focus_step if focus_step is not None else (data.failure_index if data.failure_index is not None else 0)
@@ -232,6 +238,9 @@ class TraceView(ScrollView, can_focus=True):
         if is_failure:
             strip = strip.apply_style(self.get_component_rich_style("trace--failure"))
             self.probes.painted_failure()
+            if not self._failure_shown and row is not None:
+                self._failure_shown = True
+                self.post_message(self.FailureShown())
         if is_cursor:
             strip = strip.apply_style(self.get_component_rich_style("trace--cursor"))
         strip = strip.crop_extend(scroll_x, scroll_x + max(width, 1), self.rich_style)
