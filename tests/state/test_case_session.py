@@ -152,6 +152,7 @@ def test_a_closed_session_drops_what_its_steps_post_and_gives_back_its_holds(sam
     held: list[int] = []
     session, host, seen = _session(samples, tmp_path, gc_hold=lambda: held.append(1), gc_release=held.pop)
     session.load()
+    assert held == [1]  # from the open on, before any file is read
     host.run_step("case-load")
     assert held == [1, 1] and session.gc_holds == 2  # the open, the trace shown
     count = len(seen)

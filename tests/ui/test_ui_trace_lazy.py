@@ -124,6 +124,35 @@ async def test_indexed_trace_opens_on_the_failure_step_fills_rows_and_searches(t
         assert await wait_for(pilot, lambda: gc_hold.holds() == 0 and gc.get_freeze_count() == 0, 10)
 
 
+async def test_the_other_tabs_are_mounted_once_the_failure_step_is_painted(tmp_path: Path, indexed, monkeypatch) -> None:
+    # their mount and first paint would share the frame the operator waits for
+    write_case(tmp_path)
+    order: list[str] = []
+    real_mount, real_post = CaseScreen._mount_panels, TraceView.post_message
+
+    def mount_panels(self: CaseScreen) -> None:
+        order.append("mount")
+        real_mount(self)
+
+    def post_message(self: TraceView, message):  # type: ignore[no-untyped-def]
+        if isinstance(message, TraceView.FailureShown):
+            order.append("failure painted")
+        return real_post(self, message)
+
+    monkeypatch.setattr(CaseScreen, "_mount_panels", mount_panels)
+    monkeypatch.setattr(TraceView, "post_message", post_message)
+    app = make_app(tmp_path / "runs")
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = await _open(pilot, app, "lazy-case")
+        assert await wait_for(pilot, lambda: bool(screen.query("#integrity-doc")), 10)
+        assert order[:2] == ["failure painted", "mount"]
+        assert screen.query_one(TraceView).cursor == FAILURE
+        # the bodies are painted once mounted, and the tab bar shows them
+        assert await wait_for(pilot, lambda: "loading" not in str(screen.query_one("#loc-doc").content), 10)
+        await pilot.press("5")
+        assert await wait_for(pilot, lambda: screen.query_one(TabbedContent).active == "integrity", 5)
+
+
 async def test_step_detail_of_a_far_step_shows_what_the_whole_file_path_shows(tmp_path: Path, indexed) -> None:
     from textual.content import Content
 
