@@ -17,7 +17,7 @@ from __future__ import annotations
 import os
 import stat
 import subprocess
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -32,8 +32,8 @@ from eviscene_tui.gate.decide import DecideResult, DecideUsage, bound_trace_path
 from eviscene_tui.gate.review import JournalCheck, StepCheck, journal_check, pinned_site, resume_note, step_checks
 from eviscene_tui.gate.sidecar import GateRequest, GateStatus, gate_request, read_status
 from eviscene_tui.safe_text import safe_text
-from eviscene_tui.policy.events import Delta
-from eviscene_tui.state.live import LiveCall, LiveCalls
+from eviscene_tui.policy.events import Delta, PolicyEvent
+from eviscene_tui.state.live import LiveCall, LiveCalls, LiveEntry
 from eviscene_tui.state.observable import Observable
 from eviscene_tui.tokens.capture import CaptureData, Check, from_policy_capture, from_stream
 from eviscene_tui.tokens.diff import prompt_diff
@@ -587,8 +587,8 @@ class GateSession(Observable[GateSnapshot]):
         self._message_gate: str | None = None
         self.live = LiveCalls()  # the live channel's policy calls, as the tail has read them
 
-    def take_live(self, records: list[dict[str, Any]], reset: bool) -> list[tuple[LiveCall, list[Any], bool]]:
-        """Fold records the live tail read (``reset``: the channel was replaced: start over);
+    def take_live(self, records: Sequence[LiveEntry], reset: bool) -> list[tuple[LiveCall, list[PolicyEvent], bool]]:
+        """Fold records the live tail read, or its batches (``reset``: the channel was replaced: start over);
         per call touched: (call, its new stream events, whether it started here)."""
         if reset:
             self.live = LiveCalls()

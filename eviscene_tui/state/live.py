@@ -5,15 +5,26 @@ last read (a torn last line waits for the next read; a replaced file starts over
 :class:`LiveCalls` folds the records into the policy calls of the search, each with
 its stream events (the ``delta`` records' events, back as typed policy events), so
 the stream view shows a live continuation exactly as it shows one the app streams.
+
+A fast stream is thousands of ``delta`` records a second, one token each. The tail's
+worker thread does the per-record work: :class:`LiveBatcher` reads, parses and folds
+them (:func:`fold_records`: a run of one call's text deltas becomes one
+:class:`~eviscene_tui.policy.events.Delta`, its texts, token ids and logprobs joined)
+and hands them over in batches at a bounded rate, so the UI thread handles a few
+events per batch, never one per token.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from collections.abc import Sequence
+from typing import Any, Literal, Union
+
+import orjson
 
 from eviscene_tui.gate import protocol as P
 from eviscene_tui.policy.events import (
@@ -34,6 +45,8 @@ from eviscene_tui.policy.events import (
 )
 
 READ_LIMIT = 8 << 20  # at most this much of the channel per read (the rest next time)
+DeltaKind = Literal["reasoning", "content", "tokens"]
+DELTA_KINDS: dict[str, DeltaKind] = {"reasoning": "reasoning", "content": "content", "tokens": "tokens"}
 ERROR_KINDS: tuple[ErrorKind, ...] = ("connect", "http", "sse_error", "disconnect", "timeout", "malformed", "attestation", "cancelled",
                                       "request")
 
@@ -65,7 +78,7 @@ class LiveTail:
             data = os.pread(fd, min(st.st_size - self.offset, READ_LIMIT), self.offset)
         finally:
             os.close(fd)
-        records, used = P.parse_live(data, deltas=self.deltas)
+        records, used = P.parse_live(data, deltas=self.deltas, loads=_loads)
         self.offset += used
         return records, reset
 
@@ -77,6 +90,21 @@ class LiveTail:
             if not records:
                 return out
             out.extend(records)
+
+
+def _loads(line: bytes) -> Any:
+    """One record: orjson's parse (several times the standard library's, and the tail parses
+    every token's record), the standard library's for what orjson refuses and a driver's
+    ``json.dumps`` may write (``NaN``, ``Infinity``, integers past 64 bits)."""
+    try:
+        return orjson.loads(line)
+    except orjson.JSONDecodeError:
+        return json.loads(line)
+
+
+def _delta_kind(value: Any) -> DeltaKind:
+    """A delta's pane; anything but a known kind is content."""
+    return DELTA_KINDS.get(value, "content") if isinstance(value, str) else "content"
 
 
 def _int_list(value: Any) -> tuple[int, ...]:
@@ -105,8 +133,7 @@ def event_of(doc: Any, at: float) -> PolicyEvent | None:
         return None
     kind = doc.get("type")
     if kind == "delta":
-        dk = doc.get("kind")
-        return Delta(dk if dk in ("reasoning", "content", "tokens") else "content", str(doc.get("text") or ""),
+        return Delta(_delta_kind(doc.get("kind")), str(doc.get("text") or ""),
                      _int_list(doc.get("token_ids")), _logprobs(doc.get("logprobs")))
     if kind == "tool_call":
         return ToolCallDelta(_n(doc.get("index")) or 0, doc.get("id") if isinstance(doc.get("id"), str) else None,
@@ -235,6 +262,151 @@ class LiveCall:
                 "finish_reason": self.finish_reason, "request_id": self.request_id}
 
 
+@dataclass(frozen=True, slots=True)
+class CallEvents:
+    """A run of one call's stream events, folded from consecutive ``delta`` records
+    (``records`` of them; ``round``, ``hint`` and ``t`` are the first one's)."""
+
+    call: str
+    round: int | None
+    hint: int | None
+    t: float
+    events: tuple[PolicyEvent, ...]
+    records: int
+
+
+#: what the tail hands the UI: a call's own record (``call_started``, ``call_complete``,
+#: ``call_failed``, ``live_unavailable``) as read, or a run of its stream events
+LiveEntry = Union[dict[str, Any], CallEvents]
+
+
+class _Run:
+    """The :class:`CallEvents` being folded: consecutive text deltas of one kind are
+    joined into one :class:`Delta` (the accumulator and the panes take the joined text,
+    ids and logprobs exactly as they take the pieces one by one)."""
+
+    __slots__ = ("call", "round", "hint", "t", "events", "records", "kind", "texts", "ids", "logprobs")
+
+    def __init__(self, rec: dict[str, Any]) -> None:
+        self.call: str = rec["call"]
+        self.round, self.hint, self.t = _n(rec.get("round")), _n(rec.get("hint")), (_f(rec.get("t")) or 0.0)
+        self.events: list[PolicyEvent] = []
+        self.records = 0
+        self.kind: DeltaKind | None = None
+        self.texts: list[str] = []
+        self.ids: list[int] = []
+        self.logprobs: list[TokenLogprob] = []
+
+    def delta(self, doc: dict[str, Any]) -> None:
+        kind = _delta_kind(doc.get("kind"))
+        if kind != self.kind:
+            self._close()
+            self.kind = kind
+        self.texts.append(str(doc.get("text") or ""))
+        ids = doc.get("token_ids")
+        if type(ids) is list:
+            self.ids.extend(v for v in ids if type(v) is int)
+        if doc.get("logprobs"):
+            self.logprobs.extend(_logprobs(doc["logprobs"]))
+
+    def event(self, ev: PolicyEvent) -> None:
+        self._close()
+        self.events.append(ev)
+
+    def _close(self) -> None:
+        if self.kind is not None:
+            self.events.append(Delta(self.kind, "".join(self.texts), tuple(self.ids), tuple(self.logprobs)))
+            self.kind, self.texts, self.ids, self.logprobs = None, [], [], []
+
+    def done(self) -> CallEvents:
+        self._close()
+        return CallEvents(self.call, self.round, self.hint, self.t, tuple(self.events), self.records)
+
+
+class RecordFolder:
+    """Folds records as they are read, each run of one call's consecutive ``delta``
+    records into one :class:`CallEvents` (the order of everything kept), until
+    :meth:`take`. A record's parsed dicts are dropped as soon as it is folded: what is
+    held between reads is the runs' text, ids and events, not thousands of dicts for the
+    garbage collector to walk."""
+
+    def __init__(self) -> None:
+        self._out: list[LiveEntry] = []
+        self._run: _Run | None = None
+
+    def __bool__(self) -> bool:
+        return bool(self._out) or self._run is not None
+
+    def add(self, records: list[dict[str, Any]]) -> None:
+        out, run = self._out, self._run
+        offset = time.monotonic() - time.time()
+        for rec in records:
+            if rec["type"] != "delta":
+                if run is not None:
+                    out.append(run.done())
+                    run = None
+                out.append(rec)
+                continue
+            if run is None or run.call != rec["call"]:
+                if run is not None:
+                    out.append(run.done())
+                run = _Run(rec)
+            run.records += 1
+            doc = rec.get("event")
+            if type(doc) is dict and doc.get("type") == "delta":
+                run.delta(doc)
+            else:
+                ev = event_of(doc, (_f(rec.get("t")) or 0.0) + offset)
+                if ev is not None:
+                    run.event(ev)
+        self._run = run
+
+    def take(self) -> list[LiveEntry]:
+        """Everything folded since the last take (an open run is closed: the next record
+        of its call starts another)."""
+        out = self._out
+        if self._run is not None:
+            out.append(self._run.done())
+        self._out, self._run = [], None
+        return out
+
+
+def fold_records(records: list[dict[str, Any]]) -> list[LiveEntry]:
+    """``records`` folded at once (:class:`RecordFolder`). Per-record work, meant for the
+    tail's thread: :meth:`LiveCalls.add` then takes a few events per run."""
+    folder = RecordFolder()
+    folder.add(records)
+    return folder.take()
+
+
+class LiveBatcher:
+    """A live channel read as it grows, handed over in batches: :meth:`poll` reads and
+    folds what was appended (:class:`RecordFolder`), and at most once every ``min_gap``
+    seconds returns everything folded since the last batch. File I/O and the per-record
+    work, for a worker thread; a batch is due at once when the one before is ``min_gap``
+    old, so a slow stream's token is handed over as soon as it is read."""
+
+    def __init__(self, path: Path, *, min_gap: float) -> None:
+        self.tail = LiveTail(path)
+        self.min_gap = min_gap
+        self._folder = RecordFolder()
+        self._reset = False
+        self._last = float("-inf")
+
+    def poll(self, now: float) -> tuple[list[LiveEntry], bool] | None:
+        """(entries, reset) when a batch is due (``reset``: the channel was replaced, the
+        entries are the new file's), else None. ``now``: a monotonic time."""
+        records, reset = self.tail.read()
+        if reset:
+            self._folder, self._reset = RecordFolder(), True
+        self._folder.add(records)
+        if not (self._folder or self._reset) or now - self._last < self.min_gap:
+            return None
+        batch = self._folder.take(), self._reset
+        self._reset, self._last = False, now
+        return batch
+
+
 class LiveCalls:
     """The calls of a channel, folded from its records in order (``unavailable``: why
     the driver's live view cannot be given, when it said so)."""
@@ -259,11 +431,15 @@ class LiveCalls:
     def in_order(self) -> list[LiveCall]:
         return [self.calls[name] for name in self.order]
 
-    def add(self, records: list[dict[str, Any]]) -> list[tuple[LiveCall, list[PolicyEvent], bool]]:
-        """Fold ``records``; per call touched: (call, its new events, whether it started here)."""
+    def add(self, records: Sequence[LiveEntry]) -> list[tuple[LiveCall, list[PolicyEvent], bool]]:
+        """Fold ``records`` (the channel's records, or what :func:`fold_records` made of
+        them); per call touched: (call, its new events, whether it started here)."""
         touched: dict[str, tuple[LiveCall, list[PolicyEvent], bool]] = {}
         offset = time.monotonic() - time.time()
         for rec in records:
+            if isinstance(rec, CallEvents):
+                self._add_events(rec, touched)
+                continue
             name, kind = rec["call"], rec["type"]
             if kind == "live_unavailable":
                 self.unavailable = str(rec.get("message") or "live view unavailable")
@@ -273,7 +449,7 @@ class LiveCalls:
             if call is None or kind == "call_started":
                 messages = rec.get("messages")
                 call = LiveCall(name, _n(rec.get("round")), _n(rec.get("hint")), str(rec.get("stage") or ""), bool(rec.get("streaming")),
-                                float(rec.get("t") or 0.0), str(rec.get("hint_text") or ""), str(rec.get("hint_where") or ""),
+                                (_f(rec.get("t")) or 0.0), str(rec.get("hint_text") or ""), str(rec.get("hint_where") or ""),
                                 str(rec.get("lifecycle_kind") or ""), messages if type(messages) is int else None)
                 if name not in self.calls:
                     self.order.append(name)
@@ -281,7 +457,7 @@ class LiveCalls:
                 fresh = True
             entry = touched.get(name) or (call, [], fresh)
             if kind == "delta":
-                ev = event_of(rec.get("event"), float(rec.get("t") or 0.0) + offset)
+                ev = event_of(rec.get("event"), (_f(rec.get("t")) or 0.0) + offset)
                 if ev is not None:
                     call.events.append(ev)
                     entry[1].append(ev)
@@ -290,6 +466,17 @@ class LiveCalls:
                 call.end = rec
             touched[name] = (entry[0], entry[1], entry[2] or fresh)
         return list(touched.values())
+
+    def _add_events(self, run: CallEvents, touched: dict[str, tuple[LiveCall, list[PolicyEvent], bool]]) -> None:
+        call = self.calls.get(run.call)
+        fresh = call is None
+        if call is None:  # its call_started was not read (a broken line): known from its deltas, as a record-by-record fold does
+            call = self.calls[run.call] = LiveCall(run.call, run.round, run.hint, "", False, run.t)
+            self.order.append(run.call)
+        call.events.extend(run.events)
+        entry = touched.get(run.call) or (call, [], fresh)
+        entry[1].extend(run.events)
+        touched[run.call] = (entry[0], entry[1], entry[2] or fresh)
 
 
 def read_policy_calls(gate_dir: Path) -> LiveCalls:

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from eviscene_tui.policy.client import ServerStatus
     from eviscene_tui.policy.request import TeacherRequest
     from eviscene_tui.state.gate import GateSnapshot
+    from eviscene_tui.state.live import LiveEntry
     from eviscene_tui.tokens.capture import CaptureData
     from eviscene_tui.tokens.decode import TokenDecoder
     from eviscene_tui.tokens.hintspan import HintSpan
@@ -219,9 +220,11 @@ class RepairPlanned(Message):
 
 
 class LiveRecords(Message):
-    """New records of a gate's live channel (``gate.protocol.LiveChannel``), read by the tail worker."""
+    """A batch of a gate's live channel (``gate.protocol.LiveChannel``), read and folded by
+    the tail worker (``state.live.LiveBatcher``): the calls' own records and runs of their
+    stream events."""
 
-    def __init__(self, records: list[dict[str, Any]], reset: bool = False) -> None:
+    def __init__(self, records: list[LiveEntry], reset: bool = False) -> None:
         super().__init__()
         self.records, self.reset = records, reset
 

@@ -35,7 +35,7 @@ from eviscene_tui.gate.sidecar import GateRequest
 from eviscene_tui.options import AppOptions
 from eviscene_tui.safe_text import safe_text
 from eviscene_tui.state.gate import CallEntry, GateSession, GateSnapshot, ToolEvent, call_capture, resume_refusal
-from eviscene_tui.state.live import LiveCall, LiveTail
+from eviscene_tui.state.live import LiveBatcher, LiveCall
 from eviscene_tui.state.stream_session import LiveFeed
 from eviscene_tui.tokens.sources import source_step_prompt_ids
 from eviscene_tui.ui.actions import BY_ID, bindings
@@ -50,7 +50,7 @@ from eviscene_tui.ui.messages import (
 )
 from eviscene_tui.ui.screens.dialogs import HintEditor, ReasonPrompt, StepPicker, VerdictForm
 from eviscene_tui.ui.screens.tokens import TokenScreen
-from eviscene_tui.ui.widgets.stream_view import StreamView
+from eviscene_tui.ui.widgets.stream_view import MAX_FLUSH_HZ, StreamView
 
 POLL_SECONDS = 0.5
 CALL_CLOCK_SECONDS = 1.0  # a running call's "running for N s" is redrawn this often
@@ -393,8 +393,12 @@ class CallList(OptionList):
     between them (those lines cannot be picked). Enter opens the token inspector on a
     completed call's capture."""
 
+    # no border, focused or not (OptionList:focus would give it one): a border that comes
+    # and goes with the focus re-lays out the whole screen on every tab through the list;
+    # the focus shows in its tint and its highlighted call
     DEFAULT_CSS = """
     CallList { height: auto; max-height: 14; border: none; padding: 0 1; }
+    CallList:focus { border: none; }
     """
     BINDINGS = bindings("gate.calls")
 
@@ -493,14 +497,15 @@ class GatePanel(Vertical):
         self.post_message(GateSnapshotLoaded(self.session.load()))
 
     def _tail(self) -> None:
-        """The live channel, read as it grows (a worker thread; records posted in batches)."""
+        """The live channel, read as it grows (a worker thread): read, parsed and folded
+        here, posted in batches no more often than the stream view paints."""
         worker = get_current_worker()
-        tail = LiveTail(self.session.gate_dir_path / P.LIVE_FILE)
+        batcher = LiveBatcher(self.session.gate_dir_path / P.LIVE_FILE, min_gap=1 / MAX_FLUSH_HZ)
         while not worker.is_cancelled:
-            records, reset = tail.read()
-            if records or reset:
-                self.post_message(LiveRecords(records, reset))
-            time.sleep(LIVE_POLL_SECONDS)  # a batch per tick: a fast stream is a few hundred messages a second, not thousands
+            batch = batcher.poll(time.monotonic())
+            if batch is not None:
+                self.post_message(LiveRecords(*batch))
+            time.sleep(LIVE_POLL_SECONDS)
 
     @on(GateSnapshotLoaded)
     def _loaded(self, message: GateSnapshotLoaded) -> None:
@@ -615,7 +620,7 @@ class GatePanel(Vertical):
             self.query_one("#gate-live-title", Static).update(render_live_title(latest))
         if message.records:
             view.flush_soon()
-        if message.reset or any(r["type"] != "delta" for r in message.records):  # a call started or ended
+        if message.reset or any(isinstance(r, dict) for r in message.records):  # a call started or ended
             self._refresh_calls()
 
     # ------------------------------------------------------------ deciding

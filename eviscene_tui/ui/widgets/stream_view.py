@@ -6,8 +6,10 @@
 - :class:`StreamView`: reasoning / content / tool-call panes plus a stats line,
   painting a :class:`~eviscene_tui.state.stream_session.LiveFeed`. Producers push
   events into the feed (cheap: appends to pending lists; a worker never calls the
-  view); a ``set_interval`` timer flushes at most ``FLUSH_HZ`` times a second.
-  There is never one UI call per token.
+  view); a ``set_interval`` timer flushes ``FLUSH_HZ`` times a second, and a producer
+  that batches events itself (a tailed live channel) has them painted at once
+  (``flush_soon``). Either way the view paints at most ``MAX_FLUSH_HZ`` times a
+  second, and there is never one UI call per token.
 
 All text is sanitised with ``safe_text`` on the way in; nothing is parsed as markup.
 """
@@ -20,11 +22,13 @@ from typing import Any
 from rich.segment import Segment
 from rich.style import Style
 from textual.app import ComposeResult
+from textual.cache import LRUCache
 from textual.containers import Horizontal, Vertical
 from textual.content import Content
 from textual.geometry import Size
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
+from textual.timer import Timer
 from textual.widget import Widget
 
 from eviscene_tui.policy.accumulate import StreamAccumulator
@@ -32,11 +36,11 @@ from eviscene_tui.policy.events import PolicyEvent
 from eviscene_tui.probes import ViewProbes
 from eviscene_tui.safe_text import safe_text
 from eviscene_tui.state.stream_session import LiveFeed
+from eviscene_tui.ui import gc_hold
 
-FLUSH_HZ = 24  # <= 30 Hz; the compositor repaint per flush is the dominant UI cost at 5k+ tok/s
-HEAVY_FLUSH_HZ = 8  # flush rate while more than HEAVY_CHARS arrive per flush
-LIVE_FLUSH_HZ = 50  # at most this often when a tailed channel hands events over (flush_soon)
-HEAVY_CHARS = 1500
+FLUSH_HZ = 24  # the timer's rate, for producers that push event by event
+MAX_FLUSH_HZ = 30  # the view never paints more often (a paint is the compositor's repaint of the panes)
+STRIP_CACHE_ROWS = 512  # rendered rows a pane keeps (a few screens' worth)
 BADGE_STYLES = {"attested": "$success", "unattested": "$warning", "refused": "$error", "no policy": "$error"}
 # one markup template per badge colour; run-derived values only ever enter as $variables
 _STATS_TEMPLATE = "[b {style}]$badge[/]  [b]$state[/]  tokens $tokens  ttft $ttft  tok/s $tps  finish $finish"
@@ -58,7 +62,10 @@ class TextPane(ScrollView, can_focus=True):
         self._rows: list[str] = [""]  # wrapped rows at _wrap_width
         self._tail_rows = 1  # how many rows the last logical line occupies
         self._wrap_width = 0
-        self._strips: dict[int, Strip] = {}  # row index -> rendered row (full width, before scroll_x crop)
+        # row index -> rendered row (full width, before scroll_x crop); bounded, since a fast
+        # stream scrolls thousands of rows past, and every cached row is objects a full
+        # garbage collection walks
+        self._strips: LRUCache[int, Strip] = LRUCache(STRIP_CACHE_ROWS)
         self._style: Style | None = None
         self.probes = ViewProbes()  # appends, for the tests of the feed's coalescing
 
@@ -95,7 +102,7 @@ class TextPane(ScrollView, can_focus=True):
         self._lines.extend(parts[1:])
         # only the last wrapped row of the tail line can change: re-wrap it plus the new text
         if self._rows:
-            self._strips.pop(len(self._rows) - 1, None)
+            self._strips.discard(len(self._rows) - 1)
         last = self._rows.pop() if self._rows else ""
         rows = self._wrap(last + parts[0])
         self._rows.extend(rows)
@@ -179,7 +186,8 @@ class TextPane(ScrollView, can_focus=True):
         strip = self._strips.get(index)
         if strip is None:
             text = self._rows[index]
-            strip = self._strips[index] = Strip([Segment(text, style)], len(text))
+            strip = Strip([Segment(text, style)], len(text))
+            self._strips.set(index, strip)
         x = self.scroll_offset.x
         return strip.crop_extend(x, x + width, style)
 
@@ -229,7 +237,8 @@ class StreamView(Vertical):
         self._timings: dict[str, Any] | None = None  # measured timings of a replayed feed (see finish)
         self.probes = ViewProbes()  # its flushes, for the tests and the bench
         self._last_flush = 0.0
-        self._min_gap = 0.0  # grows to 1/HEAVY_FLUSH_HZ while a very fast stream floods the panes
+        self._flush_due: Timer | None = None  # flush_soon's paint, when the last one is too recent
+        self._gc_held = False  # a hold on full garbage collections while a continuation streams
 
     def compose(self) -> ComposeResult:
         yield StatsLine(id="stream-stats")
@@ -241,6 +250,22 @@ class StreamView(Vertical):
     def on_mount(self) -> None:
         self.set_interval(1 / FLUSH_HZ, self.flush)
         self._render_stats()
+
+    def on_unmount(self) -> None:
+        self._release_gc()
+
+    def _hold_gc(self) -> None:
+        """While a continuation streams, the interpreter's full collections wait for the
+        operator's pause (ui/gc_hold.py): one walks the whole app's heap, and in the middle
+        of a fast stream it holds the panes and the keys for several frames."""
+        if not self._gc_held:
+            gc_hold.hold()
+            self._gc_held = True
+
+    def _release_gc(self) -> None:
+        if self._gc_held:
+            gc_hold.release()
+            self._gc_held = False
 
     # ------------------------------------------------------------------ what is shown
     @property
@@ -267,6 +292,7 @@ class StreamView(Vertical):
         for pane in self.query(TextPane):
             pane.clear()
         feed.dirty = True
+        self._hold_gc()
         return feed
 
     def clear(self) -> None:
@@ -278,6 +304,7 @@ class StreamView(Vertical):
         for pane in self.query(TextPane):
             pane.clear()
         self._render_stats()
+        self._release_gc()
 
     def reset(self, acc: StreamAccumulator | None = None, *, badge: str | None = None) -> StreamAccumulator:
         """Attach a new feed around ``acc`` (events pushed through :meth:`feed` are buffered only)."""
@@ -302,30 +329,39 @@ class StreamView(Vertical):
         self._timings = timings
         self._feed.finish(state)
         self.flush(force=True)
+        self._release_gc()
 
     # ------------------------------------------------------------------ consumer side (timer)
     def flush_soon(self) -> None:
         """New events came from a producer that batches them itself (a tailed channel): paint
-        them now unless the timer painted less than a tick ago (it paints the rest then)."""
-        if time.monotonic() - self._last_flush >= max(1 / LIVE_FLUSH_HZ, self._min_gap):
+        them now, or as soon as the last paint is 1/MAX_FLUSH_HZ old."""
+        wait = self._last_flush + 1 / MAX_FLUSH_HZ - time.monotonic()
+        if wait <= 0:
             self.flush(force=True)
+        elif self._flush_due is None:
+            self._flush_due = self.set_timer(wait, self._flush_when_due)
+
+    def _flush_when_due(self) -> None:
+        self._flush_due = None
+        self.flush(force=True)
 
     def flush(self, force: bool = False) -> None:
+        """Paint what the feed holds (``force``: even when the last paint is recent: the
+        stream ended, or flush_soon has waited its turn)."""
         feed = self._feed
         if not feed.dirty:
             return
         now = time.monotonic()
-        if not force and now - self._last_flush < self._min_gap:
+        if not force and now - self._last_flush < 1 / MAX_FLUSH_HZ:
             return  # keep buffering: the next tick flushes
         self._last_flush = now
-        self.probes.flushed(feed.events)
-        appended = 0
+        # how many tokens were painted, and when (benchmarks: a bench record is one token)
+        self.probes.flushed(feed.acc.token_count)
         texts, tools = feed.take()
         with self.app.batch_update():
             for kind in ("reasoning", "content"):
                 text = texts.get(kind)
                 if text:
-                    appended += len(text)
                     self.query_one(f"#pane-{kind}", TextPane).append(text)
             if tools:
                 lines = []
@@ -335,10 +371,6 @@ class StreamView(Vertical):
                 pane.clear()
                 pane.append("\n".join(lines))
             self._render_stats()
-        # a repaint costs the same for 10 or 1,000 new characters: when a fast stream
-        # delivers a lot per tick, repaint less often (HEAVY_FLUSH_HZ) to leave the CPU
-        # to the stream; slow streams keep the full FLUSH_HZ
-        self._min_gap = 1 / HEAVY_FLUSH_HZ if appended > HEAVY_CHARS else 0.0
 
     def _render_stats(self) -> None:
         acc = self.acc
