@@ -70,7 +70,7 @@ async def test_a_fast_live_stream_is_painted_whole_in_few_flushes(tmp_path):
         content = view.query_one("#pane-content", TextPane)
         assert content.text == "".join(_text(i) for i in range(TOKENS))
         # a batch per read, not a flush or an append per record
-        assert view.flushes < TOKENS / 20 and content.probes.appends < TOKENS / 20
+        assert view.probes.flushes < TOKENS / 20 and content.probes.appends < TOKENS / 20
         await wait_until(lambda: "finish stop" in str(view.query_one(StatsLine).render()), pilot=pilot, what="the stats line")
         stats = str(view.query_one(StatsLine).render())
         assert f"tokens {TOKENS}" in stats and "ttft 0.25 s" in stats and "tok/s 5000" in stats and "complete" in stats
