@@ -338,7 +338,7 @@ class StreamView(Vertical):
         wait = self._last_flush + 1 / MAX_FLUSH_HZ - time.monotonic()
         if wait <= 0:
             self.flush(force=True)
-        elif self._flush_due is None:
+        elif not self._flush_due:  # one pending paint at a time
             self._flush_due = self.set_timer(wait, self._flush_when_due)
 
     def _flush_when_due(self) -> None:
