@@ -280,5 +280,5 @@ async def test_the_integrity_pass_is_background_work(tmp_path_factory, monkeypat
     app = make_app(sample_root(tmp_path_factory), scanned=False)
     async with app.run_test(size=(120, 30)) as pilot:
         await wait_scan(pilot, app)
-        assert await wait_for(pilot, lambda: app.check_seconds is not None)
+        assert await wait_for(pilot, lambda: app.probes.check_seconds is not None)
         assert seen and all(seen)

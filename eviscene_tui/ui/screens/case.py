@@ -80,10 +80,32 @@ class CaseTabs(TabbedContent):
 
     shown = "trace"
     panels_mounted = False
+    #: the mounted bodies are in the DOM (set once their mounts are awaited)
+    panels_in_dom = False
+    #: the problem count the Integrity tab's label shows (None: "…"; -1: none painted yet)
+    badge_painted: int | None = -1
 
     def on_tab_pane_focused(self, event: TabPane.Focused) -> None:
         if event.tab_pane.id != self.shown:
             event.prevent_default()  # skip TabbedContent's handler (it activates that pane)
+
+
+class PrivilegeBar(Static):
+    """Says whether privileged material is shown; repainted only when that changes
+    (an update lays the screen out again)."""
+
+    revealed: bool | None = None  # None: not painted yet
+
+    def show(self, revealed: bool) -> None:
+        if self.revealed is revealed:
+            return
+        self.revealed = revealed
+        if revealed:
+            self.update(Content("\u26a0 PRIVILEGED MATERIAL SHOWN (gold, expected verdict, judge/localizer explanations, private context) \u00b7 v hides"))
+            self.add_class("revealed")
+        else:
+            self.update(Content("privileged material hidden \u00b7 v reveals (gold, expected verdict, judge/localizer explanations, private context)"))
+            self.remove_class("revealed")
 
 
 class _ScreenHost:
@@ -116,9 +138,6 @@ class CaseScreen(Screen):
         from), or the case folder itself."""
         super().__init__()
         self.options = options
-        self._panels_in_dom = False  # the other tabs' bodies are mounted (see _mount_panels)
-        self._badge_painted: int | None = -1  # the problem count on the Integrity tab's label (None: "…"; -1: none yet)
-        self._privilege_painted: bool | None = None  # the privilege bar says shown (True) or hidden
         self.session = self._session_for(ref, key, revealed=False)
 
     def _session_for(self, ref: CaseRef | CaseSummary | Path, key: str | None, *, revealed: bool) -> CaseSession:
@@ -205,7 +224,7 @@ class CaseScreen(Screen):
     # -- compose -----------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
         yield Static(Content(f"loading {safe_text(self.key, single_line=True, limit=80)}\u2026"), id="case-title", classes="title-bar")
-        yield Static(id="privilege-bar", classes="privilege-bar")
+        yield PrivilegeBar(id="privilege-bar", classes="privilege-bar")
         with CaseTabs(initial="trace", id="case-tabs"):
             with TabPane("1 Trace", id="trace"):
                 yield TraceView(id="trace-view")
@@ -339,10 +358,11 @@ class CaseScreen(Screen):
     def _paint_problem_badge(self, snap: CaseSnapshot) -> None:
         """The problem count on the Integrity tab's label."""
         count = snap.title.problems
-        if count == self._badge_painted:
+        tabs = self.query_one(CaseTabs)
+        if count == tabs.badge_painted:
             return  # (a new label lays the tab bar out again, and most updates leave it as it is)
-        self._badge_painted = count
-        tab = self.query_one(TabbedContent).get_tab("integrity")
+        tabs.badge_painted = count
+        tab = tabs.get_tab("integrity")
         if count is None:
             tab.label = Content("5 Integrity \u2026")
         elif count:
@@ -472,7 +492,7 @@ class CaseScreen(Screen):
         when a tab other than the trace was chosen before they existed."""
         for mount in mounts:
             await mount
-        self._panels_in_dom = True
+        self.query_one(CaseTabs).panels_in_dom = True
         self._paint_all()
         active = self.query_one(TabbedContent).active
         if active != "trace" and self.query_one(CaseTabs).shown == active:
@@ -497,7 +517,7 @@ class CaseScreen(Screen):
         """The tab bodies are mounted lazily (after the trace tab paints); once they are,
         :meth:`_paint_mounted_panels` paints them all. (A flag: every update of the session
         asks, and a query walks the whole screen.)"""
-        return self._panels_in_dom
+        return self.query_one(CaseTabs).panels_in_dom
 
     def _paint_quotes(self, snap: CaseSnapshot) -> None:
         # a reload while a driver writes the case mostly changes its status: the quotes
@@ -514,16 +534,7 @@ class CaseScreen(Screen):
             quotes.highlighted = highlighted
 
     def _paint_privilege_bar(self) -> None:
-        if self._privilege_painted is self.session.revealed:
-            return  # (an update lays the screen out again)
-        self._privilege_painted = self.session.revealed
-        bar = self.query_one("#privilege-bar", Static)
-        if self.session.revealed:
-            bar.update(Content("\u26a0 PRIVILEGED MATERIAL SHOWN (gold, expected verdict, judge/localizer explanations, private context) \u00b7 v hides"))
-            bar.add_class("revealed")
-        else:
-            bar.update(Content("privileged material hidden \u00b7 v reveals (gold, expected verdict, judge/localizer explanations, private context)"))
-            bar.remove_class("revealed")
+        self.query_one(PrivilegeBar).show(self.session.revealed)
 
     def _paint_trace_status(self) -> None:
         session = self.session
@@ -792,8 +803,9 @@ class CaseScreen(Screen):
         self.query_one("#trace-missing", Static).add_class("-hidden")
         self.query_one("#trace-search", SearchBox).add_class("-hidden")
         self.query_one("#trace-status", Static).update(Content("reading the source trace\u2026"), layout=False)
-        self.query_one(TabbedContent).get_tab("integrity").label = Content("5 Integrity \u2026")
-        self._badge_painted = None
+        tabs = self.query_one(CaseTabs)
+        tabs.get_tab("integrity").label = Content("5 Integrity \u2026")
+        tabs.badge_painted = None
         if self.query("#loc-doc"):
             loading = Content("loading\u2026")
             for doc in ("#loc-doc", "#rounds-doc", "#compare-left", "#compare-right", "#integrity-doc"):
