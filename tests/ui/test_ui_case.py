@@ -282,3 +282,18 @@ async def test_search_in_the_trace_by_keyboard(tmp_path_factory) -> None:
         await pilot.pause()
         assert app.screen is screen and not box.display and tv.has_focus
         assert not tv.marks and "\u25cf" not in screen_text(app) and "steps for" not in screen_text(app)
+
+
+async def test_a_store_change_while_the_screen_is_taken_down_is_dropped(tmp_path_factory) -> None:
+    """A screen's widgets are removed before its own unmount closes its session: a runs-table
+    change that arrives between the two (a watched folder's new case while the app quits, or
+    the screen is popped) has nothing to repaint, and must not fail."""
+    app = make_app(sample_root(tmp_path_factory))
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = await open_case(pilot, app, "feedback-converged-3-rounds")
+        await screen.query_one(TraceView).remove()
+        row = app.store.get("feedback-converged-3-rounds")
+        assert row is not None
+        app.store.upsert([row])  # the session publishes to the screen, whose trace view is gone
+        await pilot.pause()
+        assert app.is_running and app._exception is None

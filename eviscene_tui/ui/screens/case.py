@@ -14,6 +14,7 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.containers import Horizontal, VerticalScroll
 from textual.content import Content
+from textual.css.query import NoMatches
 from textual.widget import AwaitMount
 from textual.screen import Screen
 from textual.widgets import Input, OptionList, Static, TabbedContent, TabPane
@@ -276,7 +277,12 @@ class CaseScreen(Screen):
         """Repaint the panels whose part changed, then do what the update asks once."""
         snap, update = change
         parts = update.parts
-        tv = self.query_one(TraceView)
+        try:
+            tv = self.query_one(TraceView)
+        except NoMatches:
+            # the screen is being taken down (its widgets go before its own unmount closes
+            # the session): a store change meanwhile has nothing to repaint
+            return
         if "trace" in parts:
             self._paint_trace(snap)
         if update.rows is not None:
