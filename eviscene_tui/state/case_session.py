@@ -1094,7 +1094,7 @@ class CaseSession(Observable[CaseChange]):
         if self._tokens_hold is not None:
             self._tokens_hold.release()
             self._tokens_hold = None
-        self._subscribers.clear()
+        self._unsubscribe_all()
         if self._unwatch_store is not None:
             self._unwatch_store()
             self._unwatch_store = None

@@ -28,6 +28,10 @@ class Observable(Generic[T]):
 
         return unsubscribe
 
+    def _unsubscribe_all(self) -> None:
+        """Nobody is called any more (the session is closed)."""
+        self._subscribers.clear()
+
     def _notify(self, change: T) -> None:
         """Call every subscriber, in the order they subscribed; one that unsubscribes (or
         subscribes another) while called changes who is called next time, not now."""
