@@ -9,6 +9,8 @@ from hypothesis import strategies as st
 from textual.app import App, ComposeResult
 from textual.content import Content
 
+from ui_helpers import wait_for
+
 from eviscene_tui.ui.widgets import doc_view
 from eviscene_tui.ui.widgets.doc_view import DocView, LazyWrap
 
@@ -73,10 +75,11 @@ async def test_doc_view_paints_the_top_first_then_the_end_on_end(monkeypatch) ->
         assert 0 < len(lines) < len(expected)
         view.focus()
         await pilot.press("end")
-        await pilot.pause()
+        # the scroll to the end is applied after the refresh that lays out the new height
+        bottom = len(expected) - view.scrollable_content_region.height
+        assert await wait_for(pilot, lambda: view.scroll_offset.y == bottom)
         assert view.wrapped_lines == expected
         assert view.virtual_size.height == len(expected)
-        assert view.scroll_offset.y == len(expected) - view.scrollable_content_region.height
 
 
 async def test_doc_view_wraps_the_rest_in_idle_slices() -> None:
