@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
+from typing import TYPE_CHECKING, cast
 
 from rich.cells import cell_len
 from textual import on, work
@@ -61,6 +62,9 @@ from eviscene_tui.gate.protocol import SESSION_FILE, sidecar_for
 from eviscene_tui.state.gate import GateSession
 from eviscene_tui.state.repair import plan_repair, start_repair
 from eviscene_tui.ui.widgets.gate_panel import GatePanel
+
+if TYPE_CHECKING:
+    from eviscene_tui.ui.app import EvisceneApp
 
 TABS = ("trace", "localization", "rounds", "compare", "integrity")
 #: seconds after the screen opens by which the tab bodies are mounted whatever the trace does
@@ -150,12 +154,10 @@ class CaseScreen(Screen):
 
     def _take_prefetched(self, path: Path) -> Prefetched | None:
         """The case read ahead by the app (taken once; called by the load step)."""
-        take = getattr(self.app, "take_prefetched", None)
-        return take(path) if take is not None else None
+        return self.eviscene.take_prefetched(path)
 
     def _being_written(self, key: str) -> bool:
-        transient = getattr(self.app, "transient", None)
-        return transient is not None and key in transient.pending_cases()
+        return key in self.eviscene.transient.pending_cases()
 
     def run_case_step(self, session: CaseSession, group: str, step: Step) -> None:
         """A thread worker: run one blocking step of ``session``; its events go back to it
@@ -240,11 +242,14 @@ class CaseScreen(Screen):
                     yield Static(Content("loading\u2026"), classes="panel-placeholder")
         yield KeyFooter()
 
+    @property
+    def eviscene(self) -> EvisceneApp:
+        """The app, as its own type (this screen runs only inside it)."""
+        return cast("EvisceneApp", self.app)
+
     def on_mount(self) -> None:
-        self.session.revealed = bool(getattr(self.app, "reveal_privileged", False))
-        store = getattr(self.app, "store", None)
-        if store is not None:
-            self.session.watch_store(store)
+        self.session.revealed = self.eviscene.reveal_privileged
+        self.session.watch_store(self.eviscene.store)
         self._paint_privilege_bar()
         self.query_one(TraceView).focus()
         self.session.load()
@@ -270,7 +275,7 @@ class CaseScreen(Screen):
         if not (sidecar_for(self.case_path) / SESSION_FILE).is_file():
             self.notify("this search was not run under the operator gate (eviscene-tui gate)", severity="warning", markup=False)
             return
-        self.app.open_gate(self.case_path)  # type: ignore[attr-defined]  # the EvisceneApp's
+        self.eviscene.open_gate(self.case_path)
 
     # -- the session's updates ---------------------------------------------------------------
     def _session_changed(self, change: CaseChange) -> None:
@@ -718,8 +723,7 @@ class CaseScreen(Screen):
     def _triage_row(self) -> CaseRow | None:
         """This case as the runs store lists it (its record key), else as the case view
         read it (a case opened from elsewhere than the runs table)."""
-        store = getattr(self.app, "store", None)
-        row = store.get(self.key) if store is not None else None
+        row = self.eviscene.store.get(self.key)
         view = self.session.view
         if row is not None and row.record is None and view is not None:
             row.record = view.record  # read with the case (the labels have not been read yet)
@@ -732,8 +736,7 @@ class CaseScreen(Screen):
                        if not isinstance(ref, Path) else CaseRef(path=ref, layout=Layout.UNKNOWN), record=view.record)
     def _current_triage(self) -> Triage | None:
         row = self._triage_row()
-        marks = getattr(self.app, "triage", None)
-        return marks.for_key(row.record) if marks is not None and row is not None else None
+        return self.eviscene.triage.for_key(row.record) if row is not None else None
 
     def action_triage_label(self) -> None:
         row = self._triage_row()
@@ -763,15 +766,13 @@ class CaseScreen(Screen):
 
     def action_undo_label(self) -> None:
         row = self._triage_row()
-        undo = getattr(self.app, "undo_triage", None)
-        if row is None or undo is None or not undo(row):
+        if row is None or not self.eviscene.undo_triage(row):
             self.notify("No triage change of this case to undo", markup=False)
 
     def action_queue(self, step: int, *, after_label: bool = False) -> None:
         """Open the next (``step`` 1) or previous (-1) case of the runs table's current
         queue (its filter, search, sort and grouping) in place of this one."""
-        store = getattr(self.app, "store", None)
-        row = store.neighbour(self.key, step) if store is not None else None
+        row = self.eviscene.store.neighbour(self.key, step)
         if row is None:
             where = "last" if step > 0 else "first"
             self.notify(f"This is the {where} case of the queue" + (" (label saved)" if after_label else ""), markup=False, timeout=2)
@@ -788,12 +789,10 @@ class CaseScreen(Screen):
         self.app.post_message(M.CaseShown(str(self.case_path), False))
         for group in (*GROUPS, *self.SCREEN_WORKERS):
             self.workers.cancel_group(self, group)
-        store = getattr(self.app, "store", None)
         self.session.close()
         self.query("#case-gate").remove()
         self.session = self._session_for(ref, key, revealed=self.session.revealed)
-        if store is not None:
-            self.session.watch_store(store)
+        self.session.watch_store(self.eviscene.store)
         self._reset_widgets()
         self._mount_gate_card()
         self.app.post_message(M.CaseShown(str(self.case_path), True))
@@ -821,11 +820,9 @@ class CaseScreen(Screen):
 
     def _prefetch_next(self) -> None:
         """Read the next case of the queue in the background (``]`` or a label pick opens it)."""
-        store = getattr(self.app, "store", None)
-        prefetch = getattr(self.app, "prefetch_case", None)
-        row = store.neighbour(self.key, 1) if store is not None else None
-        if row is not None and prefetch is not None and row.ref is not None:
-            prefetch(row.ref.path, row.key)
+        row = self.eviscene.store.neighbour(self.key, 1)
+        if row is not None and row.ref is not None:
+            self.eviscene.prefetch_case(row.ref.path, row.key)
 
     def palette_commands(self) -> list[tuple[str, str, Callable[[], object]]]:
         return [("case: clear triage label", "Remove the case's label (journaled; u undoes it)", self.action_clear_label)]
@@ -902,7 +899,7 @@ class CaseScreen(Screen):
             self.notify(safe_text(f"repair: {message.refusal}", single_line=True), severity="warning", markup=False)
             return
         self.notify(safe_text(message.note, single_line=True), markup=False)
-        self.app.open_gate(message.root)  # type: ignore[attr-defined]  # the EvisceneApp's
+        self.eviscene.open_gate(message.root)
 
     def action_toggle_wrap(self) -> None:
         tv = self.query_one(TraceView)
