@@ -496,13 +496,15 @@ class CaseScreen(Screen):
             pane = self.query_one(f"#{pane_id}", TabPane)
             pane.query(".panel-placeholder").remove()
             mounts.append(pane.mount(body))
-        self.call_later(self._paint_mounted_panels, mounts)
+        self.call_later(self._paint_mounted_panels, mounts, list(bodies.values()))
 
-    async def _paint_mounted_panels(self, mounts: list[AwaitMount]) -> None:
+    async def _paint_mounted_panels(self, mounts: list[AwaitMount], bodies: list[VerticalScroll]) -> None:
         """After the tab bodies are in the DOM: paint them, and focus the shown tab's body
         when a tab other than the trace was chosen before they existed."""
         for mount in mounts:
             await mount
+        if not all(body.is_attached for body in bodies):
+            return  # the screen was taken down meanwhile (the app quits, or the screen was popped)
         self.query_one(CaseTabs).panels_in_dom = True
         self._paint_all()
         active = self.query_one(TabbedContent).active
