@@ -8,6 +8,8 @@
 - the autouse :func:`_hermetic_settings` fixture: no test reads the developer's own
   config file or API keys (XDG config dir in a temp folder, env variables unset), nor
   writes to the user's registry of work directories (XDG data dir in a temp folder);
+- the autouse :func:`_shared_samples_workdir_untouched` fixture: no test leaves anything in
+  the shared sample tree's work directory for the tests after it;
 - the ``e2e`` mark on the end-to-end tests that run the app or the driver as real
   processes (a pty, a gated driver, the CLI in a subprocess): :data:`E2E` names them, and
   ``pytest -m "not e2e"`` is the inner loop (``make test`` runs everything).
@@ -21,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import html
 import re
+import shutil
 import signal
 import sys
 import time
@@ -134,6 +137,34 @@ def _garbage_collector_given_back() -> Iterator[None]:
         gc_hold.release()
     while pace.foreground_held():
         pace.release_foreground()
+
+
+@pytest.fixture(autouse=True)
+def _shared_samples_workdir_untouched() -> Iterator[None]:
+    """The shared sample tree (tests/ui/ui_helpers.py ``sample_root``, one per test process)
+    is opened by many tests in turn: its work directory must be as empty after a test as
+    before it, or the next test opens a tree with a saved filter, label or decision. A test
+    that leaves something there fails, naming it, and the directory is emptied for the next
+    (a test that writes works on ``ui_helpers.copy_samples``)."""
+    yield
+    helpers = sys.modules.get("ui_helpers")
+    root = helpers.shared_sample_root() if helpers is not None else None
+    if root is None:
+        return
+    from eviscene_tui.storage import default_workdir
+
+    workdir = default_workdir(root)
+    if not workdir.is_dir():
+        return
+    left = sorted(str(p.relative_to(workdir)) for p in workdir.rglob("*") if not p.is_dir())
+    for entry in workdir.iterdir():
+        if entry.is_dir() and not entry.is_symlink():
+            shutil.rmtree(entry)
+        else:
+            entry.unlink()
+    if left:
+        pytest.fail(f"the test left files in the shared sample tree's work directory {workdir}: {', '.join(left)} "
+                    "(a test that writes there works on a copy: ui_helpers.copy_samples)", pytrace=False)
 
 
 @pytest.fixture

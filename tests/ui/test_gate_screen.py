@@ -15,25 +15,7 @@ from eviscene_tui.state.gate import GateSession
 from eviscene_tui.ui.screens.gate import GateCard, GateScreen, StepPicker
 
 from gate_fixtures import TIMEOUT, finish, make_case, manifest, start_gate
-
-
-class GateApp(App[None]):
-    def __init__(self, session: GateSession) -> None:
-        super().__init__()
-        self.session = session
-
-    def on_mount(self) -> None:
-        self.push_screen(GateScreen(self.session))
-
-    def notify(self, message: str, **kwargs) -> None:  # type: ignore[override]  # records what the operator is told
-        self.notices.append(message)
-        super().notify(message, **kwargs)
-
-    @property
-    def notices(self) -> list[str]:
-        if not hasattr(self, "_test_notices"):
-            self._test_notices: list[str] = []
-        return self._test_notices
+from ui_helpers import GateApp
 
 
 async def _until(pilot, condition, what: str, timeout: float = TIMEOUT):

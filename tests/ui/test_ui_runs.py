@@ -156,13 +156,16 @@ async def test_empty_folder_says_so(tmp_path) -> None:
         assert "no PSD cases found" in screen_text(app)
 
 
-async def test_problem_counts_equal_check_json(tmp_path_factory, capsysbinary) -> None:
-    """The problem column and the triage queue show exactly what ``check --json`` reports."""
+async def test_problem_counts_equal_check_json(tmp_path_factory, tmp_path, capsysbinary) -> None:
+    """The problem column and the triage queue show exactly what ``check --json`` reports.
+    On a copy of the sample tree: the triage filter it sets is saved in the tree's work
+    directory, where every later test on the shared tree would find it."""
     import orjson
 
     from eviscene_tui.cli import main
+    from ui_helpers import copy_samples
 
-    root = sample_root(tmp_path_factory)
+    root = copy_samples(tmp_path_factory, tmp_path)
     assert main(["check", "--json", str(root)]) == 1
     report = orjson.loads(capsysbinary.readouterr().out)
     expected = {c["path"]: len(c["problems"]) for c in report["cases"]}

@@ -1,5 +1,6 @@
-"""Shared helpers for the UI tests: the sample tree, the app, opening a case (the wait
-and screen-text helpers themselves live in tests/conftest.py)."""
+"""Shared helpers for the UI tests: the sample tree, the app, opening a case, the app
+that hosts the gate screen (the wait and screen-text helpers themselves live in
+tests/conftest.py)."""
 
 from __future__ import annotations
 
@@ -9,11 +10,12 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from conftest import DEFAULT_TIMEOUT, screen_text, wait_until
+from conftest import DEFAULT_TIMEOUT, ScreenHarness, screen_text, wait_until
 
 from eviscene_tui.options import AppOptions
 from eviscene_tui.ui.app import EvisceneApp
 from eviscene_tui.settings import Settings
+from eviscene_tui.state.gate import GateSession
 from eviscene_tui.state.scan import ScannedTree, scan_tree
 
 _SAMPLES: dict[str, Path] = {}
@@ -36,6 +38,22 @@ def sample_root(tmp_factory) -> Path:
                 os.utime(os.path.join(folder, name), (then, then), follow_symlinks=False)
         _SAMPLES["root"] = root
     return _SAMPLES["root"]
+
+
+def shared_sample_root() -> Path | None:
+    """The shared sample tree of this test process, if a test has made it yet."""
+    return _SAMPLES.get("root")
+
+
+def copy_samples(tmp_factory, dest: Path) -> Path:
+    """A copy of the whole sample tree at ``dest / "runs"`` (times and symlinks kept), for a
+    test that writes to the tree or to its work directory: the shared tree and its work
+    directory stay as every other test expects them (tests/conftest.py checks that)."""
+    import shutil
+
+    root = dest / "runs"
+    shutil.copytree(sample_root(tmp_factory), root, symlinks=True)
+    return root
 
 
 def scanned_sample(root: Path) -> ScannedTree:
@@ -165,3 +183,19 @@ class WatchProbe:
             return target in self.seen
 
         await wait_for(pilot, reported)
+
+
+class GateApp(ScreenHarness):
+    """The app the gate card tests run: the gate screen on ``session``, and every
+    notification text it posts in ``notices`` (what the operator is told)."""
+
+    def __init__(self, session: GateSession) -> None:
+        from eviscene_tui.ui.screens.gate import GateScreen
+
+        super().__init__(lambda: GateScreen(session))
+        self.session = session
+        self.notices: list[str] = []
+
+    def notify(self, message, *args, **kwargs) -> None:  # type: ignore[override]
+        self.notices.append(str(message))
+        super().notify(message, *args, **kwargs)
