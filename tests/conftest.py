@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import html
+import os
 import re
 import shutil
 import signal
@@ -46,6 +47,19 @@ for _helpers in ("artifacts", "ui", "policy", "gate"):
 
 #: generous: a loaded 2-core machine can be slow, and a wait returns as soon as it holds
 DEFAULT_TIMEOUT = 30.0
+
+#: ``EVISCENE_TEST_EXAMPLES=N`` runs the property tests that size their runs with
+#: :func:`examples` N times as long (a thorough run, before a release or after a change to
+#: a parser); ``make test`` runs them at their everyday count (fresh random examples each
+#: run, and Hypothesis replays any failing example it has stored)
+EXAMPLES_SCALE = max(1, int(os.environ.get("EVISCENE_TEST_EXAMPLES", "1") or "1"))
+
+
+def examples(n: int) -> int:
+    """A property test's ``max_examples``: ``n`` for ``make test``, scaled by
+    ``EVISCENE_TEST_EXAMPLES`` for a thorough run."""
+    return n * EXAMPLES_SCALE
+
 
 #: the end-to-end tests (whole modules, or single tests by node id): each runs the app, the
 #: CLI or a gated driver as real processes, in a pty or through a process pool

@@ -25,8 +25,8 @@ async def test_runs_screen_lists_every_case_with_columns(tmp_path_factory) -> No
         assert "converged" in text
 
 
-async def test_triage_filter_key_shows_only_triage_cases(tmp_path_factory) -> None:
-    app = make_app(sample_root(tmp_path_factory))
+async def test_triage_filter_key_shows_only_triage_cases(tmp_path_factory, tmp_path) -> None:
+    app = make_app(sample_root(tmp_path_factory), workdir=tmp_path / "work")  # the filter it sets is saved there
     async with app.run_test(size=(120, 30)) as pilot:
         await wait_scan(pilot, app)
         await pilot.press("t")
@@ -69,10 +69,10 @@ async def test_search_matches_loaded_hint_text(tmp_path_factory) -> None:
         assert row.key in [r.key for r in app.screen.query_one(RunsTable).rows]
 
 
-async def test_sort_by_a_chosen_column_and_reverse(tmp_path_factory) -> None:
+async def test_sort_by_a_chosen_column_and_reverse(tmp_path_factory, tmp_path) -> None:
     from eviscene_tui.ui.screens.runs import SortChooser
 
-    app = make_app(sample_root(tmp_path_factory))
+    app = make_app(sample_root(tmp_path_factory), workdir=tmp_path / "work")  # the sort it sets is saved there
     async with app.run_test(size=(120, 30)) as pilot:
         await wait_scan(pilot, app)
         await pilot.press("s")

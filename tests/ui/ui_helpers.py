@@ -73,12 +73,14 @@ def copy_case(tmp_factory, name: str, dest: Path) -> Path:
 
 
 def make_app(root: Path, *, watch: bool = False, theme: str | None = None, poll: bool = False, settings: Settings | None = None,
-             scanned: bool | None = None, **kw) -> EvisceneApp:
+             scanned: bool | None = None, workdir: Path | None = None, **kw) -> EvisceneApp:
     """The app on ``root``. ``scanned``: start from the pre-scanned sample tree
     (:func:`scanned_sample`); by default on the shared sample tree opened without a watcher
     and with the default transient grace (the screen tests). ``scanned=False``: the app scans
-    and checks the tree itself (tests of the scan and the integrity pass)."""
-    args = argparse.Namespace(theme=theme, poll=poll, operator="tester", workdir=None, config=None)
+    and checks the tree itself (tests of the scan and the integrity pass). ``workdir``: the
+    app's work directory (``--workdir``), for a test on the shared tree that changes what the
+    app saves there (a filter, a sort): the shared tree's own must stay empty."""
+    args = argparse.Namespace(theme=theme, poll=poll, operator="tester", workdir=str(workdir) if workdir else None, config=None)
     options = AppOptions.from_args(root, args, settings=settings or Settings())
     if scanned is None:
         scanned = not watch and "transient_grace" not in kw and Path(root) == _SAMPLES.get("root")
