@@ -23,7 +23,7 @@ async def test_theme_switch_at_runtime_and_from_option(tmp_path_factory) -> None
         await pilot.pause()
         assert app.theme == LIGHT
         assert app.has_class("-theme-eviscene-light")
-        assert app.screen.styles.background != dark_bg
+        assert await wait_for(pilot, lambda: app.screen.styles.background != dark_bg)  # the stylesheet is refreshed after the switch
         await pilot.press("ctrl+t")
         await pilot.pause()
         assert app.theme == DARK

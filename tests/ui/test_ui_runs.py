@@ -152,8 +152,7 @@ async def test_empty_folder_says_so(tmp_path) -> None:
     app = make_app(tmp_path)
     async with app.run_test(size=(120, 20)) as pilot:
         await wait_scan(pilot, app)
-        await pilot.pause()
-        assert "no PSD cases found" in screen_text(app)
+        assert await wait_for(pilot, lambda: "no PSD cases found" in screen_text(app))
 
 
 async def test_problem_counts_equal_check_json(tmp_path_factory, tmp_path, capsysbinary) -> None:
@@ -176,14 +175,11 @@ async def test_problem_counts_equal_check_json(tmp_path_factory, tmp_path, capsy
         await wait_checked(pilot, app)
         assert {r.key: r.problems for r in app.store.rows()} == expected
         assert all(r.checked for r in app.store.rows())
+        table = app.screen.query_one(RunsTable)
         await pilot.press("x")
-        await pilot.pause()
-        shown = {r.key for r in app.screen.query_one(RunsTable).rows}
-        assert {k for k, n in expected.items() if n} <= shown
+        assert await wait_for(pilot, lambda: app.store.filter_name == "problems" and {k for k, n in expected.items() if n} <= {r.key for r in table.rows})
         await pilot.press("t")
-        await pilot.pause()
-        shown = {r.key for r in app.screen.query_one(RunsTable).rows}
-        assert {k for k, n in expected.items() if n} <= shown
+        assert await wait_for(pilot, lambda: app.store.filter_name == "triage" and {k for k, n in expected.items() if n} <= {r.key for r in table.rows})
         assert "11" in screen_text(app) or str(expected["damaged"]) in screen_text(app)
 
 
