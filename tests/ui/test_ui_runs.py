@@ -238,15 +238,23 @@ async def test_repair_search_and_stale_search_are_shown(tmp_path_factory, tmp_pa
         assert "repair: searching" in str(screen.query_one("#case-title").content)
 
 
-async def test_integrity_pass_uses_worker_processes_inside_the_app(tmp_path, notices) -> None:
+async def test_integrity_pass_uses_worker_processes_inside_the_app(tmp_path, notices, monkeypatch) -> None:
     """Past PARALLEL_MIN_CASES the pass runs in spawned processes; inside the Textual app
-    (whose stderr is a capture object) that must work and agree with ``check``."""
+    (whose stderr is a capture object) that must work and agree with ``check``. With the
+    threshold and the pool's chunk lowered, a few dozen cases take both pooled paths the
+    app has (the integrity pass over the first cases, and the rest read and checked in
+    the pool as discovery finds them), in several chunks each."""
     from eviscene_tui.artifacts.report import build_check_report
     from eviscene_tui.scaffold.samples.synthetic import make_many_cases
-    from eviscene_tui.artifacts.report import PARALLEL_MIN_CASES
+    from eviscene_tui.state import scan
+    from eviscene_tui.ui import app as app_module
 
+    threshold = 40
+    monkeypatch.setattr(app_module, "PARALLEL_MIN_CASES", threshold)
+    monkeypatch.setattr(scan, "PARALLEL_MIN_CASES", threshold)
+    monkeypatch.setattr(scan, "POOL_CHUNK", 10)
     root = tmp_path / "many"
-    make_many_cases(root, PARALLEL_MIN_CASES + 20)
+    make_many_cases(root, threshold + 20)
     expected = {c["path"]: len(c["problems"]) for c in build_check_report(root, workers=1)["cases"]}
     app = make_app(root, transient_grace=0.0)
     async with app.run_test(size=(120, 30), notifications=True) as pilot:
