@@ -38,6 +38,7 @@ from textual.app import App
 from textual.screen import Screen
 
 from eviscene_tui import pace
+from eviscene_tui.storage import default_workdir
 from eviscene_tui.ui import gc_hold
 
 TESTS = Path(__file__).resolve().parent
@@ -165,8 +166,6 @@ def _shared_samples_workdir_untouched() -> Iterator[None]:
     root = helpers.shared_sample_root() if helpers is not None else None
     if root is None:
         return
-    from eviscene_tui.storage import default_workdir
-
     workdir = default_workdir(root)
     if not workdir.is_dir():
         return

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ui_helpers import make_app, sample_root, screen_text, wait_checked, wait_for, wait_scan
+from ui_helpers import copy_samples, make_app, sample_root, screen_text, wait_checked, wait_for, wait_scan
 
 from eviscene_tui.ui.widgets.runs_table import RunsTable
 
@@ -162,7 +162,6 @@ async def test_problem_counts_equal_check_json(tmp_path_factory, tmp_path, capsy
     import orjson
 
     from eviscene_tui.cli import main
-    from ui_helpers import copy_samples
 
     root = copy_samples(tmp_path_factory, tmp_path)
     assert main(["check", "--json", str(root)]) == 1

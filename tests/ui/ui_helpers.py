@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -14,6 +15,7 @@ from conftest import DEFAULT_TIMEOUT, ScreenHarness, screen_text, wait_until
 
 from eviscene_tui.options import AppOptions
 from eviscene_tui.ui.app import EvisceneApp
+from eviscene_tui.ui.screens.gate import GateScreen
 from eviscene_tui.settings import Settings
 from eviscene_tui.state.gate import GateSession
 from eviscene_tui.state.scan import ScannedTree, scan_tree
@@ -49,8 +51,6 @@ def copy_samples(tmp_factory, dest: Path) -> Path:
     """A copy of the whole sample tree at ``dest / "runs"`` (times and symlinks kept), for a
     test that writes to the tree or to its work directory: the shared tree and its work
     directory stay as every other test expects them (tests/conftest.py checks that)."""
-    import shutil
-
     root = dest / "runs"
     shutil.copytree(sample_root(tmp_factory), root, symlinks=True)
     return root
@@ -192,8 +192,6 @@ class GateApp(ScreenHarness):
     notification text it posts in ``notices`` (what the operator is told)."""
 
     def __init__(self, session: GateSession) -> None:
-        from eviscene_tui.ui.screens.gate import GateScreen
-
         super().__init__(lambda: GateScreen(session))
         self.session = session
         self.notices: list[str] = []
