@@ -20,7 +20,9 @@ every test: they are put on ``sys.path`` here, once.
 
 from __future__ import annotations
 
+import ast
 import asyncio
+import functools
 import html
 import os
 import re
@@ -86,6 +88,13 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if any(item.nodeid == name or item.nodeid.startswith(name + "::") for name in E2E):
             item.add_marker(pytest.mark.e2e)
+
+
+@functools.lru_cache(maxsize=None)
+def parsed(source: str) -> ast.Module:
+    """``ast.parse(source)``, once per test process: the source checks (tests/core) each
+    read every module of the package, and only read the trees, never change them."""
+    return ast.parse(source)
 
 
 async def wait_until(
