@@ -8,6 +8,8 @@
 - the autouse :func:`_hermetic_settings` fixture: no test reads the developer's own
   config file or API keys (XDG config dir in a temp folder, env variables unset), nor
   writes to the user's registry of work directories (XDG data dir in a temp folder);
+- the autouse :func:`_shared_samples_workdir_untouched` fixture: no test leaves anything in
+  the shared sample tree's work directory for the tests after it;
 - the ``e2e`` mark on the end-to-end tests that run the app or the driver as real
   processes (a pty, a gated driver, the CLI in a subprocess): :data:`E2E` names them, and
   ``pytest -m "not e2e"`` is the inner loop (``make test`` runs everything).
@@ -18,9 +20,13 @@ every test: they are put on ``sys.path`` here, once.
 
 from __future__ import annotations
 
+import ast
 import asyncio
+import functools
 import html
+import os
 import re
+import shutil
 import signal
 import sys
 import time
@@ -34,6 +40,7 @@ from textual.app import App
 from textual.screen import Screen
 
 from eviscene_tui import pace
+from eviscene_tui.storage import default_workdir
 from eviscene_tui.ui import gc_hold
 
 TESTS = Path(__file__).resolve().parent
@@ -43,6 +50,19 @@ for _helpers in ("artifacts", "ui", "policy", "gate"):
 
 #: generous: a loaded 2-core machine can be slow, and a wait returns as soon as it holds
 DEFAULT_TIMEOUT = 30.0
+
+#: ``EVISCENE_TEST_EXAMPLES=N`` runs the property tests that size their runs with
+#: :func:`examples` N times as long (a thorough run, before a release or after a change to
+#: a parser); ``make test`` runs them at their everyday count (fresh random examples each
+#: run, and Hypothesis replays any failing example it has stored)
+EXAMPLES_SCALE = max(1, int(os.environ.get("EVISCENE_TEST_EXAMPLES", "1") or "1"))
+
+
+def examples(n: int) -> int:
+    """A property test's ``max_examples``: ``n`` for ``make test``, scaled by
+    ``EVISCENE_TEST_EXAMPLES`` for a thorough run."""
+    return n * EXAMPLES_SCALE
+
 
 #: the end-to-end tests (whole modules, or single tests by node id): each runs the app, the
 #: CLI or a gated driver as real processes, in a pty or through a process pool
@@ -68,6 +88,13 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if any(item.nodeid == name or item.nodeid.startswith(name + "::") for name in E2E):
             item.add_marker(pytest.mark.e2e)
+
+
+@functools.lru_cache(maxsize=None)
+def parsed(source: str) -> ast.Module:
+    """``ast.parse(source)``, once per test process: the source checks (tests/core) each
+    read every module of the package, and only read the trees, never change them."""
+    return ast.parse(source)
 
 
 async def wait_until(
@@ -134,6 +161,32 @@ def _garbage_collector_given_back() -> Iterator[None]:
         gc_hold.release()
     while pace.foreground_held():
         pace.release_foreground()
+
+
+@pytest.fixture(autouse=True)
+def _shared_samples_workdir_untouched() -> Iterator[None]:
+    """The shared sample tree (tests/ui/ui_helpers.py ``sample_root``, one per test process)
+    is opened by many tests in turn: its work directory must be as empty after a test as
+    before it, or the next test opens a tree with a saved filter, label or decision. A test
+    that leaves something there fails, naming it, and the directory is emptied for the next
+    (a test that writes works on ``ui_helpers.copy_samples``)."""
+    yield
+    helpers = sys.modules.get("ui_helpers")
+    root = helpers.shared_sample_root() if helpers is not None else None
+    if root is None:
+        return
+    workdir = default_workdir(root)
+    if not workdir.is_dir():
+        return
+    left = sorted(str(p.relative_to(workdir)) for p in workdir.rglob("*") if not p.is_dir())
+    for entry in workdir.iterdir():
+        if entry.is_dir() and not entry.is_symlink():
+            shutil.rmtree(entry)
+        else:
+            entry.unlink()
+    if left:
+        pytest.fail(f"the test left files in the shared sample tree's work directory {workdir}: {', '.join(left)} "
+                    "(a test that writes there works on a copy: ui_helpers.copy_samples)", pytrace=False)
 
 
 @pytest.fixture

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import orjson
 import pytest
+from conftest import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -26,7 +27,7 @@ def _parse(data: bytes, chunk: int, block: int) -> object:
     return parse_trace_chunked(io.BytesIO(data), chunk_bytes=chunk, block_bytes=block)
 
 
-@settings(max_examples=250, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(
     steps=st.lists(STEP, max_size=12),
     head=st.dictionaries(st.sampled_from(["image_id", "case_id", "verdict", "meta"]), VALUE, max_size=3),

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import orjson
 import pytest
+from conftest import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -90,7 +91,7 @@ def scan_path(name: str) -> Iterator[None]:
             setattr(step_index, key, value)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(
     steps=st.lists(STEP, max_size=12),
     head=st.dictionaries(st.sampled_from(["image_id", "case_id", "verdict", "meta"]), VALUE, max_size=3),

@@ -15,6 +15,8 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+from conftest import parsed
+
 PACKAGE = Path(__file__).resolve().parents[2] / "eviscene_tui"
 MAX_LINES = 80
 MAX_DEPTH = 4
@@ -59,7 +61,7 @@ def _findings() -> set[str]:
         rel = path.relative_to(PACKAGE).as_posix()
         source = path.read_text(encoding="utf-8")
         lines = source.splitlines()
-        for func in _functions(ast.parse(source)):
+        for func in _functions(parsed(source)):
             where = f"{rel}:{func.name}"
             length = (func.end_lineno or func.lineno) - func.lineno + 1
             if length > MAX_LINES and where not in TABLES:

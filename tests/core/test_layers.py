@@ -14,6 +14,8 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+from conftest import parsed
+
 from eviscene_tui.cli import SUBCOMMANDS
 
 PACKAGE = Path(__file__).resolve().parents[2] / "eviscene_tui"
@@ -46,7 +48,7 @@ UNITS: dict[str, tuple[float, int]] = {
 def _imports(path: Path) -> list[tuple[int, str]]:
     """Every module a file imports (inside functions and ``TYPE_CHECKING`` too); ``from
     eviscene_tui.scaffold import tiny`` imports the module ``eviscene_tui.scaffold.tiny``."""
-    tree = ast.parse(path.read_text(encoding="utf-8"))
+    tree = parsed(path.read_text(encoding="utf-8"))
     out = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
@@ -131,7 +133,7 @@ def test_the_room_is_named_only_by_the_command_table() -> None:
         rel = path.relative_to(PACKAGE).as_posix()
         if rel.startswith(ROOM + "/") or rel == "cli.py":
             continue
-        tree = ast.parse(path.read_text(encoding="utf-8"))
+        tree = parsed(path.read_text(encoding="utf-8"))
         prose = _docstrings(tree)
         named += [f"{rel}:{node.lineno} names {node.value[:60]!r}" for node in ast.walk(tree)
                   if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in prose

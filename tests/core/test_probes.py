@@ -9,6 +9,8 @@ import ast
 import inspect
 from pathlib import Path
 
+from conftest import parsed
+
 from eviscene_tui import probes
 
 PACKAGE = Path(__file__).resolve().parents[2] / "eviscene_tui"
@@ -19,7 +21,7 @@ RECORDERS = {name for cls in (probes.AppProbes, probes.CaseProbes, probes.Client
 
 def reads(source: str, rel: str = "m.py") -> list[str]:
     """Where ``source`` uses a probe other than by assigning it or calling a recorder."""
-    tree = ast.parse(source)
+    tree = parsed(source)
     parents = {child: node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
     wrong = []
     for node in ast.walk(tree):
@@ -108,7 +110,7 @@ def kept_for_others(sources: dict[str, str]) -> list[str]:
     acted: set[str] = set()
     fields: set[str] = set()
     for rel, source in sources.items():
-        tree = ast.parse(source)
+        tree = parsed(source)
         fields |= _record_fields(tree)
         parents = {child: node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
         for node in ast.walk(tree):

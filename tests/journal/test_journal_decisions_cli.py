@@ -119,11 +119,24 @@ def test_decisions_into_a_closed_pipe_exits_quietly(tmp_path):
     import subprocess
     import sys
 
+    from eviscene_tui.artifacts.jsonio import canonical_json_bytes
+    from eviscene_tui.journal.events import build_event
+
     root = tmp_path / "runs"
     (root / "c").mkdir(parents=True)
-    j = Journal(review_journal_path(default_workdir(root)), operator="bob")
+    # a table well past a pipe's buffer, so the command is still writing when the reader goes:
+    # its events chained as Journal.append chains them, written at once (3000 appends would
+    # be 3000 fsyncs), then one real append checks the chain and anchors its head
+    path = review_journal_path(default_workdir(root))
+    path.parent.mkdir(parents=True)
+    events: list[dict] = []
     for i in range(3000):
-        j.append("comment", target={"case": "c"}, reason=f"note {i} " + "x" * 60)
+        events.append(build_event(seq=i, prev=events[-1]["hash"] if events else None, operator="bob", action="comment",
+                                  target={"case": "c"}, reason=f"note {i} " + "x" * 60))
+    path.write_bytes(b"".join(canonical_json_bytes(ev) + b"\n" for ev in events))
+    j = Journal(path, operator="bob")
+    assert j.verify().ok and not j.bad_lines
+    j.append("comment", target={"case": "c"}, reason="the last note")
     j.close()
     proc = subprocess.Popen(
         [sys.executable, "-m", "eviscene_tui", "decisions", str(root)],

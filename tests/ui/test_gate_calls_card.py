@@ -7,7 +7,6 @@ the token inspector on its capture, the hint marked in the first teacher call.""
 from __future__ import annotations
 
 from conftest import wait_until
-from textual.app import App
 
 from eviscene_tui.gate.sidecar import read_status
 from eviscene_tui.state.gate import GateSession
@@ -16,15 +15,7 @@ from eviscene_tui.ui.screens.tokens import TokenScreen
 from eviscene_tui.ui.widgets.gate_panel import CallList
 
 from gate_fixtures import TIMEOUT, decide, fake_vllm, finish, make_case, start_gate  # noqa: F401 - fake_vllm: a fixture
-
-
-class GateApp(App[None]):
-    def __init__(self, session: GateSession) -> None:
-        super().__init__()
-        self.session = session
-
-    def on_mount(self) -> None:
-        self.push_screen(GateScreen(self.session))
+from ui_helpers import GateApp
 
 
 def _waiting(case, kind: str, round_index: int):

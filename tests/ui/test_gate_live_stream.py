@@ -10,7 +10,6 @@ import json
 from pathlib import Path
 
 from conftest import wait_until
-from textual.app import App
 
 from eviscene_tui.gate import protocol as P
 from eviscene_tui.state.gate import GateSession
@@ -19,16 +18,9 @@ from eviscene_tui.ui.screens.gate import GateScreen
 from eviscene_tui.ui.widgets.gate_panel import CallList, GatePanel
 from eviscene_tui.ui.widgets.stream_view import StatsLine, StreamView, TextPane
 
+from ui_helpers import GateApp
+
 TOKENS = 3000
-
-
-class GateApp(App[None]):
-    def __init__(self, session: GateSession) -> None:
-        super().__init__()
-        self.session = session
-
-    def on_mount(self) -> None:
-        self.push_screen(GateScreen(self.session))
 
 
 def _root(tmp_path: Path) -> tuple[Path, P.LiveChannel]:

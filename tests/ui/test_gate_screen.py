@@ -12,32 +12,29 @@ from textual.app import App
 
 from eviscene_tui.gate.sidecar import read_status
 from eviscene_tui.state.gate import GateSession
-from eviscene_tui.ui.screens.gate import GateCard, GateScreen, StepPicker
+from eviscene_tui.ui.screens.gate import GateCard, GateScreen, ReasonPrompt, StepPicker
 
 from gate_fixtures import TIMEOUT, finish, make_case, manifest, start_gate
-
-
-class GateApp(App[None]):
-    def __init__(self, session: GateSession) -> None:
-        super().__init__()
-        self.session = session
-
-    def on_mount(self) -> None:
-        self.push_screen(GateScreen(self.session))
-
-    def notify(self, message: str, **kwargs) -> None:  # type: ignore[override]  # records what the operator is told
-        self.notices.append(message)
-        super().notify(message, **kwargs)
-
-    @property
-    def notices(self) -> list[str]:
-        if not hasattr(self, "_test_notices"):
-            self._test_notices: list[str] = []
-        return self._test_notices
+from ui_helpers import GateApp
 
 
 async def _until(pilot, condition, what: str, timeout: float = TIMEOUT):
-    await wait_until(condition, timeout, pilot=pilot, what=what)
+    return await wait_until(condition, timeout, pilot=pilot, what=what)
+
+
+def _dialog(app, kind):
+    """The dialog of ``kind`` once it is ready for keys: on top, laid out and its field
+    focused (its on_mount focuses it). A pushed screen is the top screen at once, before
+    it has composed, mounted or been laid out: a key or a look at its layout before then
+    races it."""
+
+    def ready():
+        screen = app.screen
+        if not isinstance(screen, kind) or not screen.query("#form") or screen.focused is None:
+            return None
+        return screen if screen.query_one("#form").region.area else None
+
+    return ready
 
 
 def _waiting(case, kind: str, round_index: int):
@@ -81,9 +78,8 @@ async def test_gate_card_steps_the_driver(tmp_path):
             await _until(pilot, _card_shows(app, "ROUND GATE · round 1"), "the round-1 card")
             assert "newly excluded hint" in str(_card(app).render())
             await pilot.press("r")
-            await _until(pilot, lambda: isinstance(app.screen, StepPicker), "the step picker")
+            picker = await _until(pilot, _dialog(app, StepPicker), "the step picker")
             # the list opens on the current site; option 0 is "no step", the trace's step K is option K + 1
-            picker = app.screen
             assert isinstance(picker.current, int)
             assert picker.query_one("#form-trace").highlighted == picker.current + 1
             for _ in range(5 - picker.current):
@@ -98,12 +94,14 @@ async def test_gate_card_steps_the_driver(tmp_path):
 
             await _until(pilot, _card_shows(app, "HINT GATE · round 1"), "the round-1 hint card")
             await pilot.press("x")
+            await _until(pilot, _dialog(app, ReasonPrompt), "the reject dialog")
             await pilot.press(*"vague")
             await pilot.press("ctrl+s")
             await _until(pilot, _waiting(case, "round", 2), "the round-2 gate")
             await _until(pilot, _card_shows(app, "ROUND GATE · round 2"), "the round-2 card")
             assert "rejected proposals: operator_rejected" in str(_card(app).render())
             await pilot.press("s")
+            await _until(pilot, _dialog(app, ReasonPrompt), "the stop dialog")
             await pilot.press(*"later")
             await pilot.press("ctrl+s")
             await _until(pilot, lambda: proc.poll() is not None, "the driver to stop")
@@ -162,8 +160,6 @@ async def test_gate_dialogs_and_the_paused_search_at_80x24(tmp_path):
     the decision keys are hidden, and the stop message is gone once R resumed the driver."""
     from textual.widgets import Input
 
-    from eviscene_tui.ui.screens.gate import ReasonPrompt
-
     size = (80, 24)
     case = make_case(tmp_path)
     proc = start_gate(case)
@@ -176,9 +172,7 @@ async def test_gate_dialogs_and_the_paused_search_at_80x24(tmp_path):
             assert "selected step \u2014, earliest error step \u2014" in card_text
 
             await pilot.press("r")
-            await _until(pilot, lambda: isinstance(app.screen, StepPicker), "the step picker")
-            picker = app.screen
-            await pilot.pause()
+            picker = await _until(pilot, _dialog(app, StepPicker), "the step picker")
             assert picker.styles.background.a < 1  # the gate screen stays visible behind
             assert _inside(picker.query_one("#form"), size)
             assert "round 0 will get" in str(picker.query_one("#form-context").render())
@@ -189,17 +183,15 @@ async def test_gate_dialogs_and_the_paused_search_at_80x24(tmp_path):
             await _until(pilot, _card_shows(app, "HINT GATE · round 0"), "the hint card")
             hint_text = read_status(case.root).pending[0].hint["text"]
             await pilot.press("x")
-            await _until(pilot, lambda: isinstance(app.screen, ReasonPrompt), "the reject dialog")
-            prompt = app.screen
-            await pilot.pause()
+            prompt = await _until(pilot, _dialog(app, ReasonPrompt), "the reject dialog")
             assert _inside(prompt.query_one("#form"), size)
             assert hint_text[:40] in str(prompt.query_one("#form-context").render()).replace("\n", " ")
             await pilot.press(*"vag")
             await pilot.press("backspace", "backspace", "backspace")  # typed, then erased: empty again
             await pilot.press("ctrl+s")
-            await pilot.pause()
+            await _until(pilot, lambda: app.screen is not prompt or "reason is required" in str(prompt.query_one("#form-error").render()),
+                         "the empty reason refused")
             assert app.screen is prompt, "an empty reject reason closed the dialog"
-            assert "reason is required" in str(prompt.query_one("#form-error").render())
             assert read_status(case.root).decisions[-1].action == "approve-round"  # nothing taken
             await pilot.press(*"vague")
             assert prompt.query_one(Input).value == "vague"
@@ -207,8 +199,8 @@ async def test_gate_dialogs_and_the_paused_search_at_80x24(tmp_path):
             await _until(pilot, _card_shows(app, "ROUND GATE · round 1"), "the round-1 card")
 
             await pilot.press("s")
-            await _until(pilot, lambda: isinstance(app.screen, ReasonPrompt), "the stop dialog")
-            assert "round 1 will get" in str(app.screen.query_one("#form-context").render())
+            stop = await _until(pilot, _dialog(app, ReasonPrompt), "the stop dialog")
+            assert "round 1 will get" in str(stop.query_one("#form-context").render())
             await pilot.press(*"later")
             await pilot.press("ctrl+s")
             await _until(pilot, lambda: proc.poll() is not None, "the driver to stop")
@@ -223,7 +215,7 @@ async def test_gate_dialogs_and_the_paused_search_at_80x24(tmp_path):
             except AssertionError as exc:  # what was shown instead, and what the operator was told
                 raise AssertionError(f"{exc}; header {_header(app)!r}; notices {app.notices!r}") from exc
             _card(app).focus()
-            await pilot.pause()
+            await _until(pilot, lambda: _card(app).has_focus, "the card focused")
             assert not {"a", "r", "s", "x"} & set(app.screen.active_bindings), "decision keys shown with no gate pending"
 
             await _until(pilot, lambda: "R resumes" in str(_card(app).render()), "the app seeing the driver gone (resume offered)")
@@ -265,13 +257,11 @@ async def test_gate_dialogs_validate_inside_keep_the_text_and_return_the_values(
     app = Host()
     async with app.run_test(size=(80, 24)) as pilot:
         app.push_screen(ReasonPrompt("Reject hint 0 of round 1", Text("the hint: look closer"), required=True), callback=results.append)
-        await _until(pilot, lambda: isinstance(app.screen, ReasonPrompt) and app.screen.query("#form-context"), "the reason prompt")
-        prompt = app.screen
+        prompt = await _until(pilot, _dialog(app, ReasonPrompt), "the reason prompt")
         assert "the hint: look closer" in str(prompt.query_one("#form-context").render())
         await pilot.press("space", "enter", "ctrl+s")  # only blanks (Enter does not submit): refused
-        await pilot.pause()
+        await _until(pilot, lambda: results or "reason is required" in str(prompt.query_one("#form-error").render()), "the blank reason refused")
         assert app.screen is prompt and results == []
-        assert "reason is required" in str(prompt.query_one("#form-error").render())
         assert prompt.query_one(Input).value == " "  # what was typed is kept
         await pilot.press(*"too vague", "ctrl+s")
         await _until(pilot, lambda: results, "the reason prompt's result")
@@ -310,9 +300,9 @@ async def test_resume_is_hidden_and_refused_while_the_driver_runs(tmp_path):
             await _until(pilot, _card_shows(app, "ROUND GATE · round 0"), "the round-0 card")
             await _until(pilot, lambda: app.session.snapshot() is not None and app.session.snapshot().status.driver.alive,
                          "the app seeing the driver alive")
-            await pilot.pause()
+            # the card's keys are there: the bindings were refreshed after the driver was seen
+            await _until(pilot, lambda: "a" in app.screen.active_bindings, "the card's keys shown")
             assert "R" not in app.screen.active_bindings, "R (resume) shown while the driver runs"
-            assert "a" in app.screen.active_bindings  # the card's keys are there: the bindings were refreshed
             await pilot.press("R")
             await _until(pilot, lambda: any("cannot resume" in n and "still running" in n for n in app.notices), "the reason R does nothing")
             assert not list(case.gate_dir.glob("driver-resume-*.log")), "a driver was started while one runs"

@@ -13,7 +13,6 @@ import os
 import signal
 
 from conftest import wait_until
-from textual.app import App
 from textual.widgets import Input, OptionList, TextArea
 
 from eviscene_tui.scaffold.fake_vllm.harness import FakeVLLMServer
@@ -26,17 +25,9 @@ from eviscene_tui.ui.widgets.stream_view import StreamView
 
 from gate_fixtures import TIMEOUT, finish, run_cli
 from repair_fixtures import Repair, start_repair, waiting, write_driver_case
+from ui_helpers import GateApp
 
 ADDED = "Search the caption in quotes on news sites before the event itself."
-
-
-class GateApp(App[None]):
-    def __init__(self, session: GateSession) -> None:
-        super().__init__()
-        self.session = session
-
-    def on_mount(self) -> None:
-        self.push_screen(GateScreen(self.session))
 
 
 async def _until(pilot, condition, what: str, timeout: float = TIMEOUT):

@@ -23,7 +23,7 @@ async def test_theme_switch_at_runtime_and_from_option(tmp_path_factory) -> None
         await pilot.pause()
         assert app.theme == LIGHT
         assert app.has_class("-theme-eviscene-light")
-        assert app.screen.styles.background != dark_bg
+        assert await wait_for(pilot, lambda: app.screen.styles.background != dark_bg)  # the stylesheet is refreshed after the switch
         await pilot.press("ctrl+t")
         await pilot.pause()
         assert app.theme == DARK
@@ -125,8 +125,8 @@ async def test_palette_command_runs_case_action(tmp_path_factory) -> None:
         assert await wait_for(pilot, lambda: app.screen is screen and tv.cursor == screen.view.failure_index)
 
 
-async def test_palette_lists_noun_verb_commands(tmp_path_factory) -> None:
-    app = make_app(sample_root(tmp_path_factory))
+async def test_palette_lists_noun_verb_commands(tmp_path_factory, tmp_path: Path) -> None:
+    app = make_app(sample_root(tmp_path_factory), workdir=tmp_path / "work")  # the filter it sets is saved there
     async with app.run_test(size=(100, 30)) as pilot:
         await wait_scan(pilot, app)
         titles = [c.title for c in app.get_system_commands(app.screen)]
@@ -143,7 +143,7 @@ async def test_user_keymap_from_config_file(tmp_path_factory, tmp_path: Path, mo
     monkeypatch.setenv("EVISCENE_TUI_CONFIG", str(config))
     cfg = load_settings()
     assert cfg.found and cfg.keys == {"runs.filter.triage": "z", "case.failure": "F"} and not cfg.problems
-    app = make_app(sample_root(tmp_path_factory), settings=cfg)
+    app = make_app(sample_root(tmp_path_factory), settings=cfg, workdir=tmp_path / "work")  # the filter it sets is saved there
     async with app.run_test(size=(100, 30)) as pilot:
         await wait_scan(pilot, app)
         assert app.theme == LIGHT

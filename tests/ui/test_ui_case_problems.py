@@ -144,8 +144,7 @@ async def test_slate_root_is_labelled_unsupported_everywhere_and_never_waits(tmp
         await pilot.press("4")
         assert await wait_for(pilot, lambda: "waiting for the trace" not in str(screen.query_one("#compare-left").content), 10)
         await pilot.press("3")
-        await pilot.pause()
-        assert "slate rounds: 1" in str(screen.query_one("#rounds-doc").content)
+        assert await wait_for(pilot, lambda: "slate rounds: 1" in str(screen.query_one("#rounds-doc").content))
 
 
 async def test_a_capture_without_attempt_row_carries_its_mark(tmp_path_factory) -> None:

@@ -4,6 +4,7 @@ characters, styled spans)."""
 
 from __future__ import annotations
 
+from conftest import wait_until
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from textual.app import App, ComposeResult
@@ -88,10 +89,6 @@ async def test_doc_view_wraps_the_rest_in_idle_slices() -> None:
     app = _DocApp(content)
     async with app.run_test(size=(60, 20)) as pilot:
         view = app.query_one(DocView)
-        for _ in range(400):
-            await pilot.pause(0.02)
-            if view._wrap is not None and view._wrap.done:
-                break
-        assert view._wrap is not None and view._wrap.done
+        await wait_until(lambda: view._wrap is not None and view._wrap.done, pilot=pilot, what="the wrap done in idle slices")
         assert view._wrap.lines == content.wrap(view.scrollable_content_region.width)
         assert view.virtual_size.height == len(view._wrap.lines)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ui_helpers import make_app, sample_root, screen_text, wait_checked, wait_for, wait_scan
+from ui_helpers import copy_samples, make_app, sample_root, screen_text, wait_checked, wait_for, wait_scan
 
 from eviscene_tui.ui.widgets.runs_table import RunsTable
 
@@ -25,8 +25,8 @@ async def test_runs_screen_lists_every_case_with_columns(tmp_path_factory) -> No
         assert "converged" in text
 
 
-async def test_triage_filter_key_shows_only_triage_cases(tmp_path_factory) -> None:
-    app = make_app(sample_root(tmp_path_factory))
+async def test_triage_filter_key_shows_only_triage_cases(tmp_path_factory, tmp_path) -> None:
+    app = make_app(sample_root(tmp_path_factory), workdir=tmp_path / "work")  # the filter it sets is saved there
     async with app.run_test(size=(120, 30)) as pilot:
         await wait_scan(pilot, app)
         await pilot.press("t")
@@ -69,10 +69,10 @@ async def test_search_matches_loaded_hint_text(tmp_path_factory) -> None:
         assert row.key in [r.key for r in app.screen.query_one(RunsTable).rows]
 
 
-async def test_sort_by_a_chosen_column_and_reverse(tmp_path_factory) -> None:
+async def test_sort_by_a_chosen_column_and_reverse(tmp_path_factory, tmp_path) -> None:
     from eviscene_tui.ui.screens.runs import SortChooser
 
-    app = make_app(sample_root(tmp_path_factory))
+    app = make_app(sample_root(tmp_path_factory), workdir=tmp_path / "work")  # the sort it sets is saved there
     async with app.run_test(size=(120, 30)) as pilot:
         await wait_scan(pilot, app)
         await pilot.press("s")
@@ -152,17 +152,18 @@ async def test_empty_folder_says_so(tmp_path) -> None:
     app = make_app(tmp_path)
     async with app.run_test(size=(120, 20)) as pilot:
         await wait_scan(pilot, app)
-        await pilot.pause()
-        assert "no PSD cases found" in screen_text(app)
+        assert await wait_for(pilot, lambda: "no PSD cases found" in screen_text(app))
 
 
-async def test_problem_counts_equal_check_json(tmp_path_factory, capsysbinary) -> None:
-    """The problem column and the triage queue show exactly what ``check --json`` reports."""
+async def test_problem_counts_equal_check_json(tmp_path_factory, tmp_path, capsysbinary) -> None:
+    """The problem column and the triage queue show exactly what ``check --json`` reports.
+    On a copy of the sample tree: the triage filter it sets is saved in the tree's work
+    directory, where every later test on the shared tree would find it."""
     import orjson
 
     from eviscene_tui.cli import main
 
-    root = sample_root(tmp_path_factory)
+    root = copy_samples(tmp_path_factory, tmp_path)
     assert main(["check", "--json", str(root)]) == 1
     report = orjson.loads(capsysbinary.readouterr().out)
     expected = {c["path"]: len(c["problems"]) for c in report["cases"]}
@@ -173,14 +174,11 @@ async def test_problem_counts_equal_check_json(tmp_path_factory, capsysbinary) -
         await wait_checked(pilot, app)
         assert {r.key: r.problems for r in app.store.rows()} == expected
         assert all(r.checked for r in app.store.rows())
+        table = app.screen.query_one(RunsTable)
         await pilot.press("x")
-        await pilot.pause()
-        shown = {r.key for r in app.screen.query_one(RunsTable).rows}
-        assert {k for k, n in expected.items() if n} <= shown
+        assert await wait_for(pilot, lambda: app.store.filter_name == "problems" and {k for k, n in expected.items() if n} <= {r.key for r in table.rows})
         await pilot.press("t")
-        await pilot.pause()
-        shown = {r.key for r in app.screen.query_one(RunsTable).rows}
-        assert {k for k, n in expected.items() if n} <= shown
+        assert await wait_for(pilot, lambda: app.store.filter_name == "triage" and {k for k, n in expected.items() if n} <= {r.key for r in table.rows})
         assert "11" in screen_text(app) or str(expected["damaged"]) in screen_text(app)
 
 
@@ -239,15 +237,23 @@ async def test_repair_search_and_stale_search_are_shown(tmp_path_factory, tmp_pa
         assert "repair: searching" in str(screen.query_one("#case-title").content)
 
 
-async def test_integrity_pass_uses_worker_processes_inside_the_app(tmp_path, notices) -> None:
+async def test_integrity_pass_uses_worker_processes_inside_the_app(tmp_path, notices, monkeypatch) -> None:
     """Past PARALLEL_MIN_CASES the pass runs in spawned processes; inside the Textual app
-    (whose stderr is a capture object) that must work and agree with ``check``."""
+    (whose stderr is a capture object) that must work and agree with ``check``. With the
+    threshold and the pool's chunk lowered, a few dozen cases take both pooled paths the
+    app has (the integrity pass over the first cases, and the rest read and checked in
+    the pool as discovery finds them), in several chunks each."""
     from eviscene_tui.artifacts.report import build_check_report
     from eviscene_tui.scaffold.samples.synthetic import make_many_cases
-    from eviscene_tui.artifacts.report import PARALLEL_MIN_CASES
+    from eviscene_tui.state import scan
+    from eviscene_tui.ui import app as app_module
 
+    threshold = 40
+    monkeypatch.setattr(app_module, "PARALLEL_MIN_CASES", threshold)
+    monkeypatch.setattr(scan, "PARALLEL_MIN_CASES", threshold)
+    monkeypatch.setattr(scan, "POOL_CHUNK", 10)
     root = tmp_path / "many"
-    make_many_cases(root, PARALLEL_MIN_CASES + 20)
+    make_many_cases(root, threshold + 20)
     expected = {c["path"]: len(c["problems"]) for c in build_check_report(root, workers=1)["cases"]}
     app = make_app(root, transient_grace=0.0)
     async with app.run_test(size=(120, 30), notifications=True) as pilot:

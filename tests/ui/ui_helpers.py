@@ -1,19 +1,23 @@
-"""Shared helpers for the UI tests: the sample tree, the app, opening a case (the wait
-and screen-text helpers themselves live in tests/conftest.py)."""
+"""Shared helpers for the UI tests: the sample tree, the app, opening a case, the app
+that hosts the gate screen (the wait and screen-text helpers themselves live in
+tests/conftest.py)."""
 
 from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import time
 from collections.abc import Callable
 from pathlib import Path
 
-from conftest import DEFAULT_TIMEOUT, screen_text, wait_until
+from conftest import DEFAULT_TIMEOUT, ScreenHarness, screen_text, wait_until
 
 from eviscene_tui.options import AppOptions
 from eviscene_tui.ui.app import EvisceneApp
+from eviscene_tui.ui.screens.gate import GateScreen
 from eviscene_tui.settings import Settings
+from eviscene_tui.state.gate import GateSession
 from eviscene_tui.state.scan import ScannedTree, scan_tree
 
 _SAMPLES: dict[str, Path] = {}
@@ -38,6 +42,20 @@ def sample_root(tmp_factory) -> Path:
     return _SAMPLES["root"]
 
 
+def shared_sample_root() -> Path | None:
+    """The shared sample tree of this test process, if a test has made it yet."""
+    return _SAMPLES.get("root")
+
+
+def copy_samples(tmp_factory, dest: Path) -> Path:
+    """A copy of the whole sample tree at ``dest / "runs"`` (times and symlinks kept), for a
+    test that writes to the tree or to its work directory: the shared tree and its work
+    directory stay as every other test expects them (tests/conftest.py checks that)."""
+    root = dest / "runs"
+    shutil.copytree(sample_root(tmp_factory), root, symlinks=True)
+    return root
+
+
 def scanned_sample(root: Path) -> ScannedTree:
     """The shared sample tree scanned and checked once per test process, as the app's scan
     worker and integrity pass would: screen tests start from it instead of each scanning
@@ -55,12 +73,14 @@ def copy_case(tmp_factory, name: str, dest: Path) -> Path:
 
 
 def make_app(root: Path, *, watch: bool = False, theme: str | None = None, poll: bool = False, settings: Settings | None = None,
-             scanned: bool | None = None, **kw) -> EvisceneApp:
+             scanned: bool | None = None, workdir: Path | None = None, **kw) -> EvisceneApp:
     """The app on ``root``. ``scanned``: start from the pre-scanned sample tree
     (:func:`scanned_sample`); by default on the shared sample tree opened without a watcher
     and with the default transient grace (the screen tests). ``scanned=False``: the app scans
-    and checks the tree itself (tests of the scan and the integrity pass)."""
-    args = argparse.Namespace(theme=theme, poll=poll, operator="tester", workdir=None, config=None)
+    and checks the tree itself (tests of the scan and the integrity pass). ``workdir``: the
+    app's work directory (``--workdir``), for a test on the shared tree that changes what the
+    app saves there (a filter, a sort): the shared tree's own must stay empty."""
+    args = argparse.Namespace(theme=theme, poll=poll, operator="tester", workdir=str(workdir) if workdir else None, config=None)
     options = AppOptions.from_args(root, args, settings=settings or Settings())
     if scanned is None:
         scanned = not watch and "transient_grace" not in kw and Path(root) == _SAMPLES.get("root")
@@ -165,3 +185,17 @@ class WatchProbe:
             return target in self.seen
 
         await wait_for(pilot, reported)
+
+
+class GateApp(ScreenHarness):
+    """The app the gate card tests run: the gate screen on ``session``, and every
+    notification text it posts in ``notices`` (what the operator is told)."""
+
+    def __init__(self, session: GateSession) -> None:
+        super().__init__(lambda: GateScreen(session))
+        self.session = session
+        self.notices: list[str] = []
+
+    def notify(self, message, *args, **kwargs) -> None:  # type: ignore[override]
+        self.notices.append(str(message))
+        super().notify(message, *args, **kwargs)
