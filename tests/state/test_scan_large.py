@@ -12,7 +12,7 @@ import pytest
 from eviscene_tui.artifacts.layout import discover_cases
 from eviscene_tui.scaffold.samples import generate
 from eviscene_tui import pace
-from eviscene_tui.state import scan
+from eviscene_tui.state import scan, scan_work
 from eviscene_tui.state.scan import build_row, check_refs, checked_rows, scan_large
 
 
@@ -79,7 +79,21 @@ def test_checking_cases_gives_way_to_the_operator_between_cases(samples: Path, m
             asked.append("yield")
             return 0.0
 
-    monkeypatch.setattr(scan, "pace", Clock)
+    monkeypatch.setattr(scan_work, "pace", Clock)
     refs = list(discover_cases(samples))[:3]
     check_refs([(ref.path.name, ref) for ref in refs], os.path.abspath(samples))
     assert asked == ["yield"] * len(refs)
+
+
+def test_a_pool_process_loads_no_service_a_check_and_a_row_do_not_need() -> None:
+    """A pool process imports ``state.scan_work`` to run its tasks: the gate's, the policy
+    client's and the triage's modules are not loaded with it (each spawned process would
+    pay for them before its first case)."""
+    import subprocess
+    import sys
+
+    code = ("import sys, eviscene_tui.state.scan_work\n"
+            "print(sorted(m for m in sys.modules if m.startswith(('eviscene_tui.state.gate', 'eviscene_tui.state.triage',"
+            " 'eviscene_tui.policy', 'eviscene_tui.state.scan', 'httpx', 'textual')) and m != 'eviscene_tui.state.scan_work'))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
