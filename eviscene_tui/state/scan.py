@@ -261,7 +261,9 @@ def scan_large(
                     break
                 try:
                     pending[executor.submit(checked_rows, chunk, base, path_map)] = chunk
-                except (BrokenProcessPool, RuntimeError):  # the pool broke: the rest is read here
+                except (BrokenProcessPool, RuntimeError):  # the pool broke or was closed: the rest is read here
+                    if cancelled():
+                        return
                     shared.broken()
                     left.extend(chunk)
                     left.extend(refs)

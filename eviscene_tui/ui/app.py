@@ -34,9 +34,9 @@ from eviscene_tui.probes import AppProbes
 from eviscene_tui.safe_text import safe_text
 from eviscene_tui.state.rows import CaseRow
 from eviscene_tui.state.runs import RunsStore
+from eviscene_tui.state.scan_work import CheckResult
 from eviscene_tui.state.scan import (
     CaseIndex,
-    CheckResult,
     EntryPoller,
     KeyThrottle,
     LockedTransient,
@@ -256,22 +256,30 @@ class EvisceneApp(TriageOps, App[int]):
         if len(head) == PARALLEL_MIN_CASES:
             # a large folder: the pool's processes start (and import the checkers) while
             # the first rows are read here; the integrity pass of those rows uses it after
-            pool = self._scan_pool = ScanPool()
+            pool = ScanPool()
+            if scan_id == self._scan_id:
+                self._scan_pool = pool
             pool.start()
-        done = self._post_rows((build_row(ref, key_base, self.transient, initial=True) for ref in head), 0, worker)
-        if pool is not None and not worker.is_cancelled:
-            checked = 0
-            for results in scan_large(refs, os.path.abspath(key_base), cancelled=lambda: worker.is_cancelled, path_map=self.options.path_map,
-                                      pool=pool):
-                done += len(results)
-                checked += len(results)
-                self.post_message(M.SummariesBatch([row for row, _check in results], done=done, initial=True))
-                self.post_message(M.IntegrityChecked(scan_id, [check for _row, check in results], done=checked, total=checked))
-        # the gated searches the app was told about outside the opened folder (not written yet: added once they are)
-        extra = (build_row(ref, key_base, self.transient, initial=True)
-                 for other in outside(root, self.options.gate_roots) if other.exists() for ref in discover_cases(other, problems))
-        done = self._post_rows(extra, done, worker)
-        if worker.is_cancelled:
+        finished = False
+        try:
+            done = self._post_rows((build_row(ref, key_base, self.transient, initial=True) for ref in head), 0, worker)
+            if pool is not None and not worker.is_cancelled:
+                checked = 0
+                for results in scan_large(refs, os.path.abspath(key_base), cancelled=lambda: worker.is_cancelled,
+                                          path_map=self.options.path_map, pool=pool):
+                    done += len(results)
+                    checked += len(results)
+                    self.post_message(M.SummariesBatch([row for row, _check in results], done=done, initial=True))
+                    self.post_message(M.IntegrityChecked(scan_id, [check for _row, check in results], done=checked, total=checked))
+            # the gated searches the app was told about outside the opened folder (not written yet: added once they are)
+            extra = (build_row(ref, key_base, self.transient, initial=True)
+                     for other in outside(root, self.options.gate_roots) if other.exists() for ref in discover_cases(other, problems))
+            done = self._post_rows(extra, done, worker)
+            finished = not worker.is_cancelled
+        finally:
+            if pool is not None and not finished:  # a scan cancelled or failed: no integrity pass takes its pool
+                pool.close()
+        if not finished:
             return
         self.post_message(
             M.ScanFinished(done, time.perf_counter() - started, [f"{p.code}: {p.path}: {p.message}" for p in problems])
