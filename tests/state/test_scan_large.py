@@ -97,3 +97,23 @@ def test_a_pool_process_loads_no_service_a_check_and_a_row_do_not_need() -> None
             " 'eviscene_tui.policy', 'eviscene_tui.state.scan', 'httpx', 'textual')) and m != 'eviscene_tui.state.scan_work'))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_the_scan_and_the_integrity_pass_share_one_pool(samples: Path) -> None:
+    """Given the scan's pool, the reads of the scan and the integrity pass after it run in
+    the same processes (no second pool is spawned), and the pool stays open until its
+    owner closes it."""
+    refs = list(discover_cases(samples))
+    base = os.path.abspath(samples)
+    pool = scan.ScanPool(2)
+    try:
+        read = [check for batch in scan_large(iter(refs), base, pool=pool) for _row, check in batch]
+        items = [(ref.path.name, ref) for ref in refs] * (scan.PARALLEL_MIN_CASES // len(refs) + 1)
+        checked = [check for batch in scan.integrity_pass(items, base, pool=pool) for check in batch]
+        assert len(read) == len(refs) and len(checked) == len(items)
+        pids = {c.checked_by for c in read + checked}
+        assert os.getpid() not in pids and len(pids) <= 2, pids
+        assert pool.executor() is not None  # still open for its owner
+    finally:
+        pool.close()
+    assert pool.executor() is None
