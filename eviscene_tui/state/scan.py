@@ -30,7 +30,14 @@ from eviscene_tui.journal.paths import SUPERVISED_DIR
 from eviscene_tui.journal.records import RecordKey, find_search_root
 from eviscene_tui.state.gate import gate_marker
 from eviscene_tui.state.rows import CaseRow, last_round_status, problem_pairs, row_from_summary, row_key
-from eviscene_tui.state.scan_work import CheckResult, add_no_site_details, check_refs, checked_rows, worker_ready
+from eviscene_tui.state.scan_work import (
+    CheckResult,
+    _pool_worker_start,
+    add_no_site_details,
+    check_refs,
+    checked_rows,
+    worker_ready,
+)
 from eviscene_tui.state.transient import TransientProblems
 
 
@@ -82,20 +89,6 @@ def build_row(ref: CaseRef, root: Path, transient: TransientProblems | None, *, 
 
 POOL_CHUNK = 100
 THREAD_CHUNK = 10
-#: how much lower the pool's processes run than the app: the app's own process (a key, a
-#: capture opened with k) goes first when they share a core, and the pool still has every
-#: core the app leaves idle
-POOL_NICE = 5
-
-
-def _pool_worker_start() -> None:
-    """A pool process starts at a lower priority than the app (Unix; elsewhere as it is)."""
-    try:
-        os.nice(POOL_NICE)
-    except (AttributeError, OSError):
-        pass
-
-
 def _start_resource_tracker() -> None:
     """Start multiprocessing's resource tracker with a real stderr.
 

@@ -46,6 +46,21 @@ class CheckResult:
         return out
 
 
+#: how much lower the pool's processes run than the app: the app's own process (a key, a
+#: capture opened with k) goes first when they share a core, and the pool still has every
+#: core the app leaves idle
+POOL_NICE = 5
+
+
+def _pool_worker_start() -> None:
+    """A pool process starts at a lower priority than the app (Unix; elsewhere as it is).
+    Defined here: a pool process imports the module of its initializer too."""
+    try:
+        os.nice(POOL_NICE)
+    except (AttributeError, OSError):
+        pass
+
+
 def gate_marker(root: str | os.PathLike[str]) -> str:
     """``state.gate.gate_marker`` of a case root; "" at once when it has no gate sidecar
     (the gate's services are imported only for a case that has one)."""

@@ -254,15 +254,16 @@ class EvisceneApp(TriageOps, App[int]):
         head = list(islice(refs, PARALLEL_MIN_CASES))
         pool = None
         if len(head) == PARALLEL_MIN_CASES:
-            # a large folder: the pool's processes start (and import the checkers) while
-            # the first rows are read here; the integrity pass of those rows uses it after
+            # a large folder: the pool's processes start (and import the checkers) once the
+            # first rows are posted, while the rest of the first rows are read here; the
+            # integrity pass of those rows uses it after
             pool = ScanPool()
             if scan_id == self._scan_id:
                 self._scan_pool = pool
-            pool.start()
         finished = False
         try:
-            done = self._post_rows((build_row(ref, key_base, self.transient, initial=True) for ref in head), 0, worker)
+            done = self._post_rows((build_row(ref, key_base, self.transient, initial=True) for ref in head), 0, worker,
+                                   after_first=pool.start if pool is not None else None)
             if pool is not None and not worker.is_cancelled:
                 checked = 0
                 for results in scan_large(refs, os.path.abspath(key_base), cancelled=lambda: worker.is_cancelled,
@@ -285,8 +286,10 @@ class EvisceneApp(TriageOps, App[int]):
             M.ScanFinished(done, time.perf_counter() - started, [f"{p.code}: {p.path}: {p.message}" for p in problems])
         )
 
-    def _post_rows(self, rows: Iterable[CaseRow], done: int, worker: Worker[None]) -> int:
-        """Post ``rows`` in batches (the scan worker's); how many rows are posted in all."""
+    def _post_rows(self, rows: Iterable[CaseRow], done: int, worker: Worker[None], *,
+                   after_first: Callable[[], object] | None = None) -> int:
+        """Post ``rows`` in batches (the scan worker's); how many rows are posted in all.
+        ``after_first``: called once the first batch is posted (the first paint comes first)."""
         for batch in batched(rows):
             if worker.is_cancelled:
                 return done
@@ -297,6 +300,8 @@ class EvisceneApp(TriageOps, App[int]):
             # first rows paint at once, a short one per batch to keep keys responsive
             if switches.on("scan_sleeps"):
                 time.sleep(0.15 if first else 0.005)
+            if first and after_first is not None:
+                after_first()
         return done
 
     @on(M.SummariesBatch)

@@ -65,7 +65,7 @@ def test_the_pool_runs_below_the_app(samples: Path, monkeypatch: pytest.MonkeyPa
     assert list(scan.integrity_pass(items, base, workers=2))
     assert made == [scan._pool_worker_start, scan._pool_worker_start]
     with real(max_workers=1, initializer=scan._pool_worker_start) as lowered:
-        assert lowered.submit(os.nice, 0).result() == min(19, os.nice(0) + scan.POOL_NICE)
+        assert lowered.submit(os.nice, 0).result() == min(19, os.nice(0) + scan_work.POOL_NICE)
 
 
 def test_checking_cases_gives_way_to_the_operator_between_cases(samples: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -97,6 +97,9 @@ def test_a_pool_process_loads_no_service_a_check_and_a_row_do_not_need() -> None
             " 'eviscene_tui.policy', 'eviscene_tui.state.scan', 'httpx', 'textual')) and m != 'eviscene_tui.state.scan_work'))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+    # what a pool process is given to run, its start included, is defined there
+    for given in (scan._pool_worker_start, scan.worker_ready, scan.check_refs, scan.checked_rows):
+        assert given.__module__ == scan_work.__name__, given
 
 
 def test_the_scan_and_the_integrity_pass_share_one_pool(samples: Path) -> None:
