@@ -10,14 +10,14 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from concurrent.futures import FIRST_COMPLETED, CancelledError, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from itertools import islice
 from multiprocessing import resource_tracker
 from pathlib import Path
 
-from eviscene_tui import pace, switches
+from eviscene_tui import switches
 from eviscene_tui.artifacts.integrity import safe_read_bound
 from eviscene_tui.artifacts.layout import CaseRef, discover_cases
 from eviscene_tui.artifacts.paths import PathMap
@@ -30,8 +30,15 @@ from eviscene_tui.journal.paths import SUPERVISED_DIR
 from eviscene_tui.journal.records import RecordKey, find_search_root
 from eviscene_tui.state.gate import gate_marker
 from eviscene_tui.state.rows import CaseRow, last_round_status, problem_pairs, row_from_summary, row_key
+from eviscene_tui.state.scan_work import (
+    CheckResult,
+    _pool_worker_start,
+    add_no_site_details,
+    check_refs,
+    checked_rows,
+    worker_ready,
+)
 from eviscene_tui.state.transient import TransientProblems
-from eviscene_tui.state.triage import no_site_details
 
 
 
@@ -80,68 +87,8 @@ def build_row(ref: CaseRef, root: Path, transient: TransientProblems | None, *, 
     return row
 
 
-def add_no_site_details(row: CaseRow, case_root: Path) -> None:
-    """A no-site row: why the localizer found no site, and the category it proposed (its
-    ledgers name none): what the triage queue sorts and groups by."""
-    if not row.in_no_site_queue:
-        return
-    details = no_site_details(case_root)
-    row.no_site_reason = "; ".join(details.reasons)
-    if not row.category:
-        row.category = details.category
-    row.refresh_cells()
-
-
-@dataclass(frozen=True, slots=True)
-class CheckResult:
-    """The full integrity problems of one case, as (code, absolute path) pairs."""
-
-    key: str
-    problems: tuple[tuple[str, str], ...]
-    settled_before: float = 0.0  # wall-clock time the check started: files older than that are not mid-write
-    checked_by: int = 0  # the process id that ran the check (a pool worker for large folders)
-
-    def old_problems(self, grace: float) -> list[tuple[str, str]]:
-        """The problems in files last written more than ``grace`` seconds before the check
-        (a torn line there is not a writer at work; see :class:`TransientProblems`)."""
-        out = []
-        for code, path in self.problems:
-            try:
-                mtime = os.stat(path).st_mtime
-            except OSError:
-                continue
-            if self.settled_before - mtime > grace:
-                out.append((code, path))
-        return out
-
-
-def check_refs(items: list[tuple[str, CaseRef]], base: str, path_map: PathMap | None = None) -> list[CheckResult]:
-    """Check each (row key, case) fully. A module-level function so a process pool can run it."""
-    out: list[CheckResult] = []
-    for key, ref in items:
-        pace.yield_to_input()  # in the app's integrity pass (background work): a key goes first
-        started = time.time()
-        _summary, problems = checked_case(ref, base, path_map=path_map)
-        out.append(CheckResult(key, tuple(problem_pairs(problems)), started, os.getpid()))
-    return out
-
-
 POOL_CHUNK = 100
 THREAD_CHUNK = 10
-#: how much lower the pool's processes run than the app: the app's own process (a key, a
-#: capture opened with k) goes first when they share a core, and the pool still has every
-#: core the app leaves idle
-POOL_NICE = 5
-
-
-def _pool_worker_start() -> None:
-    """A pool process starts at a lower priority than the app (Unix; elsewhere as it is)."""
-    try:
-        os.nice(POOL_NICE)
-    except (AttributeError, OSError):
-        pass
-
-
 def _start_resource_tracker() -> None:
     """Start multiprocessing's resource tracker with a real stderr.
 
@@ -164,6 +111,53 @@ def _start_resource_tracker() -> None:
         sys.stderr = current
 
 
+class ScanPool:
+    """The process pool of one scan of a large folder, shared by its parts: started as
+    soon as the folder is known to be large (its processes start and import the checkers
+    while the first rows are read in the app), used by the scan's reads
+    (:func:`scan_large`) and then by the integrity pass of the first rows
+    (:func:`integrity_pass`), and shut down by whoever owns it (:meth:`close`). Spawning
+    a pool costs each process more than checking a few hundred cases, so one scan spawns
+    it once. The app runs threads: forking it is unsafe, so the processes are spawned."""
+
+    def __init__(self, workers: int | None = None) -> None:
+        self.workers = workers if workers is not None else (os.cpu_count() or 1)
+        self._lock = threading.Lock()
+        self._pool: ProcessPoolExecutor | None = None
+        self._unusable = False  # could not start, broke or closed: the work is done in threads
+
+    def executor(self) -> ProcessPoolExecutor | None:
+        """The pool, started at the first call (None when it cannot start or is closed)."""
+        with self._lock:
+            if self._pool is None and not self._unusable:
+                try:
+                    _start_resource_tracker()
+                    pool = ProcessPoolExecutor(max_workers=self.workers, mp_context=multiprocessing.get_context("spawn"),
+                                               initializer=_pool_worker_start)
+                    for _ in range(self.workers):  # one task each: every process starts now
+                        pool.submit(worker_ready)
+                except (OSError, RuntimeError, ValueError):  # no semaphores, no process
+                    self._unusable = True
+                    return None
+                self._pool = pool
+            return self._pool
+
+    def start(self) -> bool:
+        """Start the pool's processes now; False when there is no pool."""
+        return self.executor() is not None
+
+    def broken(self) -> None:
+        """A worker died (killed, out of memory): nothing more is sent to this pool."""
+        self.close()
+
+    def close(self) -> None:
+        with self._lock:
+            pool, self._pool = self._pool, None
+            self._unusable = True
+        if pool is not None:
+            pool.shutdown(wait=False, cancel_futures=True)
+
+
 def integrity_pass(
     items: list[tuple[str, CaseRef]],
     base: str,
@@ -171,11 +165,13 @@ def integrity_pass(
     cancelled: Callable[[], bool] = lambda: False,
     workers: int | None = None,
     path_map: PathMap | None = None,
+    pool: ScanPool | None = None,
 ) -> Iterator[list[CheckResult]]:
     """Run the full integrity check over ``items``, yielding results in small batches
     as they complete. Large folders use a process pool (the check hashes files and
-    parses ledgers: CPU-bound work the UI thread must not share a GIL with)."""
-    n_workers = workers if workers is not None else (os.cpu_count() or 1)
+    parses ledgers: CPU-bound work the UI thread must not share a GIL with): ``pool``,
+    the scan's own, when given (it stays open), else one started and shut down here."""
+    n_workers = workers if workers is not None else (pool.workers if pool is not None else (os.cpu_count() or 1))
     if n_workers <= 1 or len(items) < PARALLEL_MIN_CASES:
         for start in range(0, len(items), THREAD_CHUNK):
             if cancelled():
@@ -184,18 +180,23 @@ def integrity_pass(
             if switches.on("scan_sleeps"):
                 time.sleep(0.002)  # hand the GIL to the UI thread between batches
         return
-    # the app runs threads: forking it is unsafe, so the workers are spawned
-    context = multiprocessing.get_context("spawn")
+    own = pool is None
+    shared = ScanPool(n_workers) if pool is None else pool
     chunks = [items[i : i + POOL_CHUNK] for i in range(0, len(items), POOL_CHUNK)]
-    try:
-        _start_resource_tracker()
-        pool = ProcessPoolExecutor(max_workers=n_workers, mp_context=context, initializer=_pool_worker_start)
-        pending = {pool.submit(check_refs, chunk, base, path_map): chunk for chunk in chunks}
-    except (OSError, RuntimeError, ValueError):  # no semaphores, no process: check in this thread
-        yield from integrity_pass(items, base, cancelled=cancelled, workers=1, path_map=path_map)
-        return
+    executor = shared.executor()
+    pending: dict[Future[list[CheckResult]], list[tuple[str, CaseRef]]] = {}
     left: list[list[tuple[str, CaseRef]]] = []
     try:
+        if executor is None:
+            left = chunks
+        else:
+            for n, chunk in enumerate(chunks):
+                try:
+                    pending[executor.submit(check_refs, chunk, base, path_map)] = chunk
+                except (BrokenProcessPool, RuntimeError):  # broken or closed meanwhile: the rest is checked here
+                    shared.broken()
+                    left.extend(chunks[n:])
+                    break
         while pending:
             if cancelled():
                 return
@@ -204,29 +205,18 @@ def integrity_pass(
                 chunk = pending.pop(future)
                 try:
                     result = future.result()
-                except BrokenProcessPool:  # a worker died (killed, out of memory): finish here
+                except (BrokenProcessPool, CancelledError):  # a worker died (killed, out of memory): finish here
+                    shared.broken()
                     left.append(chunk)
                     continue
                 yield result
     finally:
-        pool.shutdown(wait=False, cancel_futures=True)
+        for future in pending:
+            future.cancel()
+        if own:
+            shared.close()
     if left:
         yield from integrity_pass([item for chunk in left for item in chunk], base, cancelled=cancelled, workers=1, path_map=path_map)
-
-
-def checked_rows(items: list[CaseRef], base: str, path_map: PathMap | None = None) -> list[tuple[CaseRow, CheckResult]]:
-    """The row of each case with its full integrity problems (one read of its files for
-    both). A module-level function so a process pool can run it."""
-    out: list[tuple[CaseRow, CheckResult]] = []
-    for ref in items:
-        started = time.time()
-        summary, problems = checked_case(ref, base, fingerprint=True, path_map=path_map)
-        last = last_round_status(summary.path) if summary.status == "no_further_grounded_hint" else None
-        row = row_from_summary(summary, last_round=last, ref=ref, problems=problems)
-        row.gate = gate_marker(summary.path)
-        add_no_site_details(row, summary.path)
-        out.append((row, CheckResult(row.key, tuple(problem_pairs(problems)), started, os.getpid())))
-    return out
 
 
 def scan_large(
@@ -236,16 +226,17 @@ def scan_large(
     cancelled: Callable[[], bool] = lambda: False,
     workers: int | None = None,
     path_map: PathMap | None = None,
+    pool: ScanPool | None = None,
 ) -> Iterator[list[tuple[CaseRow, CheckResult]]]:
     """The cases of a large folder read and fully checked in a process pool as discovery
     finds them (``refs`` is consumed as the pool takes work): rows with their final problem
-    counts, in batches as they complete. Without a pool (no semaphores, no process): here."""
-    n_workers = workers if workers is not None else (os.cpu_count() or 1)
-    context = multiprocessing.get_context("spawn")  # the app runs threads: forking it is unsafe
-    try:
-        _start_resource_tracker()
-        pool = ProcessPoolExecutor(max_workers=n_workers, mp_context=context, initializer=_pool_worker_start)
-    except (OSError, RuntimeError, ValueError):
+    counts, in batches as they complete. ``pool``: the scan's own, when given (it stays
+    open for the integrity pass), else one started and shut down here. Without a pool (no
+    semaphores, no process): here."""
+    own = pool is None
+    shared = ScanPool(workers) if pool is None else pool
+    executor = shared.executor()
+    if executor is None:
         for chunk in iter(lambda: list(islice(refs, THREAD_CHUNK)), []):
             if cancelled():
                 return
@@ -256,14 +247,17 @@ def scan_large(
     more = True
     try:
         while more or pending:
-            while more and len(pending) < 2 * n_workers:  # discovery stays a few chunks ahead
+            while more and len(pending) < 2 * shared.workers:  # discovery stays a few chunks ahead
                 chunk = list(islice(refs, POOL_CHUNK))
                 if not chunk:
                     more = False
                     break
                 try:
-                    pending[pool.submit(checked_rows, chunk, base, path_map)] = chunk
-                except (BrokenProcessPool, RuntimeError):  # the pool broke: the rest is read here
+                    pending[executor.submit(checked_rows, chunk, base, path_map)] = chunk
+                except (BrokenProcessPool, RuntimeError):  # the pool broke or was closed: the rest is read here
+                    if cancelled():
+                        return
+                    shared.broken()
                     left.extend(chunk)
                     left.extend(refs)
                     more = False
@@ -274,10 +268,14 @@ def scan_large(
                 chunk = pending.pop(future)
                 try:
                     yield future.result()
-                except BrokenProcessPool:  # a worker died (killed, out of memory): finish here
+                except (BrokenProcessPool, CancelledError):  # a worker died (killed, out of memory): finish here
+                    shared.broken()
                     left.extend(chunk)
     finally:
-        pool.shutdown(wait=False, cancel_futures=True)
+        for future in pending:
+            future.cancel()
+        if own:
+            shared.close()
     for start in range(0, len(left), THREAD_CHUNK):
         if cancelled():
             return

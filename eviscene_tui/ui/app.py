@@ -34,14 +34,15 @@ from eviscene_tui.probes import AppProbes
 from eviscene_tui.safe_text import safe_text
 from eviscene_tui.state.rows import CaseRow
 from eviscene_tui.state.runs import RunsStore
+from eviscene_tui.state.scan_work import CheckResult
 from eviscene_tui.state.scan import (
     CaseIndex,
-    CheckResult,
     EntryPoller,
     KeyThrottle,
     LockedTransient,
     OpenCasePoller,
     ScannedTree,
+    ScanPool,
     activity,
     batched,
     build_row,
@@ -104,6 +105,7 @@ class EvisceneApp(TriageOps, App[int]):
         self.watch_enabled = watch
         self._scan_started = 0.0
         self._scan_id = 0  # results of an older scan's integrity pass are dropped
+        self._scan_pool: ScanPool | None = None  # a large folder's process pool: the scan's, then its integrity pass's
         self._refresh_queue: queue.Queue[set[str]] = queue.Queue()
         self._stop_watch = asyncio.Event()
         self.watch_ready = asyncio.Event()
@@ -170,7 +172,18 @@ class EvisceneApp(TriageOps, App[int]):
 
     async def action_quit(self) -> None:
         self._stop_watch.set()
+        self._close_scan_pool()
         self.exit(0)
+
+    def on_unmount(self) -> None:
+        self._close_scan_pool()
+
+    def _close_scan_pool(self, pool: ScanPool | None = None) -> None:
+        """Shut down the scan's process pool (``pool``: only if it is still that one)."""
+        current = self._scan_pool
+        if current is not None and (pool is None or pool is current):
+            self._scan_pool = None
+            current.close()
 
     # -- policy status -------------------------------------------------------------------
     @work(exclusive=True, group="policy-status", exit_on_error=False)
@@ -197,6 +210,7 @@ class EvisceneApp(TriageOps, App[int]):
     def start_scan(self) -> None:
         self._scan_id += 1
         self.workers.cancel_group(self, "integrity")
+        self._close_scan_pool()
         self.store.set_check_progress(0, 0, False)
         self.store.clear()
         self._scan_started = time.perf_counter()
@@ -238,26 +252,44 @@ class EvisceneApp(TriageOps, App[int]):
         key_base = self.options.key_root
         refs = discover_cases(root, problems)
         head = list(islice(refs, PARALLEL_MIN_CASES))
-        done = self._post_rows((build_row(ref, key_base, self.transient, initial=True) for ref in head), 0, worker)
-        if len(head) == PARALLEL_MIN_CASES and not worker.is_cancelled:
-            checked = 0
-            for results in scan_large(refs, os.path.abspath(key_base), cancelled=lambda: worker.is_cancelled, path_map=self.options.path_map):
-                done += len(results)
-                checked += len(results)
-                self.post_message(M.SummariesBatch([row for row, _check in results], done=done, initial=True))
-                self.post_message(M.IntegrityChecked(scan_id, [check for _row, check in results], done=checked, total=checked))
-        # the gated searches the app was told about outside the opened folder (not written yet: added once they are)
-        extra = (build_row(ref, key_base, self.transient, initial=True)
-                 for other in outside(root, self.options.gate_roots) if other.exists() for ref in discover_cases(other, problems))
-        done = self._post_rows(extra, done, worker)
-        if worker.is_cancelled:
+        pool = None
+        if len(head) == PARALLEL_MIN_CASES:
+            # a large folder: the pool's processes start (and import the checkers) once the
+            # first rows are posted, while the rest of the first rows are read here; the
+            # integrity pass of those rows uses it after
+            pool = ScanPool()
+            if scan_id == self._scan_id:
+                self._scan_pool = pool
+        finished = False
+        try:
+            done = self._post_rows((build_row(ref, key_base, self.transient, initial=True) for ref in head), 0, worker,
+                                   after_first=pool.start if pool is not None else None)
+            if pool is not None and not worker.is_cancelled:
+                checked = 0
+                for results in scan_large(refs, os.path.abspath(key_base), cancelled=lambda: worker.is_cancelled,
+                                          path_map=self.options.path_map, pool=pool):
+                    done += len(results)
+                    checked += len(results)
+                    self.post_message(M.SummariesBatch([row for row, _check in results], done=done, initial=True))
+                    self.post_message(M.IntegrityChecked(scan_id, [check for _row, check in results], done=checked, total=checked))
+            # the gated searches the app was told about outside the opened folder (not written yet: added once they are)
+            extra = (build_row(ref, key_base, self.transient, initial=True)
+                     for other in outside(root, self.options.gate_roots) if other.exists() for ref in discover_cases(other, problems))
+            done = self._post_rows(extra, done, worker)
+            finished = not worker.is_cancelled
+        finally:
+            if pool is not None and not finished:  # a scan cancelled or failed: no integrity pass takes its pool
+                pool.close()
+        if not finished:
             return
         self.post_message(
             M.ScanFinished(done, time.perf_counter() - started, [f"{p.code}: {p.path}: {p.message}" for p in problems])
         )
 
-    def _post_rows(self, rows: Iterable[CaseRow], done: int, worker: Worker[None]) -> int:
-        """Post ``rows`` in batches (the scan worker's); how many rows are posted in all."""
+    def _post_rows(self, rows: Iterable[CaseRow], done: int, worker: Worker[None], *,
+                   after_first: Callable[[], object] | None = None) -> int:
+        """Post ``rows`` in batches (the scan worker's); how many rows are posted in all.
+        ``after_first``: called once the first batch is posted (the first paint comes first)."""
         for batch in batched(rows):
             if worker.is_cancelled:
                 return done
@@ -268,6 +300,8 @@ class EvisceneApp(TriageOps, App[int]):
             # first rows paint at once, a short one per batch to keep keys responsive
             if switches.on("scan_sleeps"):
                 time.sleep(0.15 if first else 0.005)
+            if first and after_first is not None:
+                after_first()
         return done
 
     @on(M.SummariesBatch)
@@ -362,12 +396,22 @@ class EvisceneApp(TriageOps, App[int]):
         items = [(r.key, r.ref) for r in first + rest if isinstance(r.ref, CaseRef)]
         store.set_check_progress(0, len(items), bool(items))
         if items:
-            self.check_integrity(self._scan_id, items)
+            self.check_integrity(self._scan_id, items, self._scan_pool)
         else:
+            self._close_scan_pool()
             self.probes.check_finished(0.0)
 
     @work(thread=True, exclusive=True, group="integrity", exit_on_error=False)
-    def check_integrity(self, scan_id: int, items: list[tuple[str, CaseRef]]) -> None:
+    def check_integrity(self, scan_id: int, items: list[tuple[str, CaseRef]], pool: ScanPool | None = None) -> None:
+        """The full check of ``items`` (in ``pool``, the scan's warm process pool, when
+        the folder is large; it is shut down when the pass ends)."""
+        try:
+            self._check_integrity(scan_id, items, pool)
+        finally:
+            if pool is not None:
+                pool.close()
+
+    def _check_integrity(self, scan_id: int, items: list[tuple[str, CaseRef]], pool: ScanPool | None) -> None:
         worker = get_current_worker()
         started = time.perf_counter()
         base = os.path.abspath(self.options.key_root)
@@ -378,7 +422,8 @@ class EvisceneApp(TriageOps, App[int]):
             # nobody waits for a row's problem count the way they wait for a key or a capture
             # opened meanwhile (the pass hashes every case's bound inputs): keys go first
             with pace.background():
-                for results in integrity_pass(items, base, cancelled=lambda: worker.is_cancelled, path_map=self.options.path_map):
+                for results in integrity_pass(items, base, cancelled=lambda: worker.is_cancelled, path_map=self.options.path_map,
+                                              pool=pool):
                     pending.extend(results)
                     if time.monotonic() - last_post >= 0.2:
                         done += len(pending)

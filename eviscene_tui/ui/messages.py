@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING, Any
 from textual.message import Message
 
 from eviscene_tui.state.rows import CaseRow
-from eviscene_tui.state.scan import Activity, CheckResult
+from eviscene_tui.state.scan import Activity
+from eviscene_tui.state.scan_work import CheckResult
 if TYPE_CHECKING:
     from eviscene_tui.artifacts.case import CaseBundle
     from eviscene_tui.state.case_session import CaseEvent, CaseSession

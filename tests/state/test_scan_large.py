@@ -12,7 +12,7 @@ import pytest
 from eviscene_tui.artifacts.layout import discover_cases
 from eviscene_tui.scaffold.samples import generate
 from eviscene_tui import pace
-from eviscene_tui.state import scan
+from eviscene_tui.state import scan, scan_work
 from eviscene_tui.state.scan import build_row, check_refs, checked_rows, scan_large
 
 
@@ -65,7 +65,7 @@ def test_the_pool_runs_below_the_app(samples: Path, monkeypatch: pytest.MonkeyPa
     assert list(scan.integrity_pass(items, base, workers=2))
     assert made == [scan._pool_worker_start, scan._pool_worker_start]
     with real(max_workers=1, initializer=scan._pool_worker_start) as lowered:
-        assert lowered.submit(os.nice, 0).result() == min(19, os.nice(0) + scan.POOL_NICE)
+        assert lowered.submit(os.nice, 0).result() == min(19, os.nice(0) + scan_work.POOL_NICE)
 
 
 def test_checking_cases_gives_way_to_the_operator_between_cases(samples: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -79,7 +79,44 @@ def test_checking_cases_gives_way_to_the_operator_between_cases(samples: Path, m
             asked.append("yield")
             return 0.0
 
-    monkeypatch.setattr(scan, "pace", Clock)
+    monkeypatch.setattr(scan_work, "pace", Clock)
     refs = list(discover_cases(samples))[:3]
     check_refs([(ref.path.name, ref) for ref in refs], os.path.abspath(samples))
     assert asked == ["yield"] * len(refs)
+
+
+def test_a_pool_process_loads_no_service_a_check_and_a_row_do_not_need() -> None:
+    """A pool process imports ``state.scan_work`` to run its tasks: the gate's, the policy
+    client's and the triage's modules are not loaded with it (each spawned process would
+    pay for them before its first case)."""
+    import subprocess
+    import sys
+
+    code = ("import sys, eviscene_tui.state.scan_work\n"
+            "print(sorted(m for m in sys.modules if m.startswith(('eviscene_tui.state.gate', 'eviscene_tui.state.triage',"
+            " 'eviscene_tui.policy', 'eviscene_tui.state.scan', 'httpx', 'textual')) and m != 'eviscene_tui.state.scan_work'))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+    # what a pool process is given to run, its start included, is defined there
+    for given in (scan._pool_worker_start, scan.worker_ready, scan.check_refs, scan.checked_rows):
+        assert given.__module__ == scan_work.__name__, given
+
+
+def test_the_scan_and_the_integrity_pass_share_one_pool(samples: Path) -> None:
+    """Given the scan's pool, the reads of the scan and the integrity pass after it run in
+    the same processes (no second pool is spawned), and the pool stays open until its
+    owner closes it."""
+    refs = list(discover_cases(samples))
+    base = os.path.abspath(samples)
+    pool = scan.ScanPool(2)
+    try:
+        read = [check for batch in scan_large(iter(refs), base, pool=pool) for _row, check in batch]
+        items = [(ref.path.name, ref) for ref in refs] * (scan.PARALLEL_MIN_CASES // len(refs) + 1)
+        checked = [check for batch in scan.integrity_pass(items, base, pool=pool) for check in batch]
+        assert len(read) == len(refs) and len(checked) == len(items)
+        pids = {c.checked_by for c in read + checked}
+        assert os.getpid() not in pids and len(pids) <= 2, pids
+        assert pool.executor() is not None  # still open for its owner
+    finally:
+        pool.close()
+    assert pool.executor() is None

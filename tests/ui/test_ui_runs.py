@@ -273,16 +273,16 @@ async def test_the_integrity_pass_is_background_work(tmp_path_factory, monkeypat
     operator: each case is checked inside ``pace.background()``, where a key or a capture
     opened with k goes first."""
     from eviscene_tui import pace
-    from eviscene_tui.state import scan
+    from eviscene_tui.state import scan_work
 
-    real = scan.checked_case
+    real = scan_work.checked_case
     seen: list[bool] = []
 
     def checked_case(*args, **kwargs):
         seen.append(pace.in_background())
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(scan, "checked_case", checked_case)
+    monkeypatch.setattr(scan_work, "checked_case", checked_case)
     app = make_app(sample_root(tmp_path_factory), scanned=False)
     async with app.run_test(size=(120, 30)) as pilot:
         await wait_scan(pilot, app)
