@@ -33,7 +33,7 @@ import pytest
 from textual.app import App
 from textual.screen import Screen
 
-from eviscene_tui import pace
+from eviscene_tui import pace, switches
 from eviscene_tui.ui import gc_hold
 
 TESTS = Path(__file__).resolve().parent
@@ -134,6 +134,17 @@ def _garbage_collector_given_back() -> Iterator[None]:
         gc_hold.release()
     while pace.foreground_held():
         pace.release_foreground()
+
+
+@pytest.fixture
+def check_in_thread() -> Iterator[None]:
+    """The open case's full integrity check on its worker's thread rather than in its own
+    process (``state/case_check.py``), where a test can replace what it calls."""
+    switches.set_off("check_process")
+    try:
+        yield
+    finally:
+        switches.set_off("check_process", False)
 
 
 @pytest.fixture
