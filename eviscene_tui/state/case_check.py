@@ -24,6 +24,7 @@ from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
+from typing import TypeVar
 from eviscene_tui import pace, switches
 from eviscene_tui.artifacts.layout import CaseRef
 from eviscene_tui.artifacts.paths import InputProvenance, PathMap
@@ -32,6 +33,7 @@ from eviscene_tui.safe_text import safe_text
 from eviscene_tui.state.scan import _start_resource_tracker
 
 ProblemRow = tuple[str, str, str]  # (code, path, message)
+T = TypeVar("T")
 
 #: how much lower than the app the check's process runs: the same as the scan's pool (a key,
 #: a capture opened with k go first when they share a core)
@@ -114,7 +116,20 @@ class CheckProcess:
                 with pace.background():
                     return case_problems(ref, key_root, case_path, path_map)
 
+    def warm(self) -> None:
+        """Start the process now (its interpreter and imports) if it is not running: called
+        while the app is idle, so the first case opened finds it ready. Never blocks."""
+        if not switches.on("check_process"):
+            return
+        with self._lock:
+            if self._pool is not None or self._failed:
+                return
+        self._submit_call(os.getpid)
+
     def _submit(self, ref: CaseRef, key_root: str, case_path: str, path_map: PathMap | None) -> Future[CheckOutcome] | None:
+        return self._submit_call(case_problems, ref, key_root, case_path, path_map)
+
+    def _submit_call(self, fn: Callable[..., T], *args: object) -> Future[T] | None:
         with self._lock:
             if self._failed:
                 return None
@@ -124,7 +139,7 @@ class CheckProcess:
                     # the app runs threads: forking it is unsafe, so the process is spawned
                     self._pool = ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn"),
                                                      initializer=_process_start)
-                return self._pool.submit(case_problems, ref, key_root, case_path, path_map)
+                return self._pool.submit(fn, *args)
             except BrokenProcessPool:
                 self._pool = None
                 return None

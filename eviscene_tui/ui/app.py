@@ -32,6 +32,7 @@ from eviscene_tui.artifacts.report import PARALLEL_MIN_CASES
 from eviscene_tui.options import AppOptions
 from eviscene_tui.probes import AppProbes
 from eviscene_tui.safe_text import safe_text
+from eviscene_tui.state import case_check
 from eviscene_tui.state.rows import CaseRow
 from eviscene_tui.state.runs import RunsStore
 from eviscene_tui.state.scan import (
@@ -365,6 +366,7 @@ class EvisceneApp(TriageOps, App[int]):
             self.check_integrity(self._scan_id, items)
         else:
             self.probes.check_finished(0.0)
+            case_check.CHECKS.warm()  # idle until a case is chosen: its check process starts now
 
     @work(thread=True, exclusive=True, group="integrity", exit_on_error=False)
     def check_integrity(self, scan_id: int, items: list[tuple[str, CaseRef]]) -> None:
@@ -418,6 +420,8 @@ class EvisceneApp(TriageOps, App[int]):
             return
         self.probes.check_finished(message.seconds)
         self.store.set_check_progress(message.count, self.store.check_total, False)
+        # the app is idle until a case is chosen: the case screen's check process starts now
+        case_check.CHECKS.warm()
         if message.error:
             self.notify("Integrity check stopped: " + safe_text(message.error, single_line=True, limit=300), severity="error", markup=False)
 
