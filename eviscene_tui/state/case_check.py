@@ -6,11 +6,14 @@ as it takes). On a thread of the app it shares the lock with the UI thread, so r
 case painted its failure step (when the check starts) a key or a token capture opened with
 ``k`` waited for it. Here it runs in one spawned process, niced (:data:`CHECK_NICE`): the app's
 own process goes first whenever they share a core, and the check still has every core the app
-leaves idle. The process is started at the first check and kept for the next cases (a spawn
-costs an interpreter start and the package's imports: paid once, not at each case opened).
+leaves idle; and it follows the app's input clock (``pace.follow_clock``): between its units
+of work (before a big parse, each MiB hashed) it gives way to a key and waits while the app
+serves work the operator waits for (a capture opened with ``k``). The process is started at
+the first check (or while the app is idle, :meth:`CheckProcess.warm`) and kept for the next
+cases (a spawn costs an interpreter start and the package's imports: paid once).
 
 Without a process (no semaphores, no fork, a worker killed) the check runs on the calling
-thread, as background work (``pace.background``). The switch ``check_process`` turns the
+thread, as background work too (``pace.background``). The switch ``check_process`` turns the
 process off (``switches.py``): the benchmark compares the two.
 """
 
@@ -64,7 +67,8 @@ def _relpath(path: str, base: str | os.PathLike[str]) -> str:
 def case_problems(ref: CaseRef, key_root: str, case_path: str, path_map: PathMap | None) -> CheckOutcome:
     """The full check of one case (a module-level function: the check's process runs it)."""
     checked: list[InputProvenance] = []
-    _summary, problems = checked_case(ref, key_root, path_map=path_map, provenance=checked)
+    with pace.background():  # nobody waits for it: the operator's keys and captures go first
+        _summary, problems = checked_case(ref, key_root, path_map=path_map, provenance=checked)
     rows, in_case = [], []
     for p in problems:
         code, message = str(p.code), safe_text(p.message, single_line=True, limit=500)
@@ -80,12 +84,15 @@ def _niceness() -> int | None:
         return None
 
 
-def _process_start() -> None:
-    """The check's process starts below the app's priority (Unix; elsewhere as it is)."""
+def _process_start(clock: object) -> None:
+    """The check's process starts below the app's priority (Unix; elsewhere as it is), and
+    its loops give way to the app's keys and foreground work (``clock``: the app's
+    ``pace.share_clock``)."""
     try:
         os.nice(CHECK_NICE)
     except (AttributeError, OSError):
         pass
+    pace.follow_clock(clock)
 
 
 class CheckProcess:
@@ -102,8 +109,7 @@ class CheckProcess:
         An exception of the check itself is raised here."""
         future = self._submit(ref, key_root, case_path, path_map) if switches.on("check_process") else None
         if future is None:
-            with pace.background():  # nobody waits for it: keys go first
-                return case_problems(ref, key_root, case_path, path_map)
+            return case_problems(ref, key_root, case_path, path_map)
         while True:
             try:
                 return future.result(timeout=POLL)
@@ -113,8 +119,7 @@ class CheckProcess:
                     return None
             except BrokenProcessPool:  # the process died (killed, out of memory): once more here
                 self._drop()
-                with pace.background():
-                    return case_problems(ref, key_root, case_path, path_map)
+                return case_problems(ref, key_root, case_path, path_map)
 
     def warm(self) -> None:
         """Start the process now (its interpreter and imports) if it is not running: called
@@ -138,7 +143,7 @@ class CheckProcess:
                     _start_resource_tracker()
                     # the app runs threads: forking it is unsafe, so the process is spawned
                     self._pool = ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn"),
-                                                     initializer=_process_start)
+                                                     initializer=_process_start, initargs=(pace.share_clock(),))
                 return self._pool.submit(fn, *args)
             except BrokenProcessPool:
                 self._pool = None

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from eviscene_tui import pace
 from eviscene_tui.artifacts.layout import CaseRef, Layout
 from eviscene_tui.scaffold.samples import copy_case, generate
 from eviscene_tui.state.case_check import CHECK_NICE, CheckProcess, case_problems
@@ -56,5 +57,22 @@ def test_a_check_whose_process_was_killed_runs_here(samples: Path, tmp_path: Pat
         assert outcome is not None and outcome.pid == os.getpid() and outcome.rows
         again = checks.run(ref, str(root), str(ref.path), None)  # the next check starts a new process
         assert again is not None and again.pid != os.getpid() and again.rows == outcome.rows
+    finally:
+        checks.close()
+
+
+def test_the_checks_process_follows_the_apps_foreground_work() -> None:
+    """Its loops give way to a capture opened with k in the app, as the app's threads do."""
+    checks = CheckProcess()
+    try:
+        checks.warm()
+        hold = pace.ForegroundHold()
+        try:
+            future = checks._submit_call(pace.foreground_held)
+            assert future is not None and future.result(timeout=60) is True
+        finally:
+            hold.release()
+        future = checks._submit_call(pace.foreground_held)
+        assert future is not None and future.result(timeout=60) is False
     finally:
         checks.close()
