@@ -269,13 +269,16 @@ async def _measure_frames(case: Path, failure: int, frames: FrameClock, reduced:
             # the same busy k (0 s after the paint) with the case's integrity check in its own
             # process and on a thread of the app, interleaved (a drift of the machine's load
             # falls on both alike); whether the check was still running when k was pressed
-            check_pair: dict[bool, list[tuple[float, float, bool]]] = {True: [], False: []}
+            check_pair: dict[bool, list[tuple[float, float, bool, float, float]]] = {True: [], False: []}
             for in_process in () if reduced else (True, False, False, True, True, False):
                 switches.set_off("check_process", not in_process)
-                case_screen, _shown = await open_case()
+                await pilot.pause(0.5)
+                t_open, c_open = time.perf_counter(), time.process_time()
+                case_screen, shown = await open_case()
+                opened, opened_cpu = shown - t_open, time.process_time() - c_open
                 running = case_screen.session.integrity_running
                 took, cpu, _screen = await press_k(case_screen)
-                check_pair[in_process].append((took, cpu, running))
+                check_pair[in_process].append((took, cpu, running, opened, opened_cpu))
                 await back_to_runs()
             switches.set_off("check_process", False)
             out["k_busy_check"] = check_pair
@@ -374,11 +377,14 @@ def _check_pair(pair: dict) -> str:
     and the app process's CPU from the key to the paint (the check's, on a thread, counted)."""
 
     def one(runs: list) -> str:
-        walls = [took for took, _c, _r in runs]
-        cpus = [cpu for _t, cpu, _r in runs]
-        running = sum(1 for _t, _c, r in runs if r)
-        return (", ".join(f"{took * 1000:.0f} ms (CPU {cpu * 1000:.0f} ms)" for took, cpu, _r in runs)
-                + f"; best {min(walls) * 1000:.0f} ms, CPU median {statistics.median(cpus) * 1000:.0f} ms; check running at the key {running}/{len(runs)}")
+        walls = [run[0] for run in runs]
+        cpus = [run[1] for run in runs]
+        running = sum(1 for run in runs if run[2])
+        opens = [run[3] for run in runs]
+        open_cpus = [run[4] for run in runs]
+        return (", ".join(f"{run[0] * 1000:.0f} ms (CPU {run[1] * 1000:.0f} ms)" for run in runs)
+                + f"; best {min(walls) * 1000:.0f} ms, CPU median {statistics.median(cpus) * 1000:.0f} ms; check running at the key {running}/{len(runs)};"
+                  f" Enter -> failure step painted before it: best {min(opens) * 1000:.0f} ms, CPU median {statistics.median(open_cpus) * 1000:.0f} ms")
 
     return f"process: {one(pair[True])} | thread: {one(pair[False])}"
 
