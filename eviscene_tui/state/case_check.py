@@ -84,6 +84,12 @@ def _niceness() -> int | None:
         return None
 
 
+def _background_call(fn: Callable[..., T], *args: object) -> T:
+    """``fn(*args)`` as background work (in the check's process: its loops follow the app's clock)."""
+    with pace.background():
+        return fn(*args)
+
+
 def _process_start(clock: object) -> None:
     """The check's process starts below the app's priority (Unix; elsewhere as it is), and
     its loops give way to the app's keys and foreground work (``clock``: the app's
@@ -105,11 +111,17 @@ class CheckProcess:
 
     def run(self, ref: CaseRef, key_root: str, case_path: str, path_map: PathMap | None,
             *, cancelled: Callable[[], bool] = lambda: False) -> CheckOutcome | None:
-        """The check's outcome (None: cancelled while it ran). Blocks: a worker thread's.
+        """The case's check outcome (None: cancelled while it ran). Blocks: a worker thread's.
         An exception of the check itself is raised here."""
-        future = self._submit(ref, key_root, case_path, path_map) if switches.on("check_process") else None
+        return self.call(case_problems, ref, key_root, case_path, path_map, cancelled=cancelled)
+
+    def call(self, fn: Callable[..., T], *args: object, cancelled: Callable[[], bool] = lambda: False) -> T | None:
+        """``fn(*args)`` in the process, as background work (``fn``: a module-level function;
+        here, on this thread, when there is no process), None when ``cancelled`` while it
+        ran. Blocks: a worker thread's."""
+        future = self._submit_call(fn, *args) if switches.on("check_process") else None
         if future is None:
-            return case_problems(ref, key_root, case_path, path_map)
+            return fn(*args)
         while True:
             try:
                 return future.result(timeout=POLL)
@@ -119,7 +131,7 @@ class CheckProcess:
                     return None
             except BrokenProcessPool:  # the process died (killed, out of memory): once more here
                 self._drop()
-                return case_problems(ref, key_root, case_path, path_map)
+                return fn(*args)
 
     def warm(self) -> None:
         """Start the process now (its interpreter and imports) if it is not running: called
@@ -144,7 +156,7 @@ class CheckProcess:
                     # the app runs threads: forking it is unsafe, so the process is spawned
                     self._pool = ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn"),
                                                      initializer=_process_start, initargs=(pace.share_clock(),))
-                return self._pool.submit(fn, *args)
+                return self._pool.submit(_background_call, fn, *args)
             except BrokenProcessPool:
                 self._pool = None
                 return None

@@ -380,7 +380,10 @@ class EvisceneApp(TriageOps, App[int]):
             # nobody waits for a row's problem count the way they wait for a key or a capture
             # opened meanwhile (the pass hashes every case's bound inputs): keys go first
             with pace.background():
-                for results in integrity_pass(items, base, cancelled=lambda: worker.is_cancelled, path_map=self.options.path_map):
+                # a small folder in the case screen's check process (niced, following the
+                # app's input clock): its parses never hold this process's interpreter lock
+                for results in integrity_pass(items, base, cancelled=lambda: worker.is_cancelled, path_map=self.options.path_map,
+                                              run=case_check.CHECKS.call):
                     pending.extend(results)
                     if time.monotonic() - last_post >= 0.2:
                         done += len(pending)
