@@ -28,6 +28,7 @@ from concurrent.futures import TimeoutError as FutureTimeout
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from typing import TypeVar
+
 from eviscene_tui import pace, switches
 from eviscene_tui.artifacts.layout import CaseRef
 from eviscene_tui.artifacts.paths import InputProvenance, PathMap
@@ -102,7 +103,8 @@ def _process_start(clock: object) -> None:
 
 
 class CheckProcess:
-    """The one process the case screens' integrity checks run in, started at the first."""
+    """The one process the case screens' integrity checks (and a small folder's integrity
+    pass, in batches) run in, started at the first or by :meth:`warm`."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -121,7 +123,7 @@ class CheckProcess:
         ran. Blocks: a worker thread's."""
         future = self._submit_call(fn, *args) if switches.on("check_process") else None
         if future is None:
-            return fn(*args)
+            return _background_call(fn, *args)
         while True:
             try:
                 return future.result(timeout=POLL)
@@ -131,7 +133,7 @@ class CheckProcess:
                     return None
             except BrokenProcessPool:  # the process died (killed, out of memory): once more here
                 self._drop()
-                return fn(*args)
+                return _background_call(fn, *args)
 
     def warm(self) -> None:
         """Start the process now (its interpreter and imports) if it is not running: called
@@ -142,9 +144,6 @@ class CheckProcess:
             if self._pool is not None or self._failed:
                 return
         self._submit_call(os.getpid)
-
-    def _submit(self, ref: CaseRef, key_root: str, case_path: str, path_map: PathMap | None) -> Future[CheckOutcome] | None:
-        return self._submit_call(case_problems, ref, key_root, case_path, path_map)
 
     def _submit_call(self, fn: Callable[..., T], *args: object) -> Future[T] | None:
         with self._lock:
