@@ -9,6 +9,8 @@ tokenizer as the opened folder's ``tokenizer.json``. Through Pilot, with the app
   of the first frame in which the token view paints its rows (the paint is seen by wrapping
   the view's ``render_line`` in this benchmark, the frame's end by ``bench/frames.py``, which
   also charges it a terminal's encoding; nothing in the app measures itself);
+- the same busy ``k`` with the case's integrity check in its own niced process and on a thread
+  of the app (switch ``check_process``), interleaved, with the app process's CPU;
 - page scroll (goal < 16 ms): from a ``pagedown`` key press to the frame that paints the
   new page, grid and flowing view;
 - ``f`` (grid -> flowing text) -> flowing text painted, in the middle of the capture (the
@@ -264,6 +266,22 @@ async def _measure_frames(case: Path, failure: int, frames: FrameClock, reduced:
                     await pages(view, PAGES, "grid_pages_busy")
                 await back_to_runs()
             out["k_busy"] = busy
+            # the same busy k (0 s after the paint) with the case's integrity check in its own
+            # process and on a thread of the app, interleaved (a drift of the machine's load
+            # falls on both alike); whether the check was still running when k was pressed
+            check_pair: dict[bool, list[tuple[float, float, bool, float, float]]] = {True: [], False: []}
+            for in_process in () if reduced else (True, False, False, True, True, False):
+                switches.set_off("check_process", not in_process)
+                await pilot.pause(0.5)
+                t_open, c_open = time.perf_counter(), time.process_time()
+                case_screen, shown = await open_case()
+                opened, opened_cpu = shown - t_open, time.process_time() - c_open
+                running = case_screen.session.integrity_running
+                took, cpu, _screen = await press_k(case_screen)
+                check_pair[in_process].append((took, cpu, running, opened, opened_cpu))
+                await back_to_runs()
+            switches.set_off("check_process", False)
+            out["k_busy_check"] = check_pair
             # idle: the case settled first
             case_screen, _ = await open_case()
             await settled(case_screen)
@@ -354,6 +372,23 @@ def _pages(got: dict, name: str) -> str:
             f"busy {_ms(busy)} (CPU median {statistics.median(got[name + '_busy_cpu']) * 1000:.1f} ms)")
 
 
+def _check_pair(pair: dict) -> str:
+    """Busy k with the case's integrity check in its process and on a thread: each k's wall
+    and the app process's CPU from the key to the paint (the check's, on a thread, counted)."""
+
+    def one(runs: list) -> str:
+        walls = [run[0] for run in runs]
+        cpus = [run[1] for run in runs]
+        running = sum(1 for run in runs if run[2])
+        opens = [run[3] for run in runs]
+        open_cpus = [run[4] for run in runs]
+        return (", ".join(f"{run[0] * 1000:.0f} ms (CPU {run[1] * 1000:.0f} ms)" for run in runs)
+                + f"; best {min(walls) * 1000:.0f} ms, CPU median {statistics.median(cpus) * 1000:.0f} ms; check running at the key {running}/{len(runs)};"
+                  f" Enter -> failure step painted before it: best {min(opens) * 1000:.0f} ms, CPU median {statistics.median(open_cpus) * 1000:.0f} ms")
+
+    return f"process: {one(pair[True])} | thread: {one(pair[False])}"
+
+
 def _lean(got: dict, name: str) -> str:
     """One on/off pair of page scrolls: wall and CPU medians, and what the part saves."""
     on, off = got[name + "_on"], got[name + "_off"]
@@ -410,6 +445,8 @@ def run() -> list[tuple[str, str]]:
          + f" (worst {worst * 1000:.0f} ms)"
          + (f" (data generated in {prep:.0f} s)" if prep > 1 else "")
          + ("" if got["cursor_on_failure"] else " (trace cursor NOT on the failure step)")),
+        ("switch check_process: k 0 s after the failure step painted, the case's check in its own process | on a thread (interleaved)",
+         _check_pair(got["k_busy_check"])),
         ("tokens: page scroll, grid, key -> page painted (goal < 16 ms; busy: right after k painted, the case's work beneath)", _pages(got, "grid_pages")),
         ("tokens: f -> flowing text painted (mid-capture)", f"{got['flow_toggle'] * 1000:.0f} ms"),
         ("tokens: page scroll, flowing text, key -> page painted (goal < 16 ms; busy: right after f painted)", _pages(got, "flow_pages")),

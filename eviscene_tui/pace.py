@@ -24,6 +24,11 @@ screen (:func:`hold_foreground` / :func:`release_foreground`), :func:`yield_to_i
 background work sleeps (at most :data:`FOREGROUND_MAX_WAIT` in all), so the integrity check
 hashing a trace or the trace's fill never shares the cores with it.
 
+Across processes too: a process that runs the app's background work (the open case's
+integrity check, ``state/case_check.py``) follows the app's clock (:func:`share_clock` in the
+app, :func:`follow_clock` in that process, at its start), so its loops give way to the
+operator's keys and to the foreground work of the app exactly as a thread of the app does.
+
 No Textual import here: the artifact loaders and services use it too.
 """
 
@@ -33,6 +38,7 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
 
 
 #: seconds after an input during which background work waits: long enough for the key to be
@@ -53,22 +59,62 @@ _last_input = float("-inf")
 _local = threading.local()
 _foreground = 0
 _foreground_lock = threading.Lock()
+#: this process's clock in shared memory ([last input, foreground holds]) once another
+#: process follows it (share_clock), and the clock of the process this one follows
+_shared: Any = None
+_followed: Any = None
 
 
 def note_input() -> None:
     """An input event arrived (called by the app, on its own thread)."""
     global _last_input
     _last_input = time.monotonic()
+    if _shared is not None:
+        _shared[0] = _last_input
+
+
+def share_clock() -> Any:
+    """This process's input clock and foreground holds in shared memory, kept up to date
+    from now on: handed to a process that runs this one's background work (which passes it
+    to :func:`follow_clock`). None where shared memory cannot be made."""
+    global _shared
+    with _foreground_lock:
+        if _shared is None:
+            try:
+                from multiprocessing.sharedctypes import RawArray
+
+                shared = RawArray("d", 2)
+            except (ImportError, OSError):
+                return None
+            shared[0], shared[1] = _last_input, float(_foreground)
+            _shared = shared
+        return _shared
+
+
+def follow_clock(shared: Any) -> None:
+    """In a process that runs another's background work (its start): the input and the
+    foreground holds this process's background loops give way to are that process's
+    (``shared``: its :func:`share_clock`; None: this process's own)."""
+    global _followed
+    _followed = shared
+
+
+def _clock() -> tuple[float, float]:
+    """(last input, foreground holds): this process's, or those of the process it follows."""
+    followed = _followed
+    if followed is None:
+        return _last_input, _foreground
+    return followed[0], followed[1]
 
 
 def last_input() -> float:
     """``time.monotonic()`` of the last input event the app saw (-inf before the first)."""
-    return _last_input
+    return _clock()[0]
 
 
 def idle_seconds() -> float:
     """Seconds since the last input event (inf before the first)."""
-    return time.monotonic() - _last_input
+    return time.monotonic() - _clock()[0]
 
 
 @contextmanager
@@ -94,6 +140,8 @@ def hold_foreground() -> None:
     global _foreground
     with _foreground_lock:
         _foreground += 1
+        if _shared is not None:
+            _shared[1] = float(_foreground)
 
 
 def release_foreground() -> None:
@@ -101,6 +149,8 @@ def release_foreground() -> None:
     global _foreground
     with _foreground_lock:
         _foreground = max(0, _foreground - 1)
+        if _shared is not None:
+            _shared[1] = float(_foreground)
 
 
 class ForegroundHold:
@@ -126,7 +176,7 @@ class ForegroundHold:
 
 def foreground_held() -> bool:
     """Work the operator waits for is running."""
-    return _foreground > 0
+    return _clock()[1] > 0
 
 
 def yield_to_input(max_wait: float = MAX_WAIT) -> float:
@@ -139,14 +189,14 @@ def yield_to_input(max_wait: float = MAX_WAIT) -> float:
         return 0.0
     slept = 0.0
     while slept < max_wait:
-        wait = _last_input + QUIET_AFTER_INPUT - time.monotonic()
+        wait = _clock()[0] + QUIET_AFTER_INPUT - time.monotonic()
         if wait <= 0:
             break
         step = min(wait, max_wait - slept)
         time.sleep(step)
         slept += step
     held = 0.0
-    while _foreground > 0 and held < FOREGROUND_MAX_WAIT:
+    while _clock()[1] > 0 and held < FOREGROUND_MAX_WAIT:
         time.sleep(FOREGROUND_POLL)
         held += FOREGROUND_POLL
     return slept + held

@@ -114,15 +114,23 @@ class ViewProbes:
 
 @dataclass
 class CaseProbes:
-    """A case session's: when it opened and when it last read the case's view."""
+    """A case session's: when it opened, when it last read the case's view, which process
+    ran its integrity check."""
 
     #: when the session was made (the case screen opened)
     opened_at: float = field(default_factory=time.perf_counter)
     #: when the case's view was last read (a load or a reload published it)
     updated_at: float | None = None
 
+    #: the process that ran the case's last full integrity check, and its niceness
+    check_pid: int | None = None
+    check_nice: int | None = None
+
     def view_read(self) -> None:
         self.updated_at = time.perf_counter()
+
+    def checked_by(self, pid: int, nice: int | None) -> None:
+        self.check_pid, self.check_nice = pid, nice
 
 
 __all__ = ["AppProbes", "CaseProbes", "ClientProbes", "ViewProbes"]

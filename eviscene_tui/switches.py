@@ -13,7 +13,9 @@ process they start), or turned off in a running process with :func:`set_off`:
 - ``scan_sleeps``: the runs screen's scan worker sleeps between batches to hand the
   interpreter to the UI thread (``ui/app.py``, ``state/scan.py``);
 - ``chunked_trace``: a big trace that the step index declines is parsed in chunks of steps
-  rather than with one ``orjson.loads`` (``artifacts/chunked_trace.py``: a lower memory peak).
+  rather than with one ``orjson.loads`` (``artifacts/chunked_trace.py``: a lower memory peak);
+- ``check_process``: the open case's full integrity check runs in a process of its own, niced,
+  rather than on a thread of the app (``state/case_check.py``).
 
 The streaming client's direct body reader has its own setting (``[policy] direct_body``).
 
@@ -24,7 +26,7 @@ from __future__ import annotations
 
 import os
 
-NAMES = frozenset({"lean_token_view", "gc_hold", "scan_sleeps", "chunked_trace"})
+NAMES = frozenset({"lean_token_view", "gc_hold", "scan_sleeps", "chunked_trace", "check_process"})
 
 _off: set[str] = {name.strip() for name in os.environ.get("EVISCENE_TUI_OFF", "").split(",") if name.strip() in NAMES}
 

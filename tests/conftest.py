@@ -39,7 +39,7 @@ import pytest
 from textual.app import App
 from textual.screen import Screen
 
-from eviscene_tui import pace
+from eviscene_tui import pace, switches
 from eviscene_tui.storage import default_workdir
 from eviscene_tui.ui import gc_hold
 
@@ -187,6 +187,17 @@ def _shared_samples_workdir_untouched() -> Iterator[None]:
     if left:
         pytest.fail(f"the test left files in the shared sample tree's work directory {workdir}: {', '.join(left)} "
                     "(a test that writes there works on a copy: ui_helpers.copy_samples)", pytrace=False)
+
+
+@pytest.fixture
+def check_in_thread() -> Iterator[None]:
+    """The open case's full integrity check on its worker's thread rather than in its own
+    process (``state/case_check.py``), where a test can replace what it calls."""
+    switches.set_off("check_process")
+    try:
+        yield
+    finally:
+        switches.set_off("check_process", False)
 
 
 @pytest.fixture

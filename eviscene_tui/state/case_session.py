@@ -30,12 +30,12 @@ from eviscene_tui.artifacts.case import CaseBundle, load_case
 from eviscene_tui.artifacts.layout import CaseRef, Layout
 from eviscene_tui.artifacts.paths import InputProvenance, with_sha_status
 from eviscene_tui.artifacts.problems import Problem
-from eviscene_tui.artifacts.report import checked_case
 from eviscene_tui.artifacts.summary import CaseSummary
 from eviscene_tui.artifacts.trace import SourceTrace, load_trace
 from eviscene_tui.options import AppOptions
 from eviscene_tui.probes import CaseProbes
 from eviscene_tui.safe_text import safe_text
+from eviscene_tui.state import case_check
 from eviscene_tui.state.case_view import (
     CaseView,
     CompareView,
@@ -279,13 +279,6 @@ class Update:
     trace_shown: bool = False  # the trace's rows are shown for the first time
     run: Callable[[], object] | None = None  # an action asked for before the case was read
     marks: frozenset[int] | None = None  # the search's matching steps (empty: clear them)
-
-
-def _relpath(path: str, base: Path) -> str:
-    try:
-        return os.path.relpath(path, base)
-    except ValueError:
-        return path
 
 
 def _check_failed_row(case_path: Path, exc: BaseException) -> ProblemRow:
@@ -792,19 +785,18 @@ class CaseSession(Observable[CaseChange]):
         layout = Layout.of(bundle.layout)
         ref = self.ref if isinstance(self.ref, CaseRef) else CaseRef(path=self.case_path, layout=layout)
         try:
-            checked: list[InputProvenance] = []
-            with pace.background():  # re-run while a driver writes the case: keys go first
-                _summary, problems = checked_case(ref, self.options.key_root, path_map=self.options.path_map, provenance=checked)
-            rows, in_case = [], []
-            for p in problems:
-                code, message = str(p.code), safe_text(p.message, single_line=True, limit=500)
-                rows.append((code, safe_text(_relpath(p.path, self.options.key_root), single_line=True), message))
-                in_case.append((code, safe_text(_relpath(p.path, self.case_path), single_line=True), message))
-            provenance = tuple(with_sha_status(view.provenance if view is not None else [], checked))
+            # in the check's own process, below the app's priority: its parses and hashes
+            # never hold this process's interpreter lock while a key or a capture is served
+            outcome = case_check.CHECKS.run(ref, str(self.options.key_root), str(self.case_path), self.options.path_map,
+                                            cancelled=ctx.cancelled)
+            if outcome is None:  # cancelled: another case is shown
+                return
+            self.probes.checked_by(outcome.pid, outcome.nice)
+            provenance = tuple(with_sha_status(view.provenance if view is not None else [], list(outcome.checked)))
         except Exception as exc:  # noqa: BLE001 - shown as the check's one problem in the Integrity tab and badge
             ctx.post(IntegrityDone((_check_failed_row(self.case_path, exc),)))
             return
-        ctx.post(IntegrityDone(tuple(rows), tuple(in_case), provenance))
+        ctx.post(IntegrityDone(outcome.rows, outcome.in_case, provenance))
 
     def _on_integrity(self, event: IntegrityDone) -> None:
         self.integrity_running = False

@@ -166,17 +166,24 @@ def integrity_pass(
     workers: int | None = None,
     path_map: PathMap | None = None,
     pool: ScanPool | None = None,
+    run: Callable[..., list[CheckResult] | None] | None = None,
 ) -> Iterator[list[CheckResult]]:
     """Run the full integrity check over ``items``, yielding results in small batches
     as they complete. Large folders use a process pool (the check hashes files and
     parses ledgers: CPU-bound work the UI thread must not share a GIL with): ``pool``,
-    the scan's own, when given (it stays open), else one started and shut down here."""
+    the scan's own, when given (it stays open), else one started and shut down here. A
+    smaller one is checked in batches through ``run`` (``run(check_refs, batch, base,
+    path_map, cancelled=...)``, None when cancelled: the app's check process), else here."""
     n_workers = workers if workers is not None else (pool.workers if pool is not None else (os.cpu_count() or 1))
     if n_workers <= 1 or len(items) < PARALLEL_MIN_CASES:
         for start in range(0, len(items), THREAD_CHUNK):
             if cancelled():
                 return
-            yield check_refs(items[start : start + THREAD_CHUNK], base, path_map)
+            chunk = items[start : start + THREAD_CHUNK]
+            batch = check_refs(chunk, base, path_map) if run is None else run(check_refs, chunk, base, path_map, cancelled=cancelled)
+            if batch is None:
+                return
+            yield batch
             if switches.on("scan_sleeps"):
                 time.sleep(0.002)  # hand the GIL to the UI thread between batches
         return

@@ -32,6 +32,7 @@ from eviscene_tui.artifacts.report import PARALLEL_MIN_CASES
 from eviscene_tui.options import AppOptions
 from eviscene_tui.probes import AppProbes
 from eviscene_tui.safe_text import safe_text
+from eviscene_tui.state import case_check
 from eviscene_tui.state.rows import CaseRow
 from eviscene_tui.state.runs import RunsStore
 from eviscene_tui.state.scan_work import CheckResult
@@ -400,6 +401,7 @@ class EvisceneApp(TriageOps, App[int]):
         else:
             self._close_scan_pool()
             self.probes.check_finished(0.0)
+            case_check.CHECKS.warm()  # idle until a case is chosen: its check process starts now
 
     @work(thread=True, exclusive=True, group="integrity", exit_on_error=False)
     def check_integrity(self, scan_id: int, items: list[tuple[str, CaseRef]], pool: ScanPool | None = None) -> None:
@@ -422,8 +424,11 @@ class EvisceneApp(TriageOps, App[int]):
             # nobody waits for a row's problem count the way they wait for a key or a capture
             # opened meanwhile (the pass hashes every case's bound inputs): keys go first
             with pace.background():
+                # a large folder in the scan's warm pool; a small one in the case screen's
+                # check process (niced, following the app's input clock): its parses never
+                # hold this process's interpreter lock
                 for results in integrity_pass(items, base, cancelled=lambda: worker.is_cancelled, path_map=self.options.path_map,
-                                              pool=pool):
+                                              pool=pool, run=case_check.CHECKS.call):
                     pending.extend(results)
                     if time.monotonic() - last_post >= 0.2:
                         done += len(pending)
@@ -463,6 +468,8 @@ class EvisceneApp(TriageOps, App[int]):
             return
         self.probes.check_finished(message.seconds)
         self.store.set_check_progress(message.count, self.store.check_total, False)
+        # the app is idle until a case is chosen: the case screen's check process starts now
+        case_check.CHECKS.warm()
         if message.error:
             self.notify("Integrity check stopped: " + safe_text(message.error, single_line=True, limit=300), severity="error", markup=False)
 

@@ -110,3 +110,27 @@ def test_background_nests_and_is_per_thread(clock: _Clock) -> None:
         other.start()
         other.join()
     assert seen == [False] and not pace.in_background()
+
+
+def _followed_view() -> tuple[float, bool]:
+    """What a process following another's clock sees (run in that process)."""
+    return pace.last_input(), pace.foreground_held()
+
+
+def test_a_process_following_the_apps_clock_sees_its_keys_and_foreground_work() -> None:
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    shared = pace.share_clock()
+    assert shared is not None and pace.share_clock() is shared  # one clock per process
+    context = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(max_workers=1, mp_context=context, initializer=pace.follow_clock, initargs=(shared,)) as pool:
+        pace.note_input()
+        assert pool.submit(_followed_view).result(timeout=60) == (pace.last_input(), False)
+        hold = pace.ForegroundHold()
+        try:
+            assert pool.submit(_followed_view).result(timeout=60)[1] is True
+        finally:
+            hold.release()
+        assert pool.submit(_followed_view).result(timeout=60)[1] is False
+    assert pace.foreground_held() is False  # this process follows nobody: its own holds

@@ -5,6 +5,7 @@ test's (no event loop, no sleeps, no wall-clock figures)."""
 from __future__ import annotations
 
 import argparse
+import os
 from collections.abc import Callable
 from pathlib import Path
 
@@ -13,7 +14,8 @@ import pytest
 from eviscene_tui.options import AppOptions
 from eviscene_tui.scaffold.samples import copy_case, generate
 from eviscene_tui.settings import Settings
-from eviscene_tui.state import case_session
+from eviscene_tui import pace, switches
+from eviscene_tui.state import case_check, case_session
 from eviscene_tui.state.case_session import (
     INTEGRITY_GAP,
     MIN_TIMER,
@@ -266,11 +268,11 @@ def test_integrity_checks_asked_for_during_one_are_coalesced(samples: Path, tmp_
     assert "case-integrity" not in host.groups()  # nothing was asked for meanwhile
 
 
-def test_a_check_that_raises_is_the_checks_result(samples: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_check_that_raises_is_the_checks_result(samples: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, check_in_thread: None) -> None:
     def broken(*_a: object, **_kw: object) -> None:
         raise KeyError("no such binding")
 
-    monkeypatch.setattr(case_session, "checked_case", broken)
+    monkeypatch.setattr(case_check, "checked_case", broken)
     session, host, _seen = _session(samples, tmp_path)
     session.load()
     host.settle()
@@ -366,3 +368,47 @@ def test_a_search_and_the_rows_on_screen_hold_the_foreground_while_they_run(samp
     visible = [i for i in range(data.step_count) if data.rows[i] is not None]
     assert len(visible) == data.step_count and built[0] and not built[-1]  # the margin after the rows on screen
     assert not pace.foreground_held()
+
+
+def test_the_full_check_runs_in_a_process_of_its_own_below_the_apps_priority(samples: Path, tmp_path: Path) -> None:
+    """The check (parses of whole documents, hashes) never holds the app's interpreter lock:
+    it runs in another process, niced, and finds what the same check on a thread finds."""
+    session, host, _seen = _session(samples, tmp_path, "damaged")
+    session.load()
+    host.settle()
+    assert session.probes.check_pid is not None and session.probes.check_pid != os.getpid()
+    assert session.probes.check_nice == min(19, os.nice(0) + case_check.CHECK_NICE)
+    in_process = list(session.integrity or [])
+    assert in_process and session.provenance is not None
+    switches.set_off("check_process")
+    try:
+        again, host_again, _ = _session(samples, tmp_path / "again", "damaged")
+        again.load()
+        host_again.settle()
+    finally:
+        switches.set_off("check_process", False)
+    assert again.probes.check_pid == os.getpid()
+    assert sorted(code for code, _p, _m in again.integrity or []) == sorted(code for code, _p, _m in in_process)
+    assert [(code, message) for code, _p, message in again.integrity_in_case] == [(code, message) for code, _p, message in session.integrity_in_case]
+
+
+def test_without_a_process_the_check_runs_on_its_thread_as_background_work(samples: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    def no_process(*_a: object, **_kw: object) -> None:
+        raise OSError("no semaphores here")
+
+    checks = case_check.CheckProcess()
+    monkeypatch.setattr(case_check, "ProcessPoolExecutor", no_process)
+    monkeypatch.setattr(case_check, "CHECKS", checks)
+    backgrounds: list[bool] = []
+    real = case_check.checked_case
+
+    def spy(*args: object, **kwargs: object):
+        backgrounds.append(pace.in_background())
+        return real(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(case_check, "checked_case", spy)
+    session, host, _seen = _session(samples, tmp_path, "damaged")
+    session.load()
+    host.settle()
+    assert session.probes.check_pid == os.getpid() and backgrounds == [True]
+    assert session.integrity

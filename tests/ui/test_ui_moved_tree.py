@@ -120,15 +120,15 @@ async def test_feedback_search_copied_without_inputs_finishes_its_integrity_chec
         assert "running the full integrity check" not in str(screen.query_one("#integrity-doc").content)
 
 
-async def test_an_integrity_check_that_raises_is_shown_not_waited_for(tmp_path: Path, monkeypatch) -> None:
+async def test_an_integrity_check_that_raises_is_shown_not_waited_for(tmp_path: Path, monkeypatch, check_in_thread) -> None:
     """A full check that raises something unexpected ends as an "error" row on the
     Integrity tab (the badge counts it), not as "running the full integrity check" forever."""
-    from eviscene_tui.state import case_session
+    from eviscene_tui.state import case_check
 
     def broken(*_a, **_kw):
         raise KeyError("no such binding")
 
-    monkeypatch.setattr(case_session, "checked_case", broken)
+    monkeypatch.setattr(case_check, "checked_case", broken)
     samples = tmp_path / "samples"
     generate(samples, base="/data/eviscene/sample_runs")
     root = tmp_path / "a"

@@ -15,7 +15,7 @@ import eviscene_tui.state.scan as scan
 CASE = "feedback-converged-3-rounds"
 
 
-async def test_q_quits_while_the_integrity_worker_is_stuck(tmp_path_factory, tmp_path, monkeypatch) -> None:
+async def test_q_quits_while_the_integrity_worker_is_stuck(tmp_path_factory, tmp_path, monkeypatch, check_in_thread) -> None:
     """The integrity pass blocks forever in a read (injected at its seam): q ends the
     app, and the thread left blocked is a daemon, which cannot keep the process alive."""
     root = tmp_path / "runs"
@@ -63,6 +63,7 @@ def test_the_process_ends_after_q_while_a_worker_is_stuck(tmp_path_factory, tmp_
     launcher = tmp_path / "launch_stuck.py"
     launcher.write_text(LAUNCHER)
     monkeypatch.setenv("EVISCENE_TUI_NO_GRAPHICS", "1")
+    monkeypatch.setenv("EVISCENE_TUI_OFF", "check_process")  # the pass on the app's thread, where it is stuck
     out, status = run_in_pty([str(launcher), str(root)], [(b"checking integrity", b"q")], timeout=90)
     assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, (status, out[-400:])
 

@@ -268,10 +268,10 @@ async def test_integrity_pass_uses_worker_processes_inside_the_app(tmp_path, not
         assert app.probes.check_processes and os.getpid() not in app.probes.check_processes, "the pass ran in the app's own process"
 
 
-async def test_the_integrity_pass_is_background_work(tmp_path_factory, monkeypatch) -> None:
+async def test_the_integrity_pass_is_background_work(tmp_path_factory, monkeypatch, check_in_thread) -> None:
     """The runs screen's integrity pass (every case's bound inputs hashed) gives way to the
     operator: each case is checked inside ``pace.background()``, where a key or a capture
-    opened with k goes first."""
+    opened with k goes first (here on the app's thread; in the check process as well)."""
     from eviscene_tui import pace
     from eviscene_tui.state import scan_work
 
@@ -288,3 +288,15 @@ async def test_the_integrity_pass_is_background_work(tmp_path_factory, monkeypat
         await wait_scan(pilot, app)
         assert await wait_for(pilot, lambda: app.probes.check_seconds is not None)
         assert seen and all(seen)
+
+
+async def test_a_small_folders_integrity_pass_runs_in_the_check_process(tmp_path_factory) -> None:
+    """Below PARALLEL_MIN_CASES the pass runs in the case screen's check process (niced,
+    following the app's clock), never on the app's own interpreter lock."""
+    import os
+
+    app = make_app(sample_root(tmp_path_factory), scanned=False)
+    async with app.run_test(size=(120, 30)) as pilot:
+        await wait_scan(pilot, app)
+        assert await wait_for(pilot, lambda: app.probes.check_seconds is not None, 60)
+        assert app.probes.check_processes and os.getpid() not in app.probes.check_processes

@@ -22,7 +22,7 @@ from eviscene_tui import pace
 from eviscene_tui.artifacts import trace as trace_module
 from eviscene_tui.artifacts.jsonio import encode_bound, pretty_json_bytes
 from eviscene_tui.ui import gc_hold
-from eviscene_tui.state import case_session
+from eviscene_tui.state import case_check
 from eviscene_tui.state.case_session import CaseSession
 from eviscene_tui.ui.screens.case import CaseScreen
 from eviscene_tui.ui.widgets.runs_table import RunsTable
@@ -305,9 +305,10 @@ async def test_a_reload_with_the_same_problems_does_not_repaint_the_panels(tmp_p
         assert await wait_for(pilot, lambda: "scratch.json.tmp" in str(doc.content), 20)
 
 
-async def test_the_background_fill_and_the_live_checks_give_way_to_keys(tmp_path: Path, indexed, monkeypatch) -> None:
-    """Work nobody waits for (the rows' fill, the case's integrity check) runs as background
-    work, whose loops yield to the operator's input; the UI thread never does."""
+async def test_the_background_fill_and_the_live_checks_give_way_to_keys(tmp_path: Path, indexed, monkeypatch, check_in_thread) -> None:
+    """Work nobody waits for (the rows' fill, the case's integrity check where it runs on a
+    thread of the app) runs as background work, whose loops yield to the operator's input;
+    the UI thread never does."""
     write_case(tmp_path)
     app = make_app(tmp_path / "runs")
     yielded: list[bool] = []
@@ -319,7 +320,7 @@ async def test_the_background_fill_and_the_live_checks_give_way_to_keys(tmp_path
 
     monkeypatch.setattr(pace, "yield_to_input", recording)
     ran: dict[str, list[bool]] = {"fill": [], "check": []}
-    original_fill, original_check = CaseSession.fill_rows, case_session.checked_case
+    original_fill, original_check = CaseSession.fill_rows, case_check.checked_case
 
     def fill_spy(self, *args):
         ran["fill"].append(pace.in_background())
@@ -330,7 +331,7 @@ async def test_the_background_fill_and_the_live_checks_give_way_to_keys(tmp_path
         return original_check(*args, **kwargs)
 
     monkeypatch.setattr(CaseSession, "fill_rows", fill_spy)
-    monkeypatch.setattr(case_session, "checked_case", check_spy)
+    monkeypatch.setattr(case_check, "checked_case", check_spy)
     async with app.run_test(size=(120, 40)) as pilot:
         screen = await _open(pilot, app, "lazy-case")
         assert await wait_for(pilot, lambda: screen.trace_rows.filled() == STEPS and screen.integrity is not None, 20)

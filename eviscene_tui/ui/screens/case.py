@@ -31,6 +31,7 @@ from eviscene_tui.state.case_session import (
     CaseChange,
     CaseEvent,
     CaseSession,
+    FOREGROUND_LIMIT,
     CaseSnapshot,
     ProblemRow,
     Step,
@@ -950,3 +951,6 @@ class CaseScreen(Screen):
         self.app.push_screen(screen)
         if hold is not None:
             screen.call_after_refresh(hold.release)  # the capture is on screen
+            # whatever becomes of that refresh (the screen popped first): the app's timer, which
+            # outlives both screens (the session's stops with this screen)
+            self.app.set_timer(FOREGROUND_LIMIT, hold.release)
