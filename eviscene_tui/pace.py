@@ -81,7 +81,7 @@ def share_clock() -> Any:
     with _foreground_lock:
         if _shared is None:
             try:
-                from multiprocessing.sharedctypes import RawArray
+                from multiprocessing.sharedctypes import RawArray  # lazy: only a process that hands its clock to another pays for it
 
                 shared = RawArray("d", 2)
             except (ImportError, OSError):

@@ -120,16 +120,21 @@ def _entries(path: Path) -> tuple[set[str], set[str], set[str]]:
     links: set[str] = set()
     with os.scandir(path) as it:
         for entry in it:
-            try:
-                if entry.is_dir():
-                    dirs.add(entry.name)
-                    if entry.is_symlink():
-                        links.add(entry.name)
-                else:
-                    files.add(entry.name)
-            except OSError:
-                files.add(entry.name)
+            kind = _entry_kind(entry)
+            (dirs if kind else files).add(entry.name)
+            if kind == "link":
+                links.add(entry.name)
     return files, dirs, links
+
+
+def _entry_kind(entry: os.DirEntry[str]) -> str:
+    """"dir", "link" (a symlink to a directory) or "" (anything else, or unreadable)."""
+    try:
+        if entry.is_dir():
+            return "link" if entry.is_symlink() else "dir"
+    except OSError:
+        pass
+    return ""
 
 
 _UNREADABLE: dict[str, Any] = {}

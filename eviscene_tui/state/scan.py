@@ -254,20 +254,8 @@ def scan_large(
     more = True
     try:
         while more or pending:
-            while more and len(pending) < 2 * shared.workers:  # discovery stays a few chunks ahead
-                chunk = list(islice(refs, POOL_CHUNK))
-                if not chunk:
-                    more = False
-                    break
-                try:
-                    pending[executor.submit(checked_rows, chunk, base, path_map)] = chunk
-                except (BrokenProcessPool, RuntimeError):  # the pool broke or was closed: the rest is read here
-                    if cancelled():
-                        return
-                    shared.broken()
-                    left.extend(chunk)
-                    left.extend(refs)
-                    more = False
+            if more:
+                more = _submit_ahead(executor, shared, pending, refs, left, (base, path_map), cancelled)
             if cancelled():
                 return
             done, _ = wait(pending, timeout=0.25, return_when=FIRST_COMPLETED)
@@ -287,6 +275,26 @@ def scan_large(
         if cancelled():
             return
         yield checked_rows(left[start : start + THREAD_CHUNK], base, path_map)
+
+
+def _submit_ahead(executor: ProcessPoolExecutor, shared: ScanPool, pending: dict[Future[list[tuple[CaseRow, CheckResult]]], list[CaseRef]],
+                  refs: Iterator[CaseRef], left: list[CaseRef], args: tuple[str, PathMap | None], cancelled: Callable[[], bool]) -> bool:
+    """Give the pool chunks of discovery until a few are in flight (discovery stays a few
+    chunks ahead). False once discovery is exhausted, or the pool broke or was closed (the
+    rest of discovery then goes to ``left``, to be read here, unless the scan is cancelled)."""
+    while len(pending) < 2 * shared.workers:
+        chunk = list(islice(refs, POOL_CHUNK))
+        if not chunk:
+            return False
+        try:
+            pending[executor.submit(checked_rows, chunk, *args)] = chunk
+        except (BrokenProcessPool, RuntimeError):
+            if not cancelled():
+                shared.broken()
+                left.extend(chunk)
+                left.extend(refs)
+            return False
+    return True
 
 
 def outside(root: Path, extra: Iterable[Path]) -> list[Path]:

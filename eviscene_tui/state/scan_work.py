@@ -66,7 +66,7 @@ def gate_marker(root: str | os.PathLike[str]) -> str:
     (the gate's services are imported only for a case that has one)."""
     if not (sidecar_for(root) / SESSION_FILE).is_file():
         return ""
-    from eviscene_tui.state.gate import gate_marker as marker
+    from eviscene_tui.state.gate import gate_marker as marker  # lazy: a pool process loads the gate's services only for a gated case
 
     return marker(root)
 
@@ -76,7 +76,7 @@ def add_no_site_details(row: CaseRow, case_root: Path) -> None:
     ledgers name none): what the triage queue sorts and groups by."""
     if not row.in_no_site_queue:
         return
-    from eviscene_tui.state.triage import no_site_details
+    from eviscene_tui.state.triage import no_site_details  # lazy: a pool process loads triage only for a no-site case
 
     details = no_site_details(case_root)
     row.no_site_reason = "; ".join(details.reasons)
