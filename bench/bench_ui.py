@@ -21,7 +21,6 @@ import asyncio
 import json
 import os
 import resource
-import statistics
 import subprocess
 import sys
 import time
@@ -247,35 +246,6 @@ def _child(code: str, *args: str) -> dict:
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-_RUNS = """
-import asyncio, json, sys
-from pathlib import Path
-from bench.bench_ui import _runs_first_paint
-print(json.dumps(asyncio.run(_runs_first_paint(Path(sys.argv[1])))))
-"""
-
-
-def _sleeps_pair(many: Path) -> str:
-    """The runs screen's figures with the scan worker's sleeps on and off, each run in a
-    fresh process (a second run in one process finds the cases' files and the modules
-    warm), in the order on, off, off, on (a drift of the machine's load falls on both)."""
-    got: dict[bool, list[list]] = {True: [], False: []}
-    for on in (True, False, False, True):
-        env = {**os.environ, "EVISCENE_TUI_OFF": "" if on else "scan_sleeps"}
-        out = subprocess.run([sys.executable, "-c", _RUNS, str(many)], capture_output=True, text=True, env=env, timeout=1800)
-        if out.returncode != 0:
-            return "failed: " + ((out.stderr or out.stdout).strip().splitlines() or ["?"])[-1]
-        got[on].append(json.loads(out.stdout.strip().splitlines()[-1]))
-
-    def side(runs: list[list]) -> str:
-        first = statistics.median(r[0] for r in runs)
-        full = statistics.median(r[1] for r in runs)
-        checked = statistics.median(r[3] for r in runs)
-        return f"{first:.2f} / {full:.2f} / {checked:.2f} s, keys {_ms([k for r in runs for k in r[4]])}"
-
-    return f"on {side(got[True])} | off {side(got[False])} (medians of two runs each)"
-
-
 def _ms(values: list[float]) -> str:
     if not values:
         return "n/a"
@@ -297,8 +267,6 @@ def run() -> list[tuple[str, str]]:
     rows.append(("ui: key (down) -> runs table painted, throughout the scan and integrity pass (goal < 100 ms)", _ms(keys)))
     rows.append((f"ui: CPU from the launch to every row's problem count, {count:,} cases",
                  f"app process {cpu_app:.1f} s, its pool processes {cpu_pool:.1f} s (load average {os.getloadavg()[0]:.1f})"))
-    rows.append(("switch scan_sleeps: first rows / every row / every count / keys during them, sleeps on | off"
-                 " (fresh processes, on, off, off, on)", _sleeps_pair(many)))
 
     case, info = _big_case()
     trace = Path(info["path"])

@@ -10,8 +10,6 @@ process they start), or turned off in a running process with :func:`set_off`:
   ``ui/widgets/lean_scrollbar.py``);
 - ``gc_hold``: big data on screen is kept off full garbage collections, which wait for the
   operator's pauses (``ui/gc_hold.py``);
-- ``scan_sleeps``: the runs screen's scan worker sleeps between batches to hand the
-  interpreter to the UI thread (``ui/app.py``, ``state/scan.py``);
 - ``chunked_trace``: a big trace that the step index declines is parsed in chunks of steps
   rather than with one ``orjson.loads`` (``artifacts/chunked_trace.py``: a lower memory peak);
 - ``check_process``: the open case's full integrity check runs in a process of its own, niced,
@@ -26,7 +24,7 @@ from __future__ import annotations
 
 import os
 
-NAMES = frozenset({"lean_token_view", "gc_hold", "scan_sleeps", "chunked_trace", "check_process"})
+NAMES = frozenset({"lean_token_view", "gc_hold", "chunked_trace", "check_process"})
 
 _off: set[str] = {name.strip() for name in os.environ.get("EVISCENE_TUI_OFF", "").split(",") if name.strip() in NAMES}
 

@@ -17,7 +17,6 @@ from itertools import islice
 from multiprocessing import resource_tracker
 from pathlib import Path
 
-from eviscene_tui import switches
 from eviscene_tui.artifacts.integrity import safe_read_bound
 from eviscene_tui.artifacts.layout import CaseRef, discover_cases
 from eviscene_tui.artifacts.paths import PathMap
@@ -184,8 +183,6 @@ def integrity_pass(
             if batch is None:
                 return
             yield batch
-            if switches.on("scan_sleeps"):
-                time.sleep(0.002)  # hand the GIL to the UI thread between batches
         return
     own = pool is None
     shared = ScanPool(n_workers) if pool is None else pool

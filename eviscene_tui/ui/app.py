@@ -52,7 +52,7 @@ from eviscene_tui.state.scan import (
     scan_large,
     supervised_stamp,
 )
-from eviscene_tui import pace, switches
+from eviscene_tui import pace
 from eviscene_tui.ui import gc_hold
 from eviscene_tui.ui import messages as M
 from eviscene_tui.ui.actions import BY_ID, applied_keymap, bindings, effective_keys
@@ -297,10 +297,6 @@ class EvisceneApp(TriageOps, App[int]):
             first = done == 0
             done += len(batch)
             self.post_message(M.SummariesBatch(batch, done=done, initial=True))
-            # hand the GIL to the UI thread: a long pause after the first batch so the
-            # first rows paint at once, a short one per batch to keep keys responsive
-            if switches.on("scan_sleeps"):
-                time.sleep(0.15 if first else 0.005)
             if first and after_first is not None:
                 after_first()
         return done
