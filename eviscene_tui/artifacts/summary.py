@@ -80,7 +80,7 @@ class CaseSummary:
 
 
 # --------------------------------------------------------------------------- small readers
-def _stat_entries(path: Path) -> list[tuple[str, bool, int, int]]:
+def _stat_entries(path: Path | str) -> list[tuple[str, bool, int, int]]:
     """(name, is_dir, mtime_ns, size) of the entries of ``path``; [] when unreadable."""
     out: list[tuple[str, bool, int, int]] = []
     try:
@@ -125,6 +125,16 @@ def _read_small(path: str, limit: int = MAX_SUMMARY_FILE) -> tuple[bytes | None,
         return None, exc.problem()
     except OSError as exc:
         return None, Problem(code=ProblemCode.MISSING_ARTIFACT, path=path, message=f"cannot read: {exc.strerror or exc}")
+
+
+def _relative(apath: str, abase: str) -> str:
+    """``os.path.relpath`` of two absolute, normalised paths; the common case (the case
+    below the base) without relpath's generic machinery."""
+    if apath == abase:
+        return "."
+    if abase != os.sep and apath.startswith(abase + os.sep):
+        return apath[len(abase) + 1 :]
+    return os.path.relpath(apath, abase)
 
 
 def _abs(path: Path | str) -> str:
@@ -245,16 +255,16 @@ def summary_fingerprint(ref: CaseRef) -> tuple[Any, ...]:
     Stats (no reads) of the case's top entries, of ``rounds/`` and of the newest
     round's top entries. Equal fingerprints -> no need to re-summarise.
     """
-    path = Path(ref.path)
+    path = os.fspath(ref.path)  # str paths: the runs screen takes one for each of 10,000 cases
     top = tuple(sorted(_stat_entries(path)))
     parts: list[Any] = [top]
     if ref.layout == Layout.FEEDBACK_SEARCH:
-        rounds = round_dirs(path)
-        parts.append(tuple(p.name for p in rounds))
-        if rounds:
-            parts.append(tuple(sorted(_stat_entries(rounds[-1]))))
+        names = _round_names(path)
+        parts.append(tuple(names))
+        if names:
+            parts.append(tuple(sorted(_stat_entries(os.path.join(path, "rounds", names[-1])))))
     elif ref.layout == Layout.SLATE:
-        parts.append(tuple(sorted(_stat_entries(path / "slate-rounds"))))
+        parts.append(tuple(sorted(_stat_entries(os.path.join(path, "slate-rounds")))))
     return tuple(parts)
 
 
@@ -285,13 +295,13 @@ def summarize_case(
     ``fingerprint`` (the ``check`` report does not show them).
     """
     path = Path(ref.path)
-    base_path = Path(base) if base is not None else path
+    apath = _abs(ref.path)
     try:
-        rel = os.path.relpath(path, base_path)
+        rel = _relative(apath, _abs(base) if base is not None else apath)
     except ValueError:
         rel = str(path)
     summary = CaseSummary(
-        path=Path(os.path.abspath(path)),
+        path=Path(apath),
         rel_path=rel,
         layout=ref.layout,
         status=UNREADABLE,
