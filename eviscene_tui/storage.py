@@ -13,12 +13,12 @@ registered evidence root.
 
 from __future__ import annotations
 
+import errno
 import os
 import secrets
 import time
 from collections.abc import Sequence
 from pathlib import Path
-
 
 
 class EvidenceWriteRefused(RuntimeError):
@@ -74,69 +74,23 @@ def choose_workdir(
     return default_workdir(opened), "default: beside the opened path"
 
 
-def _fsync_dir(directory: Path) -> None:
-    try:
-        fd = os.open(directory, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
-
-
-def _write_tmp(path: Path, data: bytes) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
-    try:
-        view = memoryview(data)
-        while view:
-            n = os.write(fd, view)
-            view = view[n:]
-        os.fsync(fd)
-    except BaseException:
-        os.close(fd)
-        _unlink_quietly(tmp)  # a full disk (or any failed write) leaves no temp file behind
-        raise
-    os.close(fd)
-    return tmp
-
-
-def _unlink_quietly(path: Path) -> None:
-    try:
-        os.unlink(path)
-    except OSError:
-        pass
-
-
 def write_new_file(path: str | os.PathLike[str], data: bytes) -> Path:
-    """Atomically create ``path``; raise FileExistsError if it already exists."""
+    """Atomically create ``path``; raise FileExistsError if it already exists (the
+    protocol's tmp + fsync + ``link``: the one spelling of the app's writes)."""
+    from eviscene_tui.gate import protocol as P  # lazy: `--help` and the paths' rules stay light
+
     p = Path(path)
-    tmp = _write_tmp(p, data)
-    try:
-        os.link(tmp, p)
-    finally:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-    _fsync_dir(p.parent)
+    if not P.create_exclusive(p, data):
+        raise FileExistsError(errno.EEXIST, os.strerror(errno.EEXIST), str(p))
     return p
 
 
 def replace_file(path: str | os.PathLike[str], data: bytes) -> Path:
     """Atomically write ``path``, replacing an older version (state files only)."""
+    from eviscene_tui.gate import protocol as P  # lazy: `--help` and the paths' rules stay light
+
     p = Path(path)
-    tmp = _write_tmp(p, data)
-    try:
-        os.replace(tmp, p)
-    except BaseException:
-        _unlink_quietly(tmp)
-        raise
-    _fsync_dir(p.parent)
+    P.atomic_replace(p, data)
     return p
 
 
