@@ -11,6 +11,8 @@ frame encoded as for a terminal):
   text-heavy trace; beside it the byte scan alone (a fresh process, no UI) and the same
   case with an 18 MB trace (what the case screen itself costs: the floor of the open);
   the peak RSS (VmHWM) at that moment and once every row is filled (goal <= 1.2x the file);
+  and where that time goes: when the screen was mounted, when the byte scan ran (and its
+  thread's CPU), when the rows reached the UI thread, and the UI thread's CPU meanwhile;
 - End (last step painted) and Enter on three far steps (step detail shown), straight after
   the open, while the background fill is still running (goal < 100 ms);
 - a search of all steps (``/`` + a phrase no step holds, until the status line answers),
@@ -98,6 +100,44 @@ async def until(pred, timeout=120.0, step=0.002):
         await asyncio.sleep(step)
     return pred()
 
+PHASES = {}  # perf_counter (and the UI thread's CPU clock) of the moments of the last open
+
+def watch_open_phases():
+    # where Enter -> painted goes: the screen mounted, the byte scan (its thread's CPU too),
+    # the rows posted to the UI thread (the benchmark's eye on the open, nothing changed)
+    import functools
+    from eviscene_tui.artifacts import trace as trace_module
+    from eviscene_tui.state.case_session import CaseSession
+    from eviscene_tui.ui.screens.case import CaseScreen
+    real_mount, real_index, real_shown = CaseScreen.on_mount, trace_module.index_steps, CaseSession._on_trace_shown
+    @functools.wraps(real_mount)
+    def on_mount(self):
+        PHASES.setdefault("mounted", time.perf_counter())
+        return real_mount(self)
+    def index_steps(*args, **kwargs):
+        PHASES.setdefault("scan_start", time.perf_counter())
+        cpu = time.thread_time()
+        try:
+            return real_index(*args, **kwargs)
+        finally:
+            PHASES.setdefault("scan_cpu", time.thread_time() - cpu)
+            PHASES.setdefault("scan_end", time.perf_counter())
+    def on_trace_shown(self, event):
+        PHASES.setdefault("rows_shown", time.perf_counter())
+        return real_shown(self, event)
+    CaseScreen.on_mount, trace_module.index_steps, CaseSession._on_trace_shown = on_mount, index_steps, on_trace_shown
+
+def open_phases(painted):
+    # the phases of the last open, in ms after Enter (None: that moment did not happen)
+    enter = PHASES.get("enter")
+    if enter is None:
+        return {}
+    out = {name: (PHASES[name] - enter) * 1000 if name in PHASES else None for name in ("mounted", "scan_start", "scan_end", "rows_shown")}
+    out["painted"] = (painted - enter) * 1000 if painted is not None else None
+    out["scan_cpu"] = PHASES["scan_cpu"] * 1000 if "scan_cpu" in PHASES else None
+    out["ui_cpu"] = (PHASES["ui_cpu_end"] - PHASES["ui_cpu"]) * 1000 if "ui_cpu_end" in PHASES else None
+    return out
+
 async def open_case(app, pilot, key, moment="idle"):
     # idle: Enter once the runs screen's scan and integrity pass are done; busy: as soon as the
     # case's row is painted, while they run (the pass hashes the case's bound inputs)
@@ -111,7 +151,9 @@ async def open_case(app, pilot, key, moment="idle"):
         await pilot.pause(0.5)
         assert app.screen.query_one(RunsTable).select_key(key)
     await pilot.pause()
-    start = time.perf_counter()
+    PHASES.clear()
+    start = PHASES["enter"] = time.perf_counter()
+    PHASES["ui_cpu"] = time.thread_time()
     await pilot.press("enter")
     def painted():
         s = app.screen
@@ -120,6 +162,7 @@ async def open_case(app, pilot, key, moment="idle"):
         tv = s.query_one(TraceView)
         return tv.probes.failure_painted_at is not None or s.trace_rows.failure_index is None
     await until(painted)
+    PHASES["ui_cpu_end"] = time.thread_time()
     screen = app.screen
     tv = screen.query_one(TraceView)
     return screen, tv, await frame_end(tv.probes.failure_painted_at or time.perf_counter()) - start
@@ -149,6 +192,8 @@ if mode == "whole":
     if moment == "plain":  # the whole-file path without its chunked parse (EVISCENE_TUI_OFF=chunked_trace)
         moment = "idle"
 
+watch_open_phases()
+
 async def main():
     from eviscene_tui.ui.widgets.trace_view import TraceView
     out = {}
@@ -156,6 +201,7 @@ async def main():
     async with app.run_test(size=(120, 40)) as pilot:
         screen, tv, shown = await open_case(app, pilot, key, moment)
         out["shown"] = shown
+        out["phases"] = open_phases(tv.probes.failure_painted_at)
         out["rss_shown_kb"] = peak_rss_kb()
         out["ok"] = screen.trace_rows is not None and tv.cursor == screen.trace_rows.failure_index
         data = screen.trace_rows
@@ -398,6 +444,18 @@ def _fmt_detail(values: list[float]) -> str:
     return f"median {statistics.median(values):.0f} ms, max {max(values):.0f} ms ({len(values)} far steps)"
 
 
+def _fmt_phases(phases: dict, scan: dict) -> str:
+    """The moments of one open (ms after Enter): the screen mounted, the byte scan's start and
+    end (its thread's CPU beside it, and the scan alone in a process of its own), the rows
+    handed to the UI thread, the failure step painted; the UI thread's CPU meanwhile."""
+    def ms(name: str) -> str:
+        value = phases.get(name)
+        return "n/a" if value is None else f"{value:.0f}"
+    alone = f", alone {scan['seconds'] * 1000:.0f}" if "seconds" in scan else ""
+    return (f"screen mounted {ms('mounted')}; scan {ms('scan_start')}-{ms('scan_end')} (its CPU {ms('scan_cpu')}{alone});"
+            f" rows to the UI thread {ms('rows_shown')}; painted {ms('painted')}; UI thread CPU {ms('ui_cpu')}")
+
+
 def _open_rows(root: Path, key: str, info: dict, label: str) -> list[tuple[str, str]]:
     """The open figures of one trace: the indexed open idle and busy side by side, the
     whole-file path (what it was before the index), with and without its chunked parse."""
@@ -424,6 +482,8 @@ def _open_rows(root: Path, key: str, info: dict, label: str) -> list[tuple[str, 
     rows.append((f"open: Enter -> failure step painted, {label}, idle | busy (goal <= 0.2x read+orjson.loads)",
                  f"idle {idle['shown']:.2f} s = {idle['shown'] / b:.2f}x | busy {busy['shown']:.2f} s = {busy['shown'] / b:.2f}x"
                  f" of read+orjson.loads {b:.2f} s{w}" + ("" if idle["ok"] and busy["ok"] else " (cursor NOT on the failure step)")))
+    rows.extend((f"open: where Enter -> painted goes, {label}, {name} (ms after Enter)", _fmt_phases(res.get("phases") or {}, scan))
+                for name, res in (("idle", idle), ("busy", busy)))
     rss, rss_f = idle["rss_shown_kb"] * 1024, idle["rss_filled_kb"] * 1024
     rows.append(("open: peak RSS (goal <= 1.2x the file)",
                  f"at the paint {rss / 1e6:.0f} MB = {rss / size:.2f}x; every row filled {rss_f / 1e6:.0f} MB = {rss_f / size:.2f}x"
@@ -463,6 +523,8 @@ def run() -> list[tuple[str, str]]:
     if all("error" not in res for res in floor):
         rows.append((f"open: the case screen's own cost: the same case with a {int(small['bytes']) / 1e6:.0f} MB trace, idle | busy",
                      f"idle {floor[0]['shown']:.2f} s | busy {floor[1]['shown']:.2f} s (no trace work opens a case faster than this)"))
+        rows.extend((f"open: where the case screen's own cost goes, {name} (ms after Enter)", _fmt_phases(res.get("phases") or {}, {}))
+                    for name, res in zip(("idle", "busy"), floor))
     else:
         rows.append(("open: the case screen's own cost", "failed: " + "; ".join(str(res.get("error")) for res in floor)))
     text = _realistic(text_heavy=True)
