@@ -39,6 +39,7 @@ from typing import Any
 import orjson
 from platformdirs import user_data_path
 
+from eviscene_tui import pace
 from eviscene_tui.artifacts.identity import CaseIdentity, read_identity
 from eviscene_tui.journal.paths import SUPERVISED_DIR, case_key, review_journal_path
 from eviscene_tui.storage import WORKDIR_SUFFIX, append_line
@@ -190,7 +191,9 @@ def read_workdirs(
         add(Path(write_workdir))
     looked: set[str] = set()
     roots = [*case_roots, *([opened] if opened is not None else [])]
-    for root in roots:
+    for n, root in enumerate(roots, 1):
+        if n % 200 == 0:
+            pace.yield_to_input()  # in background work (the app's label read): a key goes first
         p = os.path.abspath(os.fspath(root))
         while p not in looked:  # ancestors shared by many cases are looked at once
             looked.add(p)

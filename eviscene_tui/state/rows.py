@@ -212,7 +212,67 @@ COLUMN_INDEX = {key: i for i, key in enumerate(COLUMN_KEYS)}
 SEPARATOR = 1  # cells between two columns
 
 
-def column_widths(rows: list["CaseRow"], width: int, *, sort_key: str = "") -> list[tuple[Column, int]]:
+class ColumnStats:
+    """The widest cell of each column over a set of rows, kept up to date as rows come and
+    go (:meth:`add`, :meth:`discard`), so the layout of a 10,000-row table does not look at
+    every row whenever a batch of them arrives. Equal to :func:`longest_cells` over the
+    rows it holds. Each row's widths are kept as they were added: a row changed in place
+    is discarded and added again (:meth:`add` does both for a key it holds)."""
+
+    __slots__ = ("_widths", "_counts", "_longest")
+
+    def __init__(self, rows: Iterable[CaseRow] = ()) -> None:
+        self._widths: dict[str, tuple[int, ...]] = {}  # row key -> its cell widths as added
+        self._counts: list[dict[int, int]] = [{} for _ in COLUMNS]  # per column: width -> rows that wide
+        self._longest: list[int] = [0] * len(COLUMNS)
+        for row in rows:
+            self.add(row)
+
+    def __len__(self) -> int:
+        return len(self._widths)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._widths
+
+    def add(self, row: CaseRow) -> None:
+        """Count ``row`` (in place of the row it replaces, with the same key)."""
+        if row.key in self._widths:
+            self.discard(row.key)
+        widths = row.cell_widths()
+        self._widths[row.key] = widths
+        longest = self._longest
+        for i, (counts, w) in enumerate(zip(self._counts, widths)):
+            counts[w] = counts.get(w, 0) + 1
+            if w > longest[i]:
+                longest[i] = w
+
+    def discard(self, key: str) -> None:
+        """No longer count the row with ``key`` (nothing when it is not counted)."""
+        widths = self._widths.pop(key, None)
+        if widths is None:
+            return
+        longest = self._longest
+        for i, (counts, w) in enumerate(zip(self._counts, widths)):
+            left = counts[w] - 1
+            if left:
+                counts[w] = left
+            else:
+                del counts[w]
+                if w == longest[i]:
+                    longest[i] = max(counts, default=0)
+
+    def longest(self) -> list[int]:
+        """The widest cell of each column (in ``COLUMNS`` order; 0 for no rows)."""
+        return list(self._longest)
+
+
+def longest_cells(rows: list[CaseRow]) -> list[int]:
+    """The widest cell of each column over ``rows`` (in ``COLUMNS`` order), recomputed."""
+    return [max(column) for column in zip(*(r.cell_widths() for r in rows))] if rows else [0] * len(COLUMNS)
+
+
+def column_widths(rows: list["CaseRow"], width: int, *, sort_key: str = "",
+                  longest: list[int] | None = None) -> list[tuple[Column, int]]:
     """Which columns to show and how wide, for a table ``width`` cells wide.
 
     A droppable column empty in every row is not shown. Columns are dropped in their
@@ -223,17 +283,18 @@ def column_widths(rows: list["CaseRow"], width: int, *, sort_key: str = "") -> l
     to the visible column furthest from its content's natural width (the longest
     value, capped by ``max_width``), so a long case name and a long category share the
     room instead of one of them taking it all; what is left goes to the case column.
+    ``longest``: the widest cell of each column over ``rows`` (:meth:`ColumnStats.longest`,
+    kept up to date as they arrived), else recomputed over every row.
     """
     natural: dict[str, int] = {}
-    longest_of = [max(column) for column in zip(*(r.cell_widths() for r in rows))] if rows else [0] * len(COLUMNS)
+    longest_of = longest if longest is not None else longest_cells(rows)
     for i, column in enumerate(COLUMNS):
         title = cell_len(column.title) + (1 if column.key == sort_key else 0)
-        longest = longest_of[i]
-        value = max(title, longest, column.min_width)
+        value = max(title, longest_of[i], column.min_width)
         natural[column.key] = min(value, column.max_width) if column.max_width else value
     # a droppable column no row has anything in (no case without a site: "why no site") goes
     # first; then the drop order
-    empty = empty_columns(rows)
+    empty = empty_columns(rows, longest_of)
     shown = [c for c in COLUMNS if c.key not in empty]
     droppable = sorted((c for c in shown if c.drop), key=lambda c: c.drop)
 
@@ -271,11 +332,13 @@ def column_widths(rows: list["CaseRow"], width: int, *, sort_key: str = "") -> l
     return [(c, widths[c.key]) for c in shown]
 
 
-def empty_columns(rows: list[CaseRow]) -> set[str]:
-    """The droppable columns no row has anything in (not shown, and not "hidden")."""
+def empty_columns(rows: list[CaseRow], longest: list[int] | None = None) -> set[str]:
+    """The droppable columns no row has anything in (not shown, and not "hidden");
+    ``longest``: the widest cells of ``rows`` when known (:func:`longest_cells`)."""
     if not rows:
         return set()
-    longest = [max(column) for column in zip(*(r.cell_widths() for r in rows))]
+    if longest is None:
+        longest = longest_cells(rows)
     return {c.key for i, c in enumerate(COLUMNS) if c.drop and longest[i] == 0}
 
 

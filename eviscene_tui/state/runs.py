@@ -23,6 +23,7 @@ from eviscene_tui.state.rows import (
     RUNNING_STATUSES,
     BAD_STATUSES,
     CaseRow,
+    ColumnStats,
     sort_value,
 )
 
@@ -126,13 +127,48 @@ class RunsStore(Observable[str]):
         self._last_search = ""
         self._last_search_result: list[CaseRow] | None = None
         self._counts: dict[str, int] = {name: 0 for name in FILTERS}
+        #: the widest cells of the visible rows, kept up to date as rows change (None: to
+        #: be counted again, after the filter, the search or the unlabelled toggle changed)
+        self._stats: ColumnStats | None = None
 
-    def _changed(self, reason: str, *, rows_changed: bool = False) -> None:
+    def _changed(self, reason: str, *, rows_changed: bool = False, shown_changed: bool = False) -> None:
+        """``shown_changed``: which rows are visible changed beyond the rows changed (a
+        filter, the search): the visible rows' column widths are counted again."""
         self._visible = None
         self._progress = None
         if rows_changed:
             self._last_search_result = None
+        if shown_changed:
+            self._stats = None
         self._notify(reason)
+
+    def _shown(self, row: CaseRow) -> bool:
+        """``row`` is one of :meth:`visible` (the filter, the search and the unlabelled toggle
+        let it through)."""
+        if self.unlabelled_only and row.label:
+            return False
+        terms = self.search.strip().casefold().split()
+        if terms and not all(t in row.haystack for t in terms):
+            return False
+        return FILTERS.get(self.filter_name, FILTERS["all"]).accepts(row)
+
+    def _stats_update(self, old: CaseRow | None, row: CaseRow | None) -> None:
+        """Keep the visible rows' column widths: ``old`` replaced by ``row`` (None: none)."""
+        stats = self._stats
+        if stats is None:
+            return
+        if old is not None:
+            stats.discard(old.key)
+        if row is not None and self._shown(row):
+            stats.add(row)
+
+    def visible_stats(self) -> ColumnStats:
+        """The widest cells of :meth:`visible`'s rows (``ColumnStats``), kept up to date as
+        rows arrive and change; counted over every visible row only after a filter, search
+        or toggle change. Valid until the next change of the store."""
+        if self._stats is None:
+            self._stats = ColumnStats(self.visible())
+        return self._stats
 
     # -- rows -------------------------------------------------------------------------
     def __len__(self) -> int:
@@ -154,6 +190,7 @@ class RunsStore(Observable[str]):
                 self._count(old, -1)
             self._rows[row.key] = row
             self._count(row, 1)
+            self._stats_update(old, row)
             count += 1
         if count:
             self._changed("rows", rows_changed=True)
@@ -165,6 +202,7 @@ class RunsStore(Observable[str]):
             old = self._rows.pop(key, None)
             if old is not None:
                 self._count(old, -1)
+                self._stats_update(old, None)
                 removed += 1
         if removed:
             self._order = [k for k in self._order if k in self._rows]
@@ -195,7 +233,7 @@ class RunsStore(Observable[str]):
         self._rows.clear()
         self._order.clear()
         self._counts = {name: 0 for name in FILTERS}
-        self._changed("rows", rows_changed=True)
+        self._changed("rows", rows_changed=True, shown_changed=True)
 
     # -- scan progress ----------------------------------------------------------------
     def set_progress(self, done: int, scanning: bool) -> None:
@@ -221,6 +259,7 @@ class RunsStore(Observable[str]):
             self._count(row, -1)
             row.set_checked(len(settled), tuple(sorted({code for code, _ in settled})), bool(fresh))
             self._count(row, 1)
+            self._stats_update(row, row)  # its problem and status cells changed in place
             count += 1
         if count:
             self._changed("rows", rows_changed=True)
@@ -241,11 +280,11 @@ class RunsStore(Observable[str]):
         if name not in FILTERS:
             raise KeyError(name)
         self.filter_name = name
-        self._changed("filter")
+        self._changed("filter", shown_changed=True)
 
     def set_search(self, text: str) -> None:
         self.search = text
-        self._changed("search")
+        self._changed("search", shown_changed=True)
 
     def set_sort(self, key: str, reverse: bool | None = None) -> None:
         if key not in COLUMN_KEYS:
@@ -320,7 +359,8 @@ class RunsStore(Observable[str]):
     def queue_progress(self) -> tuple[int, int]:
         """(labelled, total) over the current queue (filter and search), kept until a change."""
         if self._progress is None:
-            rows = self._queue_rows()
+            # without the unlabelled toggle the queue is what is shown (sorted, and kept)
+            rows = self._queue_rows() if self.unlabelled_only else self.visible()
             self._progress = (sum(1 for r in rows if r.label), len(rows))
         return self._progress
 
@@ -362,7 +402,7 @@ class RunsStore(Observable[str]):
 
     def set_unlabelled_only(self, on: bool) -> None:
         self.unlabelled_only = on
-        self._changed("filter")
+        self._changed("filter", shown_changed=True)
 
     def set_group(self, name: str) -> None:
         if name and name not in GROUPS:
@@ -387,7 +427,7 @@ class RunsStore(Observable[str]):
             self.unlabelled_only = bool(state["unlabelled_only"])
         if state.get("group_by") in ("", *GROUPS):
             self.group_by = str(state["group_by"])
-        self._changed("filter")
+        self._changed("filter", shown_changed=True)
 
     def counts(self) -> dict[str, int]:
         """Rows per filter (for the filter bar), maintained incrementally."""

@@ -17,6 +17,7 @@ from itertools import islice
 from multiprocessing import resource_tracker
 from pathlib import Path
 
+from eviscene_tui import pace
 from eviscene_tui.artifacts.integrity import safe_read_bound
 from eviscene_tui.artifacts.layout import CaseRef, discover_cases
 from eviscene_tui.artifacts.paths import PathMap
@@ -539,7 +540,9 @@ def activity(rows: Iterable[CaseRow], workdirs: Iterable[Path] | Path | None, *,
     now = time.time() if now is None else now
     dirs = [] if workdirs is None else ([workdirs] if isinstance(workdirs, Path) else list(workdirs))
     out: dict[str, Activity] = {}
-    for row in rows:
+    for n, row in enumerate(rows, 1):
+        if n % 200 == 0:
+            pace.yield_to_input()  # in background work (the app's activity pass): a key goes first
         path = getattr(row.ref, "path", None)
         supervised, smtime = supervised_status(dirs, path, row.record, opened=opened) if dirs else ("", 0.0)
         stale = 0.0

@@ -22,6 +22,7 @@ from typing import Any
 
 import orjson
 
+from eviscene_tui import pace
 from eviscene_tui.artifacts.fileio import read_regular
 from eviscene_tui.artifacts.models import SEMANTIC_CATEGORIES
 from eviscene_tui.artifacts.summary import round_dirs
@@ -42,6 +43,8 @@ from eviscene_tui.journal.review import merged_triage
 SEMANTIC_SCHEMA = "ifv-psd-semantic-localization-v1"
 MAX_LOCALIZATION_BYTES = 8 << 20
 KNOWN_CATEGORIES = frozenset(SEMANTIC_CATEGORIES)
+#: cases whose record keys are read between two looks at the operator's input (load_triage)
+YIELD_EVERY = 50
 
 
 def _chosen(cands: list[dict[str, Any]]) -> tuple[dict[str, Any] | None, int]:
@@ -171,7 +174,11 @@ def load_triage(cases: Iterable[ListedCase], *, opened: str | os.PathLike[str], 
     that may hold its records (the work directory of the opened path, the cases' and
     their ancestors' ``*.eviscene-tui``, the registry's), merged in time order, with an
     earlier version's path keys mapped to the cases (``journal.records.RecordIndex``)."""
-    listed = [CaseRecords(c.ident, os.path.abspath(c.path), c.key()) for c in cases]
+    listed = []
+    for n, c in enumerate(cases, 1):
+        listed.append(CaseRecords(c.ident, os.path.abspath(c.path), c.key()))  # reads the case's identity
+        if n % YIELD_EVERY == 0:
+            pace.yield_to_input()  # in background work (the app's label read): a key goes first
     keys = [k for c in listed for k in c.key.keys]
     workdirs = read_workdirs([c.path for c in listed], workdir, keys, opened=opened)
     journals = review_journals(workdirs)

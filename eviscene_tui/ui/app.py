@@ -325,6 +325,7 @@ class EvisceneApp(TriageOps, App[int]):
             self.case_index.add(row)
         self.store.upsert(message.rows)
         if message.initial:
+            gc_hold.freeze_arrived()  # the scan's rows live as long as the store: off full collections
             self.store.set_progress(message.done, True)
             self.probes.first_rows(time.perf_counter() - self._scan_started)
         if any(r.being_written for r in message.rows):
@@ -357,7 +358,8 @@ class EvisceneApp(TriageOps, App[int]):
     def check_activity(self) -> None:
         """Which cases have a supervised search in the work directory, and which searches
         say ``searching`` but have gone quiet (read in a thread, applied by the handler)."""
-        marks = activity(self.store.rows(), self.read_workdirs(), opened=self.options.root)
+        with pace.background():  # nobody waits for these marks the way they wait for a key
+            marks = activity(self.store.rows(), self.read_workdirs(), opened=self.options.root)
         self.post_message(M.ActivityChecked(marks))
 
     @on(M.ActivityChecked)

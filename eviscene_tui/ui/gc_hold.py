@@ -64,6 +64,16 @@ def release() -> None:
             _saved_threshold = None
 
 
+def freeze_arrived() -> None:
+    """Freeze what is alive now, without a hold: long-lived data that just arrived (a scan's
+    batch of rows, 10,000 of them in all) is not walked by later full collections, which
+    would otherwise take a frame's time and more each while the scan grows the heap. Freed
+    by reference count as ever; a reference cycle frozen with it waits until a hold's last
+    release unfreezes (call on the UI thread)."""
+    if switches.on("gc_hold"):
+        gc.freeze()
+
+
 def holds() -> int:
     """How many holds are live (for tests and the bench)."""
     return _holds

@@ -81,7 +81,10 @@ class TriageOps:
     @work(thread=True, group="labels", exit_on_error=False)
     def _load_labels(self, asked: int, rows: list[CaseRow]) -> None:
         try:
-            marks = load_triage(_listed(rows), opened=self.options.root, workdir=self.options.workdir)
+            # nobody waits for the labels the way they wait for a key (10,000 cases: seconds of
+            # identity reads beside the integrity pass): keys go first
+            with pace.background():
+                marks = load_triage(_listed(rows), opened=self.options.root, workdir=self.options.workdir)
         except Exception as exc:  # noqa: BLE001 - labels are shown when they can be read; the app keeps working
             self.post_message(M.LabelsLoaded(None, f"{type(exc).__name__}: {exc}", asked))  # type: ignore[attr-defined]  # the app's
             return

@@ -110,3 +110,24 @@ async def test_the_app_runs_a_deferred_collection_when_the_operator_pauses(tmp_p
         # then pauses: the app's own timer collects
         await wait_until(lambda: app.probes.deferred_collections >= 1, pilot=pilot, what="the deferred collection in the pause")
         assert not gc_hold.full_collection_pending()
+
+
+def test_a_scans_rows_are_frozen_as_they_arrive_and_a_holds_release_unfreezes_them(no_holds) -> None:
+    from eviscene_tui import switches
+
+    gc.unfreeze()
+    try:
+        rows = [[i] for i in range(100)]
+        gc_hold.freeze_arrived()
+        assert gc.get_freeze_count() >= len(rows)  # full collections no longer walk them
+        gc_hold.hold()
+        gc_hold.release()
+        assert gc.get_freeze_count() == 0
+        switches.set_off("gc_hold")
+        try:
+            gc_hold.freeze_arrived()
+            assert gc.get_freeze_count() == 0  # the switch off: the collector is left as it is
+        finally:
+            switches.set_off("gc_hold", False)
+    finally:
+        gc.unfreeze()

@@ -110,3 +110,87 @@ async def test_a_form_editor_prefilled_from_a_run_shows_it_sanitised_and_returns
         assert form.values()["editor"] == locked
         await pilot.press(*"more")
         assert form.values()["editor"] == box.text and box.text.endswith("more")
+
+
+def _reference_lines(rows: int, groups: list[tuple[int, str, int, int]]) -> tuple[list[int], list[int]]:
+    starts = {start: n for n, (start, _t, _c, _l) in enumerate(groups)}
+    lines: list[int] = []
+    line_of: list[int] = []
+    for i in range(rows):
+        if i in starts:
+            lines.append(-(starts[i] + 1))
+        line_of.append(len(lines))
+        lines.append(i)
+    return lines, line_of
+
+
+def test_runs_table_numbers_its_lines_as_one_line_per_row_and_group_header() -> None:
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    @settings(max_examples=300, deadline=None)
+    @given(st.integers(0, 40), st.lists(st.tuples(st.integers(-3, 45), st.just("g"), st.just(1), st.just(0)), max_size=8))
+    def check(count: int, groups: list[tuple[int, str, int, int]]) -> None:
+        table = RunsTable()
+        table.rows = [CaseRow(key=f"c{i}") for i in range(count)]
+        table.groups = groups
+        table._number_lines()
+        assert (table._lines, table._line_of) == _reference_lines(count, groups)
+
+    check()
+
+
+async def test_runs_table_repaints_only_what_changed_and_paints_what_a_full_repaint_paints() -> None:
+    """The cursor's moves and rows arriving below the page repaint a line or two; every line
+    on screen is then what a table painted afresh shows (the cursor's highlight moved, the
+    column layout followed the new rows)."""
+    rows = [CaseRow(key=f"case-{i:05d}", status="converged" if i % 3 else "searching", rounds=i % 7) for i in range(200)]
+    app = TableHarness()
+    async with app.run_test(size=(100, 20)) as pilot:
+        table = app.query_one(RunsTable)
+        table.set_rows(rows[:100])
+        table.focus()
+        await pilot.pause()
+        table.set_rows(rows[:100])  # laid out again beside the scrollbar that appeared
+        await pilot.pause()
+
+        def painted() -> str:  # what is on screen (the lines not repainted as they were)
+            return app.export_screenshot()
+
+        async def afresh() -> str:  # every line painted again from the rows
+            table._cache.clear()
+            table.refresh()
+            await pilot.pause()
+            return app.export_screenshot()
+
+        for key in ("down", "down", "down", "up"):
+            await pilot.press(key)
+            await pilot.pause()
+            assert painted() == await afresh()
+        # integrity results that change rows in place but not the layout ("…" -> "0")
+        shown = painted()
+        for row in rows[:5]:
+            row.set_checked(0, (), False)
+        table.set_rows(rows[:100])
+        await pilot.pause()
+        assert painted() != shown
+        assert painted() == await afresh()
+        # a batch below the page, then one whose long case name widens the case column
+        table.set_rows(rows[:150])
+        await pilot.pause()
+        assert painted() == await afresh()
+        table.set_rows([*rows[:150], CaseRow(key="a-" + "very-long-name-" * 4, status="converged")])
+        await pilot.pause()
+        assert painted() == await afresh()
+        # integrity results change rows in place (their problem and status cells)
+        shown = painted()
+        for row in rows[5:10]:
+            row.set_checked(3, ("E",), True)
+        table.set_rows([*rows[:150], CaseRow(key="a-" + "very-long-name-" * 4, status="converged")])
+        await pilot.pause()
+        assert painted() != shown
+        assert painted() == await afresh()
+        # focus away and back: the cursor's row follows it
+        table.blur()
+        await pilot.pause()
+        assert painted() == await afresh()

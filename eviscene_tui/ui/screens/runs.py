@@ -259,7 +259,7 @@ class RunsScreen(Screen):
         store = self.store
         table = self.query_one(RunsTable)
         table.set_rows(store.visible(), sort_key=store.sort_key, sort_reverse=store.sort_reverse, groups=store.groups(),
-                       selected=store.selected)
+                       selected=store.selected, longest=store.visible_stats().longest())
         if self._cursor_to_first:
             self._cursor_to_first = False
             table.cursor = 0

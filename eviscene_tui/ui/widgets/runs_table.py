@@ -12,7 +12,7 @@ from rich.segment import Segment
 from rich.style import Style
 from textual import events
 from textual.cache import LRUCache
-from textual.geometry import Size
+from textual.geometry import Region, Size
 from textual.message import Message
 from textual.reactive import reactive
 from textual.scroll_view import ScrollView
@@ -20,7 +20,17 @@ from textual.strip import Strip
 
 from eviscene_tui.probes import ViewProbes
 from eviscene_tui.ui.actions import bindings
-from eviscene_tui.state.rows import COLUMNS, CaseRow, Column, cell_text, column_widths, empty_columns, shorten_middle, shorten_start
+from eviscene_tui.state.rows import (
+    COLUMNS,
+    CaseRow,
+    Column,
+    cell_text,
+    column_widths,
+    empty_columns,
+    longest_cells,
+    shorten_middle,
+    shorten_start,
+)
 
 SEP = " "
 
@@ -69,7 +79,8 @@ class RunsTable(ScrollView, can_focus=True):
 
     BINDINGS = bindings("table")
 
-    cursor: reactive[int] = reactive(0, always_update=True, init=False)
+    #: no repaint of its own: the two rows it left and reached are painted again (watch_cursor)
+    cursor: reactive[int] = reactive(0, always_update=True, init=False, repaint=False)
 
     class Selected(Message):
         def __init__(self, row: CaseRow) -> None:
@@ -104,27 +115,43 @@ class RunsTable(ScrollView, can_focus=True):
         self.groups: list[tuple[int, str, int, int]] = []  # (first row, title, rows, labelled) per group
         self._lines: list[int] = []  # display line -> row index (>= 0) or group header -(n + 1)
         self._line_of: list[int] = []  # row index -> display line
+        self._longest: list[int] | None = None  # the widest cell of each column over the rows (None: to count)
+        self._painted: dict[int, tuple | None] = {}  # display line -> the key of the strip it last painted
 
     # -- data --------------------------------------------------------------------------
     def set_rows(self, rows: list[CaseRow], *, sort_key: str = "key", sort_reverse: bool = False,
-                 groups: list[tuple[int, str, int, int]] | None = None, selected: frozenset[str] | set[str] = frozenset()) -> None:
+                 groups: list[tuple[int, str, int, int]] | None = None, selected: frozenset[str] | set[str] = frozenset(),
+                 longest: list[int] | None = None) -> None:
+        """Show ``rows``. ``longest``: the widest cell of each column over them, when the
+        caller keeps it (``RunsStore.visible_stats``); else it is counted over every row.
+        Only the lines that look different are painted again (a batch of rows added
+        below the page repaints nothing of it)."""
         current = self.current_row
         self.rows = rows
         self.sort_key = sort_key
         self.sort_reverse = sort_reverse
         self.groups = list(groups or [])
         self.selected = frozenset(selected)
+        self._longest = list(longest) if longest is not None else None
         self._number_lines()
-        self._cache.clear()
-        self._layout_columns()
         if current is not None:
-            for i, row in enumerate(rows):
-                if row.key == current.key:
-                    self.set_reactive(RunsTable.cursor, i)
-                    break
+            # where the highlighted case is now: most often where it was
+            at = self.cursor
+            if not (0 <= at < len(rows) and rows[at].key == current.key):
+                at = next((i for i, row in enumerate(rows) if row.key == current.key), -1)
+            if at >= 0:
+                self.set_reactive(RunsTable.cursor, at)
         if self.cursor >= len(rows):
             self.set_reactive(RunsTable.cursor, max(0, len(rows) - 1))
-        self.refresh()
+        if self._layout_columns():
+            self.refresh()
+            return
+        # against what each line last painted (a row changed in place since looks the same
+        # now as then: its old strip is what is on screen)
+        painted = self._painted
+        for y, key in enumerate(self._page_keys()):
+            if painted.get(y, ()) != key:
+                self.refresh(Region(0, y, max(self.virtual_size.width, self.size.width), 1))
 
     @property
     def current_row(self) -> CaseRow | None:
@@ -141,25 +168,42 @@ class RunsTable(ScrollView, can_focus=True):
 
     def _number_lines(self) -> None:
         """The display lines: a header line before each group's first row, then rows."""
-        starts = {start: n for n, (start, _t, _c, _l) in enumerate(self.groups)}
+        count = len(self.rows)
+        # runs of rows between the group headers, as ranges (10,000 rows: no loop over them)
+        starts = sorted({start: n for n, (start, _t, _c, _l) in enumerate(self.groups) if 0 <= start < count}.items())
         lines: list[int] = []
         line_of: list[int] = []
-        for i in range(len(self.rows)):
-            if i in starts:
-                lines.append(-(starts[i] + 1))
-            line_of.append(len(lines))
-            lines.append(i)
+        prev = offset = 0  # offset: the header lines above the rows from prev on
+        for start, n in starts:
+            lines.extend(range(prev, start))
+            line_of.extend(range(prev + offset, start + offset))
+            lines.append(-(n + 1))
+            offset += 1
+            prev = start
+        lines.extend(range(prev, count))
+        line_of.extend(range(prev + offset, count + offset))
         self._lines, self._line_of = lines, line_of
 
     # -- layout ------------------------------------------------------------------------
-    def _layout_columns(self) -> None:
+    def _longest_cells(self) -> list[int]:
+        if self._longest is None:
+            self._longest = longest_cells(self.rows)
+        return self._longest
+
+    def _layout_columns(self) -> bool:
+        """Lay the columns out for the rows and the width; True when the layout changed
+        (every line is painted again: the strips cached for the old one are dropped)."""
         width = max(self.scrollable_content_region.width, 20) if self.is_mounted else 100
-        before = [c.key for c, _w in self._layout]
-        self._layout = column_widths(self.rows, width, sort_key=self.sort_key)
-        if self.is_mounted and [c.key for c, _w in self._layout] != before:
+        old = self._layout
+        self._layout = column_widths(self.rows, width, sort_key=self.sort_key, longest=self._longest_cells())
+        if self.is_mounted and [c.key for c, _w in self._layout] != [c.key for c, _w in old]:
             self.post_message(self.ColumnsChanged())
+        changed = [(c.key, w) for c, w in self._layout] != [(c.key, w) for c, w in old]
+        if changed:
+            self._cache.clear()
         total = sum(w for _c, w in self._layout) + len(SEP) * (len(self._layout) - 1)
         self.virtual_size = Size(total, len(self._lines) + 1)
+        return changed
 
     @property
     def shown_columns(self) -> list[tuple[Column, int]]:
@@ -170,7 +214,7 @@ class RunsTable(ScrollView, can_focus=True):
 
     @property
     def hidden_columns(self) -> list[Column]:
-        shown = {c.key for c, _w in self.shown_columns} | empty_columns(self.rows)
+        shown = {c.key for c, _w in self.shown_columns} | empty_columns(self.rows, self._longest_cells())
         return [c for c in COLUMNS if c.key not in shown]
 
     def on_resize(self, event: events.Resize) -> None:
@@ -225,25 +269,47 @@ class RunsTable(ScrollView, can_focus=True):
             strip = strip.apply_style(self.get_component_rich_style("runs-table--cursor"))
         return strip
 
+    def _line_key(self, y: int) -> tuple | None:
+        """What display line ``y`` shows, as the key of its cached strip: the same key, the
+        same strip (None: a blank line below the rows). Row lines are keyed by what their
+        strip is made of, not by their index, so rows arriving elsewhere leave them be."""
+        scroll_x, scroll_y = self.scroll_offset
+        width = self.scrollable_content_region.width
+        if y == 0:
+            return ("header", self.sort_key, self.sort_reverse, scroll_x, width)
+        line = scroll_y + y - 1
+        if line >= len(self._lines):
+            return None
+        index = self._lines[line]
+        if index < 0:
+            return ("group", self.groups[-index - 1], self.virtual_size.width, scroll_x, width)
+        row = self.rows[index]
+        # the cursor's row: its look follows the focus (a focus change repaints, it does
+        # not always restyle: the key holds it)
+        cursor = self.has_focus if index == self.cursor else None
+        return (row.key, row.cells(), row.key in self.selected, row.tone, row.being_written, row.problems > 0,
+                cursor, scroll_x, width)
+
+    def _page_keys(self) -> list[tuple | None]:
+        """The keys of the lines on screen now (none before the table is laid out)."""
+        if not self.is_mounted or not self._layout:
+            return []
+        return [self._line_key(y) for y in range(self.scrollable_content_region.height)]
+
     def render_line(self, y: int) -> Strip:
         scroll_x, scroll_y = self.scroll_offset
         width = self.scrollable_content_region.width
         if not self._layout:
             self._layout_columns()
-        group = -1
-        if y == 0:
-            key: tuple = ("header", self.sort_key, self.sort_reverse, scroll_x, width)
-            index = -1
-        else:
-            line = scroll_y + y - 1
-            if line >= len(self._lines):
-                return Strip.blank(width, self.rich_style)
-            index = self._lines[line]
+        key = self._line_key(y)
+        self._painted[y] = key
+        if key is None:
+            return Strip.blank(width, self.rich_style)
+        group = index = -1
+        if y > 0:
+            index = self._lines[scroll_y + y - 1]
             if index < 0:
                 group, index = -index - 1, -1
-                key = ("group", group, scroll_x, width)
-            else:
-                key = (index, index == self.cursor, scroll_x, width)
         cached = self._cache.get(key)
         if cached is not None:
             return cached
@@ -267,10 +333,22 @@ class RunsTable(ScrollView, can_focus=True):
 
     # -- cursor ------------------------------------------------------------------------
     def watch_cursor(self, old: int, new: int) -> None:
-        self._cache.clear()
+        top = self.scroll_offset.y
         self._scroll_cursor_into_view()
-        self.refresh()
+        if self.scroll_offset.y == top:
+            # only the two rows the cursor left and reached look different (a scroll
+            # repaints everything itself)
+            self._refresh_row(old)
+            self._refresh_row(new)
         self.post_message(self.Highlighted(self.current_row))
+
+    def _refresh_row(self, index: int) -> None:
+        """Paint the line of row ``index`` again (when it is on screen)."""
+        if not 0 <= index < len(self._line_of):
+            return
+        y = self._line_of[index] - self.scroll_offset.y + 1  # the header is line 0
+        if 1 <= y < self.scrollable_content_region.height:
+            self.refresh(Region(0, y, max(self.virtual_size.width, self.size.width), 1))
 
     def _scroll_cursor_into_view(self) -> None:
         height = max(1, self.scrollable_content_region.height - 1)
