@@ -562,7 +562,8 @@ class RuntimeStore:
 
 def image_ref_sha(node: dict[str, Any]) -> str | None:
     """The sha of an ``image_ref`` part (convention in the module docstring), else None."""
-    if node.get("type") in IMAGE_REF_TYPES:
+    kind = node.get("type")
+    if isinstance(kind, str) and kind in IMAGE_REF_TYPES:
         sha = node.get("sha256") or node.get("sha")
         if isinstance(sha, str) and _SHA_RE.match(sha.lower()):
             return sha

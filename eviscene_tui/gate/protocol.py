@@ -446,7 +446,8 @@ def offered(doc: dict[str, Any], kind: GateKind) -> list[dict[str, Any]]:
     out = []
     for entry in declared:
         entry = {"action": entry} if isinstance(entry, str) else entry
-        if isinstance(entry, dict) and entry.get("action") in SPECS and kind in SPECS[entry["action"]].kinds:
+        action = entry.get("action") if isinstance(entry, dict) else None
+        if isinstance(action, str) and action in SPECS and kind in SPECS[action].kinds:
             out.append(dict(entry))
     return out
 

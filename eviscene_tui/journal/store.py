@@ -164,7 +164,8 @@ def verify_events(events: list[dict[str, Any]], report: ChainReport) -> None:
         actual = event_hash(ev)
         if ev.get("hash") != actual:
             report.problems.append(f"{label}: hash does not match its content (edited?)")
-        if ev.get("id") in seen:
+        ident = ev.get("id")
+        if isinstance(ident, str) and ident in seen:
             report.problems.append(f"{label}: duplicate id")
         if len(report.problems) > before:
             _mark_break(report, position)

@@ -417,10 +417,11 @@ class RunsStore(Observable[str]):
 
     def restore_view(self, state: Mapping[str, object]) -> None:
         """Take back :meth:`view_state` (unknown or bad values keep the defaults)."""
-        if state.get("filter") in FILTERS:
-            self.filter_name = str(state["filter"])
-        if state.get("sort") in COLUMN_KEYS:
-            self.sort_key = str(state["sort"])
+        name, sort = state.get("filter"), state.get("sort")
+        if isinstance(name, str) and name in FILTERS:
+            self.filter_name = name
+        if isinstance(sort, str) and sort in COLUMN_KEYS:
+            self.sort_key = sort
         if isinstance(state.get("reverse"), bool):
             self.sort_reverse = bool(state["reverse"])
         if isinstance(state.get("unlabelled_only"), bool):

@@ -147,3 +147,14 @@ def test_image_helpers() -> None:
     assert image_size(jpeg) == (48, 32) and sniff_mime(jpeg) == "image/jpeg"
     assert image_size(b"junk") == (None, None) and sniff_mime(b"junk") is None
     assert image_size(b"\xff\xd8\xff") == (None, None)
+
+
+def test_an_image_ref_whose_type_is_not_a_string_is_no_image_ref() -> None:
+    """A part's ``type`` is run data: a list or an object there is not a crash (found by the
+    case fuzzer: ``{"type": []}`` raised TypeError while a request was rebuilt)."""
+    from eviscene_tui.artifacts.runtime_archive import image_ref_sha
+
+    sha = "ab" * 32
+    assert image_ref_sha({"type": "image_ref", "sha256": sha}) == sha
+    for kind in ([], {"image_ref": 1}, ["image_ref"], 3, None):
+        assert image_ref_sha({"type": kind, "sha256": sha}) is None

@@ -235,3 +235,12 @@ def test_budgets_validation_and_stop_order():
 def test_storage_budget():
     assert next_stop({"rounds": []}, 6, 12, 1800, 2 << 30) == "paused_storage_budget"
     assert next_stop({"rounds": []}, 6, 12, 1800, (2 << 30) - 1) is None
+
+
+def test_a_declared_action_that_is_not_a_name_is_dropped_not_a_crash() -> None:
+    """A gate request's ``actions`` is the driver's file: an entry whose action is a list or
+    an object is dropped like an unknown one, and the valid entries are kept."""
+    from eviscene_tui.gate.protocol import offered
+
+    doc = {"actions": [{"action": []}, {"action": {"a": 1}}, ["stop"], "approve-round", {"action": "stop", "why": "x"}]}
+    assert offered(doc, "round") == [{"action": "approve-round"}, {"action": "stop", "why": "x"}]

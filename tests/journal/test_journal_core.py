@@ -208,3 +208,14 @@ def test_review_sidecar_triage_filter(tmp_path):
     assert j.events[0]["evidence"] == {"c1/manifest.json": __import__("hashlib").sha256(b"{}").hexdigest()}
     assert not any(p.is_relative_to(root) for p in [j.path])
     j.close()
+
+
+def test_an_event_id_that_is_not_a_string_is_checked_not_a_crash() -> None:
+    """Journal lines are read back from disk: an ``id`` edited into a list or an object is
+    reported through the chain, never a TypeError."""
+    from eviscene_tui.journal.store import ChainReport, verify_events
+
+    report = ChainReport(path="journal.jsonl")
+    verify_events([{"seq": 0, "id": ["x"], "prev": None}, {"seq": 1, "id": {"a": 1}, "prev": "nope"}], report)
+    assert report.problems  # the hashes and the chain do not hold
+    assert not any("duplicate id" in p for p in report.problems)

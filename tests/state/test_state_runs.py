@@ -179,3 +179,14 @@ def test_long_names_keep_their_distinguishing_end() -> None:
     a, b = (shorten_middle(r.key, width) for r in rows)
     assert a != b and len(a) <= width and a.endswith("0001-flood") and "\u2026" in a
     assert shorten_middle("short", 10) == "short"
+
+
+def test_a_view_state_with_values_of_the_wrong_type_keeps_the_defaults() -> None:
+    """``ui-state.json`` can be edited or torn by hand: a list where a name was is ignored."""
+    store = RunsStore()
+    before = store.view_state()
+    store.restore_view({"filter": ["all"], "sort": {"key": 1}})
+    assert store.view_state() == before
+    name = next(iter(FILTERS))
+    store.restore_view({"filter": name, "sort": "key"})
+    assert store.filter_name == name and store.sort_key == "key"
