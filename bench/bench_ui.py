@@ -65,12 +65,16 @@ def _big_case() -> tuple[Path, dict]:
 
 async def _keys_while(app, frames, until_done) -> list[float]:
     """A down key every 0.25 s until ``until_done()``: each from the key to the end of the
-    frame after the cursor moved (ms)."""
+    first frame that painted the cursor on another row (ms). Read from the table's probe at
+    each frame's end: a frame finished before a poll saw the cursor move still counts (timed
+    from that poll, such a key waited for the next frame instead)."""
     from textual import events
 
     from eviscene_tui.ui.widgets.runs_table import RunsTable
 
     got: list[float] = []
+    shown: list[RunsTable] = []  # the table the frames' marks read
+    frames.mark = lambda: shown[0].probes.cursor_painted if shown else None
     while not until_done():
         try:
             table = app.screen.query_one(RunsTable)
@@ -80,20 +84,20 @@ async def _keys_while(app, frames, until_done) -> list[float]:
         if len(table.rows) < 3:
             await asyncio.sleep(0.05)
             continue
+        shown[:] = [table]
         before = table.cursor
         key = "down" if before + 1 < len(table.rows) else "home"
         t = time.perf_counter()
         event = events.Key(key, None)
         event.set_sender(app)
         app._driver.send_message(event)  # as the terminal driver delivers a key
-        while table.cursor == before and time.perf_counter() - t < 10:
+        frame = None
+        while frame is None and time.perf_counter() - t < 10:
             await asyncio.sleep(0.001)
-        moved = time.perf_counter()
-        while frames.after(moved) is None and time.perf_counter() - t < 10:
-            await asyncio.sleep(0.001)
-        frame = frames.after(moved)
-        got.append(((frame[0] if frame else moved) - t) * 1000)
+            frame = frames.first_marked(t, lambda row, left=before: row is not None and row != left)
+        got.append(((frame[0] if frame else time.perf_counter()) - t) * 1000)
         await asyncio.sleep(0.25)
+    frames.mark = None
     return got
 
 

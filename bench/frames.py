@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 from rich.console import RenderableType
@@ -27,6 +27,17 @@ class FrameClock:
 
     def __init__(self) -> None:
         self.ends: list[tuple[float, float]] = []
+        #: read at the end of each frame when set (what the frame showed: a probe's value)
+        self.mark: Callable[[], object] | None = None
+        self.marks: list[object] = []
+
+    def first_marked(self, t: float, shows: Callable[[object], bool]) -> tuple[float, float] | None:
+        """(wall, CPU) at the end of the first frame finished at or after ``t`` whose mark
+        ``shows`` what is waited for (None before one is)."""
+        for end, mark in zip(self.ends, self.marks):
+            if end[0] >= t and shows(mark):
+                return end
+        return None
 
     def after(self, t: float) -> tuple[float, float] | None:
         """(wall, CPU) at the end of the first frame finished at or after ``t`` (None before
@@ -58,6 +69,7 @@ def frame_clock() -> Iterator[FrameClock]:
         if app.is_headless and isinstance(renderable, CompositorUpdate):
             renderable.render_segments(app.console)  # what a terminal frame costs to encode
         clock.ends.append((time.perf_counter(), time.process_time()))
+        clock.marks.append(clock.mark() if clock.mark is not None else None)
 
     App._display = display  # type: ignore[method-assign]  # a benchmark's test double
     try:

@@ -80,6 +80,9 @@ class ViewProbes:
     first_row_painted_at: float | None = None
     #: (row, when) of the last row rendered afresh (the trace view: a step's first line)
     last_row_painted: tuple[int, float] | None = None
+    #: the row last rendered under the cursor (the runs table: a key's move is on the screen
+    #: at the end of the first frame after it whose mark this is)
+    cursor_painted: int | None = None
     #: when the failure step was first rendered (the trace view)
     failure_painted_at: float | None = None
     #: flushes that painted buffered events (the stream view: it flushes on a timer)

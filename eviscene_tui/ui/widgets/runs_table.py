@@ -310,6 +310,8 @@ class RunsTable(ScrollView, can_focus=True):
             index = self._lines[scroll_y + y - 1]
             if index < 0:
                 group, index = -index - 1, -1
+            elif index == self.cursor:
+                self.probes.cursor_painted = index
         cached = self._cache.get(key)
         if cached is not None:
             return cached
@@ -319,9 +321,7 @@ class RunsTable(ScrollView, can_focus=True):
             strip = self._header_strip() if index < 0 else self._row_strip(index, index == self.cursor)
         if index >= 0:
             self.probes.painted_first_row()
-        total = self.virtual_size.width
         strip = strip.crop_extend(scroll_x, scroll_x + max(width, 1), self.rich_style)
-        del total
         self._cache[key] = strip
         return strip
 
