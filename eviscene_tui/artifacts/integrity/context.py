@@ -32,7 +32,6 @@ class CaseContext:
         # bound inputs are read wherever the rules find them
         self.paths = PathResolver(
             self.root, boundary=self.wrapper or self.root, path_map=path_map or PathMap(), lookup=self.tree.lookup,
-            real_boundary=self.tree.allowed_real[-1],  # the walk resolved the same folder (its last allowed root)
         )
         self.refs = References(self.tree, self.files, self.findings, self.paths, provenance)
 

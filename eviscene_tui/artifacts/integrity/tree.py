@@ -50,12 +50,7 @@ class CaseTree:
         self._below = root + os.sep  # the prefix of every path inside the case
         self.wrapper = wrapper
         self.findings = findings
-        self.allowed_real: list[str] = []
-        for a in [root] + ([wrapper] if wrapper is not None else []):
-            try:
-                self.allowed_real.append(os.path.realpath(a))
-            except OSError:
-                self.allowed_real.append(a)
+        self._allowed_real: list[str] | None = None
         self.files: list[str] = []  # every regular file found by the walk
         self.fileset: set[str] = set()
         self.dir_files: dict[str, list[str]] = {}
@@ -65,6 +60,20 @@ class CaseTree:
         # paths that are never opened: symlinks leading out of the case, FIFOs, devices,
         # sockets (each reported once, by the walk)
         self.refused: set[str] = set()
+
+    @property
+    def allowed_real(self) -> list[str]:
+        """The case root and its wrapper, symlinks resolved: what a symlink may lead into.
+        Resolved at first need (a case without symlinks and wrapper never asks)."""
+        if self._allowed_real is None:
+            real: list[str] = []
+            for a in [self.root] + ([self.wrapper] if self.wrapper is not None else []):
+                try:
+                    real.append(os.path.realpath(a))
+                except OSError:
+                    real.append(a)
+            self._allowed_real = real
+        return self._allowed_real
 
     def rel(self, path: str) -> str:
         """Case-relative text for messages."""
