@@ -109,7 +109,11 @@ def _split(text: str) -> tuple[str, str]:
 
 def kind_of(path: str | os.PathLike[str]) -> str:
     """The kind of file ``path`` names (a key of :data:`LIMITS`), from its name."""
-    text = path if isinstance(path, str) else os.fspath(path)
+    text = path if type(path) is str else os.fspath(path)
+    if os.sep == "/":
+        kind = _KIND_BY_NAME.get(text.rpartition("/")[2])  # most files read have a fixed name
+        if kind is not None:
+            return kind
     head, name = os.path.split(text) if os.sep != "/" else _split(text)
     kind = _KIND_BY_NAME.get(name)
     if kind is not None:

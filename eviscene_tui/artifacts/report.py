@@ -107,7 +107,7 @@ def checked_case(
     """
     cache: dict[str, bytes] = {}
     problems = unique_problems(check_case(ref, cache=cache, path_map=path_map, provenance=provenance))
-    summary = summarize_case(ref, Path(base), cache=cache, fingerprint=fingerprint, path_map=path_map)
+    summary = summarize_case(ref, base if isinstance(base, str) else Path(base), cache=cache, fingerprint=fingerprint, path_map=path_map)
     # the summary's own problems (unreadable manifest, torn ledger lines) are found again by
     # the full check; keep any the check did not report under the same code and path
     seen = {(str(p.code), os.path.abspath(p.path)) for p in problems}

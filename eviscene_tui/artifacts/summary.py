@@ -138,6 +138,10 @@ def _relative(apath: str, abase: str) -> str:
 
 
 def _abs(path: Path | str) -> str:
+    """``os.path.abspath``; an absolute ``str`` path that is normal already (no empty, ``.``
+    or ``..`` component, no trailing separator: checked in C) is returned as it is."""
+    if type(path) is str and path.startswith("/") and "//" not in path and "/." not in path and not path.endswith("/") and os.sep == "/":
+        return path
     return os.path.abspath(path)  # abspath normalises already: a second normpath is a no-op
 
 
@@ -294,14 +298,15 @@ def summarize_case(
     absolute path. ``fingerprint=False`` skips the stat calls behind ``mtime`` /
     ``fingerprint`` (the ``check`` report does not show them).
     """
-    path = Path(ref.path)
-    apath = _abs(ref.path)
+    path = ref.path if isinstance(ref.path, Path) else Path(ref.path)
+    text = str(path)
+    apath = _abs(text)
     try:
         rel = _relative(apath, _abs(base) if base is not None else apath)
     except ValueError:
-        rel = str(path)
+        rel = text
     summary = CaseSummary(
-        path=Path(apath),
+        path=path if text == apath else Path(apath),
         rel_path=rel,
         layout=ref.layout,
         status=UNREADABLE,
@@ -309,15 +314,15 @@ def summarize_case(
         key=ref.key,
     )
     token = _CACHE.set(cache)
-    inside = _INSIDE.set([_abs(ref.wrapper if ref.wrapper is not None else path)])
+    inside = _INSIDE.set([_abs(ref.wrapper) if ref.wrapper is not None else apath])
     try:
         if fingerprint:
             summary.fingerprint = summary_fingerprint(ref)
             summary.mtime = _latest_mtime(summary.fingerprint)
         if ref.layout == Layout.FEEDBACK_SEARCH:
-            _summarize_search(summary, path)
+            _summarize_search(summary, apath)
         elif ref.layout == Layout.SINGLE_RUN:
-            _summarize_run(summary, path)
+            _summarize_run(summary, apath)
         elif ref.layout == Layout.SLATE:
             _summarize_slate(summary, path)
         else:
@@ -349,7 +354,7 @@ def _ids_from_bound_candidate(summary: CaseSummary, ref: CaseRef, path_map: Path
                 break
 
 
-def _summarize_search(summary: CaseSummary, path: Path) -> None:
+def _summarize_search(summary: CaseSummary, path: Path | str) -> None:
     root = _abs(path)
     summary.status, _, problems = read_manifest_status(root)
     summary.problems.extend(problems)
@@ -369,8 +374,8 @@ def _summarize_search(summary: CaseSummary, path: Path) -> None:
         _site_fields(summary, attempts, candidates)
 
 
-def _summarize_run(summary: CaseSummary, path: Path) -> None:
-    path = _abs(path)  # type: ignore[assignment]  # the same path, made absolute
+def _summarize_run(summary: CaseSummary, path: Path | str) -> None:
+    path = _abs(path)
     summary.status, _, problems = read_manifest_status(path)
     summary.problems.extend(problems)
     summary.rounds = 1

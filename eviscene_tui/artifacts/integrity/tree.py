@@ -152,7 +152,12 @@ class CaseTree:
 
     # ------------------------------------------------------------------ the walk
     def walk(self) -> None:
+        """One ``scandir`` per directory; each entry sorted by its directory-entry type (no
+        ``stat``): a symlink (checked), a folder (walked), a leftover ``*.tmp`` (reported),
+        a regular file (kept), anything else (refused, its ``lstat`` names what it is)."""
         stack = [self.root]
+        files_all = self.files
+        fileset = self.fileset
         while stack:
             d = stack.pop()
             try:
@@ -165,45 +170,45 @@ class CaseTree:
             files: list[str] = []
             dirs: list[str] = []
             for e in entries:
-                self._entry(d, e, files, dirs, stack)
+                p = e.path  # join(d, e.name), made by scandir
+                name = e.name
+                try:
+                    if e.is_symlink():
+                        self.has_symlinks = True
+                        self._check_symlink(p)
+                        continue
+                    if e.is_dir(follow_symlinks=False):
+                        stack.append(p)
+                        dirs.append(name)
+                        continue
+                    if not e.is_file(follow_symlinks=False):
+                        self._not_regular(p, e.stat(follow_symlinks=False).st_mode)
+                        continue
+                except OSError:
+                    continue
+                if name.endswith(".tmp"):
+                    self._leftover_tmp(p, name)
+                    continue
+                files.append(name)
+                files_all.append(p)
+                fileset.add(p)
             files.sort()
             dirs.sort()
             self.dir_files[d] = files
             self.dir_dirs[d] = dirs
 
-    def _entry(self, d: str, e: os.DirEntry[str], files: list[str], dirs: list[str], stack: list[str]) -> None:
-        """Sort one directory entry: a symlink (checked), a folder (walked), a leftover
-        ``*.tmp`` (reported), or a regular file (kept)."""
-        p = e.path  # join(d, e.name), made by scandir
-        try:
-            if e.is_symlink():
-                self.has_symlinks = True
-                self._check_symlink(p)
-                return
-            if e.is_dir(follow_symlinks=False):
-                stack.append(p)
-                dirs.append(e.name)
-                return
-            regular = e.is_file(follow_symlinks=False)
-            mode = 0 if regular else e.stat(follow_symlinks=False).st_mode
-        except OSError:
-            return
-        if not regular:
-            self.refused.add(p)
-            self.handled.add(p)
-            self.findings.add(ProblemCode.NOT_REGULAR_FILE, p, not_regular(p, mode).message)
-            return
-        if e.name.endswith(".tmp"):
-            self.findings.add(
-                ProblemCode.LEFTOVER_TMP,
-                p,
-                f"leftover temporary file from an interrupted write (the final file would be {e.name[:-4]})",
-            )
-            self.handled.add(p)
-            return
-        files.append(e.name)
-        self.files.append(p)
-        self.fileset.add(p)
+    def _not_regular(self, p: str, mode: int) -> None:
+        self.refused.add(p)
+        self.handled.add(p)
+        self.findings.add(ProblemCode.NOT_REGULAR_FILE, p, not_regular(p, mode).message)
+
+    def _leftover_tmp(self, p: str, name: str) -> None:
+        self.findings.add(
+            ProblemCode.LEFTOVER_TMP,
+            p,
+            f"leftover temporary file from an interrupted write (the final file would be {name[:-4]})",
+        )
+        self.handled.add(p)
 
     def _check_symlink(self, p: str) -> None:
         try:
