@@ -87,6 +87,8 @@ class CaseTree:
 
     def is_file(self, path: str) -> bool:
         """A regular file (or a symlink to one, which the walk reported separately)."""
+        if path in self.fileset:
+            return True  # the walk saw a regular file there (symlinks are never in it)
         if self.in_case(path) and not self.has_symlinks:
             return path in self.fileset
         return os.path.isfile(path)
@@ -95,6 +97,8 @@ class CaseTree:
         return path in self.dir_files or os.path.isdir(path)
 
     def exists(self, path: str) -> bool:
+        if path in self.fileset:
+            return True
         if self.in_case(path) and not self.has_symlinks:
             return path in self.fileset or path in self.dir_files or path in self.refused
         return os.path.lexists(path)
@@ -106,6 +110,8 @@ class CaseTree:
         resolver and ``fileio`` to judge."""
         if path in self.refused:
             return False
+        if not self.has_symlinks and path in self.fileset:
+            return True  # a regular file the walk found, no symlink anywhere in the case
         walked = self.in_case(path)
         if walked and not self.has_symlinks:
             return True
