@@ -186,6 +186,11 @@ def hint_sha256(text: str) -> str:
 
 
 # --------------------------------------------------------------------------- parsing
+#: what one check parsed, by absolute path: (the bytes parsed, the value or JSONL rows, the
+#: parse problems): a summary of the same case reads the same bytes and takes these
+Parsed = dict[str, tuple[bytes, Any, list[Problem]]]
+
+
 def _last_byte(data: bytes) -> int | None:
     """The last byte of ``data`` that is not JSON whitespace (no copy of ``data``)."""
     for i in range(len(data) - 1, -1, -1):

@@ -28,6 +28,7 @@ from eviscene_tui.artifacts.integrity.tree import CaseTree, Findings
 from eviscene_tui.artifacts.jsonio import (
     BOUND_GZIP_SCHEMA,
     BoundRead,
+    Parsed,
     canonical_sha256,
     parse_json_bytes,
     sha256_bytes,
@@ -41,12 +42,14 @@ Expected = frozenset[str] | set[str] | str | None
 
 
 class CaseFiles:
-    def __init__(self, tree: CaseTree, findings: Findings, cache: dict[str, bytes]) -> None:
+    def __init__(self, tree: CaseTree, findings: Findings, cache: dict[str, bytes], parsed: Parsed | None = None) -> None:
         self.tree = tree
         self.findings = findings
         # bytes of every small file read in this check, by absolute path: each file is
         # opened once (parse + hash), and summarize_case(cache=...) re-uses them
         self.cache = cache
+        # what was parsed of those bytes (JSON files, plain JSONL ledgers), for the summary
+        self.parsed = parsed
         self._sha_cache: dict[str, str | None] = {}
 
     def readable(self, path: str) -> bool:
@@ -90,11 +93,19 @@ class CaseFiles:
         if not self.readable(path):
             return None
         value, problems = read_json(path, self.cache, path in self.tree.fileset)
+        self._keep(path, value, problems)
         self.findings.extend(problems)
         if obj and not problems and not isinstance(value, dict):
             self.findings.add(ProblemCode.JSON_INVALID, path, f"expected a JSON object, found a JSON {json_kind(value)}")
             return None
         return value
+
+    def _keep(self, path: str, value: object, problems: list[Problem]) -> None:
+        """Leave what was parsed of the cached bytes of ``path`` in ``parsed``."""
+        if self.parsed is not None:
+            data = self.cache.get(path)
+            if data is not None:
+                self.parsed[path] = (data, value, problems)
 
     def bound_file(self, path: str, *, required: str | None = None) -> BoundRead | None:
         """Read a bound envelope (plain or gzip); returns the BoundRead or None when missing."""
@@ -165,6 +176,8 @@ class CaseFiles:
         if not self.tree.exists(path) or not self.readable(path):
             return []
         rows, problems = read_jsonl(path, self.cache, path in self.tree.fileset)
+        if not path.endswith(".gz"):
+            self._keep(path, rows, problems)
         self.findings.extend(problems)
         bad = [i for i, r in enumerate(rows) if not isinstance(r, dict)]
         if bad:

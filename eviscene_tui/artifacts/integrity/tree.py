@@ -178,17 +178,9 @@ class CaseTree:
             for e in entries:
                 p = e.path  # join(d, e.name), made by scandir
                 name = e.name
-                try:
-                    if e.is_symlink():
-                        self.has_symlinks = True
-                        self._check_symlink(p)
-                        continue
-                    if e.is_dir(follow_symlinks=False):
-                        stack.append(p)
-                        dirs.append(name)
-                        continue
+                try:  # the entry's own type (a symlink is neither a file nor a folder here)
                     if not e.is_file(follow_symlinks=False):
-                        self._not_regular(p, e.stat(follow_symlinks=False).st_mode)
+                        self._not_a_file(e, stack, dirs)
                         continue
                 except OSError:
                     continue
@@ -202,6 +194,17 @@ class CaseTree:
             dirs.sort()
             self.dir_files[d] = files
             self.dir_dirs[d] = dirs
+
+    def _not_a_file(self, e: os.DirEntry[str], stack: list[str], dirs: list[str]) -> None:
+        """A folder (walked), a symlink (checked) or anything else (refused). Raises OSError."""
+        if e.is_dir(follow_symlinks=False):
+            stack.append(e.path)
+            dirs.append(e.name)
+        elif e.is_symlink():
+            self.has_symlinks = True
+            self._check_symlink(e.path)
+        else:
+            self._not_regular(e.path, e.stat(follow_symlinks=False).st_mode)
 
     def _not_regular(self, p: str, mode: int) -> None:
         self.refused.add(p)
