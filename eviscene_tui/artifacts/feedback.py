@@ -50,6 +50,8 @@ def expected_feedback(history: Sequence[Any]) -> dict[str, Any]:
 def first_difference(found: Any, want: Any, where: str = "") -> str | None:
     """The first place two JSON values differ (``previous_rounds[1].attempts[0].hint``),
     None when equal."""
+    if found == want:  # compared in C: equal values (1 and 1.0 and True alike) need no walk
+        return None
     if type(found) is not type(want) and not (isinstance(found, (int, float)) and isinstance(want, (int, float))):
         return where or "the whole value"
     if isinstance(want, dict):

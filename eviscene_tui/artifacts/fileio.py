@@ -5,7 +5,9 @@ name in it can be a FIFO (an ``open()`` that never returns), a device, a socket,
 directory, or a sparse file of 2 GiB where a 2 KB config belongs. So every reader in
 ``artifacts/`` (and the services that read run files) opens through here:
 
-- the path is ``stat``-ed first and refused unless it is a regular file;
+- the path is ``stat``-ed first and refused unless it is a regular file (unless a
+  directory walk has just seen it as one, ``walked``: then it is opened without
+  following a symlink, and the descriptor's ``fstat`` alone decides);
 - it is opened with ``O_NONBLOCK`` (a FIFO swapped in after the check still cannot
   block the open), and the open descriptor is ``fstat``-ed and refused unless it is the
   same regular file;
@@ -107,7 +109,11 @@ def _split(text: str) -> tuple[str, str]:
 
 def kind_of(path: str | os.PathLike[str]) -> str:
     """The kind of file ``path`` names (a key of :data:`LIMITS`), from its name."""
-    text = path if isinstance(path, str) else os.fspath(path)
+    text = path if type(path) is str else os.fspath(path)
+    if os.sep == "/":
+        kind = _KIND_BY_NAME.get(text.rpartition("/")[2])  # most files read have a fixed name
+        if kind is not None:
+            return kind
     head, name = os.path.split(text) if os.sep != "/" else _split(text)
     kind = _KIND_BY_NAME.get(name)
     if kind is not None:
@@ -237,25 +243,35 @@ def outside_refusal(path: str, inside: Sequence[str]) -> ReadRefused | None:
 
 
 _OPEN_FLAGS = os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | getattr(os, "O_CLOEXEC", 0)
+_WALKED_FLAGS = _OPEN_FLAGS | getattr(os, "O_NOFOLLOW", 0)
 
 
-def _open_fd(p: str, cap: int, inside: Sequence[str] | None) -> tuple[int, os.stat_result]:
-    """The checked, open descriptor of ``p`` and its ``fstat`` (see the module doc)."""
+def _open_fd(p: str, cap: int, inside: Sequence[str] | None, walked: bool = False) -> tuple[int, os.stat_result]:
+    """The checked, open descriptor of ``p`` and its ``fstat`` (see the module doc).
+
+    ``walked``: the caller has just seen ``p`` as a regular file, not a symlink (a
+    directory walk's entry type, which is what the ``stat`` tells): that ``stat`` is
+    skipped, and the ``fstat`` of the open descriptor still refuses anything else (a
+    FIFO or device swapped in since the walk cannot block the open either)."""
     if inside is not None:
         refused = outside_refusal(p, inside)
         if refused is not None:
             raise refused
-    before = os.stat(p)
-    if not stat.S_ISREG(before.st_mode):
-        raise not_regular(p, before.st_mode)
-    if cap and before.st_size > cap:
-        raise too_large(p, before.st_size, cap)
-    fd = os.open(p, _OPEN_FLAGS)  # a FIFO swapped in after the stat cannot block this
+    before = None
+    if not walked:
+        before = os.stat(p)
+        if not stat.S_ISREG(before.st_mode):
+            raise not_regular(p, before.st_mode)
+        if cap and before.st_size > cap:
+            raise too_large(p, before.st_size, cap)
+    # a FIFO swapped in after the stat cannot block this; nor can a symlink swapped in
+    # after the walk lead anywhere (the walk saw no symlink there)
+    fd = os.open(p, _WALKED_FLAGS if walked else _OPEN_FLAGS)
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
             raise not_regular(p, st.st_mode)
-        if (st.st_dev, st.st_ino) != (before.st_dev, before.st_ino):
+        if before is not None and (st.st_dev, st.st_ino) != (before.st_dev, before.st_ino):
             raise ReadRefused(p, ProblemCode.NOT_REGULAR_FILE, "the file was replaced while it was opened; not read")
         if cap and st.st_size > cap:
             raise too_large(p, st.st_size, cap)
@@ -291,15 +307,32 @@ def read_regular(
     *,
     limit: int | None = None,
     inside: Sequence[str] | None = None,
+    walked: bool = False,
 ) -> bytes:
     """A regular file's bytes, read once into one buffer of the file's size (never a
     second copy, never a buffer of the limit's size); a file that grew past its limit
-    while read is refused."""
-    p = os.fspath(path)
+    while read is refused. ``walked``: see :func:`_open_fd` (one ``stat`` fewer)."""
+    p = path if type(path) is str else os.fspath(path)
     cap = limit_for(p) if limit is None else limit
-    fd, st = _open_fd(p, cap, inside)
+    fd, st = _open_fd(p, cap, inside, walked)
+    return _read_open(p, fd, st.st_size, cap)
+
+
+def read_regular_if_small(path: str, small: int, *, walked: bool = False) -> bytes | None:
+    """:func:`read_regular` (its kind's limit) of a file of at most ``small`` bytes; None,
+    unread, for a bigger one (the size is the open descriptor's: one open either way)."""
+    cap = limit_for(path)
+    fd, st = _open_fd(path, cap, None, walked)
+    if st.st_size > small:
+        os.close(fd)
+        return None
+    return _read_open(path, fd, st.st_size, cap)
+
+
+def _read_open(p: str, fd: int, size: int, cap: int) -> bytes:
+    """The bytes of the checked descriptor ``fd`` (closed here) of ``size`` bytes at its ``fstat``."""
     try:
-        want = st.st_size + 1  # one byte more tells a file that grew since the fstat
+        want = size + 1  # one byte more tells a file that grew since the fstat
         parts: list[bytes] = []
         total = 0
         while total < want:  # one read, unless the file passes what one read returns (2 GiB)
@@ -308,6 +341,8 @@ def read_regular(
                 break
             parts.append(more)
             total += len(more)
+            if total == size:
+                break  # all the fstat saw, from a read asked for one byte more: a regular file's end (no second read to see it)
         while total >= want and (not cap or total <= cap):  # it grew: on to its end or just past the limit
             more = os.read(fd, (cap + 1 - total) if cap else 1 << 20)
             if not more:
@@ -361,5 +396,6 @@ __all__ = [
     "open_regular",
     "outside_refusal",
     "read_regular",
+    "read_regular_if_small",
     "too_large",
 ]

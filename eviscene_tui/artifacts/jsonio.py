@@ -186,6 +186,11 @@ def hint_sha256(text: str) -> str:
 
 
 # --------------------------------------------------------------------------- parsing
+#: what one check parsed, by absolute path: (the bytes parsed, the value or JSONL rows, the
+#: parse problems): a summary of the same case reads the same bytes and takes these
+Parsed = dict[str, tuple[bytes, Any, list[Problem]]]
+
+
 def _last_byte(data: bytes) -> int | None:
     """The last byte of ``data`` that is not JSON whitespace (no copy of ``data``)."""
     for i in range(len(data) - 1, -1, -1):
@@ -205,13 +210,14 @@ def parse_json_bytes(data: bytes, path: str) -> tuple[Any | None, list[Problem]]
 
 
 def read_file_bytes(
-    path: str, *, limit: int | None = None, inside: list[str] | None = None
+    path: str, *, limit: int | None = None, inside: list[str] | None = None, walked: bool = False
 ) -> tuple[bytes | None, list[Problem]]:
     """A file's bytes, or the problem: missing -> ``missing_artifact``; not a regular
     file -> ``not_regular_file``; bigger than its kind's limit -> ``file_too_large``
-    (``fileio``: neither is ever read); unreadable -> ``missing_artifact`` with the reason."""
+    (``fileio``: neither is ever read); unreadable -> ``missing_artifact`` with the reason.
+    ``walked``: a directory walk just saw it as a regular file (``fileio.read_regular``)."""
     try:
-        return read_regular(path, limit=limit, inside=inside), []
+        return read_regular(path, limit=limit, inside=inside, walked=walked), []
     except ReadRefused as exc:
         return None, [exc.problem()]
     except FileNotFoundError:

@@ -310,10 +310,7 @@ class PathResolver:
         self.root = _norm(self.root)
         self.boundary = _norm(self.boundary) if self.boundary else self.root
         self._allowed_lex = [self.boundary]
-        try:
-            self._allowed_real = [self.real_boundary or os.path.realpath(self.boundary)]
-        except (OSError, ValueError):
-            self._allowed_real = [self.boundary]
+        self._real: list[str] | None = [self.real_boundary] if self.real_boundary else None
         self._written: list[Rebase] = []  # recorded directory -> the local directory it names
         self._prefixes: list[Rebase] = []  # derived prefix rebases (files beside the root)
         self._cwd = ancestors(self.root)
@@ -393,7 +390,17 @@ class PathResolver:
             real = os.path.realpath(path)
         except (OSError, ValueError):
             return True
-        return _inside(real, self._allowed_real)
+        return _inside(real, self._allowed_real())
+
+    def _allowed_real(self) -> list[str]:
+        """The boundary with its symlinks resolved (at first need: a tree without symlinks
+        never asks)."""
+        if self._real is None:
+            try:
+                self._real = [os.path.realpath(self.boundary or self.root)]
+            except (OSError, ValueError):
+                self._real = [self.boundary or self.root]
+        return self._real
 
     def _in_tree(self, rec: str) -> tuple[str, str, str] | None:
         """(local path, rule, detail) of an absolute recorded path under a directory the

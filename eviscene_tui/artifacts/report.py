@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import NotRequired, TypedDict
 
 from eviscene_tui.artifacts.integrity import check_case, safe_read_bound
-from eviscene_tui.artifacts.jsonio import read_json
+from eviscene_tui.artifacts.jsonio import Parsed, read_json
 from eviscene_tui.artifacts.layout import CaseRef, discover_cases
 from eviscene_tui.artifacts.paths import InputProvenance, PathMap
 from eviscene_tui.artifacts.problems import Problem, ProblemCode
@@ -106,8 +106,9 @@ def checked_case(
     ``path_map`` / ``provenance``: see ``integrity.check_case``.
     """
     cache: dict[str, bytes] = {}
-    problems = unique_problems(check_case(ref, cache=cache, path_map=path_map, provenance=provenance))
-    summary = summarize_case(ref, Path(base), cache=cache, fingerprint=fingerprint, path_map=path_map)
+    parsed: Parsed = {}
+    problems = unique_problems(check_case(ref, cache=cache, parsed=parsed, path_map=path_map, provenance=provenance))
+    summary = summarize_case(ref, base if isinstance(base, str) else Path(base), cache=cache, parsed=parsed, fingerprint=fingerprint, path_map=path_map)
     # the summary's own problems (unreadable manifest, torn ledger lines) are found again by
     # the full check; keep any the check did not report under the same code and path
     seen = {(str(p.code), os.path.abspath(p.path)) for p in problems}

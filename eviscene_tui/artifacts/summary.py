@@ -32,7 +32,7 @@ from typing import Any
 
 from eviscene_tui.artifacts.fileio import ReadRefused, gunzip_capped, not_regular, read_regular
 from eviscene_tui.artifacts.identity import bound_candidate, candidate_ids, read_identity
-from eviscene_tui.artifacts.jsonio import parse_json_bytes, parse_jsonl_bytes, read_json
+from eviscene_tui.artifacts.jsonio import Parsed, parse_json_bytes, parse_jsonl_bytes, read_json
 from eviscene_tui.artifacts.layout import CaseRef, Layout
 from eviscene_tui.artifacts.paths import PathMap
 from eviscene_tui.artifacts.problems import Problem, ProblemCode
@@ -98,6 +98,8 @@ def _stat_entries(path: Path | str) -> list[tuple[str, bool, int, int]]:
 
 # file bytes handed to summarize_case(cache=...), for the duration of that call (per thread / task)
 _CACHE: ContextVar[dict[str, bytes] | None] = ContextVar("eviscene_summary_cache", default=None)
+# what the check parsed of those bytes (``jsonio.Parsed``), for the same call
+_PARSED: ContextVar[Parsed | None] = ContextVar("eviscene_summary_parsed", default=None)
 # the folder the files read for that call must stay in (the case root, or its wrapper's)
 _INSIDE: ContextVar[list[str] | None] = ContextVar("eviscene_summary_inside", default=None)
 
@@ -127,6 +129,20 @@ def _read_small(path: str, limit: int = MAX_SUMMARY_FILE) -> tuple[bytes | None,
         return None, Problem(code=ProblemCode.MISSING_ARTIFACT, path=path, message=f"cannot read: {exc.strerror or exc}")
 
 
+def _parse(data: bytes, path: str, jsonl: bool) -> tuple[Any, list[Problem]]:
+    """``parse_json_bytes`` / the rows and problems of ``parse_jsonl_bytes`` of ``data``:
+    what the check parsed of these very bytes when it left that (``summarize_case(parsed=...)``)."""
+    parsed = _PARSED.get()
+    if parsed:
+        hit = parsed.get(path)
+        if hit is not None and hit[0] is data:
+            return hit[1], list(hit[2])
+    if jsonl:
+        rows, problems, _ = parse_jsonl_bytes(data, path)
+        return rows, problems
+    return parse_json_bytes(data, path)
+
+
 def _relative(apath: str, abase: str) -> str:
     """``os.path.relpath`` of two absolute, normalised paths; the common case (the case
     below the base) without relpath's generic machinery."""
@@ -138,6 +154,10 @@ def _relative(apath: str, abase: str) -> str:
 
 
 def _abs(path: Path | str) -> str:
+    """``os.path.abspath``; an absolute ``str`` path that is normal already (no empty, ``.``
+    or ``..`` component, no trailing separator: checked in C) is returned as it is."""
+    if type(path) is str and path.startswith("/") and "//" not in path and "/." not in path and not path.endswith("/") and os.sep == "/":
+        return path
     return os.path.abspath(path)  # abspath normalises already: a second normpath is a no-op
 
 
@@ -151,7 +171,7 @@ def read_manifest_status(path: Path | str) -> tuple[str, dict[str, Any] | None, 
         if os.path.exists(mpath):
             return UNREADABLE, None, []  # larger than we read for a summary
         return UNREADABLE, None, [Problem(code=ProblemCode.MISSING_ARTIFACT, path=str(mpath), message="manifest.json not found")]
-    value, problems = parse_json_bytes(data, mpath)
+    value, problems = _parse(data, mpath, False)
     if problems:
         return UNREADABLE, None, problems
     if not isinstance(value, dict):
@@ -183,7 +203,7 @@ def read_ledger(path: Path | str, stem: str) -> tuple[list[dict[str, Any]], list
                 continue  # as a plain ledger over the limit: not read for a summary
             except (OSError, EOFError, zlib.error) as exc:
                 return [], [Problem(code=ProblemCode.JSON_INVALID, path=fpath, message=f"bad gzip: {exc}")], fpath
-        rows, problems, _ = parse_jsonl_bytes(data, fpath)
+        rows, problems = _parse(data, fpath, True)
         return [r for r in rows if isinstance(r, dict)], problems, fpath
     return [], [], None
 
@@ -285,23 +305,26 @@ def summarize_case(
     base: Path | str | None = None,
     *,
     cache: dict[str, bytes] | None = None,
+    parsed: Parsed | None = None,
     fingerprint: bool = True,
     path_map: PathMap | None = None,
 ) -> CaseSummary:
     """Summarise one case cheaply. Never raises.
 
     ``cache``: file bytes already read by ``integrity.check_case(ref, cache=...)``, keyed by
-    absolute path. ``fingerprint=False`` skips the stat calls behind ``mtime`` /
+    absolute path; ``parsed``: what that check parsed of them (``check_case(parsed=...)``).
+    ``fingerprint=False`` skips the stat calls behind ``mtime`` /
     ``fingerprint`` (the ``check`` report does not show them).
     """
-    path = Path(ref.path)
-    apath = _abs(ref.path)
+    path = ref.path if isinstance(ref.path, Path) else Path(ref.path)
+    text = str(path)
+    apath = _abs(text)
     try:
         rel = _relative(apath, _abs(base) if base is not None else apath)
     except ValueError:
-        rel = str(path)
+        rel = text
     summary = CaseSummary(
-        path=Path(apath),
+        path=path if text == apath else Path(apath),
         rel_path=rel,
         layout=ref.layout,
         status=UNREADABLE,
@@ -309,15 +332,16 @@ def summarize_case(
         key=ref.key,
     )
     token = _CACHE.set(cache)
-    inside = _INSIDE.set([_abs(ref.wrapper if ref.wrapper is not None else path)])
+    parsed_token = _PARSED.set(parsed)
+    inside = _INSIDE.set([_abs(ref.wrapper) if ref.wrapper is not None else apath])
     try:
         if fingerprint:
             summary.fingerprint = summary_fingerprint(ref)
             summary.mtime = _latest_mtime(summary.fingerprint)
         if ref.layout == Layout.FEEDBACK_SEARCH:
-            _summarize_search(summary, path)
+            _summarize_search(summary, apath)
         elif ref.layout == Layout.SINGLE_RUN:
-            _summarize_run(summary, path)
+            _summarize_run(summary, apath)
         elif ref.layout == Layout.SLATE:
             _summarize_slate(summary, path)
         else:
@@ -330,6 +354,7 @@ def summarize_case(
         )
     finally:
         _CACHE.reset(token)
+        _PARSED.reset(parsed_token)
         _INSIDE.reset(inside)
     return summary
 
@@ -349,7 +374,7 @@ def _ids_from_bound_candidate(summary: CaseSummary, ref: CaseRef, path_map: Path
                 break
 
 
-def _summarize_search(summary: CaseSummary, path: Path) -> None:
+def _summarize_search(summary: CaseSummary, path: Path | str) -> None:
     root = _abs(path)
     summary.status, _, problems = read_manifest_status(root)
     summary.problems.extend(problems)
@@ -369,8 +394,8 @@ def _summarize_search(summary: CaseSummary, path: Path) -> None:
         _site_fields(summary, attempts, candidates)
 
 
-def _summarize_run(summary: CaseSummary, path: Path) -> None:
-    path = _abs(path)  # type: ignore[assignment]  # the same path, made absolute
+def _summarize_run(summary: CaseSummary, path: Path | str) -> None:
+    path = _abs(path)
     summary.status, _, problems = read_manifest_status(path)
     summary.problems.extend(problems)
     summary.rounds = 1

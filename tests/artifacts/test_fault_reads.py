@@ -132,6 +132,33 @@ def test_a_fifo_swapped_in_after_the_check_cannot_block_the_open(tmp_path: Path,
     assert refused.value.code == ProblemCode.NOT_REGULAR_FILE
 
 
+@pytest.mark.timeout(60)
+def test_a_walked_file_swapped_for_a_fifo_or_a_symlink_is_refused_unblocked(tmp_path: Path) -> None:
+    """A file the case's walk saw as regular is opened without a ``stat`` first: a FIFO
+    swapped in since still cannot block the open and is refused by the descriptor's
+    ``fstat``; a symlink swapped in is not followed (out of the root or not)."""
+    from eviscene_tui.artifacts import fileio
+
+    fifo = tmp_path / "manifest.json"
+    os.mkfifo(fifo)
+    with unblocking([fifo]) as unblocked, pytest.raises(fileio.ReadRefused) as refused:
+        fileio.read_regular(str(fifo), walked=True)
+    assert not unblocked
+    assert refused.value.code == ProblemCode.NOT_REGULAR_FILE
+    assert "a FIFO" in refused.value.message
+
+    outside = tmp_path / "outside.json"
+    outside.write_text('{"secret": 1}')
+    link = tmp_path / "run-inputs.json"
+    link.symlink_to(outside)
+    with pytest.raises(OSError) as error:
+        fileio.read_regular(str(link), walked=True)
+    assert not isinstance(error.value, fileio.ReadRefused)
+    assert fileio.read_regular(str(outside), walked=True) == b'{"secret": 1}'
+    assert fileio.read_regular_if_small(str(outside), 4, walked=True) is None
+    assert fileio.read_regular_if_small(str(outside), 13, walked=True) == b'{"secret": 1}'
+
+
 def test_devices_sockets_and_directories_are_named(tmp_path: Path) -> None:
     import socket
 

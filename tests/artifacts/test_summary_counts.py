@@ -142,3 +142,31 @@ def test_summary_from_check_cache_equals_plain_summary(tmp_path: Path) -> None:
     for field in ("status", "rounds", "attempts", "accepted", "pending", "case_id", "localization_kind", "hint_texts"):
         assert getattr(cached, field) == getattr(plain, field)
     assert cached.fingerprint == () and plain.fingerprint != ()
+
+
+def test_summary_from_what_the_check_parsed_equals_plain_summary(tmp_path: Path) -> None:
+    """The summary takes the check's parse of the very bytes it read (ledgers, manifest):
+    the same counts and the same problems as parsing them itself, a torn line included."""
+    from eviscene_tui.artifacts.integrity import check_case
+    from eviscene_tui.artifacts.jsonio import Parsed
+
+    root = tmp_path / "s"
+    fx.build_search(root)
+    with open(root / "repair_attempts.jsonl", "ab") as fh:
+        fh.write(b'{"torn": \n')
+    ref = CaseRef(root, Layout.FEEDBACK_SEARCH)
+    cache: dict[str, bytes] = {}
+    parsed: Parsed = {}
+    check_case(ref, cache=cache, parsed=parsed)
+    ledger, manifest = str(root / "repair_attempts.jsonl"), str(root / "manifest.json")
+    assert parsed[ledger][0] is cache[ledger] and parsed[manifest][0] is cache[manifest]
+    assert parsed[ledger][2], "the torn line is among the problems the check parsed"
+    reused = summarize_case(ref, tmp_path, cache=cache, parsed=parsed, fingerprint=False)
+    plain = summarize_case(ref, tmp_path, fingerprint=False)
+    for field in ("status", "rounds", "attempts", "accepted", "pending", "case_id", "localization_kind", "hint_texts"):
+        assert getattr(reused, field) == getattr(plain, field)
+    assert [(p.code, p.path, p.message) for p in reused.problems] == [(p.code, p.path, p.message) for p in plain.problems]
+    assert reused.problems
+    # what the summary takes is the check's parse: a stand-in parse is seen in its counts
+    parsed[ledger] = (cache[ledger], [], [])
+    assert summarize_case(ref, tmp_path, cache=cache, parsed=parsed, fingerprint=False).attempts == 0 != plain.attempts

@@ -58,6 +58,7 @@ from eviscene_tui.artifacts.integrity.context import CaseContext
 from eviscene_tui.artifacts.integrity.layouts import CaseCheck
 from eviscene_tui.artifacts.integrity.media_binding import pad_id_for_ids, pad_runs
 from eviscene_tui.artifacts.integrity.reading import read_json, read_jsonl, safe_read_bound
+from eviscene_tui.artifacts.jsonio import Parsed
 from eviscene_tui.artifacts.layout import CaseRef
 from eviscene_tui.artifacts.schemas import KNOWN_SCHEMAS
 from eviscene_tui.artifacts.paths import InputProvenance, PathMap
@@ -68,6 +69,7 @@ def check_case(
     ref: CaseRef,
     *,
     cache: dict[str, bytes] | None = None,
+    parsed: Parsed | None = None,
     path_map: PathMap | None = None,
     provenance: list[InputProvenance] | None = None,
 ) -> list[Problem]:
@@ -75,12 +77,14 @@ def check_case(
 
     ``cache``: when given, the bytes of the files ``summarize_case`` reads (manifest and
     ledgers) are left in it, keyed by absolute path, so a report reads them once.
-    ``path_map``: explicit ``OLD=NEW`` mappings for inputs copied elsewhere
+    ``parsed``: when given, what was parsed of those cached bytes is left in it too
+    (``jsonio.Parsed``: JSON files and plain JSONL ledgers), so the summary parses them
+    not again. ``path_map``: explicit ``OLD=NEW`` mappings for inputs copied elsewhere
     (``artifacts.paths``). ``provenance``: when given, one :class:`InputProvenance` per
     bound input checked is appended (where it was found, by which rule, its sha status).
     Never raises: an unexpected internal error becomes one Problem on the case root.
     """
-    ctx = CaseContext(ref, cache, path_map=path_map, provenance=provenance)
+    ctx = CaseContext(ref, cache, parsed, path_map=path_map, provenance=provenance)
     try:
         CaseCheck(ctx).run()
     except Exception as exc:  # noqa: BLE001 - hostile input must not crash a report: it becomes a visible Problem

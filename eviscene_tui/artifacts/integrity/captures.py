@@ -142,8 +142,9 @@ class Captures:
         local = found.path if found.ok else None
         if local is None:
             return None
+        hit = self.ctx.files.cache.get(local)  # the bytes its hash was checked on: their size, no stat
         try:
-            if os.stat(local).st_size >= MAX_PARSE_BYTES:
+            if (len(hit) if hit is not None else os.stat(local).st_size) >= MAX_PARSE_BYTES:
                 return None
         except OSError:
             return None

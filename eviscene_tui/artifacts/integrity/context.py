@@ -8,6 +8,7 @@ import os
 from eviscene_tui.artifacts.integrity.files import CaseFiles
 from eviscene_tui.artifacts.integrity.references import References
 from eviscene_tui.artifacts.integrity.tree import CaseTree, Findings
+from eviscene_tui.artifacts.jsonio import Parsed
 from eviscene_tui.artifacts.layout import CaseRef
 from eviscene_tui.artifacts.paths import InputProvenance, PathMap, PathResolver
 
@@ -17,6 +18,7 @@ class CaseContext:
         self,
         ref: CaseRef,
         cache: dict[str, bytes] | None = None,
+        parsed: Parsed | None = None,
         *,
         path_map: PathMap | None = None,
         provenance: list[InputProvenance] | None = None,
@@ -27,12 +29,11 @@ class CaseContext:
         self.findings = Findings()
         self.add = self.findings.add
         self.tree = CaseTree(self.root, self.wrapper, self.findings)
-        self.files = CaseFiles(self.tree, self.findings, cache if cache is not None else {})
+        self.files = CaseFiles(self.tree, self.findings, cache if cache is not None else {}, parsed)
         # the one path trust model (artifacts.paths): written paths stay in the case,
         # bound inputs are read wherever the rules find them
         self.paths = PathResolver(
             self.root, boundary=self.wrapper or self.root, path_map=path_map or PathMap(), lookup=self.tree.lookup,
-            real_boundary=self.tree.allowed_real[-1],  # the walk resolved the same folder (its last allowed root)
         )
         self.refs = References(self.tree, self.files, self.findings, self.paths, provenance)
 

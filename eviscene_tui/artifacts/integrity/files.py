@@ -7,7 +7,6 @@ kept in the shared ``cache`` so each file is opened once per check.
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Iterator
 
@@ -24,11 +23,12 @@ from eviscene_tui.artifacts.integrity.reading import (
     safe_read_bound,
     schema_family,
 )
-from eviscene_tui.artifacts.fileio import ReadRefused
+from eviscene_tui.artifacts.fileio import ReadRefused, read_regular_if_small
 from eviscene_tui.artifacts.integrity.tree import CaseTree, Findings
 from eviscene_tui.artifacts.jsonio import (
     BOUND_GZIP_SCHEMA,
     BoundRead,
+    Parsed,
     canonical_sha256,
     parse_json_bytes,
     sha256_bytes,
@@ -42,12 +42,14 @@ Expected = frozenset[str] | set[str] | str | None
 
 
 class CaseFiles:
-    def __init__(self, tree: CaseTree, findings: Findings, cache: dict[str, bytes]) -> None:
+    def __init__(self, tree: CaseTree, findings: Findings, cache: dict[str, bytes], parsed: Parsed | None = None) -> None:
         self.tree = tree
         self.findings = findings
         # bytes of every small file read in this check, by absolute path: each file is
         # opened once (parse + hash), and summarize_case(cache=...) re-uses them
         self.cache = cache
+        # what was parsed of those bytes (JSON files, plain JSONL ledgers), for the summary
+        self.parsed = parsed
         self._sha_cache: dict[str, str | None] = {}
 
     def readable(self, path: str) -> bool:
@@ -67,9 +69,9 @@ class CaseFiles:
             try:
                 hit = self.cache.get(path)
                 if hit is None and memo:
-                    size = os.stat(path).st_size
-                    if size <= MEMO_MAX:
-                        hit, _ = read_bytes(path, self.cache)
+                    hit = read_regular_if_small(path, MEMO_MAX, walked=path in self.tree.fileset)
+                    if hit is not None:
+                        self.cache[path] = hit
                 self._sha_cache[path] = sha256_bytes(hit) if hit is not None else sha256_file(path)
             except ReadRefused as exc:
                 self.findings.extend([exc.problem()])
@@ -90,12 +92,20 @@ class CaseFiles:
             return None
         if not self.readable(path):
             return None
-        value, problems = read_json(path, self.cache)
+        value, problems = read_json(path, self.cache, path in self.tree.fileset)
+        self._keep(path, value, problems)
         self.findings.extend(problems)
         if obj and not problems and not isinstance(value, dict):
             self.findings.add(ProblemCode.JSON_INVALID, path, f"expected a JSON object, found a JSON {json_kind(value)}")
             return None
         return value
+
+    def _keep(self, path: str, value: object, problems: list[Problem]) -> None:
+        """Leave what was parsed of the cached bytes of ``path`` in ``parsed``."""
+        if self.parsed is not None:
+            data = self.cache.get(path)
+            if data is not None:
+                self.parsed[path] = (data, value, problems)
 
     def bound_file(self, path: str, *, required: str | None = None) -> BoundRead | None:
         """Read a bound envelope (plain or gzip); returns the BoundRead or None when missing."""
@@ -127,7 +137,7 @@ class CaseFiles:
 
     def _read_bound_fast(self, path: str) -> BoundRead:
         """The plain form read without pathlib; anything else goes to ``jsonio.read_bound``."""
-        data, problems = read_bytes(path, self.cache)
+        data, problems = read_bytes(path, self.cache, path in self.tree.fileset)
         if data is None:
             result = BoundRead()
             result.form = "missing" if problems and problems[0].code == ProblemCode.MISSING_ARTIFACT else "invalid"
@@ -165,7 +175,9 @@ class CaseFiles:
         self.tree.handled.add(path)
         if not self.tree.exists(path) or not self.readable(path):
             return []
-        rows, problems = read_jsonl(path, self.cache)
+        rows, problems = read_jsonl(path, self.cache, path in self.tree.fileset)
+        if not path.endswith(".gz"):
+            self._keep(path, rows, problems)
         self.findings.extend(problems)
         bad = [i for i, r in enumerate(rows) if not isinstance(r, dict)]
         if bad:

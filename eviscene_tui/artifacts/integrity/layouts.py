@@ -107,7 +107,7 @@ class CaseCheck:
             self.inputs.run(identity, join(run, "run-inputs.json"))
         self.proposals.run(run)
         candidates = self.records.candidates(join(run, "repair_candidates.jsonl"), captures=True)
-        run_sha = canonical_sha256(config) if config is not None else None
+        run_sha = canonical_sha256(config, parsed=True) if config is not None else None  # a bound file's identity, as orjson parsed it
         kind = site_kind(candidates)
         for path, bound in self.ctx.files.bound_files(join(run, "continuations"), HINT_FILE_RE):
             self.continuations.check(path, bound, run_sha, kind)

@@ -92,21 +92,24 @@ def json_kind(value: object) -> str:
     return kinds.get(type(value), "null" if value is None else type(value).__name__)
 
 
-def read_bytes(path: str, cache: dict[str, bytes] | None = None) -> tuple[bytes | None, list[Problem]]:
-    """A file's bytes (from ``cache`` when there, kept in it when small), or the problem."""
+def read_bytes(
+    path: str, cache: dict[str, bytes] | None = None, walked: bool = False
+) -> tuple[bytes | None, list[Problem]]:
+    """A file's bytes (from ``cache`` when there, kept in it when small), or the problem.
+    ``walked``: the case's walk saw it as a regular file (one ``stat`` fewer)."""
     if cache is not None:
         hit = cache.get(path)
         if hit is not None:
             return hit, []
-    data, problems = read_file_bytes(path)
+    data, problems = read_file_bytes(path, walked=walked)
     if data is not None and cache is not None and len(data) <= MEMO_MAX:
         cache[path] = data
     return data, problems
 
 
-def read_json(path: str, cache: dict[str, bytes] | None = None) -> tuple[object, list[Problem]]:
+def read_json(path: str, cache: dict[str, bytes] | None = None, walked: bool = False) -> tuple[object, list[Problem]]:
     """``jsonio.read_json`` without pathlib (this module runs over 10,000 cases)."""
-    data, problems = read_bytes(path, cache)
+    data, problems = read_bytes(path, cache, walked)
     if data is None:
         return None, problems
     if len(data) >= YIELD_BEFORE_PARSE:
@@ -116,9 +119,9 @@ def read_json(path: str, cache: dict[str, bytes] | None = None) -> tuple[object,
     return parse_json_bytes(data, path)
 
 
-def read_jsonl(path: str, cache: dict[str, bytes] | None = None) -> tuple[list[object], list[Problem]]:
+def read_jsonl(path: str, cache: dict[str, bytes] | None = None, walked: bool = False) -> tuple[list[object], list[Problem]]:
     """``jsonio.read_jsonl`` without pathlib (``.jsonl`` and ``.jsonl.gz``)."""
-    data, problems = read_bytes(path, cache)
+    data, problems = read_bytes(path, cache, walked)
     if data is None:
         return [], problems
     return jsonl_file_rows(data, path)

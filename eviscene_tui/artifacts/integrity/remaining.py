@@ -79,9 +79,11 @@ class RemainingFiles:
             self.ctx.files.schema(scan.picked.row, p, f"event line {scan.picked.line}", SCHEMA_RUNTIME_EVENTS)
 
     def _json(self, p: str, name: str, parent: str, *, in_runtime: bool) -> None:
-        if os.stat(p).st_size >= MAX_PARSE_BYTES:
+        cache = None if in_runtime else self.ctx.files.cache
+        hit = cache.get(p) if cache is not None else None  # bytes already read: their size, no stat
+        if (len(hit) if hit is not None else os.stat(p).st_size) >= MAX_PARSE_BYTES:
             return
-        value, problems = read_json(p, None if in_runtime else self.ctx.files.cache)
+        value, problems = read_json(p, cache, p in self.ctx.tree.fileset)
         self.ctx.findings.extend(problems)
         if parent == "context" and CONTEXT_RE.match(name):
             self.ctx.files.schema(value, p, "context request manifest", SCHEMA_CONTEXT_LEDGER)

@@ -98,7 +98,7 @@ class Rounds:
         round, holding the feedback the search history gives that round (§4.1; the driver
         compares them on resume, §4.4), and none missing for a round that ran."""
         root = self.ctx.root
-        search_sha = canonical_sha256(identity) if identity else None
+        search_sha = canonical_sha256(identity, parsed=True) if identity else None  # as orjson parsed it
         rows = [r for r in as_list(payload.get("rounds")) if isinstance(r, dict)]
         seen: set[int] = set()
         for path, bound in self.ctx.files.bound_files(join(root, "requests"), REQUEST_RE):

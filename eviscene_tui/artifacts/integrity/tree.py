@@ -50,12 +50,7 @@ class CaseTree:
         self._below = root + os.sep  # the prefix of every path inside the case
         self.wrapper = wrapper
         self.findings = findings
-        self.allowed_real: list[str] = []
-        for a in [root] + ([wrapper] if wrapper is not None else []):
-            try:
-                self.allowed_real.append(os.path.realpath(a))
-            except OSError:
-                self.allowed_real.append(a)
+        self._allowed_real: list[str] | None = None
         self.files: list[str] = []  # every regular file found by the walk
         self.fileset: set[str] = set()
         self.dir_files: dict[str, list[str]] = {}
@@ -65,6 +60,20 @@ class CaseTree:
         # paths that are never opened: symlinks leading out of the case, FIFOs, devices,
         # sockets (each reported once, by the walk)
         self.refused: set[str] = set()
+
+    @property
+    def allowed_real(self) -> list[str]:
+        """The case root and its wrapper, symlinks resolved: what a symlink may lead into.
+        Resolved at first need (a case without symlinks and wrapper never asks)."""
+        if self._allowed_real is None:
+            real: list[str] = []
+            for a in [self.root] + ([self.wrapper] if self.wrapper is not None else []):
+                try:
+                    real.append(os.path.realpath(a))
+                except OSError:
+                    real.append(a)
+            self._allowed_real = real
+        return self._allowed_real
 
     def rel(self, path: str) -> str:
         """Case-relative text for messages."""
@@ -78,6 +87,8 @@ class CaseTree:
 
     def is_file(self, path: str) -> bool:
         """A regular file (or a symlink to one, which the walk reported separately)."""
+        if path in self.fileset:
+            return True  # the walk saw a regular file there (symlinks are never in it)
         if self.in_case(path) and not self.has_symlinks:
             return path in self.fileset
         return os.path.isfile(path)
@@ -86,6 +97,8 @@ class CaseTree:
         return path in self.dir_files or os.path.isdir(path)
 
     def exists(self, path: str) -> bool:
+        if path in self.fileset:
+            return True
         if self.in_case(path) and not self.has_symlinks:
             return path in self.fileset or path in self.dir_files or path in self.refused
         return os.path.lexists(path)
@@ -97,6 +110,8 @@ class CaseTree:
         resolver and ``fileio`` to judge."""
         if path in self.refused:
             return False
+        if not self.has_symlinks and path in self.fileset:
+            return True  # a regular file the walk found, no symlink anywhere in the case
         walked = self.in_case(path)
         if walked and not self.has_symlinks:
             return True
@@ -143,7 +158,12 @@ class CaseTree:
 
     # ------------------------------------------------------------------ the walk
     def walk(self) -> None:
+        """One ``scandir`` per directory; each entry sorted by its directory-entry type (no
+        ``stat``): a symlink (checked), a folder (walked), a leftover ``*.tmp`` (reported),
+        a regular file (kept), anything else (refused, its ``lstat`` names what it is)."""
         stack = [self.root]
+        files_all = self.files
+        fileset = self.fileset
         while stack:
             d = stack.pop()
             try:
@@ -156,45 +176,48 @@ class CaseTree:
             files: list[str] = []
             dirs: list[str] = []
             for e in entries:
-                self._entry(d, e, files, dirs, stack)
+                p = e.path  # join(d, e.name), made by scandir
+                name = e.name
+                try:  # the entry's own type (a symlink is neither a file nor a folder here)
+                    if not e.is_file(follow_symlinks=False):
+                        self._not_a_file(e, stack, dirs)
+                        continue
+                except OSError:
+                    continue
+                if name.endswith(".tmp"):
+                    self._leftover_tmp(p, name)
+                    continue
+                files.append(name)
+                files_all.append(p)
+                fileset.add(p)
             files.sort()
             dirs.sort()
             self.dir_files[d] = files
             self.dir_dirs[d] = dirs
 
-    def _entry(self, d: str, e: os.DirEntry[str], files: list[str], dirs: list[str], stack: list[str]) -> None:
-        """Sort one directory entry: a symlink (checked), a folder (walked), a leftover
-        ``*.tmp`` (reported), or a regular file (kept)."""
-        p = e.path  # join(d, e.name), made by scandir
-        try:
-            if e.is_symlink():
-                self.has_symlinks = True
-                self._check_symlink(p)
-                return
-            if e.is_dir(follow_symlinks=False):
-                stack.append(p)
-                dirs.append(e.name)
-                return
-            regular = e.is_file(follow_symlinks=False)
-            mode = 0 if regular else e.stat(follow_symlinks=False).st_mode
-        except OSError:
-            return
-        if not regular:
-            self.refused.add(p)
-            self.handled.add(p)
-            self.findings.add(ProblemCode.NOT_REGULAR_FILE, p, not_regular(p, mode).message)
-            return
-        if e.name.endswith(".tmp"):
-            self.findings.add(
-                ProblemCode.LEFTOVER_TMP,
-                p,
-                f"leftover temporary file from an interrupted write (the final file would be {e.name[:-4]})",
-            )
-            self.handled.add(p)
-            return
-        files.append(e.name)
-        self.files.append(p)
-        self.fileset.add(p)
+    def _not_a_file(self, e: os.DirEntry[str], stack: list[str], dirs: list[str]) -> None:
+        """A folder (walked), a symlink (checked) or anything else (refused). Raises OSError."""
+        if e.is_dir(follow_symlinks=False):
+            stack.append(e.path)
+            dirs.append(e.name)
+        elif e.is_symlink():
+            self.has_symlinks = True
+            self._check_symlink(e.path)
+        else:
+            self._not_regular(e.path, e.stat(follow_symlinks=False).st_mode)
+
+    def _not_regular(self, p: str, mode: int) -> None:
+        self.refused.add(p)
+        self.handled.add(p)
+        self.findings.add(ProblemCode.NOT_REGULAR_FILE, p, not_regular(p, mode).message)
+
+    def _leftover_tmp(self, p: str, name: str) -> None:
+        self.findings.add(
+            ProblemCode.LEFTOVER_TMP,
+            p,
+            f"leftover temporary file from an interrupted write (the final file would be {name[:-4]})",
+        )
+        self.handled.add(p)
 
     def _check_symlink(self, p: str) -> None:
         try:
