@@ -254,3 +254,14 @@ def sigint_as_in_a_terminal() -> Iterator[None]:
         yield
     finally:
         signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _check_process_ended_with_the_session():
+    """The open case's check process is the app's one for its whole life (a module-level
+    singleton the tests' apps share); the session ends it, as quitting the app does, so a
+    run of the suite leaves no process behind."""
+    yield
+    from eviscene_tui.state import case_check
+
+    case_check.CHECKS.close()

@@ -170,6 +170,11 @@ class CheckProcess:
         if pool is not None:
             pool.shutdown(wait=False, cancel_futures=True)
 
+    @property
+    def running(self) -> bool:
+        """Whether the process is started (or starting)."""
+        return self._pool is not None
+
     def close(self) -> None:
         """End the process (the next check starts another)."""
         self._drop()

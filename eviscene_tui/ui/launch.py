@@ -6,9 +6,11 @@ import logging
 import multiprocessing
 import os
 import sys
+import time
 from pathlib import Path
 
 from eviscene_tui.options import AppOptions
+from eviscene_tui.state import case_check
 from eviscene_tui.ui.app import EvisceneApp
 from eviscene_tui.ui.widgets.image_preview import prepare_terminal_graphics
 
@@ -36,13 +38,24 @@ def run_app(path: Path, args: object) -> int:
     app = build_app(path, args)
     _prepare_graphics()
     result = app.run()
-    _end_worker_processes()
+    end_worker_processes()
     return int(result) if isinstance(result, int) else 0
 
 
-def _end_worker_processes() -> None:
-    """After the app has quit, end the processes its integrity pass spawned that are
-    still working (the interpreter would wait for them at exit): quitting always quits."""
+#: how long the processes a shut-down pool told to stop get to end before they are ended
+STOP_GRACE = 0.5
+
+
+def end_worker_processes() -> None:
+    """After the app has quit, end the processes it spawned (the interpreter would wait for
+    them at exit): quitting always quits. The pools are shut down first, the open case's
+    check process with them, and their processes given :data:`STOP_GRACE` to end on their
+    own: a process ended under a pool still reading from it had its pool's thread print a
+    traceback (a closed pipe, ``EBADF``) into the terminal the app had just given back."""
+    case_check.CHECKS.close()
+    deadline = time.monotonic() + STOP_GRACE
+    for child in multiprocessing.active_children():
+        child.join(timeout=max(0.0, deadline - time.monotonic()))
     for child in multiprocessing.active_children():
         child.terminate()
     for child in multiprocessing.active_children():
