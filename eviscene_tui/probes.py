@@ -96,6 +96,9 @@ class ViewProbes:
     def appended(self) -> None:
         self.appends += 1
 
+    def painted_cursor(self, row: int) -> None:
+        self.cursor_painted = row
+
     def painted_first_row(self) -> None:
         """A row was rendered (only the first counts: a view that calls this on every row
         pays no clock read after it)."""

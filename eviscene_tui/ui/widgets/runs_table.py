@@ -311,7 +311,7 @@ class RunsTable(ScrollView, can_focus=True):
             if index < 0:
                 group, index = -index - 1, -1
             elif index == self.cursor:
-                self.probes.cursor_painted = index
+                self.probes.painted_cursor(index)
         cached = self._cache.get(key)
         if cached is not None:
             return cached
