@@ -11,7 +11,7 @@ import pytest
 from eviscene_tui import pace
 from eviscene_tui.artifacts.layout import CaseRef, Layout
 from eviscene_tui.scaffold.samples import copy_case, generate
-from eviscene_tui.state.case_check import CHECK_NICE, CheckProcess, case_problems
+from eviscene_tui.state.case_check import CHECK_NICE, WarmProcess, case_problems
 
 
 @pytest.fixture(scope="module")
@@ -29,7 +29,7 @@ def _ref(samples: Path, tmp_path: Path) -> tuple[CaseRef, Path]:
 
 def test_warmed_the_process_is_started_before_the_first_check_and_runs_it(samples: Path, tmp_path: Path) -> None:
     ref, root = _ref(samples, tmp_path)
-    checks = CheckProcess()
+    checks = WarmProcess()
     before = {p.pid for p in multiprocessing.active_children()}
     try:
         checks.warm()
@@ -45,7 +45,7 @@ def test_warmed_the_process_is_started_before_the_first_check_and_runs_it(sample
 
 def test_a_check_whose_process_was_killed_runs_here(samples: Path, tmp_path: Path) -> None:
     ref, root = _ref(samples, tmp_path)
-    checks = CheckProcess()
+    checks = WarmProcess()
     before = {p.pid for p in multiprocessing.active_children()}
     try:
         checks.warm()
@@ -63,7 +63,7 @@ def test_a_check_whose_process_was_killed_runs_here(samples: Path, tmp_path: Pat
 
 def test_the_checks_process_follows_the_apps_foreground_work() -> None:
     """Its loops give way to a capture opened with k in the app, as the app's threads do."""
-    checks = CheckProcess()
+    checks = WarmProcess()
     try:
         checks.warm()
         hold = pace.ForegroundHold()

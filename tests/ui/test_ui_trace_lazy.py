@@ -9,74 +9,27 @@ driver does. The lazy threshold is lowered so a small trace takes the indexed pa
 
 from __future__ import annotations
 
+import asyncio
 import gc
+import os
 import threading
 from pathlib import Path
 
 import orjson
 import pytest
 from textual.widgets import TabbedContent
+from trace_fixtures import FAILURE, STEPS, write_case
 from ui_helpers import make_app, screen_text, wait_for, wait_scan
 
 from eviscene_tui import pace
 from eviscene_tui.artifacts import trace as trace_module
-from eviscene_tui.artifacts.jsonio import encode_bound, pretty_json_bytes
+from eviscene_tui.artifacts.jsonio import pretty_json_bytes
 from eviscene_tui.ui import gc_hold
-from eviscene_tui.state import case_check
+from eviscene_tui.state import case_check, trace_prep
 from eviscene_tui.state.case_session import CaseSession
 from eviscene_tui.ui.screens.case import CaseScreen
 from eviscene_tui.ui.widgets.runs_table import RunsTable
 from eviscene_tui.ui.widgets.trace_view import TraceView
-
-STEPS = 400
-FAILURE = 150
-
-
-def _step(i: int) -> dict:
-    return {
-        "round": i + 1, "stage": "unified_react", "action_type": "tool_call", "tool_name": "web_search",
-        "tool_args": {"query": f"archive query {i}"}, "tool_result": f"RESULT-{i} page text " + "word " * 30,
-        "thought": f"THOUGHT-{i} compare the dates", "output": None,
-        "tokens": {"prompt": 40, "completion": 3, "thought": 0},
-        "metadata": {"policy_input": {"system_instruction": "s", "input_payload": [], "tools": [], "response_format": None},
-                     "policy_action": {"type": "tool_call"}, "context_request_id": f"req-{i + 1:06d}", "interaction_id": f"ia-{i}",
-                     "policy_token_capture": {"schema_version": "ifv-policy-token-capture-v1", "status": "complete",
-                                              "prompt_token_ids": list(range(40)), "completion_token_ids": [1, 2, 3],
-                                              "completion_logprobs": [-0.5, -0.25, -0.125], "completion_topk_by_position": [],
-                                              "topk": 0, "missing": []}},
-    }
-
-
-def write_case(base: Path, name: str = "lazy-case") -> Path:
-    """The run ``base/runs/<name>`` and its trace ``base/inputs/<name>/trace.json``
-    (outside the root, recorded by absolute path, as the driver's ``--trace``)."""
-    case = base / "runs" / name
-    case.mkdir(parents=True)
-    trace = base / "inputs" / name / "trace.json"
-    trace.parent.mkdir(parents=True)
-    doc = {"image_id": "ep-lazy", "case_id": name, "verdict": "real",
-           "state": {"image_id": "ep-lazy", "runtime_case": {"case_id": name}, "all_steps": [_step(i) for i in range(STEPS)], "errors": []}}
-    trace.write_bytes(orjson.dumps(doc))
-    config = {"trace": {"path": str(trace.resolve()), "sha256": "0" * 64}, "output_dir": str(case.resolve()), "search_mode": "single",
-              "policy_model": "ifv-qwen3.5-9b", "hint_count": 1}
-    for fname, data in encode_bound(Path("run-inputs.json"), config, {"status": "initialized"}).items():
-        (case / fname).write_bytes(data)
-    (case / "semantic-localization.json").write_bytes(pretty_json_bytes({
-        "schema_version": "ifv-psd-semantic-localization-v1", "passed": True, "source_trace_canonical_sha256": None,
-        "candidates": [{"source_step_index": FAILURE, "recoverable": True, "selected": True, "category": "wrong_search_direction",
-                        "verifier": {"kind": "task", "name": "gemini-psd-repair", "version": "psd-task-review-v1", "model": "gemini"},
-                        "observed_basis": [{"trace": "source", "step_index": FAILURE, "quote": f"THOUGHT-{FAILURE}"}],
-                        "explanation": "searched again"}],
-        "explanation": "one site",
-    }))
-    (case / "repair_candidates.jsonl").write_bytes(b"")
-    (case / "repair_attempts.jsonl").write_bytes(b"")
-    (case / "manifest.json").write_bytes(pretty_json_bytes({
-        "schema_version": "ifv-psd-repair-driver-result-v1", "status": "no_admissible_hints", "trace": str(trace.resolve()),
-        "runtime_archive": None, "candidate_count": 0, "accepted_count": 0, "pending_hinted_episode_count": 0,
-    }))
-    return case
-
 
 @pytest.fixture
 def indexed(monkeypatch):
@@ -122,6 +75,24 @@ async def test_indexed_trace_opens_on_the_failure_step_fills_rows_and_searches(t
             app.pop_screen()
             await pilot.pause()
         assert await wait_for(pilot, lambda: gc_hold.holds() == 0 and gc.get_freeze_count() == 0, 10)
+
+
+async def test_the_trace_is_indexed_in_the_trace_process_while_the_screen_is_built(tmp_path: Path, indexed) -> None:
+    write_case(tmp_path)
+    app = make_app(tmp_path / "runs")
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_scan(pilot, app)
+        # the app starts the process once it is idle; a case opened then finds it ready
+        assert await wait_for(pilot, lambda: trace_prep.TRACE_PREP.running, 20)
+        pid = await asyncio.to_thread(trace_prep.TRACE_PREP.call, os.getpid)
+        assert pid is not None and pid != os.getpid()
+        screen = await _open(pilot, app, "lazy-case")
+        assert screen.session.probes.trace_index_pid == pid
+        tv = screen.query_one(TraceView)
+        assert screen.trace.lazy and tv.cursor == FAILURE
+        assert await wait_for(pilot, lambda: f"RESULT-{FAILURE} page" in screen_text(app), 10)
+        assert await wait_for(pilot, lambda: screen.trace_rows.filled() == STEPS, 20)  # its rows read here, from those ranges
+        assert screen.trace.broken is None
 
 
 async def test_the_other_tabs_are_mounted_once_the_failure_step_is_painted(tmp_path: Path, indexed, monkeypatch) -> None:
