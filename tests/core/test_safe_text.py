@@ -2,7 +2,7 @@
 
 from hypothesis import given, strategies as st
 
-from eviscene_tui.safe_text import safe_text, safe_bytes
+from eviscene_tui.safe_text import _BIDI, _escape_char, _is_safe, safe_bytes, safe_text
 
 HOSTILE = [
     "A\x1b]52;c;ZXZpbA==\x07B",
@@ -47,3 +47,21 @@ def test_output_is_always_printable(s):
     out = safe_text(s)
     assert all(ch.isprintable() or ch in "\n\t" for ch in out)
     assert "\x1b" not in out
+
+
+def _one_by_one(text: str) -> str:
+    """safe_text's rule applied to each character (the reference its fast path must equal)."""
+    return "".join(ch if _is_safe(ch) else _escape_char(ch) for ch in text)
+
+
+def test_no_bidi_control_is_printable():
+    # the fast path takes a printable text as it is: that holds no bidi control only while
+    # every one of them is a non-printable (format) character
+    assert not any(chr(code).isprintable() for code in _BIDI)
+
+
+@given(st.lists(st.sampled_from(["page text ", "\n", "\t", "\u202e", "\x1b", "\x85", "\u2028", "é", "\u061c", "\ud800"])
+                | st.text(), max_size=40).map("".join) | st.text())
+def test_whole_texts_are_shown_as_each_character_would_be(s):
+    assert safe_text(s) == _one_by_one(s)
+    assert safe_text(s, single_line=True) == _one_by_one(s).replace("\n", "\u23ce").replace("\t", " ")
