@@ -54,7 +54,7 @@ def _is_safe(ch: str) -> bool:
     return ch.isprintable()
 
 
-def _shown_as_is(text: str) -> bool:
+def shown_as_is(text: str) -> bool:
     """Whether every character of ``text`` is shown as itself (``_is_safe``), at C speed:
     printable, newlines and tabs. No bidi control is printable (a test pins it: they are
     format characters), so a printable text holds none."""
@@ -77,7 +77,7 @@ def safe_text(value: object, *, single_line: bool = False, limit: int | None = N
     text = value if isinstance(value, str) else str(value)
     if limit is not None and len(text) > limit * 4:
         text = text[: limit * 4]
-    if _shown_as_is(text):  # (a page of text: no loop over its characters)
+    if shown_as_is(text):  # (a page of text: no loop over its characters)
         out = text
     else:
         out = "".join(ch if _is_safe(ch) else _escape_char(ch) for ch in text)

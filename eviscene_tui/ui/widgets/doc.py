@@ -7,10 +7,11 @@ masked unless ``revealed``.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 
 from textual.content import Content
 
+from eviscene_tui.safe_text import shown_as_is
 from eviscene_tui.state.case_view import Line, Seg
 
 STYLES: dict[str, str] = {
@@ -46,7 +47,9 @@ def seg_parts(seg: Seg, revealed: bool) -> tuple[str, str]:
 
 
 def line_content(line: Line, revealed: bool = False) -> Content:
-    return Content.assemble(*(seg_parts(seg, revealed) for seg in line))
+    parts = [seg_parts(seg, revealed) for seg in line]
+    # Textual's strip of control codes changes no text shown as itself
+    return Content.assemble(*parts, strip_control_codes=not all(shown_as_is(text) for text, _style in parts))
 
 
 def _mask_only(line: Line) -> bool:
@@ -62,12 +65,27 @@ def _mask_only(line: Line) -> bool:
 def doc_content(lines: Iterable[Line], revealed: bool = False) -> Content:
     """All lines as one Content; when masked, a run of privileged-only lines shows
     as a single mask line (no hint of the hidden text's shape beyond that)."""
-    out: list[Content] = []
+    lines = list(lines)
+    parts: list[tuple[str, str]] = []
+    shown = 0
+    for line in _shown_lines(lines, revealed):
+        if shown:
+            parts.append(("\n", ""))
+        shown += 1
+        parts.extend(part for part in (seg_parts(seg, revealed) for seg in line) if part[0])
+    if all(shown_as_is(text) for text, _style in parts):
+        # one Content assembled from every segment, without Textual's strip of control codes
+        # (a character-by-character translate of the whole text, the better part of a big
+        # step's detail), which changes no text that is shown as itself
+        return Content.assemble(*parts, strip_control_codes=False)
+    return Content("\n").join(line_content(line, revealed) for line in _shown_lines(lines, revealed))
+
+
+def _shown_lines(lines: Iterable[Line], revealed: bool) -> Iterator[Line]:
     previous_masked = False
     for line in lines:
         masked = not revealed and _mask_only(line)
         if masked and previous_masked:
             continue
         previous_masked = masked
-        out.append(line_content(line, revealed))
-    return Content("\n").join(out)
+        yield line
