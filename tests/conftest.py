@@ -10,6 +10,8 @@
   writes to the user's registry of work directories (XDG data dir in a temp folder);
 - the autouse :func:`_shared_samples_workdir_untouched` fixture: no test leaves anything in
   the shared sample tree's work directory for the tests after it;
+- :func:`generate_samples`: the sample tree written where a test needs it, built once per
+  test process;
 - the ``e2e`` mark on the end-to-end tests that run the app or the driver as real
   processes (a pty, a gated driver, the CLI in a subprocess): :data:`E2E` names them, and
   ``pytest -m "not e2e"`` is the inner loop (``make test`` runs everything).
@@ -40,6 +42,8 @@ from textual.app import App
 from textual.screen import Screen
 
 from eviscene_tui import pace, switches
+from eviscene_tui.scaffold.samples import build
+from eviscene_tui.scaffold.samples.tree import Tree, reset_dir
 from eviscene_tui.storage import default_workdir
 from eviscene_tui.ui import gc_hold
 
@@ -88,6 +92,23 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if any(item.nodeid == name or item.nodeid.startswith(name + "::") for name in E2E):
             item.add_marker(pytest.mark.e2e)
+
+
+@functools.lru_cache(maxsize=4)
+def _sample_tree(base: str | None) -> Tree:
+    return build(base)
+
+
+def generate_samples(dest: Path, *, base: str | None = None) -> int:
+    """``eviscene_tui.scaffold.samples.generate(dest, base=base)`` for a test that needs the
+    sample tree written somewhere: the same files, but the tree is built in memory once per
+    test process and ``base`` (about 1 CPU-s a build; the suite writes the tree some 30 times)
+    and only written here. Only tests/scaffold/samples call ``generate`` itself (what it
+    writes, that it refuses a foreign folder)."""
+    tree = _sample_tree(base)
+    reset_dir(dest)
+    tree.write(dest)
+    return len(tree.files)
 
 
 @functools.lru_cache(maxsize=None)

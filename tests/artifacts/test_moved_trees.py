@@ -16,12 +16,14 @@ from typing import Any
 
 import pytest
 
+from conftest import generate_samples
+
 from eviscene_tui.artifacts.case import load_case
 from eviscene_tui.artifacts.integrity import check_case
 from eviscene_tui.artifacts.layout import CaseRef, Layout
 from eviscene_tui.artifacts.paths import PathMap
 from eviscene_tui.artifacts.report import build_check_report
-from eviscene_tui.scaffold.samples import EXPECTED, copy_case, generate
+from eviscene_tui.scaffold.samples import EXPECTED, copy_case
 from eviscene_tui.scaffold.samples.cases import ESCAPE_TARGET
 from eviscene_tui.scaffold.samples.expected import COPIED_WITHOUT_INPUTS_MISSING
 
@@ -32,7 +34,7 @@ def written_tree(base: Path) -> Path:
     """sample_runs generated as if the driver had written it right here (every recorded
     absolute path names ``base``)."""
     root = base / "exp" / "sample_runs"
-    generate(root, base=str(root))
+    generate_samples(root, base=str(root))
     return root
 
 
@@ -121,7 +123,7 @@ def test_moved_case_reads_its_inputs_beside_it(tmp_path: Path) -> None:
 def test_relative_runtime_paths_resolve_against_the_working_directories(tmp_path: Path) -> None:
     # the legacy cases record runtime paths relative to the writer's working directory
     moved = tmp_path / "elsewhere" / "sample_runs"
-    generate(moved)  # written at /data/eviscene, so every path goes through the move
+    generate_samples(moved)  # written at /data/eviscene, so every path goes through the move
     case = load_case(moved / "single-generating")
     trace, _ = case.trace()
     assert trace is not None and not trace.runtime_store.runtime_path.startswith("/")
@@ -134,7 +136,7 @@ def test_relative_runtime_paths_resolve_against_the_working_directories(tmp_path
 
 def test_bound_input_edited_after_the_run_is_file_hash_mismatch(tmp_path: Path) -> None:
     moved = tmp_path / "copy" / "sample_runs"
-    generate(moved)
+    generate_samples(moved)
     gold = moved / "inputs" / "hostile-strings" / "gold.json"
     gold.write_bytes(gold.read_bytes().replace(b'"privileged": true', b'"privileged": false'))
     problems = check_case(CaseRef(moved / "hostile-strings", Layout.SINGLE_RUN))
@@ -146,7 +148,7 @@ def test_bound_input_edited_after_the_run_is_file_hash_mismatch(tmp_path: Path) 
 
 def test_tree_copied_without_inputs_says_what_is_missing_and_keeps_working(tmp_path: Path) -> None:
     samples = tmp_path / "s"
-    generate(samples)
+    generate_samples(samples)
     root = copy_case(samples, "feedback-converged-3-rounds", tmp_path / "copy", with_inputs=False)
     problems = check_case(CaseRef(root, Layout.FEEDBACK_SEARCH))
     assert {p.code for p in problems} == {"missing_artifact"}
@@ -174,7 +176,7 @@ def test_tree_copied_without_inputs_says_what_is_missing_and_keeps_working(tmp_p
 
 def test_escaping_written_path_is_refused_and_never_read(tmp_path: Path) -> None:
     samples = tmp_path / "copy" / "sample_runs"
-    generate(samples)
+    generate_samples(samples)
     target = (samples / ESCAPE_TARGET).resolve()
     assert target.is_file()
     root = samples / "damaged"
@@ -196,7 +198,7 @@ def test_escaping_written_path_is_refused_and_never_read(tmp_path: Path) -> None
 
 def test_report_passes_the_path_map_to_every_case(tmp_path: Path) -> None:
     samples = tmp_path / "s"
-    generate(samples)
+    generate_samples(samples)
     dest = tmp_path / "only-runs"
     copy_case(samples, "hostile-strings", dest, with_inputs=False)
     plain = build_check_report(dest, "x", workers=1)
@@ -219,7 +221,7 @@ def test_relative_output_dir_is_placed_by_the_media_paths(tmp_path: Path) -> Non
     from eviscene_tui.artifacts.jsonio import encode_bound
 
     moved = tmp_path / "copy" / "sample_runs"
-    generate(moved)
+    generate_samples(moved)
     root = moved / "hostile-strings"
     doc = orjson.loads((root / "run-inputs.json").read_bytes())
     ident = dict(doc["identity"], output_dir="sample_runs/hostile-strings")
@@ -237,7 +239,7 @@ def test_wrapper_case_inputs_are_verified_after_a_move(tmp_path: Path) -> None:
     from eviscene_tui.scaffold.samples.expected import MULTI_CONVERGED_KEY
 
     moved = tmp_path / "copy" / "sample_runs"
-    generate(moved)
+    generate_samples(moved)
     ref = CaseRef(moved / "multi-case" / "repairs" / MULTI_CONVERGED_KEY, Layout.FEEDBACK_SEARCH,
                   wrapper=moved / "multi-case", key=MULTI_CONVERGED_KEY)
     assert check_case(ref) == []

@@ -13,14 +13,13 @@ from pathlib import Path
 
 import orjson
 import pytest
-from conftest import examples
+from conftest import examples, generate_samples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from eviscene_tui.artifacts import trace as trace_module
 from eviscene_tui.artifacts.chunked_trace import parse_trace_chunked
 from eviscene_tui.artifacts.trace import load_trace, load_trace_bytes
-from eviscene_tui.scaffold.samples import generate
 from trace_fixtures import STEP, VALUE, dump
 
 def _parse(data: bytes, chunk: int, block: int) -> object:
@@ -96,7 +95,7 @@ def test_empty_and_top_level_arrays() -> None:
 
 def test_load_trace_uses_it_for_big_files_with_the_same_result(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     root = tmp_path / "runs"
-    generate(root)
+    generate_samples(root)
     paths = sorted(p for p in root.rglob("*.json") if p.parent.name == "source" or p.name == "trace.json")
     assert paths
     calls: list[object] = []

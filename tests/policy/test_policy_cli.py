@@ -169,10 +169,10 @@ def test_stream_on_a_tree_written_elsewhere_and_moved(tmp_path):
     trace (the original location is gone), and the --path-map flag is accepted."""
     import shutil as _shutil
 
-    from eviscene_tui.scaffold.samples import generate
+    from conftest import generate_samples
 
     written = tmp_path / "cluster" / "sample_runs"
-    generate(written, base=str(written))
+    generate_samples(written, base=str(written))
     moved = tmp_path / "copy" / "runs"
     moved.parent.mkdir()
     _shutil.move(str(written), str(moved))

@@ -127,10 +127,10 @@ def test_rebuild_for_a_sample_case_learns_the_runs_placement_and_falls_back_with
 
     from eviscene_tui.artifacts.case import load_case
     from eviscene_tui.policy.casefile import observed_hint_template, rebuild_for_case
-    from eviscene_tui.scaffold.samples import generate
+    from conftest import generate_samples
 
     root = tmp_path / "runs"
-    generate(root)
+    generate_samples(root)
     case_dir = root / "feedback-converged-3-rounds"
     case = load_case(case_dir)
     template = observed_hint_template(case, 1)
@@ -163,10 +163,10 @@ def test_hint_where_reads_like_a_sentence() -> None:
 def test_a_hinted_request_that_is_not_one_insertion_is_noted(tmp_path, monkeypatch) -> None:
     from eviscene_tui.artifacts.case import load_case
     from eviscene_tui.policy import casefile
-    from eviscene_tui.scaffold.samples import generate
+    from conftest import generate_samples
 
     root = tmp_path / "runs"
-    generate(root)
+    generate_samples(root)
     case_dir = root / "feedback-converged-3-rounds"
     seen: list[tuple] = []
 

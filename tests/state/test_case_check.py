@@ -8,16 +8,18 @@ from pathlib import Path
 
 import pytest
 
+from conftest import generate_samples
+
 from eviscene_tui import pace
 from eviscene_tui.artifacts.layout import CaseRef, Layout
-from eviscene_tui.scaffold.samples import copy_case, generate
+from eviscene_tui.scaffold.samples import copy_case
 from eviscene_tui.state.case_check import CHECK_NICE, WarmProcess, case_problems
 
 
 @pytest.fixture(scope="module")
 def samples(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("case-check") / "runs"
-    generate(root)
+    generate_samples(root)
     return root
 
 

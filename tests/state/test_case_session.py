@@ -11,8 +11,10 @@ from pathlib import Path
 
 import pytest
 
+from conftest import generate_samples
+
 from eviscene_tui.options import AppOptions
-from eviscene_tui.scaffold.samples import copy_case, generate
+from eviscene_tui.scaffold.samples import copy_case
 from eviscene_tui.settings import Settings
 from eviscene_tui import pace, switches
 from eviscene_tui.state import case_check, case_session
@@ -95,7 +97,7 @@ class Host:
 @pytest.fixture(scope="module")
 def samples(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("case-session") / "runs"
-    generate(root)
+    generate_samples(root)
     return root
 
 

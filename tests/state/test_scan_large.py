@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from conftest import generate_samples
+
 from eviscene_tui.artifacts.layout import discover_cases
-from eviscene_tui.scaffold.samples import generate
 from eviscene_tui import pace
 from eviscene_tui.state import scan, scan_work
 from eviscene_tui.state.scan import build_row, check_refs, checked_rows, scan_large
@@ -19,7 +20,7 @@ from eviscene_tui.state.scan import build_row, check_refs, checked_rows, scan_la
 @pytest.fixture(scope="module")
 def samples(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("scan-large") / "runs"
-    generate(root)
+    generate_samples(root)
     return root
 
 

@@ -6,15 +6,16 @@ from pathlib import Path
 
 import pytest
 
+from conftest import generate_samples
+
 from eviscene_tui.artifacts.case import load_case
-from eviscene_tui.scaffold.samples import generate
 from eviscene_tui.state.case_view import build_case_view, build_compare, closest_step, pick_teacher_step
 
 
 @pytest.fixture(scope="module")
 def samples(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("state-samples") / "runs"
-    generate(root)
+    generate_samples(root)
     return root
 
 

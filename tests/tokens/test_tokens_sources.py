@@ -98,10 +98,11 @@ def test_bad_keys(case, key, msg):
 
 def test_with_sample_generator(tmp_path: Path):
     """The deterministic sample runs open through the real CaseBundle."""
-    from eviscene_tui.scaffold import samples
+    from conftest import generate_samples
+
     from eviscene_tui.artifacts.case import CaseBundle
 
-    samples.generate(tmp_path / "s")
+    generate_samples(tmp_path / "s")
     found = 0
     for case_dir in sorted((tmp_path / "s").iterdir()):
         if not case_dir.is_dir():

@@ -11,14 +11,16 @@ from pathlib import Path
 from textual.widgets import Static
 from ui_helpers import make_app, open_case, screen_text, wait_for
 
-from eviscene_tui.scaffold.samples import copy_case, generate
+from conftest import generate_samples
+
+from eviscene_tui.scaffold.samples import copy_case
 from eviscene_tui.scaffold.samples.stories import FLOOD
 from eviscene_tui.ui.widgets.trace_view import TraceView
 
 
 def moved_samples(tmp_path: Path) -> Path:
     written = tmp_path / "cluster" / "exp" / "sample_runs"
-    generate(written, base=str(written))
+    generate_samples(written, base=str(written))
     moved = tmp_path / "laptop" / "copy" / "sample_runs"
     moved.parent.mkdir(parents=True)
     shutil.move(str(written), str(moved))
@@ -107,7 +109,7 @@ async def test_feedback_search_copied_without_inputs_finishes_its_integrity_chec
     """A multi-round search whose inputs were left behind: the full check ends (the badge
     shows the missing inputs) instead of "checking" forever."""
     samples = tmp_path / "samples"
-    generate(samples, base="/data/eviscene/sample_runs")
+    generate_samples(samples, base="/data/eviscene/sample_runs")
     root = tmp_path / "a"
     copy_case(samples, "feedback-converged-3-rounds", root, with_inputs=False)
     app = make_app(root)
@@ -130,7 +132,7 @@ async def test_an_integrity_check_that_raises_is_shown_not_waited_for(tmp_path: 
 
     monkeypatch.setattr(case_check, "checked_case", broken)
     samples = tmp_path / "samples"
-    generate(samples, base="/data/eviscene/sample_runs")
+    generate_samples(samples, base="/data/eviscene/sample_runs")
     root = tmp_path / "a"
     copy_case(samples, "feedback-converged-3-rounds", root)
     app = make_app(root)

@@ -30,10 +30,10 @@ SAMPLE_AGE = 3600.0
 def sample_root(tmp_factory) -> Path:
     """Generated sample_runs (once per test process), read-only by convention."""
     if "root" not in _SAMPLES:
-        from eviscene_tui.scaffold.samples import generate
+        from conftest import generate_samples
 
         root = tmp_factory.mktemp("ui-samples") / "runs"
-        generate(root)
+        generate_samples(root)
         then = time.time() - SAMPLE_AGE
         for folder, dirs, files in os.walk(root):
             for name in dirs + files:
