@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 
-from conftest import wait_until
+from conftest import wait_until, wait_until_sync
 from textual.app import App
 
 from eviscene_tui.gate.sidecar import read_status
@@ -307,6 +307,34 @@ async def test_resume_is_hidden_and_refused_while_the_driver_runs(tmp_path):
             await _until(pilot, lambda: any("cannot resume" in n and "still running" in n for n in app.notices), "the reason R does nothing")
             assert not list(case.gate_dir.glob("driver-resume-*.log")), "a driver was started while one runs"
             assert read_status(case.root).driver.pid == proc.pid
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+async def test_the_next_card_follows_a_decision_without_waiting_for_the_slow_re_read(tmp_path, monkeypatch):
+    """After a decision the panel re-reads the gate quickly for a while: with the steady
+    re-read made hourly, the hint card that follows the approved round still appears (and
+    once the quick window is over, the quick re-read stops)."""
+    from eviscene_tui.ui.widgets import gate_panel
+
+    monkeypatch.setattr(gate_panel, "POLL_SECONDS", 3600.0)
+    monkeypatch.setattr(gate_panel, "QUICK_POLL_WINDOW_SECONDS", 120.0)  # long enough for a driver on a loaded machine
+    case = make_case(tmp_path)
+    proc = start_gate(case)
+    try:
+        wait_until_sync(_waiting(case, "round", 0), TIMEOUT, what="the driver at the round-0 gate")
+        app = GateApp(GateSession(case.root, operator="pilot"))
+        async with app.run_test(size=(120, 48)) as pilot:
+            await _until(pilot, _card_shows(app, "ROUND GATE · round 0"), "the round-0 card (the first read, at mount)")
+            _card(app).focus()
+            await pilot.press("a")
+            await _until(pilot, _card_shows(app, "HINT GATE · round 0"), "the hint card, read quickly after the decision")
+            panel = app.screen.query_one(gate_panel.GatePanel)
+            assert panel._quick_timer is not None
+            panel._quick_until = 0.0  # the window is over: the next quick tick stops the quick re-read
+            await _until(pilot, lambda: panel._quick_timer is None, "the quick re-read stopped")
     finally:
         if proc.poll() is None:
             proc.kill()

@@ -27,7 +27,8 @@ from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
-from textual.worker import get_current_worker
+from textual.timer import Timer
+from textual.worker import Worker, WorkerState, get_current_worker
 
 from eviscene_tui.artifacts.case import load_case
 from eviscene_tui.gate import protocol as P
@@ -53,6 +54,11 @@ from eviscene_tui.ui.screens.tokens import TokenScreen
 from eviscene_tui.ui.widgets.stream_view import MAX_FLUSH_HZ, StreamView
 
 POLL_SECONDS = 0.5
+# after the operator decides or resumes, the gate is re-read this often for a few seconds: the
+# driver takes a decision within its own poll (0.1 s) and its next card often follows at once,
+# which the operator should not wait a whole POLL_SECONDS tick to see
+QUICK_POLL_SECONDS = 0.05
+QUICK_POLL_WINDOW_SECONDS = 3.0
 CALL_CLOCK_SECONDS = 1.0  # a running call's "running for N s" is redrawn this often
 LIVE_POLL_SECONDS = 0.008  # the live channel is looked at this often (an fstat when nothing came)
 VERB_ACTION_IDS = {verb: f"gate.{verb}" for verb in P.VERBS}  # the card key of each verb (ui/actions.py)
@@ -466,6 +472,9 @@ class GatePanel(Vertical):
         self._feed: LiveFeed | None = None
         self._feed_call: str | None = None
         self._live_title: tuple[str, str] | None = None
+        self._load_worker: Worker[None] | None = None
+        self._quick_until = 0.0  # monotonic time the quick re-reads after a decision end
+        self._quick_timer: Timer | None = None
 
     def compose(self) -> ComposeResult:
         yield Static(Text("reading the gate…"), id="gate-header", classes="gate-text")
@@ -491,7 +500,25 @@ class GatePanel(Vertical):
     # ------------------------------------------------------------ reading
     def _poll(self) -> None:
         self._resumed = [proc for proc in self._resumed if proc.poll() is None]
-        self.run_worker(self._load, thread=True, exclusive=True, group="gate-load", exit_on_error=False)
+        self._load_worker = self.run_worker(self._load, thread=True, exclusive=True, group="gate-load", exit_on_error=False)
+
+    def _poll_quickly(self) -> None:
+        """Re-read now, then every QUICK_POLL_SECONDS for QUICK_POLL_WINDOW_SECONDS."""
+        self._quick_until = time.monotonic() + QUICK_POLL_WINDOW_SECONDS
+        if self._quick_timer is None:
+            self._quick_timer = self.set_interval(QUICK_POLL_SECONDS, self._quick_poll)
+        self._poll()
+
+    def _quick_poll(self) -> None:
+        if time.monotonic() >= self._quick_until:
+            if self._quick_timer is not None:
+                self._quick_timer.stop()
+                self._quick_timer = None
+            return
+        worker = self._load_worker
+        if worker is not None and worker.state in (WorkerState.PENDING, WorkerState.RUNNING):
+            return  # a slow read is still going: never stack reads
+        self._poll()
 
     def _load(self) -> None:
         self.post_message(GateSnapshotLoaded(self.session.load()))
@@ -688,7 +715,7 @@ class GatePanel(Vertical):
         self.notify(safe_text(result.message, single_line=True), severity="information" if result.taken else "warning", markup=False)
         for note in result.notes:
             self.notify(safe_text(note, single_line=True), severity="warning", markup=False)
-        self._poll()
+        self._poll_quickly()
 
     # ------------------------------------------------------------ resuming
     def resume(self) -> None:
@@ -709,4 +736,4 @@ class GatePanel(Vertical):
         if message.process is not None:
             self._resumed.append(message.process)
         self.notify(safe_text(message.message, single_line=True), severity="information" if message.ok else "error", markup=False)
-        self._poll()
+        self._poll_quickly()
