@@ -32,7 +32,7 @@ import shutil
 import signal
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -99,16 +99,38 @@ def _sample_tree(base: str | None) -> Tree:
     return build(base)
 
 
-def generate_samples(dest: Path, *, base: str | None = None) -> int:
+def generate_samples(dest: Path, *, base: str | None = None, cases: Collection[str] | None = None) -> int:
     """``eviscene_tui.scaffold.samples.generate(dest, base=base)`` for a test that needs the
     sample tree written somewhere: the same files, but the tree is built in memory once per
     test process and ``base`` (about 1 CPU-s a build; the suite writes the tree some 30 times)
     and only written here. Only tests/scaffold/samples call ``generate`` itself (what it
-    writes, that it refuses a foreign folder)."""
+    writes, that it refuses a foreign folder).
+
+    ``cases``: write only these sample cases, each with its inputs (``inputs/<case>`` and
+    ``inputs/<case>-<key>``), and the tree's top-level files: the files are the full tree's,
+    byte for byte, at the same places (a test that reads one case need not write 1,100 files).
+    Returns the number of files written."""
     tree = _sample_tree(base)
     reset_dir(dest)
-    tree.write(dest)
-    return len(tree.files)
+    if cases is None:
+        tree.write(dest)
+        return len(tree.files)
+    wanted = set(cases)
+    unknown = wanted - {rel.split("/", 1)[0] for rel in tree.files}
+    assert not unknown, f"no such sample case: {sorted(unknown)}"
+    part = Tree(tree.base)
+    part.files = {rel: data for rel, data in tree.files.items() if _in_cases(rel, wanted)}
+    part.write(dest)
+    return len(part.files)
+
+
+def _in_cases(rel: str, cases: set[str]) -> bool:
+    parts = rel.split("/")
+    if len(parts) == 1:
+        return True  # the tree's own files (serving-profile.json, README.md)
+    if parts[0] == "inputs":
+        return any(parts[1] == c or parts[1].startswith(c + "-") for c in cases)
+    return parts[0] in cases
 
 
 @functools.lru_cache(maxsize=None)

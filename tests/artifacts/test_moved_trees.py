@@ -123,7 +123,7 @@ def test_moved_case_reads_its_inputs_beside_it(tmp_path: Path) -> None:
 def test_relative_runtime_paths_resolve_against_the_working_directories(tmp_path: Path) -> None:
     # the legacy cases record runtime paths relative to the writer's working directory
     moved = tmp_path / "elsewhere" / "sample_runs"
-    generate_samples(moved)  # written at /data/eviscene, so every path goes through the move
+    generate_samples(moved, cases=["single-generating"])  # written at /data/eviscene, so every path goes through the move
     case = load_case(moved / "single-generating")
     trace, _ = case.trace()
     assert trace is not None and not trace.runtime_store.runtime_path.startswith("/")
@@ -136,7 +136,7 @@ def test_relative_runtime_paths_resolve_against_the_working_directories(tmp_path
 
 def test_bound_input_edited_after_the_run_is_file_hash_mismatch(tmp_path: Path) -> None:
     moved = tmp_path / "copy" / "sample_runs"
-    generate_samples(moved)
+    generate_samples(moved, cases=["hostile-strings"])
     gold = moved / "inputs" / "hostile-strings" / "gold.json"
     gold.write_bytes(gold.read_bytes().replace(b'"privileged": true', b'"privileged": false'))
     problems = check_case(CaseRef(moved / "hostile-strings", Layout.SINGLE_RUN))
@@ -148,7 +148,7 @@ def test_bound_input_edited_after_the_run_is_file_hash_mismatch(tmp_path: Path) 
 
 def test_tree_copied_without_inputs_says_what_is_missing_and_keeps_working(tmp_path: Path) -> None:
     samples = tmp_path / "s"
-    generate_samples(samples)
+    generate_samples(samples, cases=["feedback-converged-3-rounds"])
     root = copy_case(samples, "feedback-converged-3-rounds", tmp_path / "copy", with_inputs=False)
     problems = check_case(CaseRef(root, Layout.FEEDBACK_SEARCH))
     assert {p.code for p in problems} == {"missing_artifact"}
@@ -176,7 +176,7 @@ def test_tree_copied_without_inputs_says_what_is_missing_and_keeps_working(tmp_p
 
 def test_escaping_written_path_is_refused_and_never_read(tmp_path: Path) -> None:
     samples = tmp_path / "copy" / "sample_runs"
-    generate_samples(samples)
+    generate_samples(samples, cases=["damaged", ESCAPE_TARGET.split("/")[1]])
     target = (samples / ESCAPE_TARGET).resolve()
     assert target.is_file()
     root = samples / "damaged"
@@ -198,7 +198,7 @@ def test_escaping_written_path_is_refused_and_never_read(tmp_path: Path) -> None
 
 def test_report_passes_the_path_map_to_every_case(tmp_path: Path) -> None:
     samples = tmp_path / "s"
-    generate_samples(samples)
+    generate_samples(samples, cases=["hostile-strings"])
     dest = tmp_path / "only-runs"
     copy_case(samples, "hostile-strings", dest, with_inputs=False)
     plain = build_check_report(dest, "x", workers=1)
@@ -221,7 +221,7 @@ def test_relative_output_dir_is_placed_by_the_media_paths(tmp_path: Path) -> Non
     from eviscene_tui.artifacts.jsonio import encode_bound
 
     moved = tmp_path / "copy" / "sample_runs"
-    generate_samples(moved)
+    generate_samples(moved, cases=["hostile-strings"])
     root = moved / "hostile-strings"
     doc = orjson.loads((root / "run-inputs.json").read_bytes())
     ident = dict(doc["identity"], output_dir="sample_runs/hostile-strings")
@@ -239,7 +239,7 @@ def test_wrapper_case_inputs_are_verified_after_a_move(tmp_path: Path) -> None:
     from eviscene_tui.scaffold.samples.expected import MULTI_CONVERGED_KEY
 
     moved = tmp_path / "copy" / "sample_runs"
-    generate_samples(moved)
+    generate_samples(moved, cases=["multi-case"])
     ref = CaseRef(moved / "multi-case" / "repairs" / MULTI_CONVERGED_KEY, Layout.FEEDBACK_SEARCH,
                   wrapper=moved / "multi-case", key=MULTI_CONVERGED_KEY)
     assert check_case(ref) == []

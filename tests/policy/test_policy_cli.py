@@ -172,7 +172,7 @@ def test_stream_on_a_tree_written_elsewhere_and_moved(tmp_path):
     from conftest import generate_samples
 
     written = tmp_path / "cluster" / "sample_runs"
-    generate_samples(written, base=str(written))
+    generate_samples(written, base=str(written), cases=["feedback-converged-3-rounds"])
     moved = tmp_path / "copy" / "runs"
     moved.parent.mkdir()
     _shutil.move(str(written), str(moved))

@@ -130,7 +130,7 @@ def test_rebuild_for_a_sample_case_learns_the_runs_placement_and_falls_back_with
     from conftest import generate_samples
 
     root = tmp_path / "runs"
-    generate_samples(root)
+    generate_samples(root, cases=["feedback-converged-3-rounds"])
     case_dir = root / "feedback-converged-3-rounds"
     case = load_case(case_dir)
     template = observed_hint_template(case, 1)
@@ -166,7 +166,7 @@ def test_a_hinted_request_that_is_not_one_insertion_is_noted(tmp_path, monkeypat
     from conftest import generate_samples
 
     root = tmp_path / "runs"
-    generate_samples(root)
+    generate_samples(root, cases=["feedback-converged-3-rounds"])
     case_dir = root / "feedback-converged-3-rounds"
     seen: list[tuple] = []
 

@@ -109,7 +109,7 @@ async def test_feedback_search_copied_without_inputs_finishes_its_integrity_chec
     """A multi-round search whose inputs were left behind: the full check ends (the badge
     shows the missing inputs) instead of "checking" forever."""
     samples = tmp_path / "samples"
-    generate_samples(samples, base="/data/eviscene/sample_runs")
+    generate_samples(samples, base="/data/eviscene/sample_runs", cases=["feedback-converged-3-rounds"])
     root = tmp_path / "a"
     copy_case(samples, "feedback-converged-3-rounds", root, with_inputs=False)
     app = make_app(root)
@@ -132,7 +132,7 @@ async def test_an_integrity_check_that_raises_is_shown_not_waited_for(tmp_path: 
 
     monkeypatch.setattr(case_check, "checked_case", broken)
     samples = tmp_path / "samples"
-    generate_samples(samples, base="/data/eviscene/sample_runs")
+    generate_samples(samples, base="/data/eviscene/sample_runs", cases=["feedback-converged-3-rounds"])
     root = tmp_path / "a"
     copy_case(samples, "feedback-converged-3-rounds", root)
     app = make_app(root)
