@@ -7,7 +7,7 @@ TEST_STAMP := $(VENV)/.stamp-test
 CORES := $(shell nproc 2>/dev/null || echo 2)
 TEST_WORKERS ?= $(shell n=$$(( $(CORES) * 2 )); [ $$n -gt 8 ] && n=8; echo $$n)
 
-.PHONY: demo test bench check samples clean
+.PHONY: demo test test-quick bench check samples clean
 
 # The packages are installed with uv (from the registry, into the venv first): the test
 # install takes about 5 s with it, 30 s with pip. Where uv cannot be had, pip installs them.
@@ -48,6 +48,11 @@ test: $(TEST_STAMP)
 	$(PY) -m pytest -q -p no:cacheprovider -n $(TEST_WORKERS) --dist worksteal; tests=$$?; \
 	wait $$mypy; typed=$$?; \
 	test $$typed -eq 0 && test $$tests -eq 0
+
+# the inner loop: the suite without its end-to-end tests (real processes in a pty, gated
+# drivers, process pools; marked e2e in tests/conftest.py), with as many workers as `make test`
+test-quick: $(TEST_STAMP)
+	$(PY) -m pytest -q -p no:cacheprovider -n $(TEST_WORKERS) --dist worksteal -m "not e2e"
 
 bench: $(TEST_STAMP)
 	$(PY) -m bench
