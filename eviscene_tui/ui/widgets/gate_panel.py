@@ -489,7 +489,7 @@ class GatePanel(Vertical):
 
     def on_mount(self) -> None:
         self._poll()
-        self.set_interval(POLL_SECONDS, self._poll)
+        self.set_interval(POLL_SECONDS, self._poll_unless_reading)
         if not self.compact:
             self.set_interval(CALL_CLOCK_SECONDS, self._call_clock)
             self.run_worker(self._tail, thread=True, exclusive=True, group="gate-live", exit_on_error=False)
@@ -515,9 +515,14 @@ class GatePanel(Vertical):
                 self._quick_timer.stop()
                 self._quick_timer = None
             return
+        self._poll_unless_reading()
+
+    def _poll_unless_reading(self) -> None:
+        """A timer's re-read: skipped while the last read still runs (a slow gate folder
+        never piles up reads, from either timer)."""
         worker = self._load_worker
         if worker is not None and worker.state in (WorkerState.PENDING, WorkerState.RUNNING):
-            return  # a slow read is still going: never stack reads
+            return
         self._poll()
 
     def _load(self) -> None:
