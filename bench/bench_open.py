@@ -149,11 +149,7 @@ async def open_case(app, pilot, key, moment="idle"):
     if moment == "busy":
         await until(lambda: app.screen.query(RunsTable) and app.screen.query_one(RunsTable).select_key(key))
     else:
-        from eviscene_tui import switches
-        from eviscene_tui.state.trace_prep import TRACE_PREP
         await until(lambda: app.probes.scan_seconds is not None and app.probes.check_seconds is not None)
-        # idle: the processes the app starts once it is idle are up (an operator reads the list first)
-        await until(lambda: TRACE_PREP.ready or not switches.on("trace_process"), timeout=60)
         await pilot.pause(0.5)
         assert app.screen.query_one(RunsTable).select_key(key)
     await pilot.pause()
@@ -480,11 +476,9 @@ def _open_rows(root: Path, key: str, info: dict, label: str) -> list[tuple[str, 
     bare = _child(_BARE, info["path"])
     idle = _child(_OPEN, str(root), key, "indexed", QUERY, "idle")
     busy = _child(_OPEN, str(root), key, "indexed", QUERY, "busy")
-    idle_off = _child(_OPEN, str(root), key, "indexed", QUERY, "idle", off="trace_process")  # the scan on the load's thread
     whole = _child(_OPEN, str(root), key, "whole", QUERY, "idle")
     plain = _child(_OPEN, str(root), key, "whole", QUERY, "plain", off="chunked_trace")
-    for name, res in (("bare orjson", bare), ("indexed open, idle", idle), ("indexed open, busy", busy),
-                      ("indexed open, idle, scan on the load's thread", idle_off), ("whole-file open", whole),
+    for name, res in (("bare orjson", bare), ("indexed open, idle", idle), ("indexed open, busy", busy), ("whole-file open", whole),
                       ("whole-file open without the chunked parse", plain)):
         if "error" in res:
             rows.append((f"open: {name}", "failed: " + str(res["error"])))
@@ -502,12 +496,6 @@ def _open_rows(root: Path, key: str, info: dict, label: str) -> list[tuple[str, 
                  f" of read+orjson.loads {b:.2f} s{w}" + ("" if idle["ok"] and busy["ok"] else " (cursor NOT on the failure step)")))
     rows.extend((f"open: where Enter -> painted goes, {label}, {name} (ms after Enter)", _fmt_phases(res.get("phases") or {}, scan))
                 for name, res in (("idle", idle), ("busy", busy)))
-    if "error" not in idle_off:
-        on, off = idle["shown"], idle_off["shown"]
-        rows.append(("switch trace_process: Enter -> failure step painted, idle, the scan in the trace process | on the load's thread",
-                     f"on {on:.2f} s = {on / b:.2f}x | off {off:.2f} s = {off / b:.2f}x ({(off - on) / off * 100:+.0f} % by the process)"))
-        rows.append((f"open: where Enter -> painted goes, {label}, idle, the scan on the load's thread (ms after Enter)",
-                     _fmt_phases(idle_off.get("phases") or {}, scan)))
     rss, rss_f = idle["rss_shown_kb"] * 1024, idle["rss_filled_kb"] * 1024
     rows.append(("open: peak RSS (goal <= 1.2x the file)",
                  f"at the paint {rss / 1e6:.0f} MB = {rss / size:.2f}x; every row filled {rss_f / 1e6:.0f} MB = {rss_f / size:.2f}x"

@@ -131,17 +131,12 @@ class CaseProbes:
     #: the process that ran the case's last full integrity check, and its niceness
     check_pid: int | None = None
     check_nice: int | None = None
-    #: the process that scanned the case's big source trace for its step index (None: not indexed)
-    trace_index_pid: int | None = None
 
     def view_read(self) -> None:
         self.updated_at = time.perf_counter()
 
     def checked_by(self, pid: int, nice: int | None) -> None:
         self.check_pid, self.check_nice = pid, nice
-
-    def trace_indexed_by(self, pid: int) -> None:
-        self.trace_index_pid = pid
 
 
 __all__ = ["AppProbes", "CaseProbes", "ClientProbes", "ViewProbes"]

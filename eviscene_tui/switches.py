@@ -13,10 +13,7 @@ process they start), or turned off in a running process with :func:`set_off`:
 - ``chunked_trace``: a big trace that the step index declines is parsed in chunks of steps
   rather than with one ``orjson.loads`` (``artifacts/chunked_trace.py``: a lower memory peak);
 - ``check_process``: the open case's full integrity check runs in a process of its own, niced,
-  rather than on a thread of the app (``state/case_check.py``);
-- ``trace_process``: a case screen's big source trace is indexed in a process of its own, at
-  the app's priority, while the screen is built, rather than on a thread of the app
-  (``state/trace_prep.py``).
+  rather than on a thread of the app (``state/case_check.py``).
 
 The streaming client's direct body reader has its own setting (``[policy] direct_body``).
 
@@ -27,7 +24,7 @@ from __future__ import annotations
 
 import os
 
-NAMES = frozenset({"lean_token_view", "gc_hold", "chunked_trace", "check_process", "trace_process"})
+NAMES = frozenset({"lean_token_view", "gc_hold", "chunked_trace", "check_process"})
 
 _off: set[str] = {name.strip() for name in os.environ.get("EVISCENE_TUI_OFF", "").split(",") if name.strip() in NAMES}
 

@@ -301,11 +301,10 @@ def sigint_as_in_a_terminal() -> Iterator[None]:
 
 @pytest.fixture(scope="session", autouse=True)
 def _check_process_ended_with_the_session():
-    """The open case's check process and the trace process are the app's for its whole
-    life (module-level singletons the tests' apps share); the session ends them, as
-    quitting the app does, so a run of the suite leaves no process behind."""
+    """The open case's check process is the app's one for its whole life (a module-level
+    singleton the tests' apps share); the session ends it, as quitting the app does, so a
+    run of the suite leaves no process behind."""
     yield
-    from eviscene_tui.state import case_check, trace_prep
+    from eviscene_tui.state import case_check
 
     case_check.CHECKS.close()
-    trace_prep.TRACE_PREP.close()

@@ -36,7 +36,7 @@ import threading
 import time
 import zlib
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -753,55 +753,32 @@ def _parse_in_chunks(path: Path, *, gz: bool) -> tuple[dict[str, Any], int] | No
     return (raw, size) if isinstance(raw, dict) else None
 
 
-#: where a plain trace's index comes from: ``index_plain_trace`` itself, or a caller's
-#: stand-in for it (the app asks a process of its own, which scanned the file meanwhile)
-TraceIndexer = Callable[[Path], StepIndex | None]
-
-
-def index_plain_trace(path: str | os.PathLike[str]) -> StepIndex | None:
-    """The step index of a plain (not gzip) trace, or ``None`` for anything the index does
-    not handle exactly. Never raises; a module-level function (a process runs it)."""
-    try:
-        with open_regular(Path(path)) as fh:
-            if fh.read(2) == b"\x1f\x8b":
-                return None
-            fh.seek(0)
-            return index_steps(fh)
-    except (OSError, EOFError, ValueError, RecursionError, MemoryError):
-        return None
-
-
-def _index_trace(path: Path, *, gz: bool, spool_dir: Path | None, indexer: TraceIndexer | None = None) -> SourceTrace | None:
+def _index_trace(path: Path, *, gz: bool, spool_dir: Path | None) -> SourceTrace | None:
     """A big trace indexed (its steps parsed on demand), or ``None`` for anything the
-    index does not handle exactly (the chunked / whole-file parse then reports).
-    ``indexer`` stands in for :func:`index_plain_trace` on a plain trace."""
+    index does not handle exactly (the chunked / whole-file parse then reports)."""
     started = time.perf_counter()
     spool: BinaryIO | None = None
-    if not gz:
-        index = (indexer or index_plain_trace)(path)
-        return _indexed(index, path, None, gz=False, started=started) if index is not None else None
     try:
         with open_regular(path) as fh:
-            if fh.read(2) != b"\x1f\x8b":
+            if (fh.read(2) == b"\x1f\x8b") != gz:
                 return None
             fh.seek(0)
-            if spool_dir is not None:
-                spool_dir.mkdir(parents=True, exist_ok=True)
-            # unnamed where the OS allows (O_TMPFILE): nothing is left behind
-            spool = tempfile.TemporaryFile(dir=spool_dir, prefix="eviscene-trace-", suffix=".json")
-            with gzip.GzipFile(fileobj=fh) as src:
-                index = index_steps(src, sink=spool, max_bytes=MAX_GZIP_TRACE_BYTES)  # type: ignore[arg-type]  # a GzipFile reads like a binary file
-            spool.flush()
+            if not gz:
+                index = index_steps(fh)
+            else:
+                if spool_dir is not None:
+                    spool_dir.mkdir(parents=True, exist_ok=True)
+                # unnamed where the OS allows (O_TMPFILE): nothing is left behind
+                spool = tempfile.TemporaryFile(dir=spool_dir, prefix="eviscene-trace-", suffix=".json")
+                with gzip.GzipFile(fileobj=fh) as src:
+                    index = index_steps(src, sink=spool, max_bytes=MAX_GZIP_TRACE_BYTES)  # type: ignore[arg-type]  # a GzipFile reads like a binary file
+                spool.flush()
     except (OSError, EOFError, zlib.error, ValueError, RecursionError, MemoryError):
         index = None
     if index is None:
         if spool is not None:
             spool.close()
         return None
-    return _indexed(index, path, spool, gz=True, started=started)
-
-
-def _indexed(index: StepIndex, path: Path, spool: BinaryIO | None, *, gz: bool, started: float) -> SourceTrace:
     steps = LazySteps(index, path, spool=spool)
     raw = index.skeleton
     if index.steps_at == "state":
@@ -812,8 +789,7 @@ def _indexed(index: StepIndex, path: Path, spool: BinaryIO | None, *, gz: bool, 
 
 
 def load_trace(
-    path: str | os.PathLike[str], *, lazy: bool | None = None, spool_dir: str | os.PathLike[str] | None = None,
-    indexer: TraceIndexer | None = None,
+    path: str | os.PathLike[str], *, lazy: bool | None = None, spool_dir: str | os.PathLike[str] | None = None
 ) -> tuple[SourceTrace | None, list[Problem]]:
     """Read and parse a trace once. Never raises. ``.gz`` files are decompressed.
 
@@ -822,8 +798,7 @@ def load_trace(
     unnamed temporary file in ``spool_dir`` (the app's work directory; the system's
     temporary directory when ``None``). ``lazy=False``, or a file the index declines,
     takes the whole-file path: big files parsed in chunks of steps (same result, about a
-    third of the peak memory, see ``chunked_trace``), others with one ``orjson.loads``.
-    ``indexer`` stands in for :func:`index_plain_trace` (a plain trace's index)."""
+    third of the peak memory, see ``chunked_trace``), others with one ``orjson.loads``."""
     p = Path(path)
     where = str(p)
     try:
@@ -838,7 +813,7 @@ def load_trace(
         return None, [too_large(where, st.st_size, LIMITS["trace"]).problem()]
     gz = where.endswith(".gz")
     if lazy or (lazy is None and st.st_size >= (LAZY_MIN_GZ_BYTES if gz else LAZY_MIN_BYTES)):
-        indexed = _index_trace(p, gz=gz, spool_dir=Path(spool_dir) if spool_dir is not None else None, indexer=indexer)
+        indexed = _index_trace(p, gz=gz, spool_dir=Path(spool_dir) if spool_dir is not None else None)
         if indexed is not None:
             return indexed, []
     if st.st_size >= (CHUNKED_MIN_GZ_BYTES if gz else CHUNKED_MIN_BYTES) and switches.on("chunked_trace"):
@@ -867,10 +842,8 @@ def load_trace(
 __all__ = [
     "LazySteps",
     "SourceTrace",
-    "TraceIndexer",
     "StepBrief",
     "load_trace",
-    "index_plain_trace",
     "load_trace_bytes",
     "one_line",
     "pretty_json_text",

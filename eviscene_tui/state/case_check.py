@@ -9,7 +9,7 @@ own process goes first whenever they share a core, and the check still has every
 leaves idle; and it follows the app's input clock (``pace.follow_clock``): between its units
 of work (before a big parse, each MiB hashed) it gives way to a key and waits while the app
 serves work the operator waits for (a capture opened with ``k``). The process is started at
-the first check (or while the app is idle, :meth:`WarmProcess.warm`) and kept for the next
+the first check (or while the app is idle, :meth:`CheckProcess.warm`) and kept for the next
 cases (a spawn costs an interpreter start and the package's imports: paid once).
 
 Without a process (no semaphores, no fork, a worker killed) the check runs on the calling
@@ -91,38 +91,25 @@ def _background_call(fn: Callable[..., T], *args: object) -> T:
         return fn(*args)
 
 
-def _foreground_call(fn: Callable[..., T], *args: object) -> T:
-    """``fn(*args)``, work the operator waits for."""
-    return fn(*args)
-
-
-def _process_start(nice: int, clock: object) -> None:
-    """A warm process starts ``nice`` below the app's priority (Unix; elsewhere as it is),
-    and its loops give way to the app's keys and foreground work (``clock``: the app's
+def _process_start(clock: object) -> None:
+    """The check's process starts below the app's priority (Unix; elsewhere as it is), and
+    its loops give way to the app's keys and foreground work (``clock``: the app's
     ``pace.share_clock``)."""
-    if nice:
-        try:
-            os.nice(nice)
-        except (AttributeError, OSError):
-            pass
+    try:
+        os.nice(CHECK_NICE)
+    except (AttributeError, OSError):
+        pass
     pace.follow_clock(clock)
 
 
-class WarmProcess:
-    """One spawned process kept for the app's calls of one kind, started at the first or
-    by :meth:`warm` (a spawn costs an interpreter start and the package's imports: paid
-    once): ``nice`` below the app's priority, its calls run as background work
-    (``background``) or as work the operator waits for, and ``switch`` turns it off
-    (the calls then run on the calling thread)."""
+class CheckProcess:
+    """The one process the case screens' integrity checks (and a small folder's integrity
+    pass, in batches) run in, started at the first or by :meth:`warm`."""
 
-    def __init__(self, *, nice: int = CHECK_NICE, background: bool = True, switch: str = "check_process") -> None:
+    def __init__(self) -> None:
         self._lock = threading.Lock()
         self._pool: ProcessPoolExecutor | None = None
-        self._failed = False  # the process could not be started: calls run on their thread
-        self.nice = nice
-        self._call = _background_call if background else _foreground_call
-        self.switch = switch
-        self._warmed: Future[int] | None = None  # the call that started the process (warm)
+        self._failed = False  # the process could not be started: checks run on their thread
 
     def run(self, ref: CaseRef, key_root: str, case_path: str, path_map: PathMap | None,
             *, cancelled: Callable[[], bool] = lambda: False) -> CheckOutcome | None:
@@ -134,15 +121,9 @@ class WarmProcess:
         """``fn(*args)`` in the process, as background work (``fn``: a module-level function;
         here, on this thread, when there is no process), None when ``cancelled`` while it
         ran. Blocks: a worker thread's."""
-        future = self._submit_call(fn, *args) if switches.on(self.switch) else None
+        future = self._submit_call(fn, *args) if switches.on("check_process") else None
         if future is None:
-            return self._call(fn, *args)
-        return self.wait(future, fn, *args, cancelled=cancelled)
-
-    def wait(self, future: Future[T], fn: Callable[..., T], *args: object, cancelled: Callable[[], bool] = lambda: False) -> T | None:
-        """The result of ``future`` (a call of ``fn(*args)`` submitted with :meth:`submit`),
-        None when ``cancelled`` while it ran; the call once more on this thread when the
-        process died under it. Blocks: a worker thread's."""
+            return _background_call(fn, *args)
         while True:
             try:
                 return future.result(timeout=POLL)
@@ -152,31 +133,17 @@ class WarmProcess:
                     return None
             except BrokenProcessPool:  # the process died (killed, out of memory): once more here
                 self._drop()
-                return self._call(fn, *args)
-
-    def submit(self, fn: Callable[..., T], *args: object) -> Future[T] | None:
-        """``fn(*args)`` started in the process if it is ready (None: it is not started or
-        still starting, or it is switched off: a start costs more than the call saves).
-        Never blocks."""
-        if not switches.on(self.switch) or not self.ready:
-            return None
-        return self._submit_call(fn, *args)
+                return _background_call(fn, *args)
 
     def warm(self) -> None:
         """Start the process now (its interpreter and imports) if it is not running: called
         while the app is idle, so the first case opened finds it ready. Never blocks."""
-        if not switches.on(self.switch):
+        if not switches.on("check_process"):
             return
         with self._lock:
             if self._pool is not None or self._failed:
                 return
-        self._warmed = self._submit_call(os.getpid)
-
-    @property
-    def ready(self) -> bool:
-        """Whether the process started by :meth:`warm` has answered (its imports are done)."""
-        warmed = self._warmed
-        return warmed is not None and warmed.done() and not warmed.cancelled() and warmed.exception() is None and self._pool is not None
+        self._submit_call(os.getpid)
 
     def _submit_call(self, fn: Callable[..., T], *args: object) -> Future[T] | None:
         with self._lock:
@@ -187,8 +154,8 @@ class WarmProcess:
                     _start_resource_tracker()
                     # the app runs threads: forking it is unsafe, so the process is spawned
                     self._pool = ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn"),
-                                                     initializer=_process_start, initargs=(self.nice, pace.share_clock()))
-                return self._pool.submit(self._call, fn, *args)
+                                                     initializer=_process_start, initargs=(pace.share_clock(),))
+                return self._pool.submit(_background_call, fn, *args)
             except BrokenProcessPool:
                 self._pool = None
                 return None
@@ -200,7 +167,6 @@ class WarmProcess:
     def _drop(self) -> None:
         with self._lock:
             pool, self._pool = self._pool, None
-            self._warmed = None
         if pool is not None:
             pool.shutdown(wait=False, cancel_futures=True)
 
@@ -215,6 +181,6 @@ class WarmProcess:
 
 
 #: the app's one check process
-CHECKS = WarmProcess()
+CHECKS = CheckProcess()
 
-__all__ = ["CHECKS", "CHECK_NICE", "CheckOutcome", "WarmProcess", "case_problems"]
+__all__ = ["CHECKS", "CHECK_NICE", "CheckOutcome", "CheckProcess", "case_problems"]

@@ -61,7 +61,6 @@ from eviscene_tui.state.prefetch import Prefetched
 from eviscene_tui.state.rows import CaseRow, duration
 from eviscene_tui.state.runs import RunsStore
 from eviscene_tui.state.trace_rows import FillGate, StepRow, TraceRows, row_from_brief
-from eviscene_tui.state.trace_prep import TracePrep
 from eviscene_tui.state.trace_search import SearchCorpus, SearchHit, TraceSearch
 from eviscene_tui.state.transient import TRANSIENT_CODES
 
@@ -364,7 +363,6 @@ class CaseSession(Observable[CaseChange]):
         self.trace_missing: str | None = None
         self.trace_loading: str | None = None
         self._trace_load = -1  # the load that published the trace rows shown
-        self._trace_prep: TracePrep | None = None  # the trace's index, scanned in a process meanwhile
         self.corpus = SearchCorpus()  # an indexed trace's searchable text, built by the background fill
         self.fill_gate = FillGate()  # held while the UI waits for on-demand rows or a detail
         self.detail_gate = FillGate()  # held while the UI waits for a detail (rows off screen wait)
@@ -427,13 +425,6 @@ class CaseSession(Observable[CaseChange]):
             self._publish()
 
     # -- loading -------------------------------------------------------------------------------
-    def prepare_trace(self) -> None:
-        """Start indexing the case's big source trace in the trace process (when it runs),
-        before the screen is composed: the first load takes the index from there."""
-        if self._trace_prep is None and self.load_count == 0 and not self.closed:
-            prep = TracePrep(self.case_path, self.options.path_map)
-            self._trace_prep = prep if prep.started else None
-
     def load(self) -> None:
         """Read the case's files (again): the trace is read on the first load only."""
         if self.closed:
@@ -487,10 +478,7 @@ class CaseSession(Observable[CaseChange]):
             path = bundle.source_trace_path
             if path is not None and str(path).endswith(".gz"):
                 ctx.post(TraceLoading(load, "decompressing and indexing the gzip source trace (its first open is slower)\u2026"))
-            prep, self._trace_prep = self._trace_prep, None
-            trace, problems = bundle.trace(spool_dir=self.options.workdir / "spool", indexer=prep.indexer() if prep is not None else None)
-            if trace is not None and trace.lazy and not trace.gzip:
-                self.probes.trace_indexed_by(prep.indexed_by if prep is not None and prep.indexed_by is not None else os.getpid())
+            trace, problems = bundle.trace(spool_dir=self.options.workdir / "spool")
             failure_index = failure_index_for(bundle)
         except Exception as exc:  # noqa: BLE001 - shown as the trace's load error
             ctx.post(TraceFailed(load, f"{type(exc).__name__}: {exc}"))
@@ -1088,9 +1076,6 @@ class CaseSession(Observable[CaseChange]):
         """The case is no longer shown: its timers stop, its holds are released, and what its
         steps still post is dropped."""
         self.closed = True
-        prep, self._trace_prep = self._trace_prep, None
-        if prep is not None:
-            prep.cancel()
         for cancel in (self._reload_cancel, self._integrity_wait, self._search_cancel):
             if cancel is not None:
                 cancel()

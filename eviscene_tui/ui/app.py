@@ -32,7 +32,7 @@ from eviscene_tui.artifacts.report import PARALLEL_MIN_CASES
 from eviscene_tui.options import AppOptions
 from eviscene_tui.probes import AppProbes
 from eviscene_tui.safe_text import safe_text
-from eviscene_tui.state import case_check, trace_prep
+from eviscene_tui.state import case_check
 from eviscene_tui.state.rows import CaseRow
 from eviscene_tui.state.runs import RunsStore
 from eviscene_tui.state.scan_work import CheckResult
@@ -400,7 +400,6 @@ class EvisceneApp(TriageOps, App[int]):
             self._close_scan_pool()
             self.probes.check_finished(0.0)
             case_check.CHECKS.warm()  # idle until a case is chosen: its check process starts now
-            trace_prep.TRACE_PREP.warm()  # and the process its big trace is indexed in
 
     @work(thread=True, exclusive=True, group="integrity", exit_on_error=False)
     def check_integrity(self, scan_id: int, items: list[tuple[str, CaseRef]], pool: ScanPool | None = None) -> None:
@@ -469,7 +468,6 @@ class EvisceneApp(TriageOps, App[int]):
         self.store.set_check_progress(message.count, self.store.check_total, False)
         # the app is idle until a case is chosen: the case screen's check process starts now
         case_check.CHECKS.warm()
-        trace_prep.TRACE_PREP.warm()
         if message.error:
             self.notify("Integrity check stopped: " + safe_text(message.error, single_line=True, limit=300), severity="error", markup=False)
 

@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 
 from eviscene_tui.options import AppOptions
-from eviscene_tui.state import case_check, trace_prep
+from eviscene_tui.state import case_check
 from eviscene_tui.ui.app import EvisceneApp
 from eviscene_tui.ui.widgets.image_preview import prepare_terminal_graphics
 
@@ -49,12 +49,10 @@ STOP_GRACE = 0.5
 def end_worker_processes() -> None:
     """After the app has quit, end the processes it spawned (the interpreter would wait for
     them at exit): quitting always quits. The pools are shut down first, the open case's
-    check process and the trace process with them, and their processes given
-    :data:`STOP_GRACE` to end on their own: a process ended under a pool still reading from
-    it had its pool's thread print a traceback (a closed pipe, ``EBADF``) into the terminal
-    the app had just given back."""
+    check process with them, and their processes given :data:`STOP_GRACE` to end on their
+    own: a process ended under a pool still reading from it had its pool's thread print a
+    traceback (a closed pipe, ``EBADF``) into the terminal the app had just given back."""
     case_check.CHECKS.close()
-    trace_prep.TRACE_PREP.close()
     deadline = time.monotonic() + STOP_GRACE
     for child in multiprocessing.active_children():
         child.join(timeout=max(0.0, deadline - time.monotonic()))

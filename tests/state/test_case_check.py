@@ -13,7 +13,7 @@ from conftest import generate_samples
 from eviscene_tui import pace
 from eviscene_tui.artifacts.layout import CaseRef, Layout
 from eviscene_tui.scaffold.samples import copy_case
-from eviscene_tui.state.case_check import CHECK_NICE, WarmProcess, case_problems
+from eviscene_tui.state.case_check import CHECK_NICE, CheckProcess, case_problems
 
 
 @pytest.fixture(scope="module")
@@ -31,7 +31,7 @@ def _ref(samples: Path, tmp_path: Path) -> tuple[CaseRef, Path]:
 
 def test_warmed_the_process_is_started_before_the_first_check_and_runs_it(samples: Path, tmp_path: Path) -> None:
     ref, root = _ref(samples, tmp_path)
-    checks = WarmProcess()
+    checks = CheckProcess()
     before = {p.pid for p in multiprocessing.active_children()}
     try:
         checks.warm()
@@ -47,7 +47,7 @@ def test_warmed_the_process_is_started_before_the_first_check_and_runs_it(sample
 
 def test_a_check_whose_process_was_killed_runs_here(samples: Path, tmp_path: Path) -> None:
     ref, root = _ref(samples, tmp_path)
-    checks = WarmProcess()
+    checks = CheckProcess()
     before = {p.pid for p in multiprocessing.active_children()}
     try:
         checks.warm()
@@ -65,7 +65,7 @@ def test_a_check_whose_process_was_killed_runs_here(samples: Path, tmp_path: Pat
 
 def test_the_checks_process_follows_the_apps_foreground_work() -> None:
     """Its loops give way to a capture opened with k in the app, as the app's threads do."""
-    checks = WarmProcess()
+    checks = CheckProcess()
     try:
         checks.warm()
         hold = pace.ForegroundHold()

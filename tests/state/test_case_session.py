@@ -398,7 +398,7 @@ def test_without_a_process_the_check_runs_on_its_thread_as_background_work(sampl
     def no_process(*_a: object, **_kw: object) -> None:
         raise OSError("no semaphores here")
 
-    checks = case_check.WarmProcess()
+    checks = case_check.CheckProcess()
     monkeypatch.setattr(case_check, "ProcessPoolExecutor", no_process)
     monkeypatch.setattr(case_check, "CHECKS", checks)
     backgrounds: list[bool] = []

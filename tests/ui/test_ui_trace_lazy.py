@@ -9,9 +9,7 @@ driver does. The lazy threshold is lowered so a small trace takes the indexed pa
 
 from __future__ import annotations
 
-import asyncio
 import gc
-import os
 import threading
 from pathlib import Path
 
@@ -25,7 +23,7 @@ from eviscene_tui import pace
 from eviscene_tui.artifacts import trace as trace_module
 from eviscene_tui.artifacts.jsonio import pretty_json_bytes
 from eviscene_tui.ui import gc_hold
-from eviscene_tui.state import case_check, trace_prep
+from eviscene_tui.state import case_check
 from eviscene_tui.state.case_session import CaseSession
 from eviscene_tui.ui.screens.case import CaseScreen
 from eviscene_tui.ui.widgets.runs_table import RunsTable
@@ -75,24 +73,6 @@ async def test_indexed_trace_opens_on_the_failure_step_fills_rows_and_searches(t
             app.pop_screen()
             await pilot.pause()
         assert await wait_for(pilot, lambda: gc_hold.holds() == 0 and gc.get_freeze_count() == 0, 10)
-
-
-async def test_the_trace_is_indexed_in_the_trace_process_while_the_screen_is_built(tmp_path: Path, indexed) -> None:
-    write_case(tmp_path)
-    app = make_app(tmp_path / "runs")
-    async with app.run_test(size=(120, 40)) as pilot:
-        await wait_scan(pilot, app)
-        # the app starts the process once it is idle; a case opened then finds it ready
-        assert await wait_for(pilot, lambda: trace_prep.TRACE_PREP.running, 20)
-        pid = await asyncio.to_thread(trace_prep.TRACE_PREP.call, os.getpid)
-        assert pid is not None and pid != os.getpid()
-        screen = await _open(pilot, app, "lazy-case")
-        assert screen.session.probes.trace_index_pid == pid
-        tv = screen.query_one(TraceView)
-        assert screen.trace.lazy and tv.cursor == FAILURE
-        assert await wait_for(pilot, lambda: f"RESULT-{FAILURE} page" in screen_text(app), 10)
-        assert await wait_for(pilot, lambda: screen.trace_rows.filled() == STEPS, 20)  # its rows read here, from those ranges
-        assert screen.trace.broken is None
 
 
 async def test_the_other_tabs_are_mounted_once_the_failure_step_is_painted(tmp_path: Path, indexed, monkeypatch) -> None:

@@ -145,7 +145,6 @@ class CaseScreen(Screen):
         super().__init__()
         self.options = options
         self.session = self._session_for(ref, key, revealed=False)
-        self.session.prepare_trace()  # the big trace's scan runs in its process while this screen is built
 
     def _session_for(self, ref: CaseRef | CaseSummary | Path, key: str | None, *, revealed: bool) -> CaseSession:
         host = _ScreenHost(self)
@@ -796,7 +795,6 @@ class CaseScreen(Screen):
         self.session.close()
         self.query("#case-gate").remove()
         self.session = self._session_for(ref, key, revealed=self.session.revealed)
-        self.session.prepare_trace()
         self.session.watch_store(self.eviscene.store)
         self._reset_widgets()
         self._mount_gate_card()
