@@ -109,8 +109,7 @@ def watch_open_phases():
     from eviscene_tui.artifacts import trace as trace_module
     from eviscene_tui.state.case_session import CaseSession
     from eviscene_tui.ui.screens.case import CaseScreen
-    # the index as the load step waits for it: scanned on its thread, or taken from the trace
-    # process (its thread's CPU is then the wait's)
+    # the index as the load step builds it, on its own thread
     real_mount, real_index, real_shown = CaseScreen.on_mount, trace_module._index_trace, CaseSession._on_trace_shown
     @functools.wraps(real_mount)
     def on_mount(self):
