@@ -381,3 +381,50 @@ def test_step_detail_of_an_indexed_trace_keeps_no_parsedstep(tmp_path: Path) -> 
     # a step the viewer holds already (token inspector) is used as it is
     lazy.step(far)
     assert lazy.step_detail(far) == detail and far in lazy._step_cache
+
+
+class _Trickle(io.RawIOBase):
+    """A reader that hands out at most ``most`` bytes a read (a pipe, a slow stream)."""
+
+    def __init__(self, data: bytes, most: int) -> None:
+        self._data, self._at, self._most = data, 0, most
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, b) -> int:  # type: ignore[no-untyped-def]
+        n = min(len(b), self._most, len(self._data) - self._at)
+        b[:n] = self._data[self._at : self._at + n]
+        self._at += n
+        return n
+
+
+class _ReadOnly:
+    """A reader with ``read`` and nothing else (no ``readinto``)."""
+
+    def __init__(self, data: bytes) -> None:
+        self._inner = io.BytesIO(data)
+
+    def read(self, size: int = -1) -> bytes:
+        return self._inner.read(size)
+
+
+@pytest.mark.parametrize("reader", ["short reads", "read only", "whole blocks"])
+def test_every_kind_of_reader_gives_the_same_index_and_the_sink_gets_every_byte(reader: str) -> None:
+    # the blocks are read into the buffer's own tail: a read that fills less than a block,
+    # and a reader that has no readinto, index the same steps and copy the same bytes
+    data = orjson.dumps(_doc(25))
+    fh = {"short reads": lambda: _Trickle(data, 37), "read only": lambda: _ReadOnly(data), "whole blocks": lambda: io.BytesIO(data)}[reader]()
+    sink = io.BytesIO()
+    index = index_steps(fh, block_bytes=256, sink=sink)  # type: ignore[arg-type]
+    expected = index_steps(io.BytesIO(data), block_bytes=1 << 20)
+    assert index is not None and expected is not None
+    assert list(index.starts) == list(expected.starts) and list(index.ends) == list(expected.ends) and len(index) == 25
+    assert [orjson.loads(data[s:e]) for s, e in zip(index.starts, index.ends)] == _doc(25)["state"]["all_steps"]
+    assert sink.getvalue() == data and index.size == len(data)
+
+
+def test_a_trace_past_the_byte_limit_is_refused_while_read() -> None:
+    data = orjson.dumps(_doc(25))
+    with pytest.raises(ValueError, match="more than"):
+        index_steps(_Trickle(data, 100), block_bytes=256, max_bytes=len(data) - 1)  # type: ignore[arg-type]
