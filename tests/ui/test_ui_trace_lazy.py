@@ -15,6 +15,7 @@ from pathlib import Path
 
 import orjson
 import pytest
+from textual import events
 from textual.widgets import TabbedContent
 from trace_fixtures import FAILURE, STEPS, write_case
 from ui_helpers import make_app, screen_text, wait_for, wait_scan
@@ -75,11 +76,13 @@ async def test_indexed_trace_opens_on_the_failure_step_fills_rows_and_searches(t
         assert await wait_for(pilot, lambda: gc_hold.holds() == 0 and gc.get_freeze_count() == 0, 10)
 
 
-async def test_the_other_tabs_are_mounted_once_the_failure_step_is_painted(tmp_path: Path, indexed, monkeypatch) -> None:
-    # their mount and first paint would share the frame the operator waits for
+async def test_the_other_tabs_are_mounted_after_the_failure_step_is_painted_and_a_key_goes_first(tmp_path: Path, indexed, monkeypatch) -> None:
+    # their mount and first paint would share the frame the operator waits for, and hold
+    # the UI thread when the operator presses a key as the failure step appears: End,
+    # pressed in the frame that painted it, is answered before they are mounted
     write_case(tmp_path)
     order: list[str] = []
-    real_mount, real_post = CaseScreen._mount_panels, TraceView.post_message
+    real_mount, real_post, real_edge = CaseScreen._mount_panels, TraceView.post_message, TraceView.action_edge
 
     def mount_panels(self: CaseScreen) -> None:
         order.append("mount")
@@ -88,20 +91,46 @@ async def test_the_other_tabs_are_mounted_once_the_failure_step_is_painted(tmp_p
     def post_message(self: TraceView, message):  # type: ignore[no-untyped-def]
         if isinstance(message, TraceView.FailureShown):
             order.append("failure painted")
+            key = events.Key("end", None)
+            key.set_sender(self.app)
+            self.app.post_message(key)  # the operator's key, from the terminal
         return real_post(self, message)
+
+    def action_edge(self: TraceView, end: int) -> None:
+        order.append("end")
+        real_edge(self, end)
 
     monkeypatch.setattr(CaseScreen, "_mount_panels", mount_panels)
     monkeypatch.setattr(TraceView, "post_message", post_message)
+    monkeypatch.setattr(TraceView, "action_edge", action_edge)
     app = make_app(tmp_path / "runs")
     async with app.run_test(size=(120, 40)) as pilot:
         screen = await _open(pilot, app, "lazy-case")
         assert await wait_for(pilot, lambda: bool(screen.query("#integrity-doc")), 10)
-        assert order[:2] == ["failure painted", "mount"]
-        assert screen.query_one(TraceView).cursor == FAILURE
+        assert order[:3] == ["failure painted", "end", "mount"]
+        tv = screen.query_one(TraceView)
+        assert tv.cursor == STEPS - 1
+        assert await wait_for(pilot, lambda: f"RESULT-{STEPS - 1} page" in screen_text(app), 5)
         # the bodies are painted once mounted, and the tab bar shows them
         assert await wait_for(pilot, lambda: "loading" not in str(screen.query_one("#loc-doc").content), 10)
         await pilot.press("5")
         assert await wait_for(pilot, lambda: screen.query_one(TabbedContent).active == "integrity", 5)
+
+
+async def test_a_tab_opened_before_the_bodies_are_mounted_mounts_them_at_once(tmp_path: Path, indexed, monkeypatch) -> None:
+    # the quiet wait after the failure step's paint never delays a tab the operator asks for
+    monkeypatch.setattr(pace, "QUIET_AFTER_INPUT", 3600.0)
+    write_case(tmp_path)
+    app = make_app(tmp_path / "runs")
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = await _open(pilot, app, "lazy-case")
+        tv = screen.query_one(TraceView)
+        assert await wait_for(pilot, lambda: tv.probes.failure_painted_at is not None, 10)
+        assert not screen.query("#loc-doc")  # still waiting for a quiet moment
+        await pilot.press("2")
+        assert await wait_for(pilot, lambda: bool(screen.query("#loc-doc")), 5)
+        assert await wait_for(pilot, lambda: screen.query_one(TabbedContent).active == "localization", 5)
+        assert await wait_for(pilot, lambda: "loading" not in str(screen.query_one("#loc-doc").content), 10)
 
 
 async def test_step_detail_of_a_far_step_shows_what_the_whole_file_path_shows(tmp_path: Path, indexed) -> None:
@@ -145,7 +174,13 @@ async def test_scrolling_past_the_filled_rows_parses_them_on_demand(tmp_path: Pa
         screen = await _open(pilot, app, "lazy-case")
         data = screen.trace_rows
         assert data.rows[STEPS - 1] is None and data.rows[FAILURE] is not None
-        await pilot.press("end")
+        tv = screen.query_one(TraceView)
+        asked: list[TraceView.RowsWanted] = []
+        real_post = tv.post_message
+        monkeypatch.setattr(tv, "post_message", lambda message: (asked.append(message) if isinstance(message, TraceView.RowsWanted) else None, real_post(message))[1])
+        tv.action_edge(1)
+        # the new screenful's rows are asked for at the jump, not when a frame paints their placeholders
+        assert [(m.start <= STEPS - 1 < m.end) for m in asked] == [True]
         assert await wait_for(pilot, lambda: data.rows[STEPS - 1] is not None, 10)
         assert await wait_for(pilot, lambda: f"RESULT-{STEPS - 1} page" in screen_text(app), 5)
         assert any(row is None for row in data.rows)  # only what was on screen was built

@@ -22,6 +22,7 @@ from textual.widgets import Input, OptionList, Static, TabbedContent, TabPane
 from textual.widgets.option_list import Option
 from textual.worker import get_current_worker
 
+from eviscene_tui import pace
 from eviscene_tui.ui.actions import bindings
 from eviscene_tui.options import AppOptions
 from eviscene_tui.safe_text import safe_text
@@ -321,6 +322,23 @@ class CaseScreen(Screen):
     @on(TraceView.FailureShown)
     def _failure_shown(self, message: TraceView.FailureShown) -> None:
         message.stop()
+        # a key pressed as the failure step appears (End, a page key) may still be on its
+        # way from the terminal: it goes first
+        self.set_timer(pace.QUIET_AFTER_INPUT, self._mount_panels_when_quiet)
+
+    def _mount_panels_when_quiet(self) -> None:
+        """The other tabs' bodies, mounted once the operator has pressed no key for a
+        moment (``pace.QUIET_AFTER_INPUT``): their mount and first paint hold the UI thread
+        for tens of ms (every hidden body laid out again), and the keys of the operator
+        looking at the failure step go first. Opening a tab mounts them at once
+        (``action_tab``), and the screen's timer mounts them at the latest
+        ``PANELS_AT_THE_LATEST`` after the open."""
+        if self.query_one(CaseTabs).panels_mounted:
+            return
+        wait = pace.QUIET_AFTER_INPUT - pace.idle_seconds()
+        if wait > 0:
+            self.set_timer(wait, self._mount_panels_when_quiet)
+            return
         self._mount_panels()
 
     def _paint_trace(self, snap: CaseSnapshot) -> None:

@@ -154,6 +154,21 @@ class TraceView(ScrollView, can_focus=True):
         self._wanted = span
         self.post_message(self.RowsWanted(*span))
 
+    def _want_on_screen(self) -> None:
+        """After a jump (End, a page key, a far step): ask for the unbuilt rows of the new
+        screenful now, not when the next frame paints their placeholders; the worker
+        builds them while that frame is drawn (a frame, and the message it posts, later)."""
+        data = self.data
+        if data is None:
+            return
+        lines = self.lines_per_step
+        top = self.scroll_offset.y // lines
+        bottom = top + max(1, self.scrollable_content_region.height) // lines + 1
+        for index in range(max(0, top), min(bottom, len(data.rows))):
+            if data.rows[index] is None:
+                self._want(index)
+                return
+
     @property
     def step_count(self) -> int:
         return self.data.step_count if self.data else 0
@@ -166,6 +181,7 @@ class TraceView(ScrollView, can_focus=True):
         self.set_reactive(TraceView.cursor, index)
         self._cache.clear()
         self._scroll_to_cursor(center=center)
+        self._want_on_screen()
         self.refresh()
         self.post_message(self.StepHighlighted(index))
 
@@ -191,6 +207,7 @@ class TraceView(ScrollView, can_focus=True):
     def watch_cursor(self, old: int, new: int) -> None:
         self._cache.clear()
         self._scroll_to_cursor(center=False)
+        self._want_on_screen()
         self.refresh()
         self.post_message(self.StepHighlighted(new))
 
