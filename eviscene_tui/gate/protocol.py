@@ -191,10 +191,15 @@ def operator_identity(explicit: str | None = None) -> str:
 
 
 # ---------------------------------------------------------------------- names
+def sidecar_path(root: str | os.PathLike[str]) -> str:
+    """``<root>.eviscene-gate`` beside the search root, absolute, as a string (a scan asks
+    this of each of 10,000 cases: no path objects)."""
+    return os.path.abspath(os.fspath(root)) + SIDECAR_SUFFIX
+
+
 def sidecar_for(root: str | os.PathLike[str]) -> Path:
-    """``<root>.eviscene-gate`` beside the search root."""
-    r = Path(os.path.abspath(os.fspath(root)))
-    return r.parent / (r.name + SIDECAR_SUFFIX)
+    """``<root>.eviscene-gate`` beside the search root (:func:`sidecar_path`)."""
+    return Path(sidecar_path(root))
 
 
 def gate_name(round_index: int, kind: GateKind = "round", index: int | None = None) -> str:

@@ -19,7 +19,7 @@ from eviscene_tui import pace
 from eviscene_tui.artifacts.layout import CaseRef
 from eviscene_tui.artifacts.paths import PathMap
 from eviscene_tui.artifacts.report import checked_case
-from eviscene_tui.gate.protocol import SESSION_FILE, SIDECAR_SUFFIX
+from eviscene_tui.gate.protocol import SESSION_FILE, sidecar_path
 from eviscene_tui.state.rows import CaseRow, last_round_status, problem_pairs, row_from_summary
 
 
@@ -64,9 +64,7 @@ def _pool_worker_start() -> None:
 def gate_marker(root: str | os.PathLike[str]) -> str:
     """``state.gate.gate_marker`` of a case root; "" at once when it has no gate sidecar
     (the gate's services are imported only for a case that has one)."""
-    # ``sidecar_for(root) / SESSION_FILE`` as a string: this runs for each of 10,000 cases
-    # in a scan, and building the two paths cost more than the stat
-    if not os.path.isfile(os.path.join(os.path.abspath(os.fspath(root)) + SIDECAR_SUFFIX, SESSION_FILE)):
+    if not os.path.isfile(os.path.join(sidecar_path(root), SESSION_FILE)):  # strings: asked of each case of a scan
         return ""
     from eviscene_tui.state.gate import gate_marker as marker  # lazy: a pool process loads the gate's services only for a gated case
 

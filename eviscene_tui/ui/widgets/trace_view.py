@@ -138,11 +138,15 @@ class TraceView(ScrollView, can_focus=True):
         scrolled away is rebuilt when it comes back)."""
         if self._wanted is not None and start <= self._wanted[0] and self._wanted[1] <= end:
             self._wanted = None
-        lines = self.lines_per_step
-        top = self.scroll_offset.y // lines
-        bottom = (self.scroll_offset.y + max(1, self.scrollable_content_region.height)) // lines + 1
+        top, bottom = self._steps_on_screen()
         if start < bottom and top < end:
             self.refresh()
+
+    def _steps_on_screen(self) -> tuple[int, int]:
+        """The steps the viewport shows (first, one past the last, partly shown ones included)."""
+        lines = self.lines_per_step
+        y = self.scroll_offset.y
+        return y // lines, (y + max(1, self.scrollable_content_region.height)) // lines + 1
 
     def _want(self, index: int) -> None:
         """Ask (once per screenful) for the unbuilt rows around ``index``."""
@@ -158,16 +162,11 @@ class TraceView(ScrollView, can_focus=True):
         """After a jump (End, a page key, a far step): ask for the unbuilt rows of the new
         screenful now, not when the next frame paints their placeholders; the worker
         builds them while that frame is drawn (a frame, and the message it posts, later)."""
-        data = self.data
-        if data is None:
+        if self.data is None:
             return
-        lines = self.lines_per_step
-        top = self.scroll_offset.y // lines
-        bottom = top + max(1, self.scrollable_content_region.height) // lines + 1
-        for index in range(max(0, top), min(bottom, len(data.rows))):
-            if data.rows[index] is None:
-                self._want(index)
-                return
+        missing = self.data.missing_between(*self._steps_on_screen())
+        if missing:
+            self._want(missing[0])
 
     @property
     def step_count(self) -> int:
