@@ -13,7 +13,9 @@ process they start), or turned off in a running process with :func:`set_off`:
 - ``chunked_trace``: a big trace that the step index declines is parsed in chunks of steps
   rather than with one ``orjson.loads`` (``artifacts/chunked_trace.py``: a lower memory peak);
 - ``check_process``: the open case's full integrity check runs in a process of its own, niced,
-  rather than on a thread of the app (``state/case_check.py``).
+  rather than on a thread of the app (``state/case_check.py``);
+- ``index_process``: a big source trace is indexed in a process of its own, begun as the case
+  is opened, rather than on the case's load thread (``state/index_process.py``).
 
 The streaming client's direct body reader has its own setting (``[policy] direct_body``).
 
@@ -24,7 +26,7 @@ from __future__ import annotations
 
 import os
 
-NAMES = frozenset({"lean_token_view", "gc_hold", "chunked_trace", "check_process"})
+NAMES = frozenset({"lean_token_view", "gc_hold", "chunked_trace", "check_process", "index_process"})
 
 _off: set[str] = {name.strip() for name in os.environ.get("EVISCENE_TUI_OFF", "").split(",") if name.strip() in NAMES}
 

@@ -301,10 +301,11 @@ def sigint_as_in_a_terminal() -> Iterator[None]:
 
 @pytest.fixture(scope="session", autouse=True)
 def _check_process_ended_with_the_session():
-    """The open case's check process is the app's one for its whole life (a module-level
+    """The open case's check process (and the index process) is the app's one for its whole life (a module-level
     singleton the tests' apps share); the session ends it, as quitting the app does, so a
     run of the suite leaves no process behind."""
     yield
-    from eviscene_tui.state import case_check
+    from eviscene_tui.state import case_check, index_process
 
     case_check.CHECKS.close()
+    index_process.INDEXES.close()

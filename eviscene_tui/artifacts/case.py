@@ -87,7 +87,7 @@ from eviscene_tui.artifacts.runtime_archive import (
     check_regular_file,
     request_from_policy_input,
 )
-from eviscene_tui.artifacts.trace import SourceTrace, load_trace
+from eviscene_tui.artifacts.trace import ForeignIndex, SourceTrace, load_trace
 from eviscene_tui.artifacts.jsonio import parse_jsonl_bytes, read_bound, read_file_bytes, read_json, read_jsonl, sha256_file
 
 T = TypeVar("T")
@@ -995,10 +995,13 @@ class CaseBundle(_Loader):
             self._add(Problem(code=ProblemCode.JSON_INVALID, path=str(self.root), message=f"input provenance: {type(exc).__name__}"))
         return out
 
-    def trace(self, *, spool_dir: str | os.PathLike[str] | None = None) -> tuple[SourceTrace | None, list[Problem]]:
+    def trace(
+        self, *, spool_dir: str | os.PathLike[str] | None = None, foreign: ForeignIndex | None = None
+    ) -> tuple[SourceTrace | None, list[Problem]]:
         """The source trace, loaded once (lazy; a big one is indexed, see
         ``artifacts.trace.load_trace``; ``spool_dir`` takes a gzip trace's decompressed
-        copy: the app's work directory, never the case)."""
+        copy: the app's work directory, never the case; ``foreign``: its index built
+        elsewhere, used when it is of the file opened)."""
         if self._trace is None:
             path = self.source_trace_path
             if path is None:
@@ -1007,7 +1010,7 @@ class CaseBundle(_Loader):
                 self._trace = (None, [missing] if missing is not None else [])
             else:
                 try:
-                    trace, problems = load_trace(path, spool_dir=spool_dir)
+                    trace, problems = load_trace(path, spool_dir=spool_dir, foreign=foreign)
                 except Exception as exc:  # noqa: BLE001 - recorded as a Problem
                     trace, problems = None, [Problem(code=ProblemCode.JSON_INVALID, path=str(path), message=f"trace: {type(exc).__name__}")]
                 self._extend(problems)

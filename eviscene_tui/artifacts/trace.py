@@ -36,9 +36,9 @@ import threading
 import time
 import zlib
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, NamedTuple
 
 import orjson
 
@@ -441,6 +441,12 @@ class SourceTrace:
         self._quick[index] = quick
         return quick
 
+    def adopt_quick_briefs(self, briefs: dict[int, StepBrief]) -> None:
+        """Use quick briefs of this trace's steps built elsewhere (the index process)."""
+        for i, brief in briefs.items():
+            if 0 <= i < len(self._briefs) and brief.index == i:
+                self._quick[i] = brief
+
     def _cut_parse(self, index: int) -> dict[str, Any] | None:
         """An indexed trace's step parsed with its token capture's lists emptied (see
         :func:`without_capture_lists`), or None when that does not give one object."""
@@ -753,18 +759,34 @@ def _parse_in_chunks(path: Path, *, gz: bool) -> tuple[dict[str, Any], int] | No
     return (raw, size) if isinstance(raw, dict) else None
 
 
-def _index_trace(path: Path, *, gz: bool, spool_dir: Path | None) -> SourceTrace | None:
+class ForeignSteps(NamedTuple):
+    """A trace's step index built elsewhere (the app's index process; ``None``: the index
+    declined the trace) and the quick briefs of the steps around its failure step."""
+
+    step_index: StepIndex | None
+    quick_briefs: dict[int, StepBrief]
+
+
+#: the index of the trace at ``path``, opened here with the given ``os.fstat``, when it was
+#: built elsewhere for exactly that file; ``None``: the scan is to run here
+ForeignIndex = Callable[[Path, os.stat_result], ForeignSteps | None]
+
+
+def _index_trace(path: Path, *, gz: bool, spool_dir: Path | None, foreign: ForeignIndex | None = None) -> SourceTrace | None:
     """A big trace indexed (its steps parsed on demand), or ``None`` for anything the
-    index does not handle exactly (the chunked / whole-file parse then reports)."""
+    index does not handle exactly (the chunked / whole-file parse then reports);
+    ``foreign``: an index of a plain trace built elsewhere, used when it is of this file."""
     started = time.perf_counter()
     spool: BinaryIO | None = None
+    quick: dict[int, StepBrief] = {}
     try:
         with open_regular(path) as fh:
             if (fh.read(2) == b"\x1f\x8b") != gz:
                 return None
             fh.seek(0)
             if not gz:
-                index = index_steps(fh)
+                found = foreign(path, os.fstat(fh.fileno())) if foreign is not None else None
+                index, quick = (index_steps(fh), {}) if found is None else found
             else:
                 if spool_dir is not None:
                     spool_dir.mkdir(parents=True, exist_ok=True)
@@ -785,11 +807,26 @@ def _index_trace(path: Path, *, gz: bool, spool_dir: Path | None) -> SourceTrace
         raw["state"]["all_steps"] = steps
     else:
         raw["all_steps"] = steps
-    return SourceTrace(raw, path, size_bytes=index.size, steps=steps, gzip=gz, index_seconds=time.perf_counter() - started)
+    trace = SourceTrace(raw, path, size_bytes=index.size, steps=steps, gzip=gz, index_seconds=time.perf_counter() - started)
+    trace.adopt_quick_briefs(quick)
+    return trace
+
+
+def quick_briefs(index: StepIndex, path: Path, indices: Iterable[int]) -> dict[int, StepBrief]:
+    """The quick briefs (:meth:`SourceTrace.quick_brief`) of some steps of the plain trace
+    at ``path`` indexed as ``index`` (for the app's index process, which sends them with
+    the index)."""
+    steps = LazySteps(index, path, cache_size=0)
+    try:
+        trace = SourceTrace({"all_steps": steps}, path, steps=steps)
+        return {i: trace.quick_brief(i) for i in indices if 0 <= i < len(steps)}
+    finally:
+        steps.close()
 
 
 def load_trace(
-    path: str | os.PathLike[str], *, lazy: bool | None = None, spool_dir: str | os.PathLike[str] | None = None
+    path: str | os.PathLike[str], *, lazy: bool | None = None, spool_dir: str | os.PathLike[str] | None = None,
+    foreign: ForeignIndex | None = None,
 ) -> tuple[SourceTrace | None, list[Problem]]:
     """Read and parse a trace once. Never raises. ``.gz`` files are decompressed.
 
@@ -813,7 +850,7 @@ def load_trace(
         return None, [too_large(where, st.st_size, LIMITS["trace"]).problem()]
     gz = where.endswith(".gz")
     if lazy or (lazy is None and st.st_size >= (LAZY_MIN_GZ_BYTES if gz else LAZY_MIN_BYTES)):
-        indexed = _index_trace(p, gz=gz, spool_dir=Path(spool_dir) if spool_dir is not None else None)
+        indexed = _index_trace(p, gz=gz, spool_dir=Path(spool_dir) if spool_dir is not None else None, foreign=foreign)
         if indexed is not None:
             return indexed, []
     if st.st_size >= (CHUNKED_MIN_GZ_BYTES if gz else CHUNKED_MIN_BYTES) and switches.on("chunked_trace"):
@@ -840,6 +877,8 @@ def load_trace(
 
 
 __all__ = [
+    "ForeignIndex",
+    "ForeignSteps",
     "LazySteps",
     "SourceTrace",
     "StepBrief",
@@ -847,4 +886,5 @@ __all__ = [
     "load_trace_bytes",
     "one_line",
     "pretty_json_text",
+    "quick_briefs",
 ]

@@ -35,7 +35,7 @@ from eviscene_tui.artifacts.trace import SourceTrace, load_trace
 from eviscene_tui.options import AppOptions
 from eviscene_tui.probes import CaseProbes
 from eviscene_tui.safe_text import safe_text
-from eviscene_tui.state import case_check
+from eviscene_tui.state import case_check, index_process
 from eviscene_tui.state.case_view import (
     CaseView,
     CompareView,
@@ -478,7 +478,9 @@ class CaseSession(Observable[CaseChange]):
             path = bundle.source_trace_path
             if path is not None and str(path).endswith(".gz"):
                 ctx.post(TraceLoading(load, "decompressing and indexing the gzip source trace (its first open is slower)\u2026"))
-            trace, problems = bundle.trace(spool_dir=self.options.workdir / "spool")
+            # a big trace's index may be built already, begun in the index process at Enter
+            foreign = index_process.INDEXES.take(self.case_path, ctx.cancelled) if load == 1 else None
+            trace, problems = bundle.trace(spool_dir=self.options.workdir / "spool", foreign=foreign)
             failure_index = failure_index_for(bundle)
         except Exception as exc:  # noqa: BLE001 - shown as the trace's load error
             ctx.post(TraceFailed(load, f"{type(exc).__name__}: {exc}"))

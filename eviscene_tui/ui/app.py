@@ -32,7 +32,8 @@ from eviscene_tui.artifacts.report import PARALLEL_MIN_CASES
 from eviscene_tui.options import AppOptions
 from eviscene_tui.probes import AppProbes
 from eviscene_tui.safe_text import safe_text
-from eviscene_tui.state import case_check
+from eviscene_tui.state import case_check, index_process
+from eviscene_tui.state.case_session import WINDOW_LAZY
 from eviscene_tui.state.rows import CaseRow
 from eviscene_tui.state.runs import RunsStore
 from eviscene_tui.state.scan_work import CheckResult
@@ -400,6 +401,7 @@ class EvisceneApp(TriageOps, App[int]):
             self._close_scan_pool()
             self.probes.check_finished(0.0)
             case_check.CHECKS.warm()  # idle until a case is chosen: its check process starts now
+            index_process.INDEXES.warm()  # and the process that indexes a big source trace
 
     @work(thread=True, exclusive=True, group="integrity", exit_on_error=False)
     def check_integrity(self, scan_id: int, items: list[tuple[str, CaseRef]], pool: ScanPool | None = None) -> None:
@@ -468,6 +470,7 @@ class EvisceneApp(TriageOps, App[int]):
         self.store.set_check_progress(message.count, self.store.check_total, False)
         # the app is idle until a case is chosen: the case screen's check process starts now
         case_check.CHECKS.warm()
+        index_process.INDEXES.warm()
         if message.error:
             self.notify("Integrity check stopped: " + safe_text(message.error, single_line=True, limit=300), severity="error", markup=False)
 
@@ -657,6 +660,8 @@ class EvisceneApp(TriageOps, App[int]):
 
     def open_case(self, row: Any) -> None:
         ref = row.ref if hasattr(row, "ref") else row
+        # its big source trace is indexed in the index process while the screen is built
+        index_process.INDEXES.begin(ref if isinstance(ref, Path) else ref.path, self.options.path_map, window=WINDOW_LAZY)
         self.push_screen(CaseScreen(ref, self.options, key=getattr(row, "key", None)))
 
     # -- command palette -----------------------------------------------------------------

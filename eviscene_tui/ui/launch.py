@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 
 from eviscene_tui.options import AppOptions
-from eviscene_tui.state import case_check
+from eviscene_tui.state import case_check, index_process
 from eviscene_tui.ui.app import EvisceneApp
 from eviscene_tui.ui.widgets.image_preview import prepare_terminal_graphics
 
@@ -53,6 +53,7 @@ def end_worker_processes() -> None:
     own: a process ended under a pool still reading from it had its pool's thread print a
     traceback (a closed pipe, ``EBADF``) into the terminal the app had just given back."""
     case_check.CHECKS.close()
+    index_process.INDEXES.close()
     deadline = time.monotonic() + STOP_GRACE
     for child in multiprocessing.active_children():
         child.join(timeout=max(0.0, deadline - time.monotonic()))

@@ -324,3 +324,26 @@ async def test_the_background_fill_and_the_live_checks_give_way_to_keys(tmp_path
         assert not pace.in_background()  # the UI thread
     assert ran["fill"] == [True] and ran["check"] and all(ran["check"])
     assert yielded.count(True) >= STEPS  # the fill gave way (when a key was recent) between its steps
+
+
+async def test_a_case_opened_once_the_index_process_is_ready_is_indexed_there(tmp_path: Path, indexed, monkeypatch) -> None:
+    # Enter sends the case to the index process before its screen is built; the load step
+    # takes that index (the app's own thread scans nothing) and the screen is the same
+    from eviscene_tui.state import index_process
+
+    warmed = index_process.INDEXES.warm()
+    if warmed is not None:
+        assert warmed.result(timeout=120) > 0
+    assert index_process.INDEXES.ready
+    write_case(tmp_path)
+
+    def no_scan_here(*args, **kwargs):  # type: ignore[no-untyped-def]
+        raise AssertionError("the trace was scanned on the app's thread")
+
+    monkeypatch.setattr(trace_module, "index_steps", no_scan_here)
+    app = make_app(tmp_path / "runs")
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = await _open(pilot, app, "lazy-case")
+        assert screen.trace.lazy and screen.query_one(TraceView).cursor == FAILURE
+        assert await wait_for(pilot, lambda: f"RESULT-{FAILURE} page" in screen_text(app), 10)
+        assert await wait_for(pilot, lambda: screen.trace_rows.filled() == STEPS, 20)
